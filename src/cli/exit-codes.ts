@@ -1,0 +1,18 @@
+// Process exit codes of the binder-sync command (documented in README "Exit codes").
+export const ExitCode = {
+  /** Everything asked for was done; for `sync`, both sides agree. */
+  ok: 0,
+  /** The pass ran but something is left: conflicts recorded, items that cannot be synced, failed items. */
+  incomplete: 1,
+  /** Bad command line or configuration: nothing was touched. */
+  usage: 2,
+  /** The service could not be reached, refused the credentials, or answered invalidly. */
+  service: 3,
+  /** A safety gate stopped the pass before it deleted anything (see --force). */
+  blocked: 4,
+  /** Another instance holds the lock of this stateDir. */
+  locked: 5,
+  /** Local filesystem failure (sync root missing, disk full, permission denied). */
+  local: 6,
+} as const;
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

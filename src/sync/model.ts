@@ -1,0 +1,200 @@
+// The sync model: the plain data that flows scan -> reconcile -> propagate.
+// Everything here is data only (no I/O). Paths are relative to the sync root, '/'-separated, in the
+// original bytes used on disk; `key` is the comparison form of a path (see pathKey in sync/path-key.ts).
+
+/** Comparison key of a relative path: NFC, and lower-cased when the local filesystem ignores case. */
+export type PathKey = string;
+
+/** What a file looked like on disk: enough to tell "unchanged" without reading it. */
+export interface FileStat {
+  size: number;
+  mtimeMs: number;
+  inode: number;
+}
+
+/** A local file as observed by the scanner, with its content hash. */
+export interface LocalFile extends FileStat {
+  relPath: string;
+  key: PathKey;
+  sha256: string;
+}
+
+/** A path the scanner saw but could not observe (unreadable, symlink, special file...). */
+export interface LocalProblem {
+  relPath: string;
+  key: PathKey;
+  reason: 'unreadable' | 'symlink' | 'special-file' | 'name-not-representable' | 'changing';
+  detail: string;
+}
+
+/** One complete walk of the local root. */
+export interface LocalObservation {
+  files: Map<PathKey, LocalFile>;
+  /** Directories (not the root itself), key -> relPath. */
+  dirs: Map<PathKey, string>;
+  /** Paths whose state is unknown this pass: never treated as deleted. */
+  problems: LocalProblem[];
+}
+
+/** A remote folder (tab) mapped to a local relative directory path. */
+export interface RemoteFolder {
+  folderId: string;
+  name: string;
+  parentId: string | null;
+  relPath: string;
+  key: PathKey;
+}
+
+/** A remote document (its latest version) mapped to a local relative path. */
+export interface RemoteDoc {
+  documentId: string;
+  fileName: string;
+  folderId: string;
+  versionId: string;
+  relPath: string;
+  key: PathKey;
+}
+
+/**
+ * The remote side as seen by one complete listing. Only complete listings are ever turned into an
+ * observation: a failed or partial listing aborts the pass before reconcile (never "empty").
+ */
+export interface RemoteObservation {
+  /** Every document of the binder, by document id. */
+  docs: Map<string, RemoteDoc>;
+  /** Every folder of the binder, by folder id. */
+  folders: Map<string, RemoteFolder>;
+  /** Base documents absent from the listing AND confirmed gone (GET /documents/{id} -> 404 or moved out). */
+  gone: Set<string>;
+  /** Remote items that exist but cannot be placed locally (reported, never deleted). */
+  unmappable: Array<{ documentId?: string; folderId?: string; name: string; reason: string }>;
+}
+
+/** The last state both sides agreed on for one document (Unison's archive). */
+export interface BaseEntry extends FileStat {
+  documentId: string;
+  versionId: string;
+  /** Label of versionId when known (used to compute the next label), else null. */
+  versionLabel: string | null;
+  folderId: string;
+  /** Remote file name (may differ from the local basename when the name had to be encoded). */
+  fileName: string;
+  relPath: string;
+  key: PathKey;
+  sha256: string;
+}
+
+export type Direction = 'both' | 'download' | 'upload';
+export type ConflictPolicy = 'keep-both' | 'remote-wins' | 'local-wins';
+export type LocalDeletePolicy = 'restore' | 'forget';
+
+/** Everything reconcile needs besides the three observations. Deterministic inputs only. */
+export interface ReconcileContext {
+  direction: Direction;
+  conflictPolicy: ConflictPolicy;
+  localDeletePolicy: LocalDeletePolicy;
+  caseInsensitive: boolean;
+  /** Used in conflict-copy names, e.g. "2026-11-22 001623". Supplied by the caller (no clock inside). */
+  conflictTag: string;
+  /** Share (0..1] of the base's local files that a pass may trash before it stops; see safety gates. */
+  maxDeleteShare: number;
+  /** Skip the safety gates (CLI --force). */
+  force: boolean;
+}
+
+/** Where an upload goes: a new version of documentId, or a new document when documentId is null. */
+export interface UploadTarget {
+  documentId: string | null;
+  folderId: string;
+  fileName: string;
+}
+
+/**
+ * One step of a plan. Steps carry what the planner expected to find, so the executor can refuse to act
+ * on a file that changed after the plan was made (`expectLocal`: null means "must not exist").
+ */
+export type Action =
+  | {
+      kind: 'download';
+      relPath: string;
+      key: PathKey;
+      doc: RemoteDoc;
+      expectLocal: FileStat | null;
+      reason: 'new-remote' | 'remote-modified' | 'restore-local-delete';
+    }
+  | {
+      kind: 'upload';
+      relPath: string;
+      key: PathKey;
+      local: LocalFile;
+      target: UploadTarget;
+      reason: 'new-local' | 'local-modified' | 'recreate-remote-deleted' | 'local-wins';
+      /** Base row this upload replaces (null for a new document). */
+      replacesBase: string | null;
+    }
+  | {
+      kind: 'move-local';
+      from: string;
+      to: string;
+      toKey: PathKey;
+      doc: RemoteDoc;
+      expectLocal: FileStat;
+    }
+  | {
+      kind: 'trash-local';
+      relPath: string;
+      key: PathKey;
+      expectLocal: FileStat;
+      documentId: string;
+      reason: 'remote-deleted' | 'replaced-by-remote-move';
+    }
+  | {
+      /**
+       * Both sides hold content for one path and at least one changed (or there is no base).
+       * The executor downloads the remote content to a temp file first: equal content is adopted as
+       * base; different content is resolved by `policy`.
+       */
+      kind: 'conflict';
+      relPath: string;
+      key: PathKey;
+      local: LocalFile;
+      doc: RemoteDoc;
+      base: BaseEntry | null;
+      policy: ConflictPolicy;
+      /** Free path for the local copy under keep-both (checked against both sides by the planner). */
+      conflictPath: string;
+      /** In download-only mode the conflict copy stays local and is not uploaded. */
+      uploadConflictCopy: boolean;
+    }
+  | { kind: 'adopt'; base: BaseEntry; reason: string }
+  | { kind: 'forget'; documentId: string; relPath: string; reason: 'deleted-both' | 'local-deleted-forget' | 'remote-deleted-kept-local' }
+  | { kind: 'mkdir-local'; relPath: string; key: PathKey; folderId: string };
+
+export type ActionKind = Action['kind'];
+
+/** Something that will not be synced this pass, and why; shown in `status`, never turned into a delete. */
+export interface Issue {
+  relPath: string;
+  documentId?: string;
+  code:
+    | 'waiting-for-remote-folder'
+    | 'root-files-unsupported'
+    | 'local-delete-not-propagated'
+    | 'local-change-not-uploaded'
+    | 'remote-change-not-downloaded'
+    | 'name-not-representable'
+    | 'unreadable'
+    | 'symlink'
+    | 'special-file'
+    | 'path-collision'
+    | 'unknown-state';
+  detail: string;
+}
+
+export interface Plan {
+  /** Ordered groups: actions in one group touch one item and run in order; groups may run in parallel. */
+  groups: Action[][];
+  issues: Issue[];
+  /** Set when a safety gate stopped the pass: nothing in `groups` may run. */
+  blocked: { code: 'max-delete' | 'local-root-empty' | 'remote-empty'; message: string } | null;
+}
