@@ -1,0 +1,502 @@
+// The only code that writes into the sync root: safe path resolution, temp files committed by atomic
+// rename, no-clobber moves, and the trash under stateDir that keeps every local content we replace or remove.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp, { type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { BinderSyncError } from '../errors.js';
+import type { FileStat } from '../sync/model.js';
+import { DAEMON_FILE_PREFIX } from './ignore.js';
+
+/** Prefix of download temp files; a crash can leave them behind (see cleanStaleTemps). */
+export const TEMP_PREFIX = `${DAEMON_FILE_PREFIX}tmp-`;
+
+export function toFileStat(st: fs.Stats): FileStat {
+  return { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino };
+}
+
+export function statMatches(a: FileStat, b: FileStat): boolean {
+  return a.size === b.size && a.mtimeMs === b.mtimeMs && a.inode === b.inode;
+}
+
+function errnoOf(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | null)?.code;
+}
+
+/** lstat, or null when nothing is there. */
+export async function lstatOrNull(abs: string): Promise<fs.Stats | null> {
+  try {
+    return await fsp.lstat(abs);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT' || errnoOf(err) === 'ENOTDIR') return null;
+    throw err;
+  }
+}
+
+function localChanged(abs: string, detail: string): BinderSyncError {
+  return new BinderSyncError(`${abs} changed since it was scanned (${detail}); not touching it`, {
+    code: 'LOCAL_CHANGED',
+    retryable: true,
+    context: { path: abs },
+    hint: 'the next pass re-scans the file and plans again',
+  });
+}
+
+/** Wraps an unexpected fs error as LOCAL_IO (BinderSyncErrors pass through). */
+function localIo(err: unknown, op: string, abs: string): unknown {
+  if (err instanceof BinderSyncError) return err;
+  const code = errnoOf(err);
+  if (code === undefined) return err;
+  const retryable = code === 'ENOSPC' || code === 'EBUSY' || code === 'EAGAIN' || code === 'EMFILE' || code === 'ENFILE';
+  return new BinderSyncError(`${op} failed for ${abs}: ${code}`, {
+    code: 'LOCAL_IO',
+    retryable,
+    context: { op, path: abs, errno: code },
+    hint: code === 'ENOSPC' ? 'free some disk space' : code === 'EACCES' || code === 'EPERM' ? 'check file permissions' : 'check the local disk',
+    cause: err,
+  });
+}
+
+async function guard<T>(op: string, abs: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw localIo(err, op, abs);
+  }
+}
+
+/** Errors of link() meaning "this filesystem cannot hard-link here" (FAT, some network mounts, other device). */
+const NO_LINK = new Set(['EXDEV', 'EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK', 'ENOSYS']);
+
+async function fsyncFile(abs: string): Promise<void> {
+  const h = await fsp.open(abs, 'r+');
+  try {
+    await h.sync();
+  } finally {
+    await h.close();
+  }
+}
+
+/** Makes a rename/link/unlink in dir durable. Some platforms cannot fsync a directory: best effort there. */
+async function fsyncDir(dir: string): Promise<void> {
+  let h: FileHandle | undefined;
+  try {
+    h = await fsp.open(dir, 'r');
+    await h.sync();
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code !== 'EISDIR' && code !== 'EINVAL' && code !== 'EPERM' && code !== 'EBADF') throw err;
+  } finally {
+    await h?.close();
+  }
+}
+
+/** Copies src to a new file dest (never overwriting) and fsyncs it: the fallback when link/rename cannot. */
+async function copyDurably(src: string, dest: string): Promise<void> {
+  await fsp.copyFile(src, dest, fs.constants.COPYFILE_EXCL);
+  await fsyncFile(dest);
+}
+
+function isInside(parent: string, child: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === '' || (!rel.startsWith(`..${path.sep}`) && rel !== '..' && !path.isAbsolute(rel));
+}
+
+/**
+ * The absolute path of relPath under root. Refuses (PATH_ESCAPE) an empty or absolute path, NUL, '.',
+ * '..' or empty segments, backslashes or drive letters on win32, and any path whose deepest existing
+ * parent resolves (through symlinks) outside root. The last segment itself is not followed: every
+ * operation here acts on it with lstat/rename/link, which never follow a final symlink.
+ */
+export function resolveInside(root: string, relPath: string): string {
+  const refuse = (why: string): never => {
+    throw new BinderSyncError(`Refusing path ${JSON.stringify(relPath)}: ${why}`, {
+      code: 'PATH_ESCAPE',
+      retryable: false,
+      context: { root, relPath },
+      hint: 'a path from the service or the plan points outside the sync root; it was not touched',
+    });
+  };
+  if (relPath === '') refuse('empty path');
+  if (relPath.includes('\0')) refuse('contains NUL');
+  if (relPath.startsWith('/') || path.isAbsolute(relPath)) refuse('absolute path');
+  if (process.platform === 'win32' && (relPath.includes('\\') || /^[A-Za-z]:/.test(relPath))) {
+    refuse('backslash or drive letter');
+  }
+  const segments = relPath.split('/');
+  for (const s of segments) {
+    if (s === '' || s === '.' || s === '..') refuse(`segment ${JSON.stringify(s)} is not allowed`);
+  }
+  const abs = path.join(root, ...segments);
+  let realRoot: string;
+  try {
+    realRoot = fs.realpathSync(root);
+  } catch (err) {
+    throw new BinderSyncError(`Sync root ${root} cannot be resolved (${errnoOf(err)})`, {
+      code: 'LOCAL_ROOT',
+      retryable: false,
+      context: { root },
+      hint: 'is the disk mounted?',
+      cause: err,
+    });
+  }
+  // Resolve the deepest existing parent: a symlinked directory inside the root must not lead out of it.
+  let probe = path.dirname(abs);
+  for (;;) {
+    try {
+      const real = fs.realpathSync(probe);
+      if (!isInside(realRoot, real)) refuse('it leads outside the sync root through a symbolic link');
+      break;
+    } catch (err) {
+      if (err instanceof BinderSyncError) throw err;
+      const code = errnoOf(err);
+      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || !isInside(root, path.dirname(probe))) throw localIo(err, 'realpath', probe);
+      probe = path.dirname(probe);
+    }
+  }
+  return abs;
+}
+
+/** Creates `.binder-sync-tmp-<random>` in dirAbs (O_EXCL, mode 0600). The caller writes and closes the handle. */
+export async function createTempFileIn(dirAbs: string): Promise<{ path: string; handle: FileHandle }> {
+  return guard('create temp file', dirAbs, async () => {
+    const p = path.join(dirAbs, `${TEMP_PREFIX}${randomBytes(8).toString('hex')}`);
+    const handle = await fsp.open(p, 'wx', 0o600);
+    return { path: p, handle };
+  });
+}
+
+/**
+ * Moves a finished temp file to destAbs atomically. expect null: dest must not exist, and the commit
+ * never clobbers (hard link, which fails if something appeared; plain check+rename where links are
+ * unsupported). expect a stat: dest must still match it exactly, then the temp is renamed over it —
+ * the caller must already have kept the old content (use replaceFile). The temp is fsynced first and
+ * the directory after. The file gets the replaced file's mode, or for a new file its directory's
+ * read/write bits (0600 temps must not leak into the user's tree).
+ * Throws LOCAL_CHANGED (retryable) when dest does not match; the temp is then removed.
+ */
+export async function commitTempFile(tempPath: string, destAbs: string, expect: FileStat | null): Promise<FileStat> {
+  return guard('commit', destAbs, async () => {
+    try {
+      const cur = await lstatOrNull(destAbs);
+      if (expect === null && cur !== null) throw localChanged(destAbs, 'a file appeared at the target');
+      if (expect !== null && (cur === null || !statMatches(toFileStat(cur), expect))) {
+        throw localChanged(destAbs, cur === null ? 'it was removed' : 'it was modified');
+      }
+      const mode = cur !== null ? cur.mode & 0o7777 : (await fsp.stat(path.dirname(destAbs))).mode & 0o666;
+      await fsp.chmod(tempPath, mode);
+      await fsyncFile(tempPath);
+      if (expect === null) await linkNoClobber(tempPath, destAbs);
+      else await fsp.rename(tempPath, destAbs);
+    } catch (err) {
+      await fsp.rm(tempPath, { force: true });
+      throw err;
+    }
+    await fsyncDir(path.dirname(destAbs));
+    return toFileStat(await fsp.lstat(destAbs));
+  });
+}
+
+/** Moves src to a new name dest that must not exist, without ever overwriting what may appear there. */
+async function linkNoClobber(src: string, dest: string): Promise<void> {
+  try {
+    await fsp.link(src, dest);
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'EEXIST') throw localChanged(dest, 'a file appeared at the target');
+    if (!NO_LINK.has(code ?? '')) throw err;
+    // No hard links here: the check-then-rename leaves a window of microseconds, the best POSIX allows.
+    if ((await lstatOrNull(dest)) !== null) throw localChanged(dest, 'a file appeared at the target');
+    await fsp.rename(src, dest);
+    return;
+  }
+  await fsp.unlink(src);
+}
+
+/**
+ * Replaces an existing local file with a finished temp file without a window where a user edit is lost:
+ * dest must match expect; its current content is kept in the trash (a hard link when possible, so even an
+ * in-place edit racing with us lands in the kept copy); dest is checked again; then the temp is renamed
+ * over it. Returns the new stat and where the old content was kept (kept even when the swap is refused).
+ * Throws LOCAL_CHANGED when dest no longer matches.
+ */
+export async function replaceFile(
+  tempPath: string,
+  destAbs: string,
+  expect: FileStat,
+  trash: Trash,
+  relPath?: string,
+): Promise<{ stat: FileStat; trashPath: string }> {
+  const cur = await guard('replace', destAbs, () => lstatOrNull(destAbs));
+  if (cur === null || !statMatches(toFileStat(cur), expect)) {
+    await fsp.rm(tempPath, { force: true });
+    throw localChanged(destAbs, cur === null ? 'it was removed' : 'it was modified');
+  }
+  let trashPath: string;
+  try {
+    trashPath = await trash.keep(destAbs, relPath);
+  } catch (err) {
+    await fsp.rm(tempPath, { force: true });
+    throw err;
+  }
+  const stat = await commitTempFile(tempPath, destAbs, expect);
+  return { stat, trashPath };
+}
+
+/**
+ * Moves a file inside the sync root: creates the target's parents, refuses an existing target
+ * (LOCAL_TARGET_EXISTS, never overwrites) and a source that no longer matches expect (LOCAL_CHANGED).
+ * Uses link+unlink so a target appearing meanwhile is never clobbered; falls back to rename, or to
+ * copy+fsync+unlink across devices. Returns the stat of the moved file.
+ */
+export async function moveFile(fromAbs: string, toAbs: string, expect: FileStat): Promise<FileStat> {
+  return guard('move', fromAbs, async () => {
+    const targetExists = (): BinderSyncError =>
+      new BinderSyncError(`Cannot move to ${toAbs}: something is already there`, {
+        code: 'LOCAL_TARGET_EXISTS',
+        retryable: true,
+        context: { from: fromAbs, to: toAbs },
+        hint: 'the next pass re-scans both paths and plans again',
+      });
+    await fsp.mkdir(path.dirname(toAbs), { recursive: true });
+    if ((await lstatOrNull(toAbs)) !== null) throw targetExists();
+    const cur = await lstatOrNull(fromAbs);
+    if (cur === null || !statMatches(toFileStat(cur), expect)) {
+      throw localChanged(fromAbs, cur === null ? 'it was removed' : 'it was modified');
+    }
+    let linked = false;
+    try {
+      await fsp.link(fromAbs, toAbs);
+      linked = true;
+    } catch (err) {
+      const code = errnoOf(err);
+      if (code === 'EEXIST') throw targetExists();
+      if (!NO_LINK.has(code ?? '')) throw err;
+    }
+    if (linked) {
+      // The source may have been swapped for a new file between the check and the link.
+      const again = await lstatOrNull(fromAbs);
+      if (again === null || again.ino !== expect.inode) {
+        await fsp.unlink(toAbs);
+        throw localChanged(fromAbs, 'it was replaced');
+      }
+      await fsp.unlink(fromAbs);
+    } else {
+      if ((await lstatOrNull(toAbs)) !== null) throw targetExists();
+      try {
+        await fsp.rename(fromAbs, toAbs);
+      } catch (err) {
+        if (errnoOf(err) !== 'EXDEV') throw err;
+        await copyDurably(fromAbs, toAbs);
+        await fsp.unlink(fromAbs);
+      }
+    }
+    await fsyncDir(path.dirname(toAbs));
+    if (path.dirname(toAbs) !== path.dirname(fromAbs)) await fsyncDir(path.dirname(fromAbs));
+    return toFileStat(await fsp.lstat(toAbs));
+  });
+}
+
+/** mkdir -p. */
+export async function ensureDir(absDir: string): Promise<void> {
+  await guard('mkdir', absDir, () => fsp.mkdir(absDir, { recursive: true }).then(() => undefined));
+}
+
+/** Removes absDir when it is empty; true if removed. A non-empty or missing dir is left alone. */
+export async function removeDirIfEmpty(absDir: string): Promise<boolean> {
+  try {
+    await fsp.rmdir(absDir);
+    return true;
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return false;
+    throw localIo(err, 'rmdir', absDir);
+  }
+}
+
+/**
+ * Removes `.binder-sync-tmp-*` and `.binder-sync-probe-*` files a crash left under root (they only ever
+ * hold partial downloads or probes, never the user's content). Symlinks are not followed; unreadable
+ * directories are skipped. Returns how many were removed.
+ */
+export async function cleanStaleTemps(root: string): Promise<number> {
+  let removed = 0;
+  const stack = [root];
+  while (stack.length > 0) {
+    const dir = stack.pop() as string;
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const abs = path.join(dir, e.name);
+      if (e.isDirectory()) stack.push(abs);
+      else if (e.isFile() && (e.name.startsWith(TEMP_PREFIX) || e.name.startsWith(`${DAEMON_FILE_PREFIX}probe-`))) {
+        await fsp.rm(abs, { force: true });
+        removed++;
+      }
+    }
+  }
+  return removed;
+}
+
+export interface TrashOptions {
+  /** Clock for the day folder (tests). */
+  now?: () => Date;
+  /** Injected for tests of the cross-device (EXDEV) path. */
+  rename?: (from: string, to: string) => Promise<void>;
+  link?: (from: string, to: string) => Promise<void>;
+}
+
+/** Local calendar day, YYYY-MM-DD. */
+function dayOf(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
+}
+
+/**
+ * Where replaced or removed local content goes: `<dir>/<YYYY-MM-DD>/<relPath>` (a "~N" before the
+ * extension when that name is taken), dirs mode 0700. `dir` is `<stateDir>/<pair>/trash`, outside the
+ * sync root; `root` is the sync root, used to derive relPath when none is given.
+ */
+export class Trash {
+  private readonly now: () => Date;
+  private readonly rename: (from: string, to: string) => Promise<void>;
+  private readonly link: (from: string, to: string) => Promise<void>;
+
+  constructor(
+    readonly dir: string,
+    readonly root: string,
+    opts: TrashOptions = {},
+  ) {
+    this.now = opts.now ?? (() => new Date());
+    this.rename = opts.rename ?? ((a, b) => fsp.rename(a, b));
+    this.link = opts.link ?? ((a, b) => fsp.link(a, b));
+  }
+
+  /** Keeps a copy of absPath's current content in the trash (hard link, else copy+fsync); returns its path. */
+  async keep(absPath: string, relPath?: string): Promise<string> {
+    return guard('keep in trash', absPath, async () => {
+      for (let n = 0; ; n++) {
+        const dest = await this.candidate(absPath, relPath, n);
+        if (dest === null) continue;
+        try {
+          await this.link(absPath, dest);
+        } catch (err) {
+          const code = errnoOf(err);
+          if (code === 'EEXIST') continue;
+          if (!NO_LINK.has(code ?? '')) throw err;
+          try {
+            await copyDurably(absPath, dest);
+          } catch (copyErr) {
+            if (errnoOf(copyErr) === 'EEXIST') continue;
+            throw copyErr;
+          }
+        }
+        await fsyncDir(path.dirname(dest));
+        return dest;
+      }
+    });
+  }
+
+  /**
+   * Moves absPath into the trash if it still matches expect (else LOCAL_CHANGED, nothing moved).
+   * rename is atomic, and what was moved is checked again: a file swapped in at the last moment is put
+   * back (or, if the name was taken again meanwhile, left in the trash and reported). Across devices:
+   * copy+fsync, check, unlink. Returns the trash path.
+   */
+  async moveToTrash(absPath: string, relPath: string | undefined, expect: FileStat): Promise<string> {
+    return guard('move to trash', absPath, async () => {
+      const cur = await lstatOrNull(absPath);
+      if (cur === null || !statMatches(toFileStat(cur), expect)) {
+        throw localChanged(absPath, cur === null ? 'it was removed' : 'it was modified');
+      }
+      let dest: string | null = null;
+      for (let n = 0; dest === null; n++) dest = await this.candidate(absPath, relPath, n);
+      try {
+        await this.rename(absPath, dest);
+      } catch (err) {
+        if (errnoOf(err) !== 'EXDEV') throw err;
+        await copyDurably(absPath, dest);
+        const again = await lstatOrNull(absPath);
+        if (again === null || !statMatches(toFileStat(again), expect)) {
+          await fsp.rm(dest, { force: true });
+          throw localChanged(absPath, 'it changed while being copied to the trash');
+        }
+        await fsp.unlink(absPath);
+        await fsyncDir(path.dirname(absPath));
+        return dest;
+      }
+      const moved = await fsp.lstat(dest);
+      if (!statMatches(toFileStat(moved), expect)) {
+        try {
+          await fsp.link(dest, absPath); // put the user's new file back, never over something newer
+          await fsp.unlink(dest);
+        } catch {
+          throw new BinderSyncError(`${absPath} changed while being trashed; its content is kept at ${dest}`, {
+            code: 'LOCAL_CHANGED',
+            retryable: true,
+            context: { path: absPath, trashPath: dest },
+            hint: 'copy it back from the trash if you still need it',
+          });
+        }
+        throw localChanged(absPath, 'it was replaced while being trashed');
+      }
+      await fsyncDir(path.dirname(absPath));
+      return dest;
+    });
+  }
+
+  /** Removes day folders older than `days` days; returns how many were removed. */
+  async purgeOlderThan(days: number): Promise<number> {
+    const cutoff = dayOf(new Date(this.now().getTime() - days * 86_400_000));
+    let entries: string[];
+    try {
+      entries = await fsp.readdir(this.dir);
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') return 0;
+      throw localIo(err, 'read trash', this.dir);
+    }
+    let removed = 0;
+    for (const name of entries) {
+      if (/^\d{4}-\d{2}-\d{2}$/.test(name) && name < cutoff) {
+        await fsp.rm(path.join(this.dir, name), { recursive: true, force: true });
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  /** The n-th candidate trash path for a file, with its parent dirs created; null when taken. */
+  private async candidate(absPath: string, relPath: string | undefined, n: number): Promise<string | null> {
+    const rel = relPath ?? path.relative(this.root, absPath).split(path.sep).join('/');
+    const dayDir = path.join(this.dir, dayOf(this.now()));
+    await fsp.mkdir(dayDir, { recursive: true, mode: 0o700 });
+    let name = rel;
+    if (n > 0) {
+      const slash = rel.lastIndexOf('/');
+      const base = rel.slice(slash + 1);
+      const dot = base.lastIndexOf('.');
+      const stem = dot > 0 ? base.slice(0, dot) : base;
+      const ext = dot > 0 ? base.slice(dot) : '';
+      name = `${rel.slice(0, slash + 1)}${stem}~${n}${ext}`;
+    }
+    let dest = resolveInside(dayDir, name); // relPath comes from the plan: keep it inside the trash too
+    try {
+      await fsp.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
+    } catch (err) {
+      const code = errnoOf(err);
+      if (code !== 'ENOTDIR' && code !== 'EEXIST') throw err;
+      // A file trashed earlier today occupies a parent's name ("a" then "a/b"): use a side folder.
+      dest = resolveInside(dayDir, `~${n}/${rel}`);
+      try {
+        await fsp.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
+      } catch {
+        return null;
+      }
+    }
+    return (await lstatOrNull(dest)) === null ? dest : null;
+  }
+}

@@ -1,0 +1,76 @@
+// Ignore rules: built-in ones (our own temp files, editors' temp/lock/swap files, OS clutter) plus the
+// user's globs from the config. Ignored paths are invisible to sync on both sides: never uploaded, downloaded or deleted.
+import { compileGlob, type CompiledGlob } from './glob.js';
+
+/** Prefix of every file the daemon itself creates inside a sync root (temps, probes). */
+export const DAEMON_FILE_PREFIX = '.binder-sync-';
+
+export const BUILTIN_IGNORES: readonly string[] = [
+  `${DAEMON_FILE_PREFIX}*`,
+  // Editors: vim swap files (.swp, .swo, ... and .swx) and its "can I write here" probe, emacs autosave
+  // and lock files, backup files, Office owner files, LibreOffice locks, partial downloads.
+  '.*.sw[a-px]',
+  '4913',
+  '*~',
+  '.#*',
+  '#*#',
+  '~$*',
+  '*.tmp',
+  '.~lock.*#',
+  '*.part',
+  '*.crdownload',
+  // OS clutter.
+  '.DS_Store',
+  'Thumbs.db',
+  'desktop.ini',
+  '.Trash-*',
+  '$RECYCLE.BIN',
+  '.fuse_hidden*',
+  '.nfs*',
+];
+
+export interface IgnoreMatcher {
+  /** True when relPath itself or any of its parent directories is ignored. */
+  ignores(relPath: string, isDir: boolean): boolean;
+  /**
+   * True when this entry itself matches a rule; its parents are assumed to have been checked already.
+   * For walkers that prune ignored directories (cheaper than `ignores` on every file).
+   */
+  ignoresEntry(relPath: string, isDir: boolean): boolean;
+}
+
+function combine(globs: CompiledGlob[]): RegExp | null {
+  if (globs.length === 0) return null;
+  return new RegExp(`^(?:${globs.map((g) => `(?:${g.source})`).join('|')})$`, 'u');
+}
+
+/**
+ * Builds a matcher from the user's globs plus the built-in rules. Globs use '/' separators; see
+ * compileGlob for the syntax. Matching is case-sensitive (an ignore rule should not silently widen).
+ */
+export function createIgnoreMatcher(userGlobs: string[]): IgnoreMatcher {
+  const all = [...BUILTIN_IGNORES, ...userGlobs.filter((g) => g.trim() !== '')].map(compileGlob);
+  // Four combined regexes keep the per-entry cost at a few regex tests whatever the number of rules.
+  const nameAny = combine(all.filter((g) => !g.anchored && !g.dirOnly));
+  const nameDir = combine(all.filter((g) => !g.anchored && g.dirOnly));
+  const pathAny = combine(all.filter((g) => g.anchored && !g.dirOnly));
+  const pathDir = combine(all.filter((g) => g.anchored && g.dirOnly));
+
+  function ignoresEntry(relPath: string, isDir: boolean): boolean {
+    const name = relPath.slice(relPath.lastIndexOf('/') + 1);
+    if (nameAny?.test(name) || pathAny?.test(relPath)) return true;
+    return isDir && (nameDir?.test(name) === true || pathDir?.test(relPath) === true);
+  }
+
+  return {
+    ignoresEntry,
+    ignores(relPath: string, isDir: boolean): boolean {
+      let i = relPath.indexOf('/');
+      while (i >= 0) {
+        if (ignoresEntry(relPath.slice(0, i), true)) return true;
+        i = relPath.indexOf('/', i + 1);
+      }
+      return ignoresEntry(relPath, isDir);
+    },
+  };
+}

@@ -1,0 +1,68 @@
+// One instance per stateDir: a lock file holding the owner's pid, taken with O_EXCL. A lock whose pid is no
+// longer alive (a crashed process) is taken over, so a crash never leaves the stateDir stuck.
+import fs from 'node:fs';
+import path from 'node:path';
+import { BinderSyncError } from '../errors.js';
+
+export interface StateLock {
+  readonly file: string;
+  release(): void;
+}
+
+export function acquireStateLock(stateDir: string): StateLock {
+  fs.mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const file = path.join(stateDir, 'binder-sync.lock');
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const fd = fs.openSync(file, 'wx', 0o600);
+      fs.writeSync(fd, `${process.pid}\n`);
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
+      let released = false;
+      return {
+        file,
+        release() {
+          if (released) return;
+          released = true;
+          try {
+            if (readPid(file) === process.pid) fs.unlinkSync(file);
+          } catch {
+            /* already gone */
+          }
+        },
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const pid = readPid(file);
+      if (pid !== null && pid !== process.pid && isAlive(pid)) {
+        throw new BinderSyncError(`another binder-sync (pid ${pid}) is using the state directory ${stateDir}`, {
+          code: 'STATE_LOCKED',
+          retryable: false,
+          context: { stateDir, pid },
+          hint: `stop the other instance first (it holds ${file}), or give this one another stateDir`,
+        });
+      }
+      // Stale: the owner died without releasing it. Remove and try again.
+      fs.rmSync(file, { force: true });
+    }
+  }
+  throw new BinderSyncError(`could not take the lock ${file}`, { code: 'STATE_LOCKED', retryable: true, context: { stateDir } });
+}
+
+function readPid(file: string): number | null {
+  try {
+    const n = Number.parseInt(fs.readFileSync(file, 'utf8').trim(), 10);
+    return Number.isInteger(n) && n > 0 ? n : null;
+  } catch {
+    return null;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,88 @@
+// Schema of the per-pair state DB as an ordered list of migrations, tracked with PRAGMA user_version.
+// Kept as strings (not .sql files) so the build needs no copy step; never edit a shipped entry, append one.
+
+/**
+ * MIGRATIONS[i] upgrades a DB from user_version i to i + 1. Each entry runs in one transaction
+ * together with the user_version bump, so a crash leaves the DB at a whole version.
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: base (the archive), upload outbox, conflicts history, current issues, folder snapshot, meta.
+  `
+  CREATE TABLE base (
+    document_id   TEXT PRIMARY KEY,
+    version_id    TEXT NOT NULL,
+    version_label TEXT,
+    folder_id     TEXT NOT NULL,
+    file_name     TEXT NOT NULL,
+    rel_path      TEXT NOT NULL,
+    key           TEXT NOT NULL,
+    sha256        TEXT NOT NULL,
+    size          INTEGER NOT NULL,
+    mtime_ms      REAL NOT NULL,
+    -- REAL: Node hands out inodes as doubles, and 64-bit inode numbers above 2^63 do not fit INTEGER.
+    inode         REAL NOT NULL
+  ) STRICT;
+  -- Not UNIQUE: the executor may briefly hold two rows on one key inside a transaction (a move onto a
+  -- path another document is leaving); reconcile reports real key collisions itself.
+  CREATE INDEX base_by_key ON base(key);
+
+  CREATE TABLE outbox (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    rel_path      TEXT NOT NULL,
+    key           TEXT NOT NULL,
+    document_id   TEXT,
+    folder_id     TEXT NOT NULL,
+    file_name     TEXT NOT NULL,
+    sha256        TEXT NOT NULL,
+    size          INTEGER NOT NULL,
+    mtime_ms      REAL NOT NULL,
+    inode         REAL NOT NULL,
+    version_label TEXT NOT NULL,
+    reason        TEXT NOT NULL,
+    stage         TEXT NOT NULL CHECK (stage IN ('planned', 'slot', 'put', 'committing', 'committed')),
+    upload_id     TEXT,
+    version_id    TEXT,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+  ) STRICT;
+
+  CREATE TABLE conflicts (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    rel_path      TEXT NOT NULL,
+    conflict_path TEXT,
+    document_id   TEXT,
+    policy        TEXT NOT NULL,
+    detail        TEXT NOT NULL,
+    at            TEXT NOT NULL
+  ) STRICT;
+
+  CREATE TABLE issues (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    rel_path      TEXT NOT NULL,
+    document_id   TEXT,
+    code          TEXT NOT NULL,
+    detail        TEXT NOT NULL
+  ) STRICT;
+
+  CREATE TABLE folders (
+    folder_id     TEXT PRIMARY KEY,
+    name          TEXT NOT NULL,
+    parent_id     TEXT,
+    rel_path      TEXT NOT NULL,
+    key           TEXT NOT NULL
+  ) STRICT;
+
+  CREATE TABLE meta (
+    key           TEXT PRIMARY KEY,
+    value         TEXT NOT NULL
+  ) STRICT;
+
+  CREATE TABLE counters (
+    name          TEXT PRIMARY KEY,
+    value         INTEGER NOT NULL
+  ) STRICT;
+  `,
+];
+
+/** The schema version this build writes. */
+export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,0 +1,432 @@
+// The per-pair state DB (one SQLite file under stateDir): base rows (the archive), the upload outbox,
+// conflict history, current issues, the remote folder snapshot, meta values and transfer counters.
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { BinderSyncError } from '../errors.js';
+import type { BaseEntry, Issue, RemoteFolder } from '../sync/model.js';
+import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
+
+export type OutboxStage = 'planned' | 'slot' | 'put' | 'committing' | 'committed';
+
+/** An upload as planned: everything needed to finish it after a restart. */
+export interface NewOutbox {
+  relPath: string;
+  key: string;
+  /** Null for a new document (learned at commit time, then set through setOutboxStage). */
+  documentId: string | null;
+  folderId: string;
+  fileName: string;
+  sha256: string;
+  size: number;
+  mtimeMs: number;
+  inode: number;
+  versionLabel: string;
+  reason: string;
+}
+
+export interface OutboxRow extends NewOutbox {
+  id: number;
+  stage: OutboxStage;
+  uploadId: string | null;
+  versionId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface NewConflict {
+  relPath: string;
+  conflictPath: string | null;
+  documentId: string | null;
+  policy: string;
+  detail: string;
+  /** ISO timestamp. */
+  at: string;
+}
+
+export interface ConflictRow extends NewConflict {
+  id: number;
+}
+
+const BASE_COLUMNS =
+  'document_id, version_id, version_label, folder_id, file_name, rel_path, key, sha256, size, mtime_ms, inode';
+type BaseRaw = [string, string, string | null, string, string, string, string, string, number, number, number];
+
+function baseFromRaw(r: BaseRaw): BaseEntry {
+  return {
+    documentId: r[0],
+    versionId: r[1],
+    versionLabel: r[2],
+    folderId: r[3],
+    fileName: r[4],
+    relPath: r[5],
+    key: r[6],
+    sha256: r[7],
+    size: r[8],
+    mtimeMs: r[9],
+    inode: r[10],
+  };
+}
+
+interface OutboxDb {
+  id: number;
+  rel_path: string;
+  key: string;
+  document_id: string | null;
+  folder_id: string;
+  file_name: string;
+  sha256: string;
+  size: number;
+  mtime_ms: number;
+  inode: number;
+  version_label: string;
+  reason: string;
+  stage: OutboxStage;
+  upload_id: string | null;
+  version_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+function sqliteCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** Turns SQLite's "this is not a usable DB" errors into STATE_CORRUPT; anything else passes through. */
+function mapCorrupt(err: unknown, file: string): unknown {
+  const code = sqliteCode(err);
+  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT' || code?.startsWith('SQLITE_CORRUPT_')) {
+    return new BinderSyncError(`State DB ${file} is corrupt or not a SQLite database`, {
+      code: 'STATE_CORRUPT',
+      retryable: false,
+      context: { file, sqlite: code },
+      // Safe because a missing base never lets one side overwrite the other: with no base, every
+      // path present on both sides is compared by content and differing content becomes a conflict.
+      hint: 'move the file aside (e.g. add .broken to its name); the next pass rebuilds the state by comparing content, and differences become conflicts, never overwrites',
+      cause: err,
+    });
+  }
+  return err;
+}
+
+export class StateStore {
+  private closed = false;
+  private readonly stmts;
+
+  private constructor(
+    private readonly db: Database.Database,
+    readonly file: string,
+  ) {
+    // Prepared once: every hot path is a single prepared statement.
+    this.stmts = {
+      loadBase: db.prepare(`SELECT ${BASE_COLUMNS} FROM base`).raw(true),
+      getBase: db.prepare(`SELECT ${BASE_COLUMNS} FROM base WHERE document_id = ?`).raw(true),
+      getBaseByKey: db.prepare(`SELECT ${BASE_COLUMNS} FROM base WHERE key = ? ORDER BY document_id LIMIT 1`).raw(true),
+      putBase: db.prepare(
+        `INSERT INTO base (${BASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(document_id) DO UPDATE SET version_id = excluded.version_id,
+           version_label = excluded.version_label, folder_id = excluded.folder_id,
+           file_name = excluded.file_name, rel_path = excluded.rel_path, key = excluded.key,
+           sha256 = excluded.sha256, size = excluded.size, mtime_ms = excluded.mtime_ms, inode = excluded.inode`,
+      ),
+      deleteBase: db.prepare('DELETE FROM base WHERE document_id = ?'),
+      addOutbox: db.prepare(
+        `INSERT INTO outbox (rel_path, key, document_id, folder_id, file_name, sha256, size, mtime_ms, inode,
+           version_label, reason, stage, created_at, updated_at)
+         VALUES (@relPath, @key, @documentId, @folderId, @fileName, @sha256, @size, @mtimeMs, @inode,
+           @versionLabel, @reason, 'planned', @now, @now)`,
+      ),
+      setOutboxStage: db.prepare(
+        `UPDATE outbox SET stage = @stage, upload_id = COALESCE(@uploadId, upload_id),
+           document_id = COALESCE(@documentId, document_id), version_id = COALESCE(@versionId, version_id),
+           updated_at = @now WHERE id = @id`,
+      ),
+      listOutbox: db.prepare('SELECT * FROM outbox ORDER BY id'),
+      deleteOutbox: db.prepare('DELETE FROM outbox WHERE id = ?'),
+      addConflict: db.prepare(
+        `INSERT INTO conflicts (rel_path, conflict_path, document_id, policy, detail, at)
+         VALUES (@relPath, @conflictPath, @documentId, @policy, @detail, @at)`,
+      ),
+      listConflicts: db.prepare(
+        `SELECT id, rel_path AS relPath, conflict_path AS conflictPath, document_id AS documentId, policy, detail, at
+         FROM conflicts ORDER BY id DESC LIMIT ?`,
+      ),
+      deleteIssues: db.prepare('DELETE FROM issues'),
+      addIssue: db.prepare('INSERT INTO issues (rel_path, document_id, code, detail) VALUES (?, ?, ?, ?)'),
+      listIssues: db.prepare('SELECT rel_path, document_id, code, detail FROM issues ORDER BY id').raw(true),
+      deleteFolders: db.prepare('DELETE FROM folders'),
+      addFolder: db.prepare('INSERT INTO folders (folder_id, name, parent_id, rel_path, key) VALUES (?, ?, ?, ?, ?)'),
+      listFolders: db.prepare('SELECT folder_id, name, parent_id, rel_path, key FROM folders ORDER BY rel_path').raw(true),
+      getMeta: db.prepare('SELECT value FROM meta WHERE key = ?').pluck(true),
+      setMeta: db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value'),
+      deleteMeta: db.prepare('DELETE FROM meta WHERE key = ?'),
+      addCounter: db.prepare(
+        'INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + excluded.value',
+      ),
+      listCounters: db.prepare('SELECT name, value FROM counters').raw(true),
+    };
+  }
+
+  /**
+   * Opens (creating if needed) the state DB at `file`: the directory is created with mode 0700 and the file
+   * with 0600, WAL mode, foreign keys on, a busy timeout, then pending migrations run.
+   * Throws STATE_CORRUPT (not a SQLite file / damaged), STATE_TOO_NEW (written by a newer binder-sync) or
+   * STATE_OPEN (cannot create or open the file).
+   */
+  static open(file: string): StateStore {
+    const dir = path.dirname(file);
+    let db: Database.Database | undefined;
+    try {
+      const created = fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+      if (created !== undefined) fs.chmodSync(dir, 0o700); // the umask cannot loosen it
+      if (!fs.existsSync(file)) {
+        try {
+          fs.closeSync(fs.openSync(file, 'wx', 0o600));
+          fs.chmodSync(file, 0o600);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // another opener won the race
+        }
+      }
+      db = new Database(file, { fileMustExist: true });
+      // journal_mode is the first statement that reads the header: garbage files fail here (SQLITE_NOTADB).
+      db.pragma('journal_mode = WAL');
+      // NORMAL in WAL mode survives process crashes; an OS crash may drop the last transactions, which is
+      // safe by design: a lost base row means "compare content" and a lost outbox stage means a retry.
+      db.pragma('synchronous = NORMAL');
+      db.pragma('foreign_keys = ON');
+      db.pragma('busy_timeout = 5000');
+      migrate(db, file);
+      return new StateStore(db, file);
+    } catch (err) {
+      db?.close();
+      if (err instanceof BinderSyncError) throw err;
+      const mapped = mapCorrupt(err, file);
+      if (mapped instanceof BinderSyncError) throw mapped;
+      throw new BinderSyncError(`Cannot open state DB ${file}: ${(err as Error).message}`, {
+        code: 'STATE_OPEN',
+        retryable: sqliteCode(err) === 'SQLITE_BUSY',
+        context: { file, errno: sqliteCode(err) },
+        hint: 'check that stateDir exists and is writable by this user',
+        cause: err,
+      });
+    }
+  }
+
+  /** Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+
+  /** Runs fn in one transaction (nested calls become savepoints); any throw rolls it back. fn must be synchronous. */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
+  /** `PRAGMA quick_check`: true when SQLite finds no damage (for `status`/diagnostics, not run at open). */
+  quickCheck(): boolean {
+    return this.db.pragma('quick_check', { simple: true }) === 'ok';
+  }
+
+  // ---- base (the archive) ----
+
+  /** Every base row by documentId. Throws STATE_CORRUPT when the pages are damaged. */
+  loadBase(): Map<string, BaseEntry> {
+    const out = new Map<string, BaseEntry>();
+    try {
+      // iterate() avoids materialising a 100k-element array before building the map.
+      for (const r of this.stmts.loadBase.iterate() as IterableIterator<BaseRaw>) out.set(r[0], baseFromRaw(r));
+    } catch (err) {
+      throw mapCorrupt(err, this.file);
+    }
+    return out;
+  }
+
+  getBase(documentId: string): BaseEntry | undefined {
+    const r = this.stmts.getBase.get(documentId) as BaseRaw | undefined;
+    return r === undefined ? undefined : baseFromRaw(r);
+  }
+
+  /** The base row on this key (if several documents share it, the lowest documentId). */
+  getBaseByKey(key: string): BaseEntry | undefined {
+    const r = this.stmts.getBaseByKey.get(key) as BaseRaw | undefined;
+    return r === undefined ? undefined : baseFromRaw(r);
+  }
+
+  /** Upsert by documentId. */
+  putBase(e: BaseEntry): void {
+    this.stmts.putBase.run(
+      e.documentId, e.versionId, e.versionLabel, e.folderId, e.fileName, e.relPath, e.key, e.sha256,
+      e.size, e.mtimeMs, e.inode,
+    );
+  }
+
+  deleteBase(documentId: string): void {
+    this.stmts.deleteBase.run(documentId);
+  }
+
+  // ---- upload outbox ----
+
+  /** Records a planned upload (stage 'planned') and returns its id. */
+  addOutbox(o: NewOutbox): number {
+    const info = this.stmts.addOutbox.run({ ...o, now: new Date().toISOString() });
+    return Number(info.lastInsertRowid);
+  }
+
+  /**
+   * Records the stage about to be taken (write BEFORE acting, so a restart resumes with the same uploadId).
+   * Fields left undefined keep their stored value. Throws STATE_OUTBOX_MISSING for an unknown id.
+   */
+  setOutboxStage(
+    id: number,
+    stage: OutboxStage,
+    fields: { uploadId?: string; documentId?: string; versionId?: string } = {},
+  ): void {
+    const info = this.stmts.setOutboxStage.run({
+      id,
+      stage,
+      uploadId: fields.uploadId ?? null,
+      documentId: fields.documentId ?? null,
+      versionId: fields.versionId ?? null,
+      now: new Date().toISOString(),
+    });
+    if (info.changes !== 1) {
+      throw new BinderSyncError(`Outbox row ${id} does not exist`, {
+        code: 'STATE_OUTBOX_MISSING',
+        retryable: false,
+        context: { id, stage },
+        hint: 'this is a bug in binder-sync; the next pass re-plans the upload',
+      });
+    }
+  }
+
+  /**
+   * Every row still in the outbox, in id order. Rows are deleted once their base row is written, so a
+   * row in stage 'committed' still needs its base recorded.
+   */
+  listOutbox(): OutboxRow[] {
+    return (this.stmts.listOutbox.all() as OutboxDb[]).map((r) => ({
+      id: r.id,
+      relPath: r.rel_path,
+      key: r.key,
+      documentId: r.document_id,
+      folderId: r.folder_id,
+      fileName: r.file_name,
+      sha256: r.sha256,
+      size: r.size,
+      mtimeMs: r.mtime_ms,
+      inode: r.inode,
+      versionLabel: r.version_label,
+      reason: r.reason,
+      stage: r.stage,
+      uploadId: r.upload_id,
+      versionId: r.version_id,
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+    }));
+  }
+
+  deleteOutbox(id: number): void {
+    this.stmts.deleteOutbox.run(id);
+  }
+
+  // ---- conflicts (history) ----
+
+  addConflict(c: NewConflict): void {
+    this.stmts.addConflict.run(c);
+  }
+
+  /** Newest first. */
+  listConflicts(limit = 50): ConflictRow[] {
+    return this.stmts.listConflicts.all(limit) as ConflictRow[];
+  }
+
+  // ---- issues (the current set, replaced every pass) ----
+
+  replaceIssues(issues: Issue[]): void {
+    this.transaction(() => {
+      this.stmts.deleteIssues.run();
+      for (const i of issues) this.stmts.addIssue.run(i.relPath, i.documentId ?? null, i.code, i.detail);
+    });
+  }
+
+  listIssues(): Issue[] {
+    return (this.stmts.listIssues.all() as Array<[string, string | null, string, string]>).map(
+      ([relPath, documentId, code, detail]) => {
+        // Only replaceIssues writes this table, always with an Issue['code'].
+        const issue: Issue = { relPath, code: code as Issue['code'], detail };
+        if (documentId !== null) issue.documentId = documentId;
+        return issue;
+      },
+    );
+  }
+
+  // ---- remote folder snapshot ----
+
+  replaceFolders(folders: RemoteFolder[]): void {
+    this.transaction(() => {
+      this.stmts.deleteFolders.run();
+      for (const f of folders) this.stmts.addFolder.run(f.folderId, f.name, f.parentId, f.relPath, f.key);
+    });
+  }
+
+  /** Ordered by relPath (parents before children). */
+  loadFolders(): RemoteFolder[] {
+    return (this.stmts.listFolders.all() as Array<[string, string, string | null, string, string]>).map(
+      ([folderId, name, parentId, relPath, key]) => ({ folderId, name, parentId, relPath, key }),
+    );
+  }
+
+  // ---- meta and counters ----
+
+  getMeta(key: string): string | undefined {
+    return this.stmts.getMeta.get(key) as string | undefined;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.stmts.setMeta.run(key, value);
+  }
+
+  deleteMeta(key: string): void {
+    this.stmts.deleteMeta.run(key);
+  }
+
+  /** Adds to named counters (e.g. { uploads: 1, bytesUp: 1234 }) in one transaction. */
+  addCounters(deltas: Record<string, number>): void {
+    this.transaction(() => {
+      for (const [name, value] of Object.entries(deltas)) this.stmts.addCounter.run(name, Math.trunc(value));
+    });
+  }
+
+  getCounters(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [name, value] of this.stmts.listCounters.all() as Array<[string, number]>) out[name] = value;
+    return out;
+  }
+}
+
+/** Applies pending migrations, each with its user_version bump in one transaction. */
+function migrate(db: Database.Database, file: string): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > SCHEMA_VERSION) {
+    throw new BinderSyncError(
+      `State DB ${file} has schema version ${current}, newer than this binder-sync understands (${SCHEMA_VERSION})`,
+      {
+        code: 'STATE_TOO_NEW',
+        retryable: false,
+        context: { file, found: current, supported: SCHEMA_VERSION },
+        hint: 'run the newer binder-sync that wrote it, or move the file aside to rebuild the state',
+      },
+    );
+  }
+  for (let v = current; v < SCHEMA_VERSION; v++) {
+    const sql = MIGRATIONS[v];
+    if (sql === undefined) break;
+    db.transaction(() => {
+      db.exec(sql);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}

@@ -1,0 +1,241 @@
+// scanLocal on real temp trees: hashing, re-use of prior hashes, ignore rules, and every kind of problem.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BinderSyncError } from '../../src/errors.js';
+import { createIgnoreMatcher } from '../../src/local/ignore.js';
+import { scanLocal, type PriorFile, type ScanOptions } from '../../src/local/scanner.js';
+import type { LocalObservation } from '../../src/sync/model.js';
+
+let tmp: string;
+let root: string;
+const isRoot = process.getuid?.() === 0;
+const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
+
+function write(rel: string, content: string | Buffer): void {
+  const abs = path.join(root, rel);
+  fs.mkdirSync(path.dirname(abs), { recursive: true });
+  fs.writeFileSync(abs, content);
+}
+
+async function scan(over: Partial<ScanOptions> = {}): Promise<{ obs: LocalObservation; hashed: string[] }> {
+  const hashed: string[] = [];
+  const obs = await scanLocal({
+    root,
+    caseInsensitive: false,
+    ignore: createIgnoreMatcher(['*.bak']),
+    prior: () => undefined,
+    onHash: (p) => hashed.push(p),
+    ...over,
+  });
+  return { obs, hashed: hashed.sort() };
+}
+
+/** A prior lookup built from an earlier observation, as the base would provide it. */
+function priorOf(obs: LocalObservation): (key: string) => PriorFile | undefined {
+  return (key) => obs.files.get(key);
+}
+
+beforeEach(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bs-scan-'));
+  root = path.join(tmp, 'root');
+  fs.mkdirSync(root);
+});
+afterEach(() => {
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('scanLocal', () => {
+  it('walks a nested tree: files with stat and SHA-256, directories, ignored entries left out', async () => {
+    write('Reports/2026/q1.txt', 'first quarter');
+    write('Reports/summary.md', '# summary');
+    write('Empty/.keep', '');
+    write('zero.bin', '');
+    write('Reports/.DS_Store', 'x');
+    write('Reports/.binder-sync-tmp-1234', 'partial');
+    write('old.bak', 'user-ignored');
+    fs.mkdirSync(path.join(root, 'node_modules_like', 'deep'), { recursive: true });
+
+    const { obs, hashed } = await scan();
+    expect([...obs.files.keys()].sort()).toEqual(['Empty/.keep', 'Reports/2026/q1.txt', 'Reports/summary.md', 'zero.bin']);
+    const q1 = obs.files.get('Reports/2026/q1.txt');
+    const st = fs.lstatSync(path.join(root, 'Reports/2026/q1.txt'));
+    expect(q1).toEqual({
+      relPath: 'Reports/2026/q1.txt',
+      key: 'Reports/2026/q1.txt',
+      size: 13,
+      mtimeMs: st.mtimeMs,
+      inode: st.ino,
+      sha256: sha('first quarter'),
+    });
+    expect(obs.files.get('zero.bin')?.sha256).toBe(sha(''));
+    expect([...obs.dirs.values()].sort()).toEqual(['Empty', 'Reports', 'Reports/2026', 'node_modules_like', 'node_modules_like/deep']);
+    expect(obs.problems).toEqual([]);
+    expect(hashed).toEqual(['Empty/.keep', 'Reports/2026/q1.txt', 'Reports/summary.md', 'zero.bin']);
+  });
+
+  it('re-hashes only files whose size, mtime or inode changed since the prior scan', async () => {
+    write('a.txt', 'aaa');
+    write('b.txt', 'bbb');
+    write('c.txt', 'ccc');
+    write('d/e.txt', 'eee');
+    const first = await scan();
+    expect(first.hashed).toHaveLength(4);
+
+    const unchanged = await scan({ prior: priorOf(first.obs) });
+    expect(unchanged.hashed).toEqual([]);
+    expect(unchanged.obs.files).toEqual(first.obs.files);
+
+    write('a.txt', 'aaaa'); // size changes
+    fs.utimesSync(path.join(root, 'b.txt'), new Date(2001, 1, 1), new Date(2001, 1, 1)); // mtime only
+    fs.rmSync(path.join(root, 'c.txt'));
+    write('c.txt', 'ccc'); // same content and size, new inode
+    const changed = await scan({ prior: priorOf(first.obs) });
+    expect(changed.hashed).toEqual(['a.txt', 'b.txt', 'c.txt']);
+    expect(changed.obs.files.get('a.txt')?.sha256).toBe(sha('aaaa'));
+    expect(changed.obs.files.get('c.txt')?.sha256).toBe(sha('ccc'));
+  });
+
+  it('trusts the prior hash when the stat matches (the file is not read)', async () => {
+    write('a.txt', 'real content');
+    const st = fs.lstatSync(path.join(root, 'a.txt'));
+    const prior = { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino, sha256: 'f'.repeat(64) };
+    const { obs, hashed } = await scan({ prior: (k) => (k === 'a.txt' ? prior : undefined) });
+    expect(hashed).toEqual([]);
+    expect(obs.files.get('a.txt')?.sha256).toBe('f'.repeat(64));
+  });
+
+  it('reports symlinks without following them', async () => {
+    const outside = path.join(tmp, 'outside');
+    fs.mkdirSync(outside);
+    fs.writeFileSync(path.join(outside, 'secret.txt'), 'outside the root');
+    fs.symlinkSync(outside, path.join(root, 'linkdir'));
+    fs.symlinkSync(path.join(outside, 'secret.txt'), path.join(root, 'link.txt'));
+    write('real.txt', 'r');
+    const { obs, hashed } = await scan();
+    expect([...obs.files.keys()]).toEqual(['real.txt']);
+    expect(hashed).toEqual(['real.txt']);
+    expect(obs.dirs.size).toBe(0);
+    expect(obs.problems.map((p) => [p.relPath, p.reason]).sort()).toEqual([
+      ['link.txt', 'symlink'],
+      ['linkdir', 'symlink'],
+    ]);
+  });
+
+  it('reports FIFOs as special files', async () => {
+    execFileSync('mkfifo', [path.join(root, 'pipe')]);
+    const { obs } = await scan();
+    expect(obs.problems).toEqual([expect.objectContaining({ relPath: 'pipe', key: 'pipe', reason: 'special-file' })]);
+    expect(obs.files.size).toBe(0);
+  });
+
+  it.skipIf(isRoot)('reports an unreadable directory itself as a problem (its subtree is unknown)', async () => {
+    write('locked/inner.txt', 'x');
+    write('open.txt', 'y');
+    fs.chmodSync(path.join(root, 'locked'), 0o000);
+    try {
+      const { obs } = await scan();
+      expect(obs.problems).toEqual([expect.objectContaining({ relPath: 'locked', reason: 'unreadable' })]);
+      expect([...obs.files.keys()]).toEqual(['open.txt']);
+      expect(obs.dirs.has('locked')).toBe(false);
+    } finally {
+      fs.chmodSync(path.join(root, 'locked'), 0o755);
+    }
+  });
+
+  it.skipIf(isRoot)('reports an unreadable file', async () => {
+    write('secret.txt', 'x');
+    fs.chmodSync(path.join(root, 'secret.txt'), 0o000);
+    const { obs } = await scan();
+    expect(obs.problems).toEqual([expect.objectContaining({ relPath: 'secret.txt', reason: 'unreadable' })]);
+    expect(obs.files.size).toBe(0);
+  });
+
+  it('reports a file that changes while it is being hashed', async () => {
+    write('growing.log', 'line 1\n');
+    write('still.txt', 'still');
+    const { obs } = await scan({
+      onHash: (rel) => {
+        if (rel === 'growing.log') fs.appendFileSync(path.join(root, rel), 'line 2\n');
+      },
+    });
+    expect(obs.problems).toEqual([expect.objectContaining({ relPath: 'growing.log', reason: 'changing' })]);
+    expect([...obs.files.keys()]).toEqual(['still.txt']);
+  });
+
+  it('reports names that are not valid UTF-8 and does not descend into such directories', async () => {
+    const bad = Buffer.concat([Buffer.from(`${root}/`), Buffer.from([0x62, 0xff, 0x61, 0x64])]);
+    fs.writeFileSync(bad, 'content');
+    fs.mkdirSync(Buffer.concat([bad, Buffer.from('-dir')]));
+    fs.writeFileSync(Buffer.concat([bad, Buffer.from('-dir/inner.txt')]), 'x');
+    write('good.txt', 'g');
+    const { obs } = await scan();
+    expect([...obs.files.keys()]).toEqual(['good.txt']);
+    expect(obs.problems).toHaveLength(2);
+    for (const p of obs.problems) {
+      expect(p.reason).toBe('name-not-representable');
+      expect(p.relPath).toContain('\uFFFD');
+    }
+  });
+
+  it('on a case-insensitive scan, a second name with the same key is a collision problem', async () => {
+    write('Docs/Report.txt', 'upper');
+    write('Docs/report.TXT', 'lower');
+    const ci = await scan({ caseInsensitive: true });
+    expect([...ci.obs.files.values()].map((f) => [f.key, f.relPath])).toEqual([['docs/report.txt', 'Docs/Report.txt']]);
+    expect(ci.obs.problems).toEqual([
+      {
+        relPath: 'Docs/report.TXT',
+        key: 'docs/report.txt',
+        reason: 'name-not-representable',
+        detail: 'collides with Docs/Report.txt',
+      },
+    ]);
+    expect([...ci.obs.dirs.entries()]).toEqual([['docs', 'Docs']]);
+
+    const cs = await scan({ caseInsensitive: false });
+    expect(cs.obs.files.size).toBe(2);
+    expect(cs.obs.problems).toEqual([]);
+  });
+
+  it('keys are NFC: an NFD and an NFC spelling of one name collide even case-sensitively', async () => {
+    write('Cafe\u0301.txt', 'nfd');
+    write('Caf\u00e9.txt', 'nfc');
+    const { obs } = await scan();
+    expect(obs.files.size).toBe(1);
+    const [only] = [...obs.files.values()];
+    expect(only?.key).toBe('Caf\u00e9.txt');
+    expect(obs.problems).toHaveLength(1);
+    expect(obs.problems[0]?.detail).toMatch(/^collides with /);
+  });
+
+  it('throws LOCAL_ROOT when the root is missing or not a directory', async () => {
+    for (const bad of [path.join(tmp, 'missing'), path.join(tmp, 'file')]) {
+      if (bad.endsWith('file')) fs.writeFileSync(bad, 'x');
+      const err = await scanLocal({ root: bad, caseInsensitive: false, ignore: createIgnoreMatcher([]), prior: () => undefined }).catch(
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(BinderSyncError);
+      expect((err as BinderSyncError).code).toBe('LOCAL_ROOT');
+      expect((err as BinderSyncError).hint).toMatch(/mounted/);
+    }
+  });
+
+  it('accepts a root that is itself a symlink to a directory', async () => {
+    write('x.txt', 'x');
+    const alias = path.join(tmp, 'alias');
+    fs.symlinkSync(root, alias);
+    const { obs } = await scan({ root: alias });
+    expect([...obs.files.keys()]).toEqual(['x.txt']);
+  });
+
+  it('stops with the abort reason when the signal fires', async () => {
+    write('a.txt', 'a');
+    const ac = new AbortController();
+    ac.abort(new Error('shutting down'));
+    await expect(scan({ signal: ac.signal })).rejects.toThrow('shutting down');
+  });
+});

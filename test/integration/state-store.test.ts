@@ -1,0 +1,295 @@
+// StateStore against real SQLite files in temp dirs: migrations, reopen, every method, rollback, modes, scale.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BinderSyncError } from '../../src/errors.js';
+import { SCHEMA_VERSION } from '../../src/state/migrations.js';
+import { StateStore } from '../../src/state/store.js';
+import type { BaseEntry, Issue, RemoteFolder } from '../../src/sync/model.js';
+
+let tmp: string;
+let dbFile: string;
+const open: StateStore[] = [];
+
+function openStore(file = dbFile): StateStore {
+  const s = StateStore.open(file);
+  open.push(s);
+  return s;
+}
+
+function base(n: number, over: Partial<BaseEntry> = {}): BaseEntry {
+  return {
+    documentId: `doc-${n}`,
+    versionId: `ver-${n}`,
+    versionLabel: n % 2 === 0 ? `1.${n}` : null,
+    folderId: `fold-${n % 7}`,
+    fileName: `file ${n}.txt`,
+    relPath: `Folder ${n % 7}/file ${n}.txt`,
+    key: `folder ${n % 7}/file ${n}.txt`,
+    sha256: n.toString(16).padStart(64, '0'),
+    size: n * 3,
+    mtimeMs: 1_700_000_000_000 + n + 0.123456,
+    inode: 2 ** 62 + n * 1024,
+    ...over,
+  };
+}
+
+function caught(fn: () => unknown): BinderSyncError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(BinderSyncError);
+    return err as BinderSyncError;
+  }
+  throw new Error('expected a throw');
+}
+
+beforeEach(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bs-state-'));
+  dbFile = path.join(tmp, 'state', 'pair-a', 'state.db');
+});
+afterEach(() => {
+  for (const s of open.splice(0)) s.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('open and migrations', () => {
+  it('creates dir 0700 and file 0600, migrates an empty DB to the current version in WAL mode', () => {
+    const s = openStore();
+    expect(fs.statSync(path.dirname(dbFile)).mode & 0o777).toBe(0o700);
+    expect(fs.statSync(dbFile).mode & 0o777).toBe(0o600);
+    s.close();
+    const raw = new Database(dbFile, { readonly: true });
+    expect(raw.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+    const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+    expect(tables).toEqual(expect.arrayContaining(['base', 'outbox', 'conflicts', 'issues', 'folders', 'meta', 'counters']));
+    raw.close();
+  });
+
+  it('reopens an existing DB without re-running migrations and keeps its data', () => {
+    const s = openStore();
+    s.putBase(base(1));
+    s.setMeta('binderId', 'B-1');
+    s.close();
+    const again = openStore();
+    expect(again.getBase('doc-1')).toEqual(base(1));
+    expect(again.getMeta('binderId')).toBe('B-1');
+    expect(again.quickCheck()).toBe(true);
+  });
+
+  it('refuses a DB written by a newer schema version', () => {
+    fs.mkdirSync(path.dirname(dbFile), { recursive: true });
+    const raw = new Database(dbFile);
+    raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    raw.close();
+    const err = caught(() => StateStore.open(dbFile));
+    expect(err.code).toBe('STATE_TOO_NEW');
+    expect(err.retryable).toBe(false);
+    expect(err.hint).toBeTruthy();
+  });
+
+  it('reports a non-SQLite file as STATE_CORRUPT with a move-aside hint', () => {
+    fs.mkdirSync(path.dirname(dbFile), { recursive: true });
+    fs.writeFileSync(dbFile, 'this is certainly not a sqlite database, just some text that is long enough '.repeat(20));
+    const err = caught(() => StateStore.open(dbFile));
+    expect(err.code).toBe('STATE_CORRUPT');
+    expect(err.hint).toMatch(/move the file aside/);
+  });
+
+  it('reports a path that cannot be a DB file (a directory) as STATE_OPEN', () => {
+    fs.mkdirSync(dbFile, { recursive: true });
+    const err = caught(() => StateStore.open(dbFile));
+    expect(err.code).toBe('STATE_OPEN');
+  });
+});
+
+describe('base rows', () => {
+  it('put, get, get by key, upsert, delete', () => {
+    const s = openStore();
+    expect(s.getBase('doc-1')).toBeUndefined();
+    s.putBase(base(1));
+    s.putBase(base(2));
+    expect(s.getBase('doc-1')).toEqual(base(1));
+    expect(s.getBaseByKey(base(2).key)).toEqual(base(2));
+    expect(s.getBaseByKey('nope')).toBeUndefined();
+
+    const moved = base(1, { versionId: 'ver-1b', versionLabel: '2.0', relPath: 'New/place.txt', key: 'new/place.txt' });
+    s.putBase(moved);
+    expect(s.getBase('doc-1')).toEqual(moved);
+    expect(s.getBaseByKey(base(1).key)).toBeUndefined();
+    expect(s.loadBase().size).toBe(2);
+
+    s.deleteBase('doc-1');
+    expect(s.getBase('doc-1')).toBeUndefined();
+    expect([...s.loadBase().keys()]).toEqual(['doc-2']);
+  });
+
+  it('round-trips 100k rows exactly (fractional mtimes, inodes above 2^53)', () => {
+    const s = openStore();
+    const N = 100_000;
+    s.transaction(() => {
+      for (let i = 0; i < N; i++) s.putBase(base(i));
+    });
+    s.close();
+    const again = openStore();
+    const all = again.loadBase();
+    expect(all.size).toBe(N);
+    for (const i of [0, 1, 4242, 77_777, N - 1]) expect(all.get(`doc-${i}`)).toEqual(base(i));
+  });
+});
+
+describe('transactions', () => {
+  it('roll back every write when the function throws', () => {
+    const s = openStore();
+    s.putBase(base(1));
+    expect(() =>
+      s.transaction(() => {
+        s.putBase(base(2));
+        s.deleteBase('doc-1');
+        s.setMeta('k', 'v');
+        throw new Error('boom');
+      }),
+    ).toThrow('boom');
+    expect(s.getBase('doc-1')).toEqual(base(1));
+    expect(s.getBase('doc-2')).toBeUndefined();
+    expect(s.getMeta('k')).toBeUndefined();
+  });
+
+  it('return the function value and nest', () => {
+    const s = openStore();
+    const v = s.transaction(() => {
+      s.putBase(base(1));
+      try {
+        s.transaction(() => {
+          s.putBase(base(2));
+          throw new Error('inner');
+        });
+      } catch {
+        /* the inner savepoint alone rolls back */
+      }
+      return 42;
+    });
+    expect(v).toBe(42);
+    expect(s.getBase('doc-1')).toBeDefined();
+    expect(s.getBase('doc-2')).toBeUndefined();
+  });
+});
+
+describe('outbox', () => {
+  const planned = {
+    relPath: 'Reports/q1.pdf',
+    key: 'reports/q1.pdf',
+    documentId: null,
+    folderId: 'F1',
+    fileName: 'q1.pdf',
+    sha256: 'a'.repeat(64),
+    size: 10,
+    mtimeMs: 1.5,
+    inode: 99,
+    versionLabel: '1.0',
+    reason: 'new-local',
+  };
+
+  it('records stages before they are taken and survives a reopen with the same uploadId', () => {
+    const s = openStore();
+    const id1 = s.addOutbox(planned);
+    const id2 = s.addOutbox({ ...planned, relPath: 'Reports/q2.pdf', key: 'reports/q2.pdf', documentId: 'D9' });
+    expect(id2).toBeGreaterThan(id1);
+    s.setOutboxStage(id1, 'slot', { uploadId: 'U-1' });
+    s.setOutboxStage(id1, 'put');
+    s.close();
+
+    const again = openStore();
+    const rows = again.listOutbox();
+    expect(rows.map((r) => r.id)).toEqual([id1, id2]);
+    expect(rows[0]).toMatchObject({ ...planned, stage: 'put', uploadId: 'U-1', versionId: null });
+    expect(rows[1]).toMatchObject({ documentId: 'D9', stage: 'planned', uploadId: null });
+    expect(rows[0]?.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+
+    again.setOutboxStage(id1, 'committed', { documentId: 'D1', versionId: 'V1' });
+    expect(again.listOutbox()[0]).toMatchObject({ stage: 'committed', uploadId: 'U-1', documentId: 'D1', versionId: 'V1' });
+    again.deleteOutbox(id1);
+    expect(again.listOutbox().map((r) => r.id)).toEqual([id2]);
+  });
+
+  it('refuses an unknown id and an unknown stage', () => {
+    const s = openStore();
+    expect(caught(() => s.setOutboxStage(12345, 'slot')).code).toBe('STATE_OUTBOX_MISSING');
+    const id = s.addOutbox(planned);
+    expect(() => s.setOutboxStage(id, 'bogus' as 'slot')).toThrow(/CHECK constraint/);
+  });
+});
+
+describe('conflicts, issues, folders, meta, counters', () => {
+  it('lists conflicts newest first with a limit', () => {
+    const s = openStore();
+    for (let i = 0; i < 5; i++) {
+      s.addConflict({
+        relPath: `a/${i}.txt`,
+        conflictPath: i === 0 ? null : `a/${i} (conflict).txt`,
+        documentId: i === 1 ? null : `D${i}`,
+        policy: 'keep-both',
+        detail: `detail ${i}`,
+        at: `2026-01-0${i + 1}T00:00:00.000Z`,
+      });
+    }
+    const last2 = s.listConflicts(2);
+    expect(last2.map((c) => c.relPath)).toEqual(['a/4.txt', 'a/3.txt']);
+    expect(last2[0]).toMatchObject({ conflictPath: 'a/4 (conflict).txt', documentId: 'D4', policy: 'keep-both' });
+    const all = s.listConflicts();
+    expect(all).toHaveLength(5);
+    expect(all[4]).toMatchObject({ relPath: 'a/0.txt', conflictPath: null });
+    expect(all[3]).toMatchObject({ documentId: null });
+  });
+
+  it('replaces issues wholesale', () => {
+    const s = openStore();
+    const first: Issue[] = [
+      { relPath: 'x.txt', code: 'root-files-unsupported', detail: 'files in the root cannot be uploaded' },
+      { relPath: 'New/a.txt', documentId: 'D1', code: 'waiting-for-remote-folder', detail: 'no folder New' },
+    ];
+    s.replaceIssues(first);
+    expect(s.listIssues()).toEqual(first);
+    const second: Issue[] = [{ relPath: 'l', code: 'symlink', detail: 'not followed' }];
+    s.replaceIssues(second);
+    expect(s.listIssues()).toEqual(second);
+    s.replaceIssues([]);
+    expect(s.listIssues()).toEqual([]);
+  });
+
+  it('replaces the folder snapshot and loads it parents first', () => {
+    const s = openStore();
+    const folders: RemoteFolder[] = [
+      { folderId: 'F2', name: 'Sub', parentId: 'F1', relPath: 'Top/Sub', key: 'top/sub' },
+      { folderId: 'F1', name: 'Top', parentId: null, relPath: 'Top', key: 'top' },
+    ];
+    s.replaceFolders(folders);
+    expect(s.loadFolders()).toEqual([folders[1], folders[0]]);
+    s.replaceFolders([folders[1]!]);
+    expect(s.loadFolders()).toEqual([folders[1]]);
+  });
+
+  it('meta set/overwrite/delete and counters accumulate', () => {
+    const s = openStore();
+    expect(s.getMeta('lastPoll')).toBeUndefined();
+    s.setMeta('lastPoll', '1');
+    s.setMeta('lastPoll', '2');
+    expect(s.getMeta('lastPoll')).toBe('2');
+    s.deleteMeta('lastPoll');
+    expect(s.getMeta('lastPoll')).toBeUndefined();
+
+    s.addCounters({ uploads: 1, bytesUp: 100 });
+    s.addCounters({ uploads: 2, downloads: 1 });
+    expect(s.getCounters()).toEqual({ uploads: 3, bytesUp: 100, downloads: 1 });
+  });
+
+  it('close is idempotent and a closed store refuses work', () => {
+    const s = openStore();
+    s.close();
+    s.close();
+    expect(() => s.getMeta('x')).toThrow();
+  });
+});

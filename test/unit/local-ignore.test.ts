@@ -1,0 +1,116 @@
+// Table-driven tests of the glob compiler and the ignore matcher (built-in rules + user globs).
+import { describe, expect, it } from 'vitest';
+import { compileGlob, globMatches } from '../../src/local/glob.js';
+import { createIgnoreMatcher } from '../../src/local/ignore.js';
+
+describe('globMatches', () => {
+  // [glob, relPath, isDir, expected]
+  const table: Array<[string, string, boolean, boolean]> = [
+    ['*.log', 'a.log', false, true],
+    ['*.log', 'deep/dir/a.log', false, true], // no '/': basename at any depth
+    ['*.log', 'a.log.txt', false, false],
+    ['*.log', 'logs/a.txt', false, false],
+    ['a?c', 'abc', false, true],
+    ['a?c', 'a/c', false, false], // '?' never matches '/'
+    ['a?c', 'abbc', false, false],
+    ['[abc].txt', 'b.txt', false, true],
+    ['[abc].txt', 'd.txt', false, false],
+    ['[a-c]x', 'bx', false, true],
+    ['[!a-c]x', 'bx', false, false],
+    ['[!a-c]x', 'dx', false, true],
+    ['[^a-c]x', 'dx', false, true],
+    ['[]]x', ']x', false, true],
+    ['[x', '[x', false, true], // unclosed class is literal
+    ['build/', 'build', true, true], // trailing '/': directories only
+    ['build/', 'build', false, false],
+    ['build/', 'src/build', true, true],
+    ['/build', 'build', false, true], // leading '/': from the root only
+    ['/build', 'src/build', false, false],
+    ['docs/*.md', 'docs/a.md', false, true],
+    ['docs/*.md', 'x/docs/a.md', false, false], // with '/': anchored at the root
+    ['docs/*.md', 'docs/sub/a.md', false, false], // '*' stays in one segment
+    ['docs/**/*.md', 'docs/a.md', false, true], // '**/' may be zero dirs
+    ['docs/**/*.md', 'docs/a/b/c.md', false, true],
+    ['**/cache', 'cache', true, true],
+    ['**/cache', 'a/b/cache', true, true],
+    ['out/**', 'out/a/b.bin', false, true],
+    ['out/**', 'out', true, false], // "everything below", not the dir itself
+    ['a**b', 'axxb', false, true],
+    ['a**b', 'a/b', false, false], // '**' inside a segment is a plain '*'
+    ['\\*.txt', '*.txt', false, true], // escaped
+    ['\\*.txt', 'a.txt', false, false],
+    ['file (1).txt', 'file (1).txt', false, true], // regex characters are literal
+    ['$RECYCLE.BIN', '$RECYCLE.BIN', true, true],
+    ['a.b', 'axb', false, false],
+    ['*', 'x/y/anything', false, true],
+    ['é*', 'été.txt', false, true],
+    ['?.txt', '😀.txt', false, true], // one character, even outside the BMP
+  ];
+  it.each(table)('%s vs %s (dir=%s) -> %s', (glob, relPath, isDir, expected) => {
+    expect(globMatches(glob, relPath, isDir)).toBe(expected);
+  });
+
+  it('reports how a glob is anchored', () => {
+    expect(compileGlob('a/b/')).toMatchObject({ dirOnly: true, anchored: true });
+    expect(compileGlob('b/')).toMatchObject({ dirOnly: true, anchored: false });
+    expect(compileGlob('/b')).toMatchObject({ dirOnly: false, anchored: true });
+  });
+});
+
+describe('createIgnoreMatcher', () => {
+  const m = createIgnoreMatcher(['*.bak', 'node_modules/', '/private', 'Reports/drafts/**']);
+  // [relPath, isDir, ignored]
+  const table: Array<[string, boolean, boolean]> = [
+    ['.binder-sync-tmp-abc123', false, true],
+    ['sub/.binder-sync-probe-1', false, true],
+    ['dir/.notes.txt.swp', false, true],
+    ['.notes.txt.swo', false, true],
+    ['.x.swx', false, true],
+    ['dir/4913', false, true],
+    ['report.docx~', false, true],
+    ['.#report.docx', false, true],
+    ['#autosave#', false, true],
+    ['~$report.docx', false, true],
+    ['x.tmp', false, true],
+    ['.~lock.sheet.ods#', false, true],
+    ['movie.mkv.part', false, true],
+    ['a/b.crdownload', false, true],
+    ['.DS_Store', false, true],
+    ['pics/Thumbs.db', false, true],
+    ['desktop.ini', false, true],
+    ['.Trash-1000', true, true],
+    ['$RECYCLE.BIN', true, true],
+    ['.fuse_hidden0001', false, true],
+    ['.nfs000123', false, true],
+    // user globs
+    ['old/file.bak', false, true],
+    ['node_modules', true, true],
+    ['node_modules', false, false],
+    ['a/node_modules/x/y.js', false, true], // a parent directory is ignored
+    ['private', true, true],
+    ['sub/private', true, false],
+    ['Reports/drafts/q1.docx', false, true],
+    ['Reports/final.docx', false, false],
+    // ordinary files stay
+    ['report.docx', false, false],
+    ['notes.swp', false, false], // not a vim swap name (no leading dot)
+    ['sub/4913.txt', false, false],
+    ['binder-sync-tmp', false, false],
+    ['Reports', true, false],
+  ];
+  it.each(table)('%s (dir=%s) ignored=%s', (relPath, isDir, ignored) => {
+    expect(m.ignores(relPath, isDir)).toBe(ignored);
+  });
+
+  it('ignoresEntry looks at the entry only (walkers prune parents themselves)', () => {
+    expect(m.ignoresEntry('a/node_modules/x/y.js', false)).toBe(false);
+    expect(m.ignoresEntry('a/node_modules', true)).toBe(true);
+  });
+
+  it('without user globs only the built-ins apply, and blank globs are skipped', () => {
+    const plain = createIgnoreMatcher(['', '  ']);
+    expect(plain.ignores('x.bak', false)).toBe(false);
+    expect(plain.ignores('x.tmp', false)).toBe(true);
+    expect(plain.ignores('anything.txt', false)).toBe(false);
+  });
+});
