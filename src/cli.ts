@@ -4,6 +4,7 @@
 import { Command, CommanderError } from 'commander';
 import { ExitCode } from './cli/exit-codes.js';
 import { registerEmulatorCommand } from './cli/emulator-command.js';
+import { registerSyncCommand } from './cli/sync-command.js';
 import { describeError } from './errors.js';
 
 export async function main(argv: string[]): Promise<number> {
@@ -18,6 +19,7 @@ export async function main(argv: string[]): Promise<number> {
   const setExit = (code: number) => {
     exitCode = code;
   };
+  registerSyncCommand(program, setExit);
   registerEmulatorCommand(program, setExit);
   try {
     await program.parseAsync(argv);

@@ -1,0 +1,53 @@
+// Shared by the commands: loading the config with a clear error, building the service client, and mapping
+// errors to exit codes.
+import type { Logger } from 'pino';
+import { loadConfig, type LoadedConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { BinderSyncError, describeError } from '../errors.js';
+import { ServiceClient, ServiceError } from '../service/index.js';
+import { ExitCode } from './exit-codes.js';
+
+export function loadConfigOrExplain(file: string, log?: Logger): LoadedConfig {
+  const loaded = loadConfig(file);
+  for (const w of loaded.warnings) {
+    if (log) log.warn(w);
+    else process.stderr.write(`warning: ${w}\n`);
+  }
+  return loaded;
+}
+
+export function serviceClientFor(config: Config, log: Logger, signal?: AbortSignal): ServiceClient {
+  const s = config.service;
+  return new ServiceClient(
+    {
+      baseUrl: s.baseUrl,
+      authUrl: s.authUrl,
+      tenantId: s.tenantId,
+      clientId: s.clientId,
+      clientSecret: s.clientSecret,
+      tenantHeader: s.tenantHeader,
+      scope: s.scope,
+      maxConcurrentRequests: s.maxConcurrentRequests,
+      requestsPerSecond: s.requestsPerSecond,
+      maxConcurrentTransfers: s.maxConcurrentTransfers,
+      requestTimeoutMs: s.requestTimeout,
+    },
+    { logger: log.child({ component: 'service' }), ...(signal ? { signal } : {}) },
+  );
+}
+
+/** Exit code for an error that ended a command. */
+export function exitCodeFor(err: unknown): number {
+  if (err instanceof ServiceError) return ExitCode.service;
+  if (err instanceof BinderSyncError) {
+    if (err.code.startsWith('CONFIG')) return ExitCode.usage;
+    if (err.code === 'STATE_LOCKED') return ExitCode.locked;
+    if (err.code.startsWith('LOCAL') || err.code === 'PATH_ESCAPE') return ExitCode.local;
+    if (err.code.startsWith('METADATA')) return ExitCode.usage;
+  }
+  return ExitCode.incomplete;
+}
+
+export function printError(err: unknown): void {
+  process.stderr.write(`binder-sync: ${describeError(err)}\n`);
+}

@@ -1,0 +1,56 @@
+// Human-readable plan and pass summaries for the terminal.
+import type { PassReport } from '../sync/pass.js';
+import type { Action } from '../sync/model.js';
+
+export function describeAction(a: Action): string {
+  switch (a.kind) {
+    case 'download':
+      return `download     ${a.relPath}  (${a.reason})`;
+    case 'upload':
+      return `upload       ${a.relPath}  (${a.reason}${a.target.documentId ? '' : ', new document'})`;
+    case 'move-local':
+      return `move         ${a.from} -> ${a.to}  (moved remotely)`;
+    case 'trash-local':
+      return `trash        ${a.relPath}  (${a.reason})`;
+    case 'conflict':
+      return `conflict     ${a.relPath}  (${a.policy}${a.policy === 'keep-both' ? `, local copy -> ${a.conflictPath}` : ''})`;
+    case 'adopt':
+      return `record       ${a.base.relPath}  (${a.reason})`;
+    case 'forget':
+      return `forget       ${a.relPath}  (${a.reason})`;
+    case 'mkdir-local':
+      return `mkdir        ${a.relPath}/`;
+  }
+}
+
+export function describePlan(r: PassReport): string {
+  const lines = [`[${r.pair}] plan:`];
+  for (const group of r.plan.groups) for (const a of group) lines.push(`  ${describeAction(a)}`);
+  if (r.plan.groups.length === 0) lines.push('  nothing to do');
+  return `${lines.join('\n')}\n`;
+}
+
+export function summarizeReport(r: PassReport, dryRun: boolean): string {
+  const lines: string[] = [];
+  const ex = r.execution;
+  if (r.plan.blocked) {
+    lines.push(`[${r.pair}] STOPPED: ${r.plan.blocked.message}`);
+  } else if (ex) {
+    const done = Object.entries(ex.done).map(([k, n]) => `${n} ${k}`).join(', ') || 'nothing to do';
+    lines.push(`[${r.pair}] ${done}; ${fmtBytes(ex.bytesDownloaded)} down, ${fmtBytes(ex.bytesUploaded)} up in ${(r.durationMs / 1000).toFixed(1)} s`);
+    for (const c of ex.conflicts) lines.push(`[${r.pair}] conflict ${c.relPath}: ${c.outcome}${c.conflictPath ? ` (${c.conflictPath})` : ''}`);
+    for (const f of ex.failures) lines.push(`[${r.pair}] FAILED ${f.kind} ${f.relPath}: ${f.message}${f.retryable ? ' (will retry)' : ''}`);
+  } else if (dryRun) {
+    lines.push(`[${r.pair}] dry run: ${r.plan.groups.flat().length} action(s) planned, nothing changed`);
+  }
+  for (const i of r.issues) lines.push(`[${r.pair}] not synced: ${i.relPath}: ${i.code}: ${i.detail}`);
+  lines.push(`[${r.pair}] ${r.converged ? 'in sync' : 'NOT in sync'}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function fmtBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 ** 3) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
+}

@@ -1,0 +1,103 @@
+// `binder-sync sync`: one full pass for every pair (or one), then exit. Exit 0 when both sides agree.
+import type { Command } from 'commander';
+import { createLogger } from '../log.js';
+import { acquireStateLock } from '../state/lock.js';
+import { openPair, runPass, type PassReport } from '../sync/pass.js';
+import { describePlan, summarizeReport } from './report-format.js';
+import { exitCodeFor, loadConfigOrExplain, printError, serviceClientFor } from './common.js';
+import { ExitCode } from './exit-codes.js';
+
+interface SyncOptions {
+  config: string;
+  pair?: string;
+  dryRun?: boolean;
+  force?: boolean;
+  json?: boolean;
+}
+
+export function registerSyncCommand(program: Command, setExit: (code: number) => void): void {
+  program
+    .command('sync')
+    .description('Run one full sync pass for every pair (or one) and exit; 0 when both sides agree')
+    .requiredOption('-c, --config <file>', 'YAML config file')
+    .option('-p, --pair <name>', 'only this pair')
+    .option('-n, --dry-run', 'print the plan and change nothing')
+    .option('--force', 'run past the safety gates (mass delete, empty root or listing)')
+    .option('--json', 'print the pass reports as JSON on stdout')
+    .action(async (opts: SyncOptions) => setExit(await syncCommand(opts)));
+}
+
+async function syncCommand(opts: SyncOptions): Promise<number> {
+  let loaded;
+  try {
+    loaded = loadConfigOrExplain(opts.config);
+  } catch (err) {
+    printError(err);
+    return exitCodeFor(err);
+  }
+  const { config } = loaded;
+  const pairs = opts.pair ? config.pairs.filter((p) => p.name === opts.pair) : config.pairs;
+  if (pairs.length === 0) {
+    process.stderr.write(`binder-sync: no pair named "${opts.pair}" in ${opts.config} (pairs: ${config.pairs.map((p) => p.name).join(', ')})\n`);
+    return ExitCode.usage;
+  }
+  // With --json, stdout carries only the report: logs go to stderr.
+  const log = createLogger({
+    level: config.log.level,
+    ...(opts.json ? { destination: process.stderr, pretty: false } : {}),
+  });
+  let lock;
+  try {
+    lock = opts.dryRun ? null : acquireStateLock(config.stateDir);
+  } catch (err) {
+    printError(err);
+    return exitCodeFor(err);
+  }
+  const client = serviceClientFor(config, log);
+  const reports: PassReport[] = [];
+  let worst: number = ExitCode.ok;
+  try {
+    for (const pair of pairs) {
+      let rt;
+      try {
+        rt = await openPair(pair, config.stateDir, client, log);
+        const report = await runPass(rt, { dryRun: opts.dryRun === true, force: opts.force === true });
+        reports.push(report);
+        if (!opts.json) {
+          if (opts.dryRun) process.stdout.write(describePlan(report));
+          process.stdout.write(summarizeReport(report, opts.dryRun === true));
+        }
+        if (!report.converged) worst = Math.max(worst, report.plan.blocked ? ExitCode.blocked : ExitCode.incomplete);
+      } catch (err) {
+        printError(err);
+        log.error({ pair: pair.name, err }, 'pass failed');
+        worst = Math.max(worst, exitCodeFor(err));
+      } finally {
+        rt?.store.close();
+      }
+    }
+  } finally {
+    await client.close();
+    lock?.release();
+  }
+  if (opts.json) process.stdout.write(`${JSON.stringify(reports.map(jsonReport), null, 2)}\n`);
+  return worst;
+}
+
+function jsonReport(r: PassReport) {
+  return {
+    pair: r.pair,
+    converged: r.converged,
+    blocked: r.plan.blocked,
+    actions: r.plan.groups.flat().map((a) => a.kind),
+    done: r.execution?.done ?? {},
+    failures: r.execution?.failures ?? [],
+    conflicts: r.execution?.conflicts ?? [],
+    issues: r.issues,
+    hashed: r.hashed,
+    remoteRequests: r.remoteRequests,
+    bytesDownloaded: r.execution?.bytesDownloaded ?? 0,
+    bytesUploaded: r.execution?.bytesUploaded ?? 0,
+    durationMs: r.durationMs,
+  };
+}

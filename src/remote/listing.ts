@@ -1,0 +1,180 @@
+// Remote scan: the binder's folder tree (drives endpoints) and every document (paged search), turned into
+// one RemoteObservation. A listing is used only when it is complete; anything else is an error, never "empty".
+import type { ServiceClient } from '../service/index.js';
+import type { BaseEntry, RemoteObservation } from '../sync/model.js';
+import { mapRemoteTree } from './path-map.js';
+
+export type ListingClient = Pick<
+  ServiceClient,
+  'searchDocuments' | 'listTopFolders' | 'listSubFolders' | 'listFolderDocuments' | 'getDocument'
+>;
+
+export interface ListRemoteOptions {
+  binderId: string;
+  pageSize: number;
+  caseInsensitive: boolean;
+  base: ReadonlyMap<string, BaseEntry>;
+  isIgnored?: (relPath: string, isDir: boolean) => boolean;
+  signal?: AbortSignal;
+}
+
+export interface RemoteListing {
+  observation: RemoteObservation;
+  /** How the documents were listed: paged search, or per-folder after search proved inconsistent. */
+  method: 'search' | 'per-folder';
+  requests: number;
+}
+
+interface RawFolder {
+  id: string;
+  name: string;
+  parentId: string | null;
+}
+interface RawDoc {
+  documentId: string;
+  fileName: string;
+  folderId: string;
+  versionId: string;
+}
+
+/** Lists the whole binder. Throws (retryable) when the listing cannot be made complete. */
+export async function listRemote(client: ListingClient, opts: ListRemoteOptions): Promise<RemoteListing> {
+  const counter = { requests: 0 };
+  const folders = await listFolderTree(client, opts.binderId, counter, opts.signal);
+  let method: RemoteListing['method'] = 'search';
+  let docs = await listDocumentsBySearch(client, opts, counter);
+  if (docs === null) {
+    // The paged walk was inconsistent (totalCount changed, or pages overlapped and skipped items because
+    // the server's order is not stable). Try once more, then fall back to the unpaged per-folder endpoint.
+    docs = await listDocumentsBySearch(client, opts, counter);
+  }
+  if (docs === null) {
+    method = 'per-folder';
+    docs = await listDocumentsPerFolder(client, opts.binderId, folders, counter, opts.signal);
+  }
+  const gone = await confirmGone(client, opts, docs, counter);
+  const mapped = mapRemoteTree({
+    folders,
+    docs: [...docs.values()],
+    caseInsensitive: opts.caseInsensitive,
+    preferredPath: (id) => opts.base.get(id)?.relPath,
+    ...(opts.isIgnored ? { isIgnored: opts.isIgnored } : {}),
+  });
+  return {
+    observation: { docs: mapped.docs, folders: mapped.folders, gone, unmappable: mapped.unmappable },
+    method,
+    requests: counter.requests,
+  };
+}
+
+/** Breadth-first walk of the drive. The parent of each folder is taken from the walk itself, not from the
+ * folder's parentId field, whose value for top-level tabs is not shown by the spec (null, '', binder id...). */
+async function listFolderTree(
+  client: ListingClient,
+  binderId: string,
+  counter: { requests: number },
+  signal?: AbortSignal,
+): Promise<RawFolder[]> {
+  const out: RawFolder[] = [];
+  const seen = new Set<string>();
+  counter.requests++;
+  let level: RawFolder[] = (await client.listTopFolders(binderId)).map((f) => ({ id: f.id, name: f.name, parentId: null }));
+  while (level.length > 0) {
+    signal?.throwIfAborted();
+    const next: RawFolder[] = [];
+    const fresh = level.filter((f) => !seen.has(f.id));
+    for (const f of fresh) {
+      seen.add(f.id);
+      out.push(f);
+    }
+    const children = await Promise.all(
+      fresh.map(async (f) => {
+        counter.requests++;
+        const subs = await client.listSubFolders(binderId, f.id);
+        return subs.map((s) => ({ id: s.id, name: s.name, parentId: f.id }));
+      }),
+    );
+    for (const c of children) next.push(...c);
+    level = next;
+  }
+  return out;
+}
+
+/** Walks the search pages. Returns null when the walk was inconsistent (caller retries or falls back). */
+async function listDocumentsBySearch(
+  client: ListingClient,
+  opts: ListRemoteOptions,
+  counter: { requests: number },
+): Promise<Map<string, RawDoc> | null> {
+  const docs = new Map<string, RawDoc>();
+  const filters = [{ metadataElementId: 'GLOBAL_BinderId', valueId: opts.binderId }];
+  let pageNumber = 1;
+  let totalCount: number | null = null;
+  for (;;) {
+    opts.signal?.throwIfAborted();
+    counter.requests++;
+    const page = await client.searchDocuments({ filters, pageSize: opts.pageSize, pageNumber });
+    if (totalCount === null) totalCount = page.totalCount;
+    else if (page.totalCount !== totalCount) return null; // changed during the walk
+    for (const d of page.items) {
+      // Duplicates across pages are merged; a document is in this binder only if the server says so.
+      if (d.binderId !== undefined && d.binderId !== opts.binderId) continue;
+      docs.set(d.id, { documentId: d.id, fileName: d.fileName, folderId: d.folderId, versionId: d.latestVersionId });
+    }
+    // The server may clamp pageSize: the step is the page size it answered with (spec 4.3 rule 8).
+    const effectiveSize = page.pageSize && page.pageSize > 0 ? page.pageSize : opts.pageSize;
+    if (pageNumber * effectiveSize >= totalCount) break;
+    if (page.items.length === 0) return null; // ran out of items before totalCount: inconsistent
+    pageNumber++;
+    if (pageNumber > 1_000_000) return null;
+  }
+  return docs.size === totalCount ? docs : null;
+}
+
+async function listDocumentsPerFolder(
+  client: ListingClient,
+  binderId: string,
+  folders: RawFolder[],
+  counter: { requests: number },
+  signal?: AbortSignal,
+): Promise<Map<string, RawDoc>> {
+  const docs = new Map<string, RawDoc>();
+  const lists = await Promise.all(
+    folders.map(async (f) => {
+      signal?.throwIfAborted();
+      counter.requests++;
+      return client.listFolderDocuments(binderId, f.id);
+    }),
+  );
+  for (const list of lists) {
+    for (const d of list) docs.set(d.id, { documentId: d.id, fileName: d.fileName, folderId: d.folderId, versionId: d.latestVersionId });
+  }
+  return docs;
+}
+
+/**
+ * A base document missing from the listing counts as deleted only when GET /documents/{id} confirms it:
+ * 404, or the document now belongs to another binder. If it still exists in this binder, the listing
+ * missed it (index lag): it is added back from the GET answer.
+ */
+async function confirmGone(
+  client: ListingClient,
+  opts: ListRemoteOptions,
+  docs: Map<string, RawDoc>,
+  counter: { requests: number },
+): Promise<Set<string>> {
+  const gone = new Set<string>();
+  const missing = [...opts.base.keys()].filter((id) => !docs.has(id));
+  const results = await Promise.all(
+    missing.map(async (id) => {
+      opts.signal?.throwIfAborted();
+      counter.requests++;
+      return { id, doc: await client.getDocument(id) };
+    }),
+  );
+  for (const { id, doc } of results) {
+    if (doc === null || (doc.binderId !== undefined && doc.binderId !== opts.binderId)) gone.add(id);
+    else docs.set(id, { documentId: doc.id, fileName: doc.fileName, folderId: doc.folderId, versionId: doc.latestVersionId });
+  }
+  return gone;
+}

@@ -1,0 +1,30 @@
+// What the executor needs from the outside world, gathered in one object so the pass can build it once.
+import type { Logger } from 'pino';
+import type { Trash } from '../local/fs-ops.js';
+import type { ServiceClient } from '../service/index.js';
+import type { StateStore } from '../state/store.js';
+import type { MetadataResolver } from './metadata-rules.js';
+import type { VersionLabelScheme } from './version-label.js';
+
+export interface ExecutorDeps {
+  pair: string;
+  /** Absolute sync root. */
+  root: string;
+  binderId: string;
+  /** Whether the local filesystem ignores case (keys are folded). */
+  caseInsensitive: boolean;
+  client: Pick<
+    ServiceClient,
+    'downloadVersionTo' | 'uploadContent' | 'commitUpload' | 'listVersions' | 'listFolderDocuments'
+  >;
+  store: StateStore;
+  trash: Trash;
+  log: Logger;
+  metadata: MetadataResolver;
+  versionLabelScheme: VersionLabelScheme;
+  now: () => Date;
+  /** How many plan groups run at once (transfers are further limited inside the client). */
+  concurrency: number;
+  signal?: AbortSignal;
+  onBytes?: (n: number) => void;
+}

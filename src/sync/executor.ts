@@ -1,0 +1,224 @@
+// Propagate: runs a plan. Groups run in parallel on a p-queue, the actions of one group in order; each
+// completed step is recorded in the state DB at once, so a crash at any instant resumes without loss or
+// duplication. A failed action is a value in the report (its group stops), never a crashed pass.
+import fs from 'node:fs/promises';
+import PQueue from 'p-queue';
+import { BinderSyncError, describeError, isRetryable } from '../errors.js';
+import { commitTempFile, ensureDir, moveFile, replaceFile, resolveInside } from '../local/fs-ops.js';
+import { downloadToTemp } from './download.js';
+import type { ExecutorDeps } from './executor-deps.js';
+import type { Action, ActionKind, BaseEntry, Plan, RemoteDoc } from './model.js';
+import { pathKey } from './path-key.js';
+import { uploadLocalFile } from './upload.js';
+
+export interface ActionFailure {
+  kind: ActionKind;
+  relPath: string;
+  code: string;
+  retryable: boolean;
+  message: string;
+}
+
+export interface ExecutionReport {
+  done: Partial<Record<ActionKind, number>>;
+  failures: ActionFailure[];
+  bytesDownloaded: number;
+  bytesUploaded: number;
+  conflicts: Array<{ relPath: string; conflictPath: string | null; outcome: string }>;
+}
+
+export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<ExecutionReport> {
+  const report: ExecutionReport = { done: {}, failures: [], bytesDownloaded: 0, bytesUploaded: 0, conflicts: [] };
+  if (plan.blocked) return report;
+  const queue = new PQueue({ concurrency: Math.max(1, d.concurrency) });
+  for (const group of plan.groups) {
+    void queue.add(async () => {
+      for (const action of group) {
+        if (d.signal?.aborted) return;
+        try {
+          await runAction(action, d, report);
+          report.done[action.kind] = (report.done[action.kind] ?? 0) + 1;
+        } catch (err) {
+          report.failures.push(failureOf(action, err));
+          d.log.warn({ action: action.kind, relPath: relPathOf(action), err: describeError(err) }, 'action failed');
+          return; // later steps of this group depended on this one
+        }
+      }
+    });
+  }
+  await queue.onIdle();
+  return report;
+}
+
+async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): Promise<void> {
+  switch (a.kind) {
+    case 'download':
+      return download(a, d, report);
+    case 'upload': {
+      const started = Date.now();
+      const { bytes } = await uploadLocalFile(d, {
+        relPath: a.relPath,
+        key: a.key,
+        abs: resolveInside(d.root, a.relPath),
+        local: a.local,
+        target: a.target,
+        reason: a.reason,
+      });
+      report.bytesUploaded += bytes;
+      d.log.info({ relPath: a.relPath, bytes, ms: Date.now() - started, reason: a.reason }, 'uploaded');
+      return;
+    }
+    case 'move-local': {
+      const old = d.store.getBase(a.doc.documentId);
+      const stat = await moveFile(resolveInside(d.root, a.from), resolveInside(d.root, a.to), a.expectLocal);
+      if (old) d.store.putBase({ ...old, relPath: a.to, key: a.toKey, folderId: a.doc.folderId, fileName: a.doc.fileName, ...stat });
+      d.log.info({ from: a.from, to: a.to }, 'moved (renamed or moved remotely)');
+      return;
+    }
+    case 'trash-local': {
+      const kept = await d.trash.moveToTrash(resolveInside(d.root, a.relPath), a.relPath, a.expectLocal);
+      d.store.deleteBase(a.documentId);
+      d.log.info({ relPath: a.relPath, trash: kept, reason: a.reason }, 'moved to trash (deleted remotely)');
+      return;
+    }
+    case 'conflict':
+      return resolveConflict(a, d, report);
+    case 'adopt':
+      d.store.putBase(a.base);
+      return;
+    case 'forget':
+      d.store.deleteBase(a.documentId);
+      return;
+    case 'mkdir-local':
+      await ensureDir(resolveInside(d.root, a.relPath));
+      return;
+  }
+}
+
+async function download(a: Extract<Action, { kind: 'download' }>, d: ExecutorDeps, report: ExecutionReport): Promise<void> {
+  const started = Date.now();
+  const abs = resolveInside(d.root, a.relPath);
+  const tmp = await downloadToTemp(d, a.doc, abs);
+  const stat = a.expectLocal === null
+    ? await commitTempFile(tmp.tempPath, abs, null)
+    : (await replaceFile(tmp.tempPath, abs, a.expectLocal, d.trash, a.relPath)).stat;
+  d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
+  report.bytesDownloaded += tmp.bytes;
+  d.log.info({ relPath: a.relPath, bytes: tmp.bytes, ms: Date.now() - started, reason: a.reason }, 'downloaded');
+}
+
+/**
+ * Both sides hold content for one path. The remote content is fetched to a temp file first: if it equals
+ * the local content there is no conflict, the pair is adopted as base. Otherwise the policy decides, and
+ * the local content is never destroyed: keep-both renames it to the conflict copy (uploaded as its own
+ * document), remote-wins keeps it in the trash, local-wins uploads it as a new version (the remote's version
+ * stays in its history).
+ */
+async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: ExecutorDeps, report: ExecutionReport): Promise<void> {
+  const abs = resolveInside(d.root, a.relPath);
+  const tmp = await downloadToTemp(d, a.doc, abs);
+  report.bytesDownloaded += tmp.bytes;
+  if (tmp.sha256 === a.local.sha256) {
+    await fs.rm(tmp.tempPath, { force: true });
+    d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, a.local, a.local.sha256));
+    return;
+  }
+  const at = d.now().toISOString();
+  switch (a.policy) {
+    case 'keep-both': {
+      const copyAbs = resolveInside(d.root, a.conflictPath);
+      let copyStat;
+      try {
+        copyStat = await moveFile(abs, copyAbs, a.local);
+      } catch (err) {
+        await fs.rm(tmp.tempPath, { force: true });
+        throw err;
+      }
+      const stat = await commitTempFile(tmp.tempPath, abs, null);
+      d.store.transaction(() => {
+        d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
+        d.store.addConflict({ relPath: a.relPath, conflictPath: a.conflictPath, documentId: a.doc.documentId, policy: a.policy, detail: 'both sides changed; local edit kept as the conflict copy', at });
+      });
+      report.conflicts.push({ relPath: a.relPath, conflictPath: a.conflictPath, outcome: 'kept both' });
+      d.log.warn({ relPath: a.relPath, conflictCopy: a.conflictPath }, 'conflict: kept both versions');
+      if (a.uploadConflictCopy) {
+        const { bytes } = await uploadLocalFile(d, {
+          relPath: a.conflictPath,
+          key: pathKey(a.conflictPath, d.caseInsensitive),
+          abs: copyAbs,
+          local: { ...a.local, ...copyStat, relPath: a.conflictPath, key: pathKey(a.conflictPath, d.caseInsensitive) },
+          target: { documentId: null, folderId: a.doc.folderId, fileName: baseName(a.conflictPath) },
+          reason: 'conflict-copy',
+        });
+        report.bytesUploaded += bytes;
+      }
+      return;
+    }
+    case 'remote-wins': {
+      const { stat, trashPath } = await replaceFile(tmp.tempPath, abs, a.local, d.trash, a.relPath);
+      d.store.transaction(() => {
+        d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
+        d.store.addConflict({ relPath: a.relPath, conflictPath: trashPath, documentId: a.doc.documentId, policy: a.policy, detail: 'both sides changed; remote kept, local edit moved to the trash', at });
+      });
+      report.conflicts.push({ relPath: a.relPath, conflictPath: trashPath, outcome: 'remote won; local edit in trash' });
+      d.log.warn({ relPath: a.relPath, trash: trashPath }, 'conflict: remote version won, local edit kept in the trash');
+      return;
+    }
+    case 'local-wins': {
+      await fs.rm(tmp.tempPath, { force: true });
+      const { bytes } = await uploadLocalFile(d, {
+        relPath: a.relPath,
+        key: a.key,
+        abs,
+        local: a.local,
+        target: { documentId: a.doc.documentId, folderId: a.doc.folderId, fileName: a.doc.fileName },
+        reason: 'local-wins',
+      });
+      report.bytesUploaded += bytes;
+      d.store.addConflict({ relPath: a.relPath, conflictPath: null, documentId: a.doc.documentId, policy: a.policy, detail: 'both sides changed; local uploaded as the newest version, the remote edit stays in the version history', at });
+      report.conflicts.push({ relPath: a.relPath, conflictPath: null, outcome: 'local won; remote edit in version history' });
+      return;
+    }
+  }
+}
+
+function baseName(relPath: string): string {
+  return relPath.slice(relPath.lastIndexOf('/') + 1);
+}
+
+function baseFromDownload(doc: RemoteDoc, relPath: string, key: string, stat: { size: number; mtimeMs: number; inode: number }, sha256: string): BaseEntry {
+  return {
+    documentId: doc.documentId,
+    versionId: doc.versionId,
+    versionLabel: null,
+    folderId: doc.folderId,
+    fileName: doc.fileName,
+    relPath,
+    key,
+    size: stat.size,
+    mtimeMs: stat.mtimeMs,
+    inode: stat.inode,
+    sha256,
+  };
+}
+
+function relPathOf(a: Action): string {
+  switch (a.kind) {
+    case 'move-local':
+      return a.from;
+    case 'adopt':
+      return a.base.relPath;
+    default:
+      return a.relPath;
+  }
+}
+
+function failureOf(a: Action, err: unknown): ActionFailure {
+  return {
+    kind: a.kind,
+    relPath: relPathOf(a),
+    code: err instanceof BinderSyncError ? err.code : 'UNEXPECTED',
+    retryable: isRetryable(err),
+    message: describeError(err),
+  };
+}

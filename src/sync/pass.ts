@@ -1,0 +1,239 @@
+// One full pass for one pair: check the root, finish interrupted uploads, scan local, list remote,
+// reconcile (pure), then propagate. Used by `binder-sync sync` and by the daemon.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { PairConfig } from '../config/schema.js';
+import { BinderSyncError } from '../errors.js';
+import { cleanStaleTemps, Trash } from '../local/fs-ops.js';
+import { detectCaseInsensitive } from '../local/fs-probe.js';
+import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
+import { scanLocal } from '../local/scanner.js';
+import { listRemote } from '../remote/listing.js';
+import type { ServiceClient } from '../service/index.js';
+import { StateStore } from '../state/store.js';
+import { executePlan, type ExecutionReport } from './executor.js';
+import type { ExecutorDeps } from './executor-deps.js';
+import { compileMetadataRules, type MetadataResolver } from './metadata-rules.js';
+import type { Action, Issue, Plan, ReconcileContext } from './model.js';
+import { reconcile } from './reconcile.js';
+import { recoverOutbox } from './upload.js';
+
+/** Everything a pair needs across passes; opened once (per `sync` run, or per daemon lifetime). */
+export interface PairRuntime {
+  pair: PairConfig;
+  /** <stateDir>/<pair name> */
+  pairStateDir: string;
+  client: ServiceClient;
+  store: StateStore;
+  trash: Trash;
+  log: Logger;
+  ignore: IgnoreMatcher;
+  metadata: MetadataResolver;
+  caseInsensitive: boolean;
+  /** True when the client turned out to be read-only (uploads are then skipped with a warning). */
+  readOnly: boolean;
+}
+
+export interface PassOptions {
+  dryRun?: boolean;
+  force?: boolean;
+  now?: () => Date;
+  signal?: AbortSignal;
+  concurrency?: number;
+  onBytes?: (n: number) => void;
+}
+
+export interface PassReport {
+  pair: string;
+  plan: Plan;
+  execution: ExecutionReport | null;
+  issues: Issue[];
+  hashed: number;
+  remoteRequests: number;
+  listingMethod: string;
+  durationMs: number;
+  /** Both sides agree: nothing failed, nothing blocked, no open issues. */
+  converged: boolean;
+}
+
+/** Opens the pair's state and checks what can be checked before the first pass. */
+export async function openPair(pair: PairConfig, stateDir: string, client: ServiceClient, log: Logger): Promise<PairRuntime> {
+  const pairStateDir = path.join(stateDir, pair.name);
+  fs.mkdirSync(pairStateDir, { recursive: true, mode: 0o700 });
+  const store = StateStore.open(path.join(pairStateDir, 'state.db'));
+  try {
+    ensureRoot(pair, store);
+    const caseInsensitive = detectCaseInsensitive(pair.localPath);
+    const elements = await client.getMetadataElements(pair.binderId);
+    const metadata = compileMetadataRules(pair.metadata, elements, pair.name);
+    const trash = new Trash(path.join(pairStateDir, 'trash'), pair.localPath);
+    return {
+      pair,
+      pairStateDir,
+      client,
+      store,
+      trash,
+      log: log.child({ pair: pair.name }),
+      ignore: createIgnoreMatcher(pair.ignore),
+      metadata,
+      caseInsensitive,
+      readOnly: false,
+    };
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+}
+
+/**
+ * The sync root must exist and be a directory. A missing root is created only for a pair that has never
+ * synced (no base); once there is a base, a missing root is an error (an unmounted disk), never a mass delete.
+ */
+function ensureRoot(pair: PairConfig, store: StateStore): void {
+  let st: fs.Stats | null = null;
+  try {
+    st = fs.statSync(pair.localPath);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw rootError(pair, `cannot be read (${(err as Error).message})`);
+  }
+  if (st === null) {
+    if (store.loadBase().size > 0) throw rootError(pair, 'is missing, but this pair has synced before');
+    fs.mkdirSync(pair.localPath, { recursive: true });
+    return;
+  }
+  if (!st.isDirectory()) throw rootError(pair, 'is not a directory');
+}
+
+function rootError(pair: PairConfig, what: string): BinderSyncError {
+  return new BinderSyncError(`pair ${pair.name}: the local root ${pair.localPath} ${what}`, {
+    code: 'LOCAL_ROOT',
+    retryable: true,
+    context: { pair: pair.name, localPath: pair.localPath },
+    hint: 'is the disk mounted and the path right? Nothing was changed.',
+  });
+}
+
+export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<PassReport> {
+  const started = Date.now();
+  const now = opts.now ?? (() => new Date());
+  const dryRun = opts.dryRun === true;
+  ensureRoot(rt.pair, rt.store);
+  const deps = executorDeps(rt, opts, now);
+  if (!dryRun) {
+    const stale = await cleanStaleTemps(rt.pair.localPath);
+    if (stale > 0) rt.log.info({ removed: stale }, 'removed temp files left by an interrupted run');
+    const rec = await recoverOutbox(deps);
+    if (rec.finished + rec.dropped > 0) rt.log.info(rec, 'recovered the upload outbox');
+  }
+  const base = rt.store.loadBase();
+  const byKey = new Map([...base.values()].map((b) => [b.key, b]));
+  let hashed = 0;
+  const local = await scanLocal({
+    root: rt.pair.localPath,
+    caseInsensitive: rt.caseInsensitive,
+    ignore: rt.ignore,
+    prior: (key) => byKey.get(key),
+    onHash: () => hashed++,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
+  const listing = await listRemote(rt.client, {
+    binderId: rt.pair.binderId,
+    pageSize: rt.pair.pageSize,
+    caseInsensitive: rt.caseInsensitive,
+    base,
+    isIgnored: (p, isDir) => rt.ignore.ignores(p, isDir),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
+  const ctx: ReconcileContext = {
+    direction: rt.readOnly && rt.pair.direction === 'both' ? 'download' : rt.pair.direction,
+    conflictPolicy: rt.pair.conflictPolicy,
+    localDeletePolicy: rt.pair.localDeletePolicy,
+    caseInsensitive: rt.caseInsensitive,
+    conflictTag: conflictTag(now()),
+    maxDeleteShare: rt.pair.maxDeleteShare,
+    force: opts.force === true,
+  };
+  const plan = withheldForMetadata(reconcile(base, local, listing.observation, ctx), rt.metadata);
+  const report: PassReport = {
+    pair: rt.pair.name,
+    plan,
+    execution: null,
+    issues: plan.issues,
+    hashed,
+    remoteRequests: listing.requests,
+    listingMethod: listing.method,
+    durationMs: 0,
+    converged: false,
+  };
+  if (dryRun) {
+    report.durationMs = Date.now() - started;
+    report.converged = plan.groups.length === 0 && plan.issues.length === 0 && plan.blocked === null;
+    return report;
+  }
+  if (plan.blocked) {
+    rt.store.setMeta('lastError', plan.blocked.message);
+    rt.log.error({ gate: plan.blocked.code }, plan.blocked.message);
+  } else {
+    report.execution = await executePlan(plan, deps);
+  }
+  const failures = report.execution?.failures ?? [];
+  rt.store.transaction(() => {
+    rt.store.replaceFolders([...listing.observation.folders.values()]);
+    rt.store.replaceIssues(plan.issues);
+    rt.store.setMeta('lastPassAt', now().toISOString());
+    rt.store.setMeta('lastScanAt', now().toISOString());
+    rt.store.setMeta('lastPollAt', now().toISOString());
+    if (!plan.blocked) rt.store.setMeta('lastError', failures.length > 0 ? `${failures.length} action(s) failed; first: ${failures[0]?.message ?? ''}` : '');
+  });
+  report.durationMs = Date.now() - started;
+  report.converged = plan.blocked === null && failures.length === 0 && plan.issues.length === 0;
+  return report;
+}
+
+function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): ExecutorDeps {
+  return {
+    pair: rt.pair.name,
+    root: rt.pair.localPath,
+    binderId: rt.pair.binderId,
+    caseInsensitive: rt.caseInsensitive,
+    client: rt.client,
+    store: rt.store,
+    trash: rt.trash,
+    log: rt.log,
+    metadata: rt.metadata,
+    versionLabelScheme: rt.pair.versionLabel.scheme,
+    now,
+    concurrency: opts.concurrency ?? 8,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    ...(opts.onBytes ? { onBytes: opts.onBytes } : {}),
+  };
+}
+
+/**
+ * Uploads whose required metadata no rule supplies are withheld before anything runs: the group is dropped
+ * and an issue says which element is missing (the rest of the pass goes on).
+ */
+function withheldForMetadata(plan: Plan, metadata: MetadataResolver): Plan {
+  const issues = [...plan.issues];
+  const groups = plan.groups.filter((group) => {
+    const uploads = group.flatMap((a: Action) =>
+      a.kind === 'upload' ? [a.relPath] : a.kind === 'conflict' && a.uploadConflictCopy ? [a.conflictPath] : [],
+    );
+    for (const relPath of uploads) {
+      const missing = metadata.missingFor(relPath);
+      if (missing.length > 0) {
+        issues.push({ relPath, code: 'metadata-missing', detail: `required metadata without a value: ${missing.join(', ')}; add a metadata rule for it` });
+        return false;
+      }
+    }
+    return true;
+  });
+  return { ...plan, groups, issues };
+}
+
+/** "2026-11-22 001623" in UTC: sortable, greppable, safe in file names. */
+export function conflictTag(d: Date): string {
+  const iso = d.toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19).replace(/:/g, '')}`;
+}
