@@ -1,0 +1,295 @@
+// The one request path to the service: auth headers, rate queues, retry/backoff, response validation, and a
+// debug log line per attempt. Owns the undici Agent (keep-alive) and the two p-queues (API and storage).
+import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
+import PQueue from 'p-queue';
+import type { z } from 'zod';
+import type { Logger } from '../log.js';
+import { backoffDelay, parseRetryAfter, sleep } from './retry.js';
+import { resolveSettings, type ResolvedSettings, type ServiceSettings } from './settings.js';
+import { TokenProvider } from './token.js';
+import { TokenResponseSchema, type TokenResponse } from './schemas.js';
+import { ServiceError, abortedError, errorFromResponse, isAbortError, networkError, scrubText } from './errors.js';
+
+export interface ApiCall<T> {
+  method: 'GET' | 'POST';
+  /** Spec path template, e.g. '/documents/{documentId}'; it names the request in logs and errors. */
+  template: string;
+  params?: Record<string, string>;
+  query?: Record<string, string | number | undefined>;
+  json?: unknown;
+  schema: z.ZodType<T>;
+  signal?: AbortSignal;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+const TOKEN_REQUEST = 'POST /connect/token';
+
+/**
+ * Errors whose retry budget is already spent (or that must not be repeated, like a download that has already
+ * written into its destination). An outer retry loop passes them through instead of multiplying budgets.
+ */
+const finalErrors = new WeakSet<object>();
+
+export function markFinal<E>(err: E): E {
+  if (typeof err === 'object' && err !== null) finalErrors.add(err);
+  return err;
+}
+
+export class HttpCore {
+  readonly settings: ResolvedSettings;
+  readonly agent: Agent;
+  readonly apiQueue: PQueue;
+  readonly transferQueue: PQueue;
+  readonly tokens: TokenProvider;
+  readonly log: Logger;
+  /** Fires when the owner's signal fires or close() is called; every request listens to it. */
+  readonly signal: AbortSignal;
+  private readonly closing = new AbortController();
+  private closed = false;
+
+  constructor(settings: ServiceSettings, log: Logger, signal?: AbortSignal) {
+    this.settings = resolveSettings(settings);
+    this.log = log;
+    this.signal = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
+    this.agent = new Agent({ keepAliveTimeout: 10_000, connections: 16 });
+    this.apiQueue = new PQueue({
+      concurrency: this.settings.maxConcurrentRequests,
+      intervalCap: this.settings.requestsPerSecond,
+      interval: 1000,
+      // Sliding window: never more than requestsPerSecond starts in any rolling second (no boundary bursts).
+      strict: true,
+    });
+    this.transferQueue = new PQueue({ concurrency: this.settings.maxConcurrentTransfers });
+    this.tokens = new TokenProvider(() => this.fetchToken());
+  }
+
+  /** Strings that must never appear in an error message or log line. */
+  secrets(): string[] {
+    return [this.settings.clientSecret, ...this.tokens.knownTokens()];
+  }
+
+  /** The client-wide signal joined with a per-call one. */
+  joinSignal(extra?: AbortSignal): AbortSignal {
+    return extra ? AbortSignal.any([this.signal, extra]) : this.signal;
+  }
+
+  /**
+   * Runs `attemptFn` until it succeeds, throws a non-retryable error, or the attempt budget is spent; waits
+   * with backoff (or the server's Retry-After) in between. Whatever it throws is marked final, so a nested
+   * call (the token request inside an API call, a link request inside a download) never multiplies budgets.
+   */
+  async withRetry<T>(request: string, signal: AbortSignal, attemptFn: (attempt: number) => Promise<T>): Promise<T> {
+    const policy = this.settings.retry;
+    for (let attempt = 1; ; attempt++) {
+      if (signal.aborted) throw abortedError(request);
+      try {
+        return await attemptFn(attempt);
+      } catch (err) {
+        const final =
+          !(err instanceof ServiceError) ||
+          !err.retryable ||
+          err.code === 'ABORTED' ||
+          attempt >= policy.maxAttempts ||
+          finalErrors.has(err);
+        if (final) throw markFinal(signal.aborted && !(err instanceof ServiceError && err.code === 'ABORTED') ? abortedError(request) : err);
+        const wait = backoffDelay(attempt, policy, err.retryAfterMs);
+        this.log.debug({ request, attempt, waitMs: wait, code: err.code, status: err.status }, 'service retry');
+        try {
+          await sleep(wait, signal);
+        } catch {
+          throw abortedError(request);
+        }
+      }
+    }
+  }
+
+  /** One API call: bearer token + tenant header, rate queue, retries, one token refresh on 401, zod validation. */
+  async api<T>(call: ApiCall<T>): Promise<T> {
+    const request = `${call.method} ${call.template}`;
+    const signal = this.joinSignal(call.signal);
+    const url = this.settings.baseUrl + fillTemplate(call.template, call.params) + queryString(call.query);
+    const body = call.json === undefined ? undefined : JSON.stringify(call.json);
+    const context = call.params ? { ...call.params } : undefined;
+    let authRetried = false;
+    return this.withRetry(request, signal, async (attempt) => {
+      for (;;) {
+        const token = await this.tokens.get();
+        const headers: Record<string, string> = {
+          authorization: `Bearer ${token}`,
+          [this.settings.tenantHeader]: this.settings.tenantId,
+          accept: 'application/json',
+        };
+        if (body !== undefined) headers['content-type'] = 'application/json';
+        const res = await this.apiQueue
+          .add(() => this.exchange({ request, template: call.template, url, method: call.method, headers, body, signal, attempt, context }), { signal })
+          .catch((err: unknown) => {
+            throw err instanceof ServiceError ? err : abortedError(request);
+          });
+        // A 401 means the token died early (revoked, server restarted, clock skew): refresh once, then give up.
+        if (res.status === 401 && !authRetried) {
+          authRetried = true;
+          this.tokens.invalidate(token);
+          continue;
+        }
+        if (res.status < 200 || res.status > 299) throw this.failure(request, res, context);
+        return this.validate(request, res, call.schema, context);
+      }
+    });
+  }
+
+  /** Parses and validates a 2xx body. Unparseable text is treated as a truncated transfer (retryable). */
+  validate<T>(request: string, res: RawResponse, schema: z.ZodType<T>, context?: Record<string, unknown>): T {
+    if (res.text.trim() === '') {
+      throw new ServiceError(`${request} answered HTTP ${res.status} with an empty body`, {
+        code: 'SERVICE_INVALID_RESPONSE',
+        retryable: false,
+        request,
+        status: res.status,
+        ...(context ? { context } : {}),
+      });
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(res.text);
+    } catch (err) {
+      throw new ServiceError(`${request} answered HTTP ${res.status} with a body that is not JSON (truncated?)`, {
+        code: 'SERVICE_NETWORK',
+        retryable: true,
+        request,
+        status: res.status,
+        cause: err,
+        ...(context ? { context } : {}),
+      });
+    }
+    const parsed = schema.safeParse(json);
+    if (parsed.success) return parsed.data;
+    // Name the offending fields, never their values (they could be anything the server sent).
+    const issues = parsed.error.issues
+      .slice(0, 5)
+      .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
+      .join('; ');
+    throw new ServiceError(`${request} answered with an unexpected shape: ${issues}`, {
+      code: 'SERVICE_INVALID_RESPONSE',
+      retryable: false,
+      request,
+      status: res.status,
+      hint: 'the service answered something binder-sync does not understand; check baseUrl points at the API',
+      ...(context ? { context } : {}),
+    });
+  }
+
+  failure(request: string, res: RawResponse, context?: Record<string, unknown>): ServiceError {
+    const err = errorFromResponse({ request, status: res.status, bodyText: res.text, headers: res.headers, secrets: this.secrets(), ...(context ? { context } : {}) });
+    const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
+    if (retryAfterMs !== undefined) err.retryAfterMs = retryAfterMs;
+    return err;
+  }
+
+  /**
+   * One HTTP exchange with the whole (small, JSON) body read. Network failures, timeouts and truncated bodies
+   * become a retryable SERVICE_NETWORK error; logs method, templated path, status, ms and attempt.
+   */
+  async exchange(o: {
+    request: string;
+    template: string;
+    url: string;
+    method: Dispatcher.HttpMethod;
+    headers: Record<string, string>;
+    body?: string | undefined;
+    signal: AbortSignal;
+    attempt: number;
+    context?: Record<string, unknown> | undefined;
+  }): Promise<RawResponse> {
+    if (this.closed) throw new ServiceError(`${o.request}: the service client is closed`, { code: 'CLIENT_CLOSED', retryable: false, request: o.request });
+    const started = performance.now();
+    try {
+      const res = await undiciRequest(o.url, {
+        dispatcher: this.agent,
+        method: o.method,
+        headers: o.headers,
+        body: o.body ?? null,
+        signal: o.signal,
+        headersTimeout: this.settings.requestTimeoutMs,
+        bodyTimeout: this.settings.requestTimeoutMs,
+      });
+      const text = await res.body.text();
+      this.log.debug({ method: o.method, path: o.template, status: res.statusCode, ms: Math.round(performance.now() - started), attempt: o.attempt }, 'service request');
+      return { status: res.statusCode, headers: res.headers, text };
+    } catch (err) {
+      const ms = Math.round(performance.now() - started);
+      if (o.signal.aborted || isAbortError(err)) {
+        this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: 'aborted' }, 'service request');
+        throw abortedError(o.request);
+      }
+      const e = networkError(o.request, err, this.secrets(), o.context);
+      this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: (err as { code?: string }).code ?? 'network' }, 'service request');
+      throw e;
+    }
+  }
+
+  /** POST {authUrl}/connect/token (form-encoded client credentials), retried on network/5xx/429 only. */
+  private async fetchToken(): Promise<TokenResponse> {
+    const s = this.settings;
+    const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: s.clientId, client_secret: s.clientSecret, scope: s.scope }).toString();
+    return this.withRetry(TOKEN_REQUEST, this.signal, async (attempt) => {
+      const res = await this.exchange({
+        request: TOKEN_REQUEST,
+        template: '/connect/token',
+        url: `${s.authUrl}/connect/token`,
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body,
+        signal: this.signal,
+        attempt,
+      });
+      if (res.status >= 200 && res.status <= 299) return this.validate(TOKEN_REQUEST, res, TokenResponseSchema);
+      const err = this.failure(TOKEN_REQUEST, res);
+      if (err.retryable) throw err;
+      // Any other refusal is fatal: retrying with the same credentials cannot help.
+      const credentials = res.status === 400 || res.status === 401;
+      throw new ServiceError(scrubText(`the identity provider refused the client credentials: ${err.message}`, this.secrets()), {
+        code: 'AUTH_FAILED',
+        retryable: false,
+        request: TOKEN_REQUEST,
+        status: res.status,
+        ...(err.traceId ? { traceId: err.traceId } : {}),
+        ...(err.problem ? { problem: err.problem } : {}),
+        hint: credentials
+          ? 'check service.clientId and service.clientSecret (and that the API client was not deleted or rotated)'
+          : 'check service.authUrl: POST {authUrl}/connect/token must reach the identity provider',
+      });
+    });
+  }
+
+  /** Aborts everything in flight and queued, then releases the sockets. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.apiQueue.clear();
+    this.transferQueue.clear();
+    this.closing.abort();
+    await this.agent.close().catch(() => this.agent.destroy());
+  }
+}
+
+/** Fills '{name}' placeholders with URL-encoded values. */
+export function fillTemplate(template: string, params: Record<string, string> | undefined): string {
+  return template.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const v = params?.[name];
+    if (v === undefined) throw new Error(`missing path parameter ${name} for ${template}`);
+    return encodeURIComponent(v);
+  });
+}
+
+function queryString(query: Record<string, string | number | undefined> | undefined): string {
+  if (!query) return '';
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,119 @@
+// zod schemas for every service response (spec section 2): the types the rest of binder-sync uses are z.infer
+// of these. Fields sync depends on are required; other spec fields are optional/nullish; extra keys are stripped.
+import { z } from 'zod';
+
+/** Optional spec fields: a server may omit them or send null; both read as "absent" (an optional key). */
+const opt = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === null ? undefined : v), schema.optional());
+
+const nonEmptyId = z.string().min(1);
+
+/** Metadata value on a document or version. The spec says {metadataElementId, valueId}; free-form values may carry `value`. */
+export const MetadataValueSchema = z.object({
+  metadataElementId: z.string(),
+  valueId: opt(z.string()),
+  value: opt(z.string()),
+});
+
+export const BinderSchema = z.object({
+  id: nonEmptyId,
+  name: z.string(),
+  type: opt(z.string()),
+  createdAt: opt(z.string()),
+});
+
+/** GET /binders: the reference shows a bare array, the quickstart reads {items: [...]} (spec 4.1); accept both. */
+export const BinderListSchema = z.union([
+  z.array(BinderSchema),
+  z.object({ items: z.array(BinderSchema) }).transform((o) => o.items),
+]);
+
+export const AllowedValueSchema = z.object({ id: z.string(), label: opt(z.string()) });
+
+export const MetadataElementSchema = z.object({
+  id: nonEmptyId,
+  label: opt(z.string()),
+  dataType: opt(z.string()),
+  allowedValues: opt(z.array(AllowedValueSchema)),
+  required: opt(z.boolean()),
+});
+
+export const FolderSchema = z.object({
+  id: nonEmptyId,
+  name: z.string(),
+  type: opt(z.string()),
+  // Top-level tabs have no parent folder: a server may omit parentId, send null, or send the drive id.
+  parentId: opt(z.string()),
+});
+
+export const DocumentSchema = z.object({
+  id: nonEmptyId,
+  fileName: z.string().min(1),
+  folderId: nonEmptyId,
+  binderId: opt(z.string()),
+  metadata: opt(z.array(MetadataValueSchema)),
+  latestVersionId: nonEmptyId,
+});
+
+export const DocumentVersionSchema = z.object({
+  id: nonEmptyId,
+  // Required: a commit that created a new document tells us its id only here.
+  documentId: nonEmptyId,
+  /** The version label (spec 2.5 `version`); optional because sync can live without it. */
+  version: opt(z.string()),
+  status: opt(z.string()),
+  modifiedAt: opt(z.string()),
+  description: opt(z.string()),
+  metadata: opt(z.array(MetadataValueSchema)),
+  downloadUrl: opt(z.string()),
+  thumbnailUrl: opt(z.string()),
+});
+
+/** Search result page; pageNumber/pageSize may be absent and then fall back to the requested ones. */
+export const SearchPageSchema = z.object({
+  items: z.array(DocumentSchema),
+  totalCount: z.number().int().nonnegative(),
+  pageNumber: opt(z.number().int()),
+  pageSize: opt(z.number().int()),
+});
+
+export const DownloadLinkSchema = z.object({
+  url: z.string().min(1),
+  expiresAt: opt(z.string()),
+});
+
+export const PresignedUploadSchema = z.object({
+  presignedUrl: z.string().min(1),
+  uploadId: nonEmptyId,
+});
+
+/** expires_in is an integer per spec 5.2; a numeric string is tolerated (some identity providers send one). */
+export const TokenResponseSchema = z.object({
+  access_token: z.string().min(1),
+  expires_in: z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]).pipe(z.number().nonnegative()),
+  token_type: opt(z.string()),
+});
+
+/** RFC 7807 problem details (spec 7 shows no error shape; this is what a well-behaved server sends). */
+export const ProblemDetailsSchema = z.object({
+  type: opt(z.string()),
+  title: opt(z.string()),
+  status: opt(z.number()),
+  detail: opt(z.string()),
+  traceId: opt(z.string()),
+  errors: opt(z.record(z.string(), z.union([z.array(z.string()), z.string()]))),
+  // OAuth error responses from the token endpoint.
+  error: opt(z.string()),
+  error_description: opt(z.string()),
+});
+
+export type MetadataValue = z.infer<typeof MetadataValueSchema>;
+export type Binder = z.infer<typeof BinderSchema>;
+export type MetadataElement = z.infer<typeof MetadataElementSchema>;
+export type Folder = z.infer<typeof FolderSchema>;
+export type Document = z.infer<typeof DocumentSchema>;
+export type DocumentVersion = z.infer<typeof DocumentVersionSchema>;
+export type SearchPage = z.infer<typeof SearchPageSchema>;
+export type DownloadLink = z.infer<typeof DownloadLinkSchema>;
+export type PresignedUpload = z.infer<typeof PresignedUploadSchema>;
+export type TokenResponse = z.infer<typeof TokenResponseSchema>;
+export type ProblemDetails = z.infer<typeof ProblemDetailsSchema>;

@@ -1,0 +1,49 @@
+// Settings of the service client (what config.service supplies) and their defaults.
+import { DEFAULT_RETRY, type RetryPolicy } from './retry.js';
+
+export interface ServiceSettings {
+  baseUrl: string;
+  authUrl: string;
+  tenantId: string;
+  clientId: string;
+  clientSecret: string;
+  /** Default 'x-service-tenantid' (spec 5.3). */
+  tenantHeader?: string;
+  /** Default 'service_public' (spec 5.2). */
+  scope?: string;
+  /** API requests in flight; default 8. */
+  maxConcurrentRequests?: number;
+  /** API requests started per second; default 20. */
+  requestsPerSecond?: number;
+  /** Storage GET/PUT in flight; default 4. */
+  maxConcurrentTransfers?: number;
+  /** Defaults 6 attempts, 250 ms base, 30 s cap. */
+  retry?: { maxAttempts?: number; baseDelayMs?: number; maxDelayMs?: number };
+  /** Idle timeout for headers and for gaps in a body (not total transfer time); default 60 s. */
+  requestTimeoutMs?: number;
+}
+
+export interface ResolvedSettings extends Required<Omit<ServiceSettings, 'retry'>> {
+  retry: RetryPolicy;
+}
+
+export function resolveSettings(s: ServiceSettings): ResolvedSettings {
+  return {
+    baseUrl: s.baseUrl.replace(/\/+$/, ''),
+    authUrl: s.authUrl.replace(/\/+$/, ''),
+    tenantId: s.tenantId,
+    clientId: s.clientId,
+    clientSecret: s.clientSecret,
+    tenantHeader: s.tenantHeader ?? 'x-service-tenantid',
+    scope: s.scope ?? 'service_public',
+    maxConcurrentRequests: s.maxConcurrentRequests ?? 8,
+    requestsPerSecond: s.requestsPerSecond ?? 20,
+    maxConcurrentTransfers: s.maxConcurrentTransfers ?? 4,
+    retry: {
+      maxAttempts: Math.max(1, s.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts),
+      baseDelayMs: s.retry?.baseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
+      maxDelayMs: s.retry?.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
+    },
+    requestTimeoutMs: s.requestTimeoutMs ?? 60_000,
+  };
+}

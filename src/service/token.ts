@@ -1,0 +1,61 @@
+// TokenProvider: caches the client-credentials access token for its lifetime minus a safety margin and
+// refreshes it single-flight (concurrent callers share one token request).
+import type { TokenResponse } from './schemas.js';
+
+/** Safety margin before expiry: min(60 s, 10 % of the lifetime), so short test lifetimes still get a margin. */
+export function safetyMarginMs(lifetimeSeconds: number): number {
+  return Math.min(60_000, lifetimeSeconds * 100);
+}
+
+interface CachedToken {
+  token: string;
+  /** Local clock time after which the token is no longer handed out. */
+  refreshAt: number;
+}
+
+export class TokenProvider {
+  private cached: CachedToken | undefined;
+  private inflight: Promise<CachedToken> | undefined;
+  /** Tokens issued to this client (kept for scrubbing error text); bounded. */
+  private readonly issued: string[] = [];
+
+  constructor(
+    private readonly fetchToken: () => Promise<TokenResponse>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** A valid access token; at most one token request is in flight at any time. */
+  async get(): Promise<string> {
+    const c = this.cached;
+    if (c && this.now() < c.refreshAt) return c.token;
+    this.inflight ??= this.refresh().finally(() => {
+      this.inflight = undefined;
+    });
+    return (await this.inflight).token;
+  }
+
+  /**
+   * Drops `token` after the API refused it (401). Only the same token is dropped, so many requests failing
+   * with one stale token cause a single refresh, not one per request.
+   */
+  invalidate(token: string): void {
+    if (this.cached?.token === token) this.cached = undefined;
+  }
+
+  /** Tokens this provider has handed out (most recent last), for scrubbing text before it is shown. */
+  knownTokens(): readonly string[] {
+    return this.issued;
+  }
+
+  private async refresh(): Promise<CachedToken> {
+    const requestedAt = this.now();
+    const res = await this.fetchToken();
+    const lifetimeMs = res.expires_in * 1000;
+    // Measured from when we asked, so time spent waiting for the answer is not counted as validity.
+    const cached = { token: res.access_token, refreshAt: requestedAt + lifetimeMs - safetyMarginMs(res.expires_in) };
+    this.cached = cached;
+    this.issued.push(res.access_token);
+    if (this.issued.length > 8) this.issued.shift();
+    return cached;
+  }
+}

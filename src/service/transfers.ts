@@ -1,0 +1,252 @@
+// Storage transfers: streaming PUT to a presigned upload URL and streaming GET of a download link, hashing
+// (SHA-256) while the bytes flow so a 1 GiB file holds constant memory. Storage never sees Authorization.
+import { createHash } from 'node:crypto';
+import { Transform, type Readable, type TransformCallback, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { request as undiciRequest } from 'undici';
+import { BinderSyncError } from '../errors.js';
+import { redactUrl } from '../redact.js';
+import { ServiceError, abortedError, isAbortError, networkError } from './errors.js';
+import { markFinal, type HttpCore } from './http.js';
+import type { DownloadLink, PresignedUpload } from './schemas.js';
+
+const PUT_REQUEST = 'PUT storage';
+const GET_REQUEST = 'GET storage';
+
+/** Counts and hashes the bytes passing through, reporting each chunk's size. */
+export class HashMeter extends Transform {
+  bytes = 0;
+  private readonly hash = createHash('sha256');
+  constructor(private readonly onBytes?: (n: number) => void) {
+    super();
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.bytes += chunk.length;
+    this.hash.update(chunk);
+    this.onBytes?.(chunk.length);
+    cb(null, chunk);
+  }
+  digest(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+/** Storage statuses after which a fresh link/slot may succeed: expired (403), slot already used (409), transient. */
+function storageRetryable(status: number): boolean {
+  return status === 403 || status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+async function storageFailure(core: HttpCore, request: string, url: string, res: { statusCode: number; headers: Record<string, string | string[] | undefined>; body: Readable & { text(): Promise<string> } }): Promise<ServiceError> {
+  const text = await res.body.text().catch(() => '');
+  const err = core.failure(request, { status: res.statusCode, headers: res.headers, text }, { url: redactUrl(url) });
+  const retryable = storageRetryable(res.statusCode);
+  if (res.statusCode === 403 || retryable !== err.retryable) {
+    const e = new ServiceError(err.message, {
+      code: res.statusCode === 403 ? 'STORAGE_LINK_EXPIRED' : err.code,
+      retryable,
+      request,
+      status: res.statusCode,
+      context: err.context,
+      ...(err.traceId ? { traceId: err.traceId } : {}),
+      ...(err.problem ? { problem: err.problem } : {}),
+      ...(err.hint ? { hint: err.hint } : {}),
+    });
+    if (err.retryAfterMs !== undefined) e.retryAfterMs = err.retryAfterMs;
+    return e;
+  }
+  return err;
+}
+
+/**
+ * One PUT of `size` bytes from `open()` to a one-shot presigned URL, in the transfer queue. Never retried here:
+ * a failed PUT burns the slot, so retrying means a new slot (see uploadWithSlots).
+ * Throws UPLOAD_SOURCE_FAILED (not retryable) when the local stream fails or yields another byte count than `size`.
+ */
+export async function putStream(
+  core: HttpCore,
+  presignedUrl: string,
+  open: () => Readable,
+  size: number,
+  signal: AbortSignal,
+  onBytes?: (n: number) => void,
+): Promise<{ sha256: string; bytes: number }> {
+  const where = { url: redactUrl(presignedUrl) };
+  return core.transferQueue
+    .add(
+      async () => {
+        const started = performance.now();
+        const source = open();
+        const meter = new HashMeter(onBytes);
+        let sourceError: unknown;
+        source.once('error', (e) => {
+          sourceError = e;
+        });
+        // Errors surface through the request below (undici reads `meter`); this only wires teardown.
+        pipeline(source, meter).catch(() => undefined);
+        let status: number | undefined;
+        try {
+          const res = await undiciRequest(presignedUrl, {
+            dispatcher: core.agent,
+            method: 'PUT',
+            // Storage is called without Authorization and without the tenant header (spec 4.8, 5.3).
+            headers: { 'content-length': String(size), 'x-ms-blob-type': 'BlockBlob' },
+            body: meter,
+            signal,
+            headersTimeout: core.settings.requestTimeoutMs,
+            bodyTimeout: core.settings.requestTimeoutMs,
+          });
+          status = res.statusCode;
+          if (res.statusCode < 200 || res.statusCode > 299) throw await storageFailure(core, PUT_REQUEST, presignedUrl, res);
+          await res.body.dump();
+        } catch (err) {
+          meter.destroy();
+          if (err instanceof ServiceError) throw err;
+          if (signal.aborted || (isAbortError(err) && sourceError === undefined)) throw abortedError(PUT_REQUEST);
+          const code = (err as { code?: unknown }).code;
+          if (sourceError !== undefined || code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH') {
+            throw new ServiceError(
+              sourceError !== undefined ? `reading the local file for upload failed: ${(sourceError as Error).message ?? String(sourceError)}` : `the local file did not have the announced ${size} bytes (changed while uploading?)`,
+              { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, cause: sourceError ?? err, context: where, hint: 'the file will be looked at again on the next pass' },
+            );
+          }
+          throw networkError(PUT_REQUEST, err, core.secrets(), where);
+        } finally {
+          core.log.debug({ method: 'PUT', path: where.url, status, ms: Math.round(performance.now() - started), bytes: meter.bytes }, 'storage request');
+        }
+        if (meter.bytes !== size) {
+          throw new ServiceError(`the local file yielded ${meter.bytes} bytes, not the announced ${size}`, { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, context: where });
+        }
+        return { sha256: meter.digest(), bytes: meter.bytes };
+      },
+      { signal },
+    )
+    .catch((err: unknown) => {
+      throw err instanceof ServiceError ? err : signal.aborted ? abortedError(PUT_REQUEST) : err;
+    });
+}
+
+/**
+ * The whole upload: slot -> onSlot(uploadId) (persisted by the caller BEFORE any byte moves) -> PUT. A failed
+ * PUT burns the one-shot slot, so each retry takes a new slot (onSlot again) and re-opens the stream.
+ */
+export async function uploadWithSlots(
+  core: HttpCore,
+  getSlot: () => Promise<PresignedUpload>,
+  open: () => Readable,
+  size: number,
+  opts: { onSlot?: (uploadId: string) => void | Promise<void>; onBytes?: (n: number) => void; signal?: AbortSignal },
+): Promise<{ uploadId: string; sha256: string; bytes: number }> {
+  const signal = core.joinSignal(opts.signal);
+  return core.withRetry(PUT_REQUEST, signal, async () => {
+    const slot = await getSlot();
+    await opts.onSlot?.(slot.uploadId);
+    const r = await putStream(core, slot.presignedUrl, open, size, signal, opts.onBytes);
+    return { uploadId: slot.uploadId, ...r };
+  });
+}
+
+/** True when the link's expiresAt (if readable) is already past on our clock. */
+export function linkExpired(link: DownloadLink, now: number = Date.now()): boolean {
+  if (!link.expiresAt) return false;
+  const at = Date.parse(link.expiresAt);
+  return !Number.isNaN(at) && at <= now;
+}
+
+/**
+ * Streams one version into `dest` and returns its byte count and SHA-256.
+ * Retries (new link on expiry/403, backoff on 5xx/network) happen only BEFORE the first byte reaches `dest`.
+ * Once the body flows, any failure destroys `dest` and throws a retryable TRANSFER_INTERRUPTED /
+ * TRANSFER_INCOMPLETE error: the caller restarts with a fresh temp file. `dest` is ended on success.
+ */
+export async function downloadToStream(
+  core: HttpCore,
+  getLink: () => Promise<DownloadLink>,
+  dest: Writable,
+  opts: { signal?: AbortSignal; onBytes?: (n: number) => void } = {},
+): Promise<{ bytes: number; sha256: string }> {
+  const signal = core.joinSignal(opts.signal);
+  let link: DownloadLink | undefined;
+  let needNewLink = true;
+  return core.withRetry(GET_REQUEST, signal, () =>
+    core.transferQueue
+      .add(
+        async () => {
+          // The link is fetched inside the transfer slot, so it is fresh when used even after a long queue wait.
+          if (needNewLink || !link || linkExpired(link)) {
+            link = await getLink();
+            // Already past expiresAt on arrival: ask once more; if that one is "expired" too, our clock is
+            // probably off, so use it and let storage decide (a 403 then costs one attempt).
+            if (linkExpired(link)) link = await getLink();
+            needNewLink = false;
+          }
+          return streamLink(core, link.url, dest, signal, opts.onBytes, () => {
+            needNewLink = true;
+          });
+        },
+        { signal },
+      )
+      .catch((err: unknown) => {
+        throw err instanceof ServiceError || err instanceof BinderSyncError ? err : signal.aborted ? abortedError(GET_REQUEST) : err;
+      }),
+  );
+}
+
+async function streamLink(core: HttpCore, url: string, dest: Writable, signal: AbortSignal, onBytes: ((n: number) => void) | undefined, expired: () => void): Promise<{ bytes: number; sha256: string }> {
+  const where = { url: redactUrl(url) };
+  const started = performance.now();
+  let res: Awaited<ReturnType<typeof undiciRequest>>;
+  try {
+    // A plain GET: no Authorization, no tenant header (spec 4.13).
+    res = await undiciRequest(url, { dispatcher: core.agent, method: 'GET', signal, headersTimeout: core.settings.requestTimeoutMs, bodyTimeout: core.settings.requestTimeoutMs });
+  } catch (err) {
+    if (signal.aborted || isAbortError(err)) throw abortedError(GET_REQUEST);
+    throw networkError(GET_REQUEST, err, core.secrets(), where);
+  }
+  if (res.statusCode !== 200) {
+    if (res.statusCode === 403) expired();
+    const err = await storageFailure(core, GET_REQUEST, url, res);
+    core.log.debug({ method: 'GET', path: where.url, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'storage request');
+    throw err;
+  }
+  const lengthHeader = res.headers['content-length'];
+  const expected = typeof lengthHeader === 'string' && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
+  const meter = new HashMeter(onBytes);
+  // Which side failed first? Registered before pipeline() so these run before pipeline tears the others down.
+  let firstFailure: 'body' | 'dest' | undefined;
+  let destError: unknown;
+  res.body.once('error', () => (firstFailure ??= 'body'));
+  res.body.once('close', () => {
+    if (!res.body.readableEnded) firstFailure ??= 'body';
+  });
+  dest.once('error', (e) => {
+    firstFailure ??= 'dest';
+    destError = e;
+  });
+  try {
+    await pipeline(res.body, meter, dest, { signal });
+  } catch (err) {
+    // From here on `dest` has been written to and destroyed: never retried in this call.
+    if (firstFailure === 'dest' && !signal.aborted) {
+      throw markFinal(new BinderSyncError(`writing the downloaded content failed: ${(destError as Error).message ?? String(destError)}`, { code: 'LOCAL_IO', retryable: false, cause: destError, context: where }));
+    }
+    if (signal.aborted) throw markFinal(abortedError(GET_REQUEST));
+    throw markFinal(
+      new ServiceError(`${GET_REQUEST} was interrupted after ${meter.bytes} bytes: ${(err as Error).message ?? String(err)}`, {
+        code: 'TRANSFER_INTERRUPTED',
+        retryable: true,
+        request: GET_REQUEST,
+        cause: err,
+        context: { ...where, bytes: meter.bytes },
+        hint: 'the download is restarted from scratch on the next attempt',
+      }),
+    );
+  } finally {
+    core.log.debug({ method: 'GET', path: where.url, status: res.statusCode, ms: Math.round(performance.now() - started), bytes: meter.bytes }, 'storage request');
+  }
+  if (expected !== undefined && meter.bytes !== expected) {
+    throw markFinal(
+      new ServiceError(`${GET_REQUEST} delivered ${meter.bytes} of ${expected} bytes`, { code: 'TRANSFER_INCOMPLETE', retryable: true, request: GET_REQUEST, context: { ...where, bytes: meter.bytes, expected } }),
+    );
+  }
+  return { bytes: meter.bytes, sha256: meter.digest() };
+}

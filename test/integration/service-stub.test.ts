@@ -1,0 +1,469 @@
+// The service client against small node:http stubs on 127.0.0.1, for edge cases a strict emulator does not
+// produce: HTML 502s, Retry-After dates, invalid JSON, walkthrough-only commits, 409 commits, odd token answers.
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable, Writable } from 'node:stream';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ServiceClient, ServiceError, type ServiceSettings } from '../../src/service/index.js';
+
+interface Seen {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+}
+type Answer = { status: number; headers?: Record<string, string>; body?: unknown } | 'drop' | ((res: ServerResponse) => void);
+type Handler = (r: Seen) => Answer | Promise<Answer>;
+
+const SECRET = 'sup3r-s3cret-value';
+const servers: Server[] = [];
+const clients: ServiceClient[] = [];
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r)).then(() => s.closeAllConnections())));
+});
+
+/** Starts a stub; `token` answers /auth/connect/token unless the handler claims it. */
+async function stub(handler: Handler) {
+  const seen: Seen[] = [];
+  let tokens = 0;
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const url = new URL(req.url ?? '/', 'http://x');
+    const r: Seen = { method: req.method ?? '', path: url.pathname, query: url.searchParams, headers: req.headers, body: Buffer.concat(chunks) };
+    seen.push(r);
+    let answer = await handler(r);
+    if (answer === undefined && r.path === '/auth/connect/token') answer = { status: 200, body: { access_token: `tok-${++tokens}`, expires_in: 3600 } };
+    if (answer === 'drop') return req.socket.destroy();
+    if (typeof answer === 'function') return answer(res);
+    const body = answer.body === undefined ? '' : typeof answer.body === 'string' || Buffer.isBuffer(answer.body) ? answer.body : JSON.stringify(answer.body);
+    res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
+    res.end(body);
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  const origin = `http://127.0.0.1:${port}`;
+  return { origin, seen, api: () => seen.filter((s) => s.path.startsWith('/api/')), tokenCalls: () => seen.filter((s) => s.path === '/auth/connect/token').length };
+}
+
+function client(origin: string, extra: Partial<ServiceSettings> = {}, logger?: pino.Logger) {
+  const c = new ServiceClient(
+    { baseUrl: `${origin}/api/v1/`, authUrl: `${origin}/auth`, tenantId: 'tenant-1', clientId: 'client-1', clientSecret: SECRET, retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 20 }, ...extra },
+    logger ? { logger } : {},
+  );
+  clients.push(c);
+  return c;
+}
+
+const doc = (id: string) => ({ id, fileName: `${id}.txt`, folderId: 'f1', latestVersionId: `v-${id}` });
+const version = { id: 'v9', documentId: 'd1', version: '2' };
+const undef = undefined as unknown as Answer;
+
+describe('token and headers', () => {
+  it('sends form-encoded client credentials once, then bearer + tenant header on every call', async () => {
+    const s = await stub((r) => (r.path === '/api/v1/binders' ? { status: 200, body: [{ id: 'b1', name: 'B' }] } : undef));
+    const c = client(s.origin);
+    await Promise.all([c.listBinders(), c.listBinders(), c.listBinders()]);
+    await c.listBinders();
+    expect(s.tokenCalls()).toBe(1);
+    const tokenReq = s.seen.find((x) => x.path === '/auth/connect/token')!;
+    expect(tokenReq.headers['content-type']).toBe('application/x-www-form-urlencoded');
+    const form = new URLSearchParams(tokenReq.body.toString());
+    expect(Object.fromEntries(form)).toEqual({ grant_type: 'client_credentials', client_id: 'client-1', client_secret: SECRET, scope: 'service_public' });
+    for (const a of s.api()) {
+      expect(a.headers.authorization).toBe('Bearer tok-1');
+      expect(a.headers['x-service-tenantid']).toBe('tenant-1');
+    }
+  });
+
+  it('uses a configured tenant header name and scope', async () => {
+    const s = await stub((r) => (r.path === '/api/v1/binders' ? { status: 200, body: { items: [] } } : undef));
+    const c = client(s.origin, { tenantHeader: 'x-acme-tenantid', scope: 'acme_public' });
+    expect(await c.listBinders()).toEqual([]);
+    expect(s.api()[0]!.headers['x-acme-tenantid']).toBe('tenant-1');
+    expect(s.api()[0]!.headers['x-service-tenantid']).toBeUndefined();
+    expect(new URLSearchParams(s.seen[0]!.body.toString()).get('scope')).toBe('acme_public');
+  });
+
+  it('a 401 from the token endpoint is a fatal AUTH_FAILED that never shows the secret', async () => {
+    const s = await stub((r) => (r.path === '/auth/connect/token' ? { status: 401, body: { error: 'invalid_client', error_description: `client secret ${SECRET} is wrong` } } : undef));
+    const c = client(s.origin);
+    const err = await c.listBinders().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ServiceError);
+    expect(err).toMatchObject({ code: 'AUTH_FAILED', retryable: false, status: 401, request: 'POST /connect/token' });
+    const e = err as ServiceError;
+    expect(e.message).toContain('invalid_client');
+    expect(e.hint).toMatch(/clientSecret/);
+    for (const text of [e.message, e.describe(), JSON.stringify(e.context), JSON.stringify(e.problem), e.stack ?? '']) expect(text).not.toContain(SECRET);
+    expect(s.tokenCalls()).toBe(1);
+    expect(s.api()).toHaveLength(0);
+  });
+
+  it('retries the token endpoint on 503, then succeeds', async () => {
+    let n = 0;
+    const s = await stub((r) => {
+      if (r.path === '/auth/connect/token' && n++ === 0) return { status: 503, body: '<html>down</html>' };
+      return r.path === '/api/v1/binders' ? { status: 200, body: [] } : undef;
+    });
+    expect(await client(s.origin).listBinders()).toEqual([]);
+    expect(s.tokenCalls()).toBe(2);
+  });
+
+  it('a 401 from the API drops the token and retries once with a fresh one; a second 401 fails', async () => {
+    let apiCalls = 0;
+    const s = await stub((r) => {
+      if (r.path !== '/api/v1/binders') return undef;
+      apiCalls++;
+      return r.headers.authorization === 'Bearer tok-1' ? { status: 401, body: { title: 'token expired' } } : { status: 200, body: [] };
+    });
+    const c = client(s.origin);
+    expect(await c.listBinders()).toEqual([]);
+    expect(apiCalls).toBe(2);
+    expect(s.tokenCalls()).toBe(2);
+
+    const s2 = await stub((r) => (r.path === '/api/v1/binders' ? { status: 401, body: { title: 'nope', traceId: 'tr-1' } } : undef));
+    const err = (await client(s2.origin).listBinders().catch((e: unknown) => e)) as ServiceError;
+    expect(err).toMatchObject({ code: 'SERVICE_UNAUTHORIZED', retryable: false, status: 401, traceId: 'tr-1' });
+    expect(s2.api()).toHaveLength(2);
+    expect(err.message).not.toMatch(/tok-\d/);
+  });
+});
+
+describe('retries', () => {
+  it('retries HTML 502, dropped connections, truncated and unparseable bodies, then succeeds', async () => {
+    const script: Answer[] = [
+      { status: 502, headers: { 'content-type': 'text/html' }, body: '<html><body>Bad Gateway</body></html>' },
+      'drop',
+      (res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '200' });
+        res.write('[{"id":"b1","na');
+        setTimeout(() => res.destroy(), 5);
+      },
+      { status: 200, body: '[{"id": "b1", "name": ' },
+      { status: 200, body: [{ id: 'b1', name: 'Atlas' }] },
+    ];
+    const s = await stub((r) => (r.path === '/api/v1/binders' ? script.shift()! : undef));
+    const c = client(s.origin, { retry: { maxAttempts: 6, baseDelayMs: 1, maxDelayMs: 10 } });
+    expect(await c.listBinders()).toEqual([{ id: 'b1', name: 'Atlas' }]);
+    expect(s.api()).toHaveLength(5);
+  });
+
+  it('gives up after maxAttempts with a retryable error naming the templated request', async () => {
+    const s = await stub((r) => (r.path.startsWith('/api/') ? { status: 503, body: { title: 'Service Unavailable', traceId: 'xyz' } } : undef));
+    const err = (await client(s.origin).getDocument('doc-42').catch((e: unknown) => e)) as ServiceError;
+    expect(err).toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryable: true, status: 503, request: 'GET /documents/{documentId}', traceId: 'xyz' });
+    expect(err.message).toBe('GET /documents/{documentId} failed with HTTP 503: Service Unavailable (traceId xyz)');
+    expect(err.context).toMatchObject({ documentId: 'doc-42' });
+    expect(s.api()).toHaveLength(4);
+  });
+
+  it('does not retry other 4xx', async () => {
+    const s = await stub((r) => (r.path.startsWith('/api/') ? { status: 400, body: { title: 'Bad', errors: { pageNumber: ['must be >= 1'] } } } : undef));
+    const err = (await client(s.origin).searchDocuments({ pageNumber: 0 }).catch((e: unknown) => e)) as ServiceError;
+    expect(err).toMatchObject({ code: 'SERVICE_BAD_REQUEST', retryable: false, problem: { errors: { pageNumber: ['must be >= 1'] } } });
+    expect(s.api()).toHaveLength(1);
+  });
+
+  it('honours Retry-After (seconds and HTTP date), capped at maxDelayMs', async () => {
+    const script: Answer[] = [
+      { status: 429, headers: { 'retry-after': '30' }, body: { title: 'Too Many Requests' } },
+      { status: 503, headers: { 'retry-after': new Date(Date.now() + 60_000).toUTCString() }, body: '' },
+      { status: 200, body: [] },
+    ];
+    const s = await stub((r) => (r.path === '/api/v1/binders' ? script.shift()! : undef));
+    const c = client(s.origin, { retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 250 } });
+    const t0 = performance.now();
+    await c.listBinders();
+    const elapsed = performance.now() - t0;
+    // Two waits of the 250 ms cap; full jitter with base 1 ms alone would be ~1 ms.
+    expect(elapsed).toBeGreaterThanOrEqual(480);
+    expect(elapsed).toBeLessThan(3000);
+  });
+
+  it('a response idle past requestTimeoutMs is retried', async () => {
+    let n = 0;
+    const s = await stub(async (r) => {
+      if (r.path !== '/api/v1/binders') return undef;
+      // undici checks its timers on a ~0.5 s tick, so the stall must be well beyond that.
+      if (n++ === 0) await new Promise((res) => setTimeout(res, 3000));
+      return { status: 200, body: [] };
+    });
+    const t0 = performance.now();
+    expect(await client(s.origin, { requestTimeoutMs: 200 }).listBinders()).toEqual([]);
+    expect(performance.now() - t0).toBeLessThan(2500);
+    expect(n).toBe(2);
+  });
+
+  it('a 2xx with the wrong shape is SERVICE_INVALID_RESPONSE, not retried, never "empty"', async () => {
+    const s = await stub((r) => (r.path.startsWith('/api/') ? { status: 200, body: { items: [{ fileName: 'x' }], totalCount: 1 } } : undef));
+    const err = (await client(s.origin).searchDocuments({}).catch((e: unknown) => e)) as ServiceError;
+    expect(err).toMatchObject({ code: 'SERVICE_INVALID_RESPONSE', retryable: false, request: 'POST /documents' });
+    expect(err.message).toContain('items.0.id');
+    expect(s.api()).toHaveLength(1);
+  });
+
+  it('the client signal aborts waiting and in-flight requests with ABORTED', async () => {
+    const s = await stub((r) => (r.path.startsWith('/api/') ? { status: 503, body: '' } : undef));
+    const ac = new AbortController();
+    const c = new ServiceClient(
+      { baseUrl: `${s.origin}/api/v1`, authUrl: `${s.origin}/auth`, tenantId: 't', clientId: 'c', clientSecret: SECRET, retry: { maxAttempts: 10, baseDelayMs: 5000, maxDelayMs: 5000 } },
+      { signal: ac.signal },
+    );
+    clients.push(c);
+    const p = c.listBinders().catch((e: unknown) => e);
+    setTimeout(() => ac.abort(), 100);
+    const t0 = performance.now();
+    expect(await p).toMatchObject({ code: 'ABORTED' });
+    expect(performance.now() - t0).toBeLessThan(2000);
+  });
+});
+
+describe('lifecycle', () => {
+  it('close() aborts in-flight calls and later calls fail', async () => {
+    const s = await stub(async (r) => {
+      if (r.path.startsWith('/api/')) await new Promise((res) => setTimeout(res, 5000));
+      return r.path.startsWith('/api/') ? { status: 200, body: [] } : undef;
+    });
+    const c = client(s.origin);
+    const p = c.listBinders().catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    const t0 = performance.now();
+    await c.close();
+    expect(await p).toMatchObject({ code: 'ABORTED' });
+    expect(performance.now() - t0).toBeLessThan(1000);
+    await expect(c.listBinders()).rejects.toBeInstanceOf(ServiceError);
+  });
+
+  it('a malformed baseUrl fails at once, not after the retry budget', async () => {
+    const c = new ServiceClient({ baseUrl: 'not a url', authUrl: 'not a url', tenantId: 't', clientId: 'c', clientSecret: SECRET, retry: { maxAttempts: 6, baseDelayMs: 2000, maxDelayMs: 2000 } });
+    clients.push(c);
+    const t0 = performance.now();
+    const err = await c.listBinders().catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'SERVICE_NETWORK', retryable: false });
+    expect(performance.now() - t0).toBeLessThan(1000);
+  });
+});
+
+describe('endpoints', () => {
+  it('search sends capitalised body keys and query params; paging falls back to the request', async () => {
+    const s = await stub((r) => (r.path === '/api/v1/documents' && r.method === 'POST' ? { status: 200, body: { items: [doc('d1')], totalCount: 7 } } : undef));
+    const page = await client(s.origin).searchDocuments({
+      filters: [{ metadataElementId: 'GLOBAL_BinderId', valueId: 'b1' }, { metadataElementId: 'Note', value: 'free' }],
+      sortBy: [{ metadataElementId: 'GLOBAL_Category', direction: 'desc' }],
+      pageSize: 5,
+      pageNumber: 2,
+      searchTerm: 'a b',
+    });
+    expect(page).toEqual({ items: [doc('d1')], totalCount: 7, pageNumber: 2, pageSize: 5 });
+    const req = s.api()[0]!;
+    expect(Object.fromEntries(req.query)).toEqual({ pageSize: '5', pageNumber: '2', searchTerm: 'a b' });
+    expect(req.headers['content-type']).toBe('application/json');
+    expect(JSON.parse(req.body.toString())).toEqual({
+      MetadataFilters: [{ metadataElementId: 'GLOBAL_BinderId', valueId: 'b1' }, { metadataElementId: 'Note', value: 'free' }],
+      SortBy: [{ metadataElementId: 'GLOBAL_Category', direction: 'desc' }],
+    });
+  });
+
+  it('path parameters are URL-encoded and the domain defaults to binders', async () => {
+    const s = await stub((r) => (r.path.startsWith('/api/') ? { status: 200, body: [] } : undef));
+    const c = client(s.origin);
+    await c.listSubFolders('b1', 'a/b c');
+    await c.listFolderDocuments('b1', 'f1', 'personal');
+    expect(s.api().map((x) => x.path)).toEqual(['/api/v1/documents/drives/binders/b1/a%2Fb%20c', '/api/v1/documents/drives/personal/b1/f1/documents']);
+  });
+
+  it('getDocument: null on 404 only', async () => {
+    const s = await stub((r) => (r.path === '/api/v1/documents/gone' ? { status: 404, body: { title: 'Not Found' } } : r.path === '/api/v1/documents/bad' ? { status: 403, body: {} } : undef));
+    const c = client(s.origin);
+    expect(await c.getDocument('gone')).toBeNull();
+    await expect(c.getDocument('bad')).rejects.toMatchObject({ code: 'SERVICE_FORBIDDEN', status: 403 });
+  });
+
+  it('commit: falls back to the walkthrough spelling on 400 and remembers it', async () => {
+    const bodies: Record<string, unknown>[] = [];
+    const s = await stub((r) => {
+      if (!r.path.endsWith('/upload')) return undef;
+      const b = JSON.parse(r.body.toString()) as Record<string, unknown>;
+      bodies.push(b);
+      return 'versionLabel' in b ? { status: 201, body: version } : { status: 400, body: { title: 'One or more validation errors occurred.', errors: { version: ['unknown field'] } } };
+    });
+    const c = client(s.origin);
+    const meta = [{ metadataElementId: 'Department', value: 'eng' }];
+    expect(await c.commitUpload('b1', 'f1', { fileName: 'a.txt', versionLabel: '2', uploadId: 'u1', metadata: meta })).toEqual(version);
+    expect(c.capabilities.commitSpelling).toBe('walkthrough');
+    await c.commitUpload('b1', 'f1', { fileName: 'a.txt', versionLabel: '3', uploadId: 'u2', metadata: [] });
+    expect(bodies).toEqual([
+      { fileName: 'a.txt', version: '2', uploadId: 'u1', additionalMetadata: [{ metadataElementId: 'Department', value: 'eng' }] },
+      { fileName: 'a.txt', versionLabel: '2', uploadId: 'u1', metadata: [{ metadataElementId: 'Department', valueId: 'eng' }] },
+      { fileName: 'a.txt', versionLabel: '3', uploadId: 'u2' },
+    ]);
+    expect(s.api()[0]!.path).toBe('/api/v1/documents/drives/binders/b1/f1/upload');
+  });
+
+  it('commit: when both spellings get 400 the first error is thrown', async () => {
+    const s = await stub((r) => (r.path.endsWith('/upload') ? { status: 400, body: { title: JSON.parse(r.body.toString()).version ? 'reference refused' : 'walkthrough refused' } } : undef));
+    const c = client(s.origin);
+    const err = (await c.commitUpload('b1', 'f1', { fileName: 'a', versionLabel: '1', uploadId: 'u', metadata: [] }).catch((e: unknown) => e)) as ServiceError;
+    expect(err.message).toContain('reference refused');
+    expect(c.capabilities.commitSpelling).toBeNull();
+  });
+
+  it('commit: a 409 is COMMIT_CONFLICT (already committed)', async () => {
+    const s = await stub((r) => (r.path.endsWith('/upload') ? { status: 409, body: { title: 'Upload already committed' } } : undef));
+    const err = (await client(s.origin).commitUpload('b1', 'f1', { fileName: 'a', versionLabel: '1', uploadId: 'u7', metadata: [] }).catch((e: unknown) => e)) as ServiceError;
+    expect(err).toMatchObject({ code: 'COMMIT_CONFLICT', retryable: false, status: 409 });
+    expect(err.context).toMatchObject({ uploadId: 'u7' });
+    expect(s.api()).toHaveLength(1);
+  });
+
+  it('download link: /raw then /downloadlink on 404/405, remembered; both failing throws the first error', async () => {
+    const s = await stub((r) =>
+      r.path.endsWith('/raw') ? { status: 405, body: {} } : r.path.endsWith('/downloadlink') ? (r.path.includes('/missing/') ? { status: 404, body: {} } : { status: 200, body: { url: 'http://s/x?sig=1', expiresAt: '2999-01-01T00:00:00Z' } }) : undef,
+    );
+    const c = client(s.origin);
+    expect((await c.getDownloadLink('d1', 'v1')).url).toBe('http://s/x?sig=1');
+    expect(c.capabilities.downloadLinkSuffix).toBe('downloadlink');
+    await c.getDownloadLink('d1', 'v2');
+    expect(s.api().map((x) => x.path.split('/').pop())).toEqual(['raw', 'downloadlink', 'downloadlink']);
+
+    const c2 = client(s.origin);
+    await expect(c2.getDownloadLink('missing', 'v1')).rejects.toMatchObject({ status: 405, request: 'GET /documents/{documentId}/versions/{versionId}/raw' });
+    expect(c2.capabilities.downloadLinkSuffix).toBeNull();
+  });
+});
+
+describe('transfers', () => {
+  it('upload: onSlot before the PUT, new slot after a burned one, storage sees no Authorization', async () => {
+    const events: string[] = [];
+    let slots = 0;
+    let puts = 0;
+    const s = await stub((r) => {
+      if (r.path.endsWith('/presignedupload')) {
+        slots++;
+        // The query string stands in for a presigned signature.
+        return { status: 200, body: { presignedUrl: `${s.origin}/storage/u${slots}?sig=secret-sig`, uploadId: `u${slots}` } };
+      }
+      if (r.path.startsWith('/storage/')) {
+        events.push(`put:${r.path}`);
+        return puts++ === 0 ? 'drop' : { status: 201 };
+      }
+      return undef;
+    });
+    const content = Buffer.from('hello storage '.repeat(1000));
+    const c = client(s.origin);
+    const res = await c.uploadContent(() => Readable.from([content.subarray(0, 5000), content.subarray(5000)]), content.length, {
+      onSlot: async (id) => {
+        events.push(`slot:${id}`);
+      },
+    });
+    expect(res).toEqual({ uploadId: 'u2', bytes: content.length, sha256: createHash('sha256').update(content).digest('hex') });
+    expect(events).toEqual(['slot:u1', 'put:/storage/u1', 'slot:u2', 'put:/storage/u2']);
+    const put = s.seen.filter((x) => x.path.startsWith('/storage/'));
+    expect(put[1]!.body.equals(content)).toBe(true);
+    for (const p of put) {
+      expect(p.headers.authorization).toBeUndefined();
+      expect(p.headers['x-service-tenantid']).toBeUndefined();
+      expect(p.headers['x-ms-blob-type']).toBe('BlockBlob');
+      expect(p.headers['content-length']).toBe(String(content.length));
+    }
+  });
+
+  it('upload: a failing local stream is UPLOAD_SOURCE_FAILED and takes no second slot', async () => {
+    const s = await stub((r) => (r.path.endsWith('/presignedupload') ? { status: 200, body: { presignedUrl: `${s.origin}/storage/u1?sig=1`, uploadId: 'u1' } } : r.path.startsWith('/storage') ? { status: 201 } : undef));
+    const c = client(s.origin);
+    const open = () =>
+      new Readable({
+        read() {
+          this.push(Buffer.alloc(10));
+          this.destroy(new Error('EIO: disk went away'));
+        },
+      });
+    const err = (await c.uploadContent(open, 100).catch((e: unknown) => e)) as ServiceError;
+    expect(err).toMatchObject({ code: 'UPLOAD_SOURCE_FAILED', retryable: false });
+    expect(err.message).toContain('EIO');
+    expect(s.seen.filter((x) => x.path.endsWith('/presignedupload'))).toHaveLength(1);
+  });
+
+  it('download: an expired link is replaced before use; a cut body is TRANSFER_INTERRUPTED and not retried', async () => {
+    let links = 0;
+    let gets = 0;
+    const s = await stub((r) => {
+      if (r.path.endsWith('/raw')) {
+        links++;
+        const expiresAt = links === 1 ? '2000-01-01T00:00:00Z' : '2999-01-01T00:00:00Z';
+        return { status: 200, body: { url: `http://127.0.0.1:${portOf()}/storage/blob?exp=1&sig=zzz`, expiresAt } };
+      }
+      if (r.path === '/storage/blob') {
+        gets++;
+        expect(r.headers.authorization).toBeUndefined();
+        return (res) => {
+          res.writeHead(200, { 'content-length': '1000' });
+          res.write(Buffer.alloc(400, 1));
+          setTimeout(() => res.destroy(), 5);
+        };
+      }
+      return undef;
+    });
+    const portOf = () => new URL(s.origin).port;
+    const c = client(s.origin);
+    // First download uses a link already past expiresAt: the client must fetch a fresh one first.
+    const chunks: Buffer[] = [];
+    const dest = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        chunks.push(chunk);
+        cb();
+      },
+    });
+    await c.getDownloadLink('d1', 'v1'); // learns 'raw' with the stale link (links = 1)
+    links = 0;
+    const err = (await c.downloadVersionTo('d1', 'v1', dest).catch((e: unknown) => e)) as ServiceError;
+    expect(err).toMatchObject({ code: 'TRANSFER_INTERRUPTED', retryable: true, request: 'GET storage' });
+    expect(err.message).not.toContain('sig=');
+    expect(JSON.stringify(err.context)).not.toContain('zzz');
+    expect(gets).toBe(1);
+    expect(links).toBe(2); // the first link arrived already expired and was replaced before use
+    expect(dest.destroyed).toBe(true);
+  });
+
+  it('download: a failing destination is LOCAL_IO, not retried', async () => {
+    let gets = 0;
+    const s = await stub((r) => {
+      if (r.path.endsWith('/raw')) return { status: 200, body: { url: `${s.origin}/storage/blob?sig=1` } };
+      if (r.path === '/storage/blob') {
+        gets++;
+        return { status: 200, headers: { 'content-type': 'application/octet-stream' }, body: Buffer.alloc(100_000, 7) };
+      }
+      return undef;
+    });
+    const dest = new Writable({
+      write(_c, _e, cb) {
+        cb(new Error('ENOSPC: no space left on device'));
+      },
+    });
+    const err = await client(s.origin).downloadVersionTo('d1', 'v1', dest).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'LOCAL_IO', retryable: false });
+    expect((err as Error).message).toContain('ENOSPC');
+    expect(gets).toBe(1);
+  });
+
+  it('logs one debug line per request without tokens, secrets or signatures', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(l) });
+    const s = await stub((r) => (r.path === '/api/v1/documents/d1' ? { status: 200, body: doc('d1') } : undef));
+    await client(s.origin, {}, logger).getDocument('d1');
+    const recs = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const apiLine = recs.find((r) => r.path === '/documents/{documentId}');
+    expect(apiLine).toMatchObject({ component: 'service', method: 'GET', status: 200, attempt: 1 });
+    expect(typeof apiLine!.ms).toBe('number');
+    expect(recs.find((r) => r.path === '/connect/token')).toMatchObject({ method: 'POST', status: 200 });
+    const all = lines.join('\n');
+    expect(all).not.toContain(SECRET);
+    expect(all).not.toContain('tok-1');
+  });
+});
