@@ -187,7 +187,8 @@ export interface Issue {
     | 'symlink'
     | 'special-file'
     | 'path-collision'
-    | 'unknown-state';
+    | 'unknown-state'
+    | 'metadata-missing';
   detail: string;
 }
 

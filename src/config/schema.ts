@@ -1,0 +1,167 @@
+// The config file's zod schema: the single source of the config types (ConfigFile = what a user writes,
+// Config = what the daemon gets: defaults filled in, durations in ms, paths absolute, secret read).
+import { z } from 'zod';
+import type { ConflictPolicy, Direction, LocalDeletePolicy } from '../sync/model.js';
+import { DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
+
+export const DIRECTIONS = ['both', 'download', 'upload'] as const satisfies readonly Direction[];
+export const CONFLICT_POLICIES = ['keep-both', 'remote-wins', 'local-wins'] as const satisfies readonly ConflictPolicy[];
+export const LOCAL_DELETE_POLICIES = ['restore', 'forget'] as const satisfies readonly LocalDeletePolicy[];
+export const WATCHERS = ['auto', 'chokidar', 'native', 'off'] as const;
+export const VERSION_LABEL_SCHEMES = ['integer', 'timestamp'] as const;
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Pair names become file names in stateDir, so they are restricted to a portable, safe alphabet. */
+export const PAIR_NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+export const DEFAULT_STATE_DIR = './state';
+
+/** Schema-level message that leaves "missing" to the generic message ("is required"). */
+const unlessMissing = (message: string) => (iss: { input?: unknown }) => (iss.input === undefined ? undefined : message);
+
+const nonEmpty = () => z.string().regex(/\S/, { error: 'must not be empty' });
+
+const httpUrl = () =>
+  z
+    .string({ error: unlessMissing('must be an http(s) URL') })
+    .refine((s) => isHttpUrl(s), { error: 'must be an http(s) URL' })
+    // Trailing slashes are dropped so that callers can always append '/path'.
+    .transform((s) => s.trim().replace(/\/+$/, ''));
+
+function isHttpUrl(s: string): boolean {
+  try {
+    const u = new URL(s.trim());
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** A duration (number of seconds or '90s'/'5m'/'1h'/'250ms') resolved to milliseconds, within [minMs, maxMs]. */
+const DURATION_MESSAGE = "must be a duration: seconds as a number, or a string like '90s', '5m', '1h', '250ms'";
+const duration = (minMs: number, maxMs: number) =>
+  z
+    .union([z.number(), z.string().regex(new RegExp(DURATION_PATTERN), { error: DURATION_MESSAGE })], {
+      error: unlessMissing(DURATION_MESSAGE),
+    })
+    .transform((v, ctx) => {
+      const ms = parseDuration(v);
+      if (ms === null) {
+        ctx.addIssue({ code: 'custom', message: DURATION_MESSAGE });
+        return z.NEVER;
+      }
+      if (ms < minMs || ms > maxMs) {
+        ctx.addIssue({ code: 'custom', message: `must be between ${formatDuration(minMs)} and ${formatDuration(maxMs)} (got ${formatDuration(ms)})` });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+const serviceSchema = z
+  .strictObject({
+    baseUrl: httpUrl().describe('Base address of the API; every API path is relative to it.'),
+    authUrl: httpUrl().describe('Base address of the identity provider (POST {authUrl}/connect/token).'),
+    tenantId: nonEmpty().describe('Organization id, sent on every request in the tenant header.'),
+    clientId: nonEmpty().describe('OAuth client id.'),
+    clientSecret: nonEmpty().optional().describe('OAuth client secret. Prefer ${ENV_VAR} or clientSecretFile; exactly one of the two.'),
+    clientSecretFile: nonEmpty()
+      .optional()
+      .describe('File holding the client secret (relative to the config file; trailing newline ignored).'),
+    tenantHeader: z
+      .string()
+      .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, { error: 'must be an HTTP header name' })
+      .default('x-service-tenantid')
+      .describe('Name of the tenant header.'),
+    scope: nonEmpty().default('service_public').describe('OAuth scope requested with the token.'),
+    maxConcurrentRequests: z.number().int().min(1).max(64).default(8).describe('API requests in flight at once.'),
+    requestsPerSecond: z.number().gt(0).max(1000).default(20).describe('Upper bound on API requests per second.'),
+    maxConcurrentTransfers: z.number().int().min(1).max(32).default(4).describe('Uploads/downloads of content at once.'),
+    requestTimeout: duration(1000, 3_600_000).prefault('60s').describe('Timeout of one API request.'),
+  })
+  .describe('How to reach and authenticate with the Document and Binder Service.');
+
+const metadataRuleSchema = z.strictObject({
+  match: nonEmpty().describe('Glob (relative to the pair root) of the files this rule applies to.'),
+  values: z
+    .record(nonEmpty(), z.union([z.string(), z.number(), z.boolean()]).transform(String))
+    .refine((r) => Object.keys(r).length > 0, { error: 'must set at least one metadata value' })
+    .describe('Metadata element (id or label) -> value (value id or label).'),
+});
+
+const pairSchema = z.strictObject({
+  name: z
+    .string()
+    .regex(PAIR_NAME_PATTERN, { error: 'must be 1-64 characters from A-Z a-z 0-9 . _ -' })
+    .refine((s) => !/^\.+$/.test(s), { error: 'must not consist of dots only' })
+    .describe('Unique name of the pair; used for its state files.'),
+  localPath: nonEmpty().describe('Local directory to sync (relative to the config file; ~/ allowed).'),
+  binderId: nonEmpty().describe('Id of the binder to sync with.'),
+  direction: z.enum(DIRECTIONS).default('both').describe('both, download (remote -> local only) or upload (local -> remote only).'),
+  conflictPolicy: z
+    .enum(CONFLICT_POLICIES)
+    .default('keep-both')
+    .describe('When both sides changed: keep-both (local copy renamed), remote-wins or local-wins.'),
+  localDeletePolicy: z
+    .enum(LOCAL_DELETE_POLICIES)
+    .default('restore')
+    .describe('A locally deleted file cannot be deleted remotely: restore it, or forget it.'),
+  maxDeleteShare: z
+    .number()
+    .gt(0)
+    .max(1)
+    .default(0.5)
+    .describe('A pass stops when it would trash more than this share of the local files (0 < x <= 1).'),
+  ignore: z.array(nonEmpty()).default([]).describe('Globs of local paths never synced.'),
+  pollInterval: duration(5000, 86_400_000).prefault('60s').describe('How often the remote side is listed.'),
+  fullRescanInterval: duration(60_000, 7 * 86_400_000).prefault('1h').describe('How often the whole local tree is rescanned.'),
+  watcher: z.enum(WATCHERS).default('auto').describe('Local change detection: auto, chokidar, native or off (rescans only).'),
+  trashRetentionDays: z.number().int().min(1).max(3650).default(30).describe('Days replaced/removed local files stay in the trash.'),
+  versionLabel: z
+    .strictObject({
+      scheme: z
+        .enum(VERSION_LABEL_SCHEMES)
+        .default('integer')
+        .describe('integer: next integer after the latest numeric label (timestamp otherwise); timestamp: always a timestamp.'),
+    })
+    .prefault({})
+    .describe('Labels given to uploaded versions.'),
+  metadata: z.array(metadataRuleSchema).default([]).describe('Metadata attached to uploads; rules apply in order, later ones override.'),
+  pageSize: z.number().int().min(1).max(1000).default(500).describe('Page size of the remote document search.'),
+});
+
+export const configFileSchema = z
+  .strictObject({
+    service: serviceSchema,
+    stateDir: nonEmpty().default(DEFAULT_STATE_DIR).describe('Directory of the state databases (relative to the config file).'),
+    log: z
+      .strictObject({ level: z.enum(LOG_LEVELS).default('info').describe('Log level.') })
+      .prefault({})
+      .describe('Logging.'),
+    metrics: z
+      .strictObject({
+        port: z.number().int().min(1).max(65535).optional().describe('Serve Prometheus metrics on this port (off when unset).'),
+        host: nonEmpty().default('127.0.0.1').describe('Address the metrics endpoint listens on.'),
+      })
+      .prefault({})
+      .describe('Optional metrics endpoint.'),
+    pairs: z.array(pairSchema).min(1).describe('Local directory <-> binder pairs to keep in sync.'),
+  })
+  .meta({ title: 'binder-sync configuration' });
+
+/** What a user writes in the YAML file. */
+export type ConfigFile = z.input<typeof configFileSchema>;
+/** The schema's output before paths and the secret are resolved. */
+export type ParsedConfigFile = z.output<typeof configFileSchema>;
+
+/** Service settings with the secret resolved (from clientSecret or the clientSecretFile contents). */
+export type ServiceConfig = Omit<ParsedConfigFile['service'], 'clientSecret' | 'clientSecretFile'> & {
+  clientSecret: string;
+  /** Absolute path the secret was read from, or null when it was given inline. */
+  clientSecretFile: string | null;
+};
+
+/**
+ * The resolved config. Durations (requestTimeout, pollInterval, fullRescanInterval) are milliseconds;
+ * stateDir, localPath and clientSecretFile are absolute paths.
+ */
+export type Config = Omit<ParsedConfigFile, 'service'> & { service: ServiceConfig };
+export type PairConfig = Config['pairs'][number];

@@ -1,0 +1,92 @@
+// Remote name -> one local path segment. Remote names may hold anything; a local segment cannot hold '/',
+// NUL, be '.', '..' or '', or exceed 255 bytes. Encoding is deterministic; the remote name is kept elsewhere.
+import { createHash } from 'node:crypto';
+
+/** Prefix of the daemon's own temp files; a remote name must never look like one. */
+export const TEMP_PREFIX = '.binder-sync-';
+/** Longest file name (in UTF-8 bytes) that Linux file systems accept. */
+export const MAX_NAME_BYTES = 255;
+/** Extensions longer than this are not kept when a long name is shortened. */
+const MAX_KEPT_EXTENSION_BYTES = 32;
+
+const encoder = new TextEncoder();
+export function utf8Length(s: string): number {
+  return encoder.encode(s).length;
+}
+
+/**
+ * The local name for a remote name. `encoded` tells whether it differs from the remote name.
+ * Returns an error only for names that are not valid Unicode (unpaired surrogates), which no file system
+ * path can carry faithfully.
+ */
+export function localNameFor(remoteName: string): { name: string; encoded: boolean } | { error: string } {
+  if (/\p{Cs}/u.test(remoteName)) return { error: 'name is not valid Unicode (unpaired surrogate)' };
+  let name: string;
+  if (remoteName === '') name = '_';
+  else if (remoteName === '.') name = '\uFF0E';
+  else if (remoteName === '..') name = '\uFF0E\uFF0E';
+  else {
+    // '/' -> FULLWIDTH SOLIDUS; C0 controls -> their Control Pictures (NUL -> U+2400 ... U+001F -> U+241F).
+    name = remoteName.replace(/[\u0000-\u001f/]/g, (c) => (c === '/' ? '\uFF0F' : String.fromCharCode(0x2400 + c.charCodeAt(0))));
+  }
+  if (name.startsWith(TEMP_PREFIX)) name = `_${name}`;
+  if (utf8Length(name) > MAX_NAME_BYTES) name = shorten(name);
+  return { name, encoded: name !== remoteName };
+}
+
+/** Splits 'report.final.pdf' into 'report.final' + '.pdf'; a leading dot ('.bashrc') is not an extension. */
+export function splitExtension(name: string): { stem: string; ext: string } {
+  const dot = name.lastIndexOf('.');
+  if (dot <= 0 || dot === name.length - 1) return { stem: name, ext: '' };
+  return { stem: name.slice(0, dot), ext: name.slice(dot) };
+}
+
+/**
+ * `name` with ' (dup-<tag>)' inserted before the extension (at the end for folders), shortening the stem
+ * when needed so the result stays within MAX_NAME_BYTES.
+ */
+export function withDupSuffix(name: string, tag: string, isDir: boolean): string {
+  const { stem, ext } = isDir ? { stem: name, ext: '' } : splitExtension(name);
+  const tail = ` (dup-${tag})${ext}`;
+  return truncateToBytes(stem, MAX_NAME_BYTES - utf8Length(tail)) + tail;
+}
+
+/** Long name -> truncated stem + '~' + 8 hex of sha256(name) + extension, within MAX_NAME_BYTES. */
+function shorten(name: string): string {
+  const hash = createHash('sha256').update(name, 'utf8').digest('hex').slice(0, 8);
+  const { ext: rawExt } = splitExtension(name);
+  const ext = utf8Length(rawExt) <= MAX_KEPT_EXTENSION_BYTES ? rawExt : '';
+  const tail = `~${hash}${ext}`;
+  const cut = ext === '' ? name : name.slice(0, name.length - ext.length);
+  return truncateToBytes(cut, MAX_NAME_BYTES - utf8Length(tail)) + tail;
+}
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/**
+ * The longest prefix of `s` within `maxBytes`, cut between grapheme clusters (so an accent is not split
+ * from its letter); a single cluster larger than the budget is cut between code points instead.
+ */
+export function truncateToBytes(s: string, maxBytes: number): string {
+  if (utf8Length(s) <= maxBytes) return s;
+  let out = '';
+  let used = 0;
+  for (const { segment } of graphemes.segment(s)) {
+    const size = utf8Length(segment);
+    if (used + size <= maxBytes) {
+      out += segment;
+      used += size;
+      continue;
+    }
+    if (out === '') {
+      for (const cp of segment) {
+        const n = utf8Length(cp);
+        if (used + n > maxBytes) break;
+        out += cp;
+        used += n;
+      }
+    }
+    break;
+  }
+  return out;
+}
