@@ -5,6 +5,7 @@ import fs from 'node:fs/promises';
 import PQueue from 'p-queue';
 import { BinderSyncError, describeError, isRetryable } from '../errors.js';
 import { commitTempFile, ensureDir, moveFile, replaceFile, resolveInside } from '../local/fs-ops.js';
+import { failpoint } from '../failpoints.js';
 import { downloadToTemp } from './download.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import type { Action, ActionKind, BaseEntry, Plan, RemoteDoc } from './model.js';
@@ -71,12 +72,14 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
     case 'move-local': {
       const old = d.store.getBase(a.doc.documentId);
       const stat = await moveFile(resolveInside(d.root, a.from), resolveInside(d.root, a.to), a.expectLocal);
+      failpoint('move-after-rename');
       if (old) d.store.putBase({ ...old, relPath: a.to, key: a.toKey, folderId: a.doc.folderId, fileName: a.doc.fileName, ...stat });
       d.log.info({ from: a.from, to: a.to }, 'moved (renamed or moved remotely)');
       return;
     }
     case 'trash-local': {
       const kept = await d.trash.moveToTrash(resolveInside(d.root, a.relPath), a.relPath, a.expectLocal);
+      failpoint('trash-after-move');
       d.store.deleteBase(a.documentId);
       d.log.info({ relPath: a.relPath, trash: kept, reason: a.reason }, 'moved to trash (deleted remotely)');
       return;
@@ -99,9 +102,11 @@ async function download(a: Extract<Action, { kind: 'download' }>, d: ExecutorDep
   const started = Date.now();
   const abs = resolveInside(d.root, a.relPath);
   const tmp = await downloadToTemp(d, a.doc, abs);
+  failpoint('download-after-temp');
   const stat = a.expectLocal === null
     ? await commitTempFile(tmp.tempPath, abs, null)
     : (await replaceFile(tmp.tempPath, abs, a.expectLocal, d.trash, a.relPath)).stat;
+  failpoint('download-after-rename');
   d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
   report.bytesDownloaded += tmp.bytes;
   d.log.info({ relPath: a.relPath, bytes: tmp.bytes, ms: Date.now() - started, reason: a.reason }, 'downloaded');
@@ -134,6 +139,7 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
         await fs.rm(tmp.tempPath, { force: true });
         throw err;
       }
+      failpoint('conflict-after-move');
       const stat = await commitTempFile(tmp.tempPath, abs, null);
       d.store.transaction(() => {
         d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));

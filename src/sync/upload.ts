@@ -4,6 +4,7 @@
 import { createReadStream } from 'node:fs';
 import { BinderSyncError } from '../errors.js';
 import { lstatOrNull, statMatches, toFileStat } from '../local/fs-ops.js';
+import { failpoint } from '../failpoints.js';
 import { ServiceError } from '../service/index.js';
 import type { DocumentVersion } from '../service/schemas.js';
 import type { OutboxRow } from '../state/store.js';
@@ -42,7 +43,10 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
   let sent;
   try {
     sent = await d.client.uploadContent(() => createReadStream(req.abs), req.local.size, {
-      onSlot: (uploadId) => d.store.setOutboxStage(id, 'slot', { uploadId }),
+      onSlot: (uploadId) => {
+        d.store.setOutboxStage(id, 'slot', { uploadId });
+        failpoint('upload-after-slot');
+      },
       ...(d.onBytes ? { onBytes: d.onBytes } : {}),
     });
     // What was PUT must be exactly what was planned: a file that changed while uploading is never committed.
@@ -50,14 +54,17 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
       throw changedError(req.abs, 'its content changed while uploading');
     }
     await assertUnchanged(req.abs, req.local, 'while uploading');
+    failpoint('upload-after-put');
   } catch (err) {
     d.store.deleteOutbox(id);
     throw err;
   }
   d.store.setOutboxStage(id, 'committing', { uploadId: sent.uploadId });
+  failpoint('upload-before-commit');
   const row = d.store.listOutbox().find((r) => r.id === id);
   if (!row) throw new Error(`outbox row ${id} vanished`);
   const version = await commitOutbox(d, row);
+  failpoint('upload-after-commit');
   if (version === null) {
     d.store.deleteOutbox(id);
     throw new BinderSyncError(`${req.relPath}: the service refused to commit the upload`, {

@@ -1,0 +1,211 @@
+// Handlers of the twelve API endpoints (spec section 4). Each checks access first (auth.ts), then path
+// objects (404 for anything missing or owned by another tenant), then the body, and returns a Reply.
+import type { IncomingMessage } from 'node:http';
+import { authorize, type Caller } from './auth.js';
+import { HttpProblem, json, readJson, type FieldErrors, type Reply } from './http-util.js';
+import { fieldErrors, referenceCommitSchema, searchBodySchema, walkthroughCommitSchema } from './schemas.js';
+import { isEnumerated, parsePageQuery, search } from './search.js';
+import type { Signer } from './signing.js';
+import { GLOBAL_BINDER, GLOBAL_TAB, type Store } from './store.js';
+import type { BinderRecord, MetadataElement, MetadataValue } from './types.js';
+import { binderView, documentView, downloadUrl, folderView, versionView, type ViewContext } from './views.js';
+
+export interface ApiSettings {
+  bindersShape: 'array' | 'items';
+  downloadLinkPaths: Array<'raw' | 'downloadlink'>;
+  commitSpelling: 'reference' | 'walkthrough' | 'both';
+  maxPageSize: number | undefined;
+  defaultPageSize: number;
+  uploadUrlLifetimeMs: number;
+}
+
+export type Params = Record<string, string>;
+export type Handler = (req: IncomingMessage, params: Params, url: URL) => Promise<Reply>;
+
+const READ = { tenantHeader: 'required', write: false } as const;
+const WRITE = { tenantHeader: 'required', write: true } as const;
+
+export function createApiHandlers(store: Store, signer: Signer, view: ViewContext, settings: ApiSettings) {
+  const auth = (req: IncomingMessage, rule: Parameters<typeof authorize>[3]) => authorize(req, signer, store, rule);
+
+  /** The binder behind /documents/drives/{domain}/{id}: only the `binders` domain exists here. */
+  const drive = (caller: Caller, domain: string, id: string): BinderRecord => {
+    if (domain !== 'binders') throw new HttpProblem(404, `drive domain ${domain} not found`);
+    return store.binder(id, caller.tenantId);
+  };
+
+  const tenantBinders = (tenantId: string) => [...store.binders.values()].filter((b) => b.tenantId === tenantId);
+
+  const handlers: Record<string, Handler> = {
+    async binders(req) {
+      const caller = auth(req, READ);
+      const items = tenantBinders(caller.tenantId).map(binderView);
+      return json(200, settings.bindersShape === 'items' ? { items } : items);
+    },
+
+    async metadataelements(req, p) {
+      const caller = auth(req, READ);
+      return json(200, store.binder(p.id!, caller.tenantId).metadataElements);
+    },
+
+    async search(req, _p, url) {
+      const caller = auth(req, READ);
+      const page = parsePageQuery(url.searchParams, settings);
+      const parsed = searchBodySchema.safeParse(await readJson(req));
+      if (!parsed.success) throw new HttpProblem(400, 'invalid search body', { errors: fieldErrors(parsed.error) });
+      const binders = tenantBinders(caller.tenantId);
+      const ids = new Set(binders.map((b) => b.id));
+      const elements = new Map<string, MetadataElement>();
+      for (const b of binders) for (const el of b.metadataElements) if (!elements.has(el.id)) elements.set(el.id, el);
+      // GLOBAL_ keys exist on all binders, also for a tenant that has none yet.
+      for (const id of [GLOBAL_BINDER, GLOBAL_TAB, 'GLOBAL_Category']) {
+        if (!elements.has(id)) elements.set(id, { id, label: id, dataType: 'Enum', allowedValues: [], required: false });
+      }
+      const docs = [...store.documents.values()].filter((d) => ids.has(d.binderId)).map(documentView);
+      return json(200, search(docs, elements, parsed.data, page));
+    },
+
+    async folders(req, p) {
+      const caller = auth(req, READ);
+      const binder = drive(caller, p.domain!, p.id!);
+      return json(200, store.childFolders(binder.id, null).map((f) => folderView(view, f)));
+    },
+
+    async subfolders(req, p) {
+      const caller = auth(req, READ);
+      const binder = drive(caller, p.domain!, p.id!);
+      const folder = store.folder(p.folderId!, binder.id);
+      return json(200, store.childFolders(binder.id, folder.id).map((f) => folderView(view, f)));
+    },
+
+    async folderdocuments(req, p) {
+      const caller = auth(req, READ);
+      const binder = drive(caller, p.domain!, p.id!);
+      const folder = store.folder(p.folderId!, binder.id);
+      return json(200, store.documentsIn(folder.id).map(documentView));
+    },
+
+    async presignedupload(req) {
+      const caller = auth(req, { tenantHeader: 'optional', write: true });
+      const upload = store.issueUpload(caller.tenantId, settings.uploadUrlLifetimeMs);
+      const presignedUrl = signer.presign('PUT', view.origin, `/storage/uploads/${upload.id}`, upload.expiresAtMs);
+      return json(200, { presignedUrl, uploadId: upload.id });
+    },
+
+    async commit(req, p) {
+      const caller = auth(req, WRITE);
+      const binder = drive(caller, p.domain!, p.id!);
+      const folder = store.folder(p.folderId!, binder.id);
+      const body = parseCommitBody(await readJson(req), settings.commitSpelling);
+      const upload = store.uploads.get(body.uploadId);
+      if (!upload || upload.tenantId !== caller.tenantId) throw new HttpProblem(404, `upload ${body.uploadId} not found`);
+      if (upload.state === 'committed') {
+        // Idempotency (spec 4.9): a repeat creates nothing and answers 200 with the version it created.
+        const existing = upload.versionId ? store.versions.get(upload.versionId) : undefined;
+        if (!existing) throw new HttpProblem(409, 'this upload was committed; its version has since been deleted');
+        return json(200, versionView(view, existing));
+      }
+      if (upload.state !== 'stored') throw new HttpProblem(409, 'upload content missing: PUT the bytes to the presignedUrl first');
+      const isNew = store.findByName(folder.id, body.fileName) === undefined;
+      const metadata = checkMetadata(binder, body.metadata, isNew);
+      const { version, created } = store.addContent({
+        folder,
+        fileName: body.fileName,
+        versionLabel: body.versionLabel,
+        blobId: upload.blobId,
+        size: upload.size,
+        metadata,
+        uploadId: upload.id,
+      });
+      upload.state = 'committed';
+      upload.versionId = version.id;
+      store.changed();
+      return json(201, versionView(view, version), created ? { 'x-emulator-created': 'document' } : { 'x-emulator-created': 'version' });
+    },
+
+    async document(req, p) {
+      const caller = auth(req, READ);
+      return json(200, documentView(store.document(p.documentId!, caller.tenantId)));
+    },
+
+    async versions(req, p) {
+      const caller = auth(req, READ);
+      const doc = store.document(p.documentId!, caller.tenantId);
+      // Ascending: oldest first, the latest version last (the spec leaves the direction open).
+      return json(200, store.versionsOf(doc.id).map((v) => versionView(view, v)));
+    },
+
+    async version(req, p) {
+      const caller = auth(req, READ);
+      const doc = store.document(p.documentId!, caller.tenantId);
+      return json(200, versionView(view, store.version(doc.id, p.versionId!)));
+    },
+
+    async downloadlink(req, p) {
+      if (!settings.downloadLinkPaths.includes(p.suffix as 'raw' | 'downloadlink')) {
+        throw new HttpProblem(404, `this server has no /${p.suffix} path`);
+      }
+      const caller = auth(req, READ);
+      const doc = store.document(p.documentId!, caller.tenantId);
+      return json(200, downloadUrl(view, store.version(doc.id, p.versionId!)));
+    },
+  };
+  return handlers;
+}
+
+interface CommitBody {
+  fileName: string;
+  versionLabel: string;
+  uploadId: string;
+  /** Normalised: the reference `value` and the walkthrough `valueId` both land in `value`. */
+  metadata: Array<{ metadataElementId: string; value: string }>;
+}
+
+/** Accepts the spelling(s) allowed by `commitSpelling`; anything else (also a mix) is a 400 with `errors`. */
+export function parseCommitBody(body: unknown, spelling: ApiSettings['commitSpelling']): CommitBody {
+  let errors: FieldErrors = {};
+  if (spelling !== 'walkthrough') {
+    const r = referenceCommitSchema.safeParse(body);
+    if (r.success) {
+      return { fileName: r.data.fileName, versionLabel: r.data.version, uploadId: r.data.uploadId, metadata: r.data.additionalMetadata };
+    }
+    errors = fieldErrors(r.error);
+  }
+  if (spelling !== 'reference') {
+    const w = walkthroughCommitSchema.safeParse(body);
+    if (w.success) {
+      const metadata = (w.data.metadata ?? []).map((m) => ({ metadataElementId: m.metadataElementId, value: m.valueId }));
+      return { fileName: w.data.fileName, versionLabel: w.data.versionLabel, uploadId: w.data.uploadId, metadata };
+    }
+    // With 'both', report the errors of the spelling the body is closer to (fewer problems).
+    const werrors = fieldErrors(w.error);
+    if (spelling === 'walkthrough' || Object.keys(werrors).length < Object.keys(errors).length) errors = werrors;
+  }
+  throw new HttpProblem(400, 'invalid commit body', { errors });
+}
+
+/**
+ * Metadata of a commit: each element must exist on the binder and not be GLOBAL_BinderId/TabId (the service
+ * sets those); enumerated values must be allowedValues ids; a new document needs every required element.
+ */
+function checkMetadata(binder: BinderRecord, entries: CommitBody['metadata'], isNew: boolean): MetadataValue[] {
+  const errors: FieldErrors = {};
+  entries.forEach((m, i) => {
+    const el = binder.metadataElements.find((e) => e.id === m.metadataElementId);
+    const key = `metadata.${i}`;
+    if (!el) errors[key] = [`Unknown metadata element '${m.metadataElementId}' on this binder.`];
+    else if (el.id === GLOBAL_BINDER || el.id === GLOBAL_TAB) errors[key] = [`${el.id} is set by the service.`];
+    else if (isEnumerated(el) && !el.allowedValues.some((a) => a.id === m.value)) {
+      errors[key] = [`'${m.value}' is not an allowed value of ${el.id}.`];
+    }
+  });
+  if (isNew) {
+    for (const el of binder.metadataElements) {
+      if (el.required && !el.id.startsWith('GLOBAL_') && !entries.some((m) => m.metadataElementId === el.id)) {
+        errors[el.id] = [`${el.id} is required.`];
+      }
+    }
+  }
+  if (Object.keys(errors).length > 0) throw new HttpProblem(400, 'invalid metadata', { errors });
+  return entries.map((m) => ({ metadataElementId: m.metadataElementId, valueId: m.value }));
+}

@@ -1,0 +1,110 @@
+// Accumulates one reconcile pass: ordered action groups, which local keys each group writes or frees, the
+// issues, and fresh conflict-copy names. It enforces "no two groups write the same key".
+import type { Action, Issue, PathKey } from './model.js';
+import { baseNameOf, joinRel, parentOf, pathKey } from './path-key.js';
+
+interface Group {
+  sortKey: string;
+  actions: Action[];
+}
+
+/** Keys a step writes locally (or claims remotely, for uploads: the remote slot of that path). */
+export function writesOf(a: Action, caseInsensitive: boolean): PathKey[] {
+  switch (a.kind) {
+    case 'download':
+    case 'upload':
+    case 'mkdir-local':
+      return [a.key];
+    case 'move-local':
+      return [a.toKey];
+    case 'conflict':
+      return [a.key, pathKey(a.conflictPath, caseInsensitive)];
+    case 'trash-local':
+    case 'adopt':
+    case 'forget':
+      return [];
+  }
+}
+
+/** `<dir>/<stem> (conflict <tag>)<ext>`; ext is the last '.suffix' unless the name starts with '.'. */
+export function conflictName(relPath: string, tag: string, n: number): string {
+  const name = baseNameOf(relPath);
+  const dot = name.lastIndexOf('.');
+  const hasExt = dot > 0; // a leading '.' (dotfile) is part of the stem, not an extension
+  const stem = hasExt ? name.slice(0, dot) : name;
+  const ext = hasExt ? name.slice(dot) : '';
+  // Resolved: the uniqueness counter goes inside the parentheses so every copy still greps as "(conflict ".
+  const suffix = n === 1 ? `(conflict ${tag})` : `(conflict ${tag} ${n})`;
+  return joinRel(parentOf(relPath), `${stem} ${suffix}${ext}`);
+}
+
+export class PlanBuilder {
+  private readonly groups: Group[] = [];
+  /** key -> index of the group that writes it. */
+  private readonly claims = new Map<PathKey, number>();
+  /** Base key -> index of the group after which no base row and no local file remain at that key. */
+  private readonly released = new Map<PathKey, number>();
+  private readonly issueList: Issue[] = [];
+
+  /** @param taken every key that exists on either side (files, dirs, problems, remote docs and folders). */
+  constructor(
+    private readonly caseInsensitive: boolean,
+    private readonly taken: ReadonlySet<PathKey>,
+    private readonly conflictTag: string,
+  ) {}
+
+  isClaimed(key: PathKey): boolean {
+    return this.claims.has(key);
+  }
+
+  releasedBy(key: PathKey): number | undefined {
+    return this.released.get(key);
+  }
+
+  /**
+   * Adds the steps of one item as a new group, or appended to group `after` (when they depend on that group
+   * freeing a key). All-or-nothing: returns null, adding nothing, when a key is already written by another group.
+   */
+  commit(sortKey: string, actions: Action[], after?: number): number | null {
+    if (actions.length === 0) return null;
+    const keys = actions.flatMap((a) => writesOf(a, this.caseInsensitive));
+    const target = after ?? this.groups.length;
+    if (keys.some((k) => this.claims.has(k) && this.claims.get(k) !== target)) return null;
+    if (after === undefined) this.groups.push({ sortKey, actions: [...actions] });
+    else this.groups[after]?.actions.push(...actions);
+    for (const k of keys) this.claims.set(k, target);
+    return target;
+  }
+
+  /** Records that after group `group` runs, `key` holds neither a base row nor a local file. */
+  release(key: PathKey, group: number): void {
+    this.released.set(key, group);
+  }
+
+  issue(issue: Issue): void {
+    this.issueList.push(issue);
+  }
+
+  /** A conflict-copy path free on both sides and among this pass's writes (" 2", " 3"... when needed). */
+  conflictPathFor(relPath: string): string {
+    for (let n = 1; ; n++) {
+      const candidate = conflictName(relPath, this.conflictTag, n);
+      const key = pathKey(candidate, this.caseInsensitive);
+      if (!this.taken.has(key) && !this.claims.has(key)) return candidate;
+    }
+  }
+
+  /** Groups sorted by item key; issues sorted by path (then code, then document) for a deterministic plan. */
+  build(): { groups: Action[][]; issues: Issue[] } {
+    const groups = [...this.groups].sort((a, b) => cmp(a.sortKey, b.sortKey)).map((g) => g.actions);
+    const issues = [...this.issueList].sort(
+      (a, b) => cmp(a.relPath, b.relPath) || cmp(a.code, b.code) || cmp(a.documentId ?? '', b.documentId ?? ''),
+    );
+    return { groups, issues };
+  }
+}
+
+/** Code-unit order: locale-independent, so plans are identical on every machine. */
+export function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,60 @@
+// Safety gates: stop a pass whose inputs or plan look like an accident (unmounted disk, suddenly empty
+// listing, mass deletion) rather than the user's intent. Skipped with ctx.force (CLI --force).
+import type { Action, BaseEntry, LocalObservation, Plan, ReconcileContext, RemoteObservation } from './model.js';
+
+/** How many planned steps may remove local content: trash-local, and conflicts resolved remote-wins. */
+export function countDeletes(groups: Action[][]): number {
+  let n = 0;
+  for (const g of groups)
+    for (const a of g) if (a.kind === 'trash-local' || (a.kind === 'conflict' && a.policy === 'remote-wins')) n++;
+  return n;
+}
+
+/**
+ * Rule for max-delete: blocked when deletes > max(1, floor(maxDeleteShare * baseCount)). One delete is always
+ * allowed (a single trashed file is never a mass event, even with a tiny base). Conflicts with no base count
+ * too (remote-wins may move local content to the trash), so a first pass with many of them also stops.
+ */
+export function maxDeleteAllowed(share: number, baseCount: number): number {
+  return Math.max(1, Math.floor(share * baseCount));
+}
+
+export function checkGates(
+  base: ReadonlyMap<string, BaseEntry>,
+  local: LocalObservation,
+  remote: RemoteObservation,
+  groups: Action[][],
+  ctx: ReconcileContext,
+): Plan['blocked'] {
+  if (ctx.force) return null;
+  const baseCount = base.size;
+  if (baseCount > 0 && local.files.size === 0 && local.problems.length === 0) {
+    return {
+      code: 'local-root-empty',
+      message:
+        `The local folder is empty but ${baseCount} file(s) were synced before; an unmounted or replaced disk ` +
+        'looks like this, so nothing was changed. If you really deleted everything, run again with --force.',
+    };
+  }
+  if (baseCount > 0 && remote.docs.size === 0) {
+    return {
+      code: 'remote-empty',
+      message:
+        `The binder listing is empty but ${baseCount} document(s) were synced before; nothing was changed. ` +
+        'If the binder really is empty now, run again with --force.',
+    };
+  }
+  const deletes = countDeletes(groups);
+  const allowed = maxDeleteAllowed(ctx.maxDeleteShare, baseCount);
+  if (deletes > allowed) {
+    const pct = Math.round(ctx.maxDeleteShare * 100);
+    return {
+      code: 'max-delete',
+      message:
+        `This pass would move ${deletes} local file(s) to the trash, more than the ${allowed} allowed ` +
+        `(${pct}% of ${baseCount} synced file(s)); nothing was changed. Check the binder, then raise ` +
+        'maxDeleteShare or run again with --force.',
+    };
+  }
+  return null;
+}

@@ -1,0 +1,77 @@
+// Small constructors for plan steps, so reconcile's decision functions read as "what", not "how".
+import type { Action, BaseEntry, ConflictPolicy, FileStat, LocalFile, ReconcileContext, RemoteDoc, UploadTarget } from './model.js';
+
+export function statOf(f: FileStat): FileStat {
+  return { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode };
+}
+
+/** The local file as it will be after a move-local to the remote doc's path (rename keeps its stat). */
+export function movedTo(file: LocalFile, doc: RemoteDoc): LocalFile {
+  return { ...file, relPath: doc.relPath, key: doc.key };
+}
+
+/** Upload target "new version of this document, where it is now". */
+export function versionOf(doc: RemoteDoc): UploadTarget {
+  return { documentId: doc.documentId, folderId: doc.folderId, fileName: doc.fileName };
+}
+
+export function download(
+  doc: RemoteDoc,
+  expectLocal: FileStat | null,
+  reason: Extract<Action, { kind: 'download' }>['reason'],
+): Action {
+  return { kind: 'download', relPath: doc.relPath, key: doc.key, doc, expectLocal, reason };
+}
+
+export function upload(
+  local: LocalFile,
+  target: UploadTarget,
+  reason: Extract<Action, { kind: 'upload' }>['reason'],
+  replacesBase: string | null,
+): Action {
+  return { kind: 'upload', relPath: local.relPath, key: local.key, local, target, reason, replacesBase };
+}
+
+export function moveLocal(file: LocalFile, doc: RemoteDoc): Action {
+  return { kind: 'move-local', from: file.relPath, to: doc.relPath, toKey: doc.key, doc, expectLocal: statOf(file) };
+}
+
+export function trashLocal(
+  file: LocalFile,
+  documentId: string,
+  reason: Extract<Action, { kind: 'trash-local' }>['reason'],
+): Action {
+  return { kind: 'trash-local', relPath: file.relPath, key: file.key, expectLocal: statOf(file), documentId, reason };
+}
+
+export function forget(b: BaseEntry, reason: Extract<Action, { kind: 'forget' }>['reason']): Action {
+  return { kind: 'forget', documentId: b.documentId, relPath: b.relPath, reason };
+}
+
+/**
+ * Policy a conflict carries. Resolved: in download-only mode 'local-wins' would need an upload, which that
+ * mode never does, so it becomes 'keep-both' (local content kept as a local conflict copy, not uploaded).
+ */
+export function conflictPolicyFor(ctx: ReconcileContext): ConflictPolicy {
+  return ctx.direction === 'download' && ctx.conflictPolicy === 'local-wins' ? 'keep-both' : ctx.conflictPolicy;
+}
+
+export function conflict(
+  local: LocalFile,
+  doc: RemoteDoc,
+  base: BaseEntry | null,
+  ctx: ReconcileContext,
+  conflictPath: string,
+): Action {
+  return {
+    kind: 'conflict',
+    relPath: local.relPath,
+    key: local.key,
+    local,
+    doc,
+    base,
+    policy: conflictPolicyFor(ctx),
+    conflictPath,
+    uploadConflictCopy: ctx.direction === 'both',
+  };
+}

@@ -1,0 +1,146 @@
+// Reconcile for items without a base row (new local files, new remote documents, remote folders) and the
+// shared "who holds this path" check that every step writing a local path goes through.
+import type { Action, BaseEntry, Issue, LocalFile, PathKey, ReconcileContext, RemoteDoc } from './model.js';
+import { baseNameOf, parentOf } from './path-key.js';
+import type { PlanBuilder } from './reconcile-builder.js';
+import { conflict, download, upload, versionOf } from './reconcile-steps.js';
+import type { ReconcileView } from './reconcile-view.js';
+
+/** Mutable bookkeeping of one reconcile pass (never visible outside reconcile). */
+export interface PassState {
+  view: ReconcileView;
+  ctx: ReconcileContext;
+  out: PlanBuilder;
+  /** Unbased local files already answered by some step (a conflict against a remote claim). */
+  consumedLocal: Set<PathKey>;
+  /** Unbased remote documents already answered. */
+  consumedDocs: Set<string>;
+  /** Base documents whose decision is final (possibly "nothing"). */
+  decided: Set<string>;
+  /** Base documents that no longer hold a local file at their key (a rename cycle was broken there). */
+  vacated: Set<string>;
+  /** Files whose base row is forgotten in group `group` but which stay on disk, waiting for a remote claim. */
+  orphans: Map<PathKey, { file: LocalFile; group: number; documentId: string }>;
+}
+
+export type Occupancy =
+  | { kind: 'free'; after?: number }
+  | { kind: 'unbased-local'; file: LocalFile; after?: number }
+  | { kind: 'defer' }
+  | { kind: 'blocked'; code: Issue['code']; detail: string };
+
+/**
+ * Can a step write local path `key`? `self` is the base entry asking (its own key never blocks it).
+ * A key held by another base entry is usable only once that entry's group frees it; the step then runs after
+ * that group ("after"). Until that entry is decided the answer is "defer".
+ */
+export function occupancy(s: PassState, key: PathKey, self: BaseEntry | null): Occupancy {
+  const { view, out } = s;
+  if (view.isUnknown(key)) return { kind: 'blocked', code: 'unknown-state', detail: 'the local path could not be read this pass' };
+  if (out.isClaimed(key)) return { kind: 'blocked', code: 'path-collision', detail: 'another change in this pass writes the same path' };
+  if (view.local.dirs.has(key)) return { kind: 'blocked', code: 'path-collision', detail: 'a local directory has this name' };
+  if (view.ancestorIsFile(key)) return { kind: 'blocked', code: 'path-collision', detail: 'a local file has the name of a parent folder' };
+  const holder = view.baseByKey.get(key);
+  if (holder && holder !== self) {
+    const after = out.releasedBy(key);
+    if (after !== undefined) return { kind: 'free', after };
+    if (s.vacated.has(holder.documentId) && !view.local.files.has(key)) return { kind: 'free' };
+    if (!s.decided.has(holder.documentId)) return { kind: 'defer' };
+    const orphan = s.orphans.get(key);
+    if (orphan && !s.consumedLocal.has(key)) return { kind: 'unbased-local', file: orphan.file, after: orphan.group };
+    return { kind: 'blocked', code: 'path-collision', detail: 'the path is held by another synced file' };
+  }
+  const file = view.local.files.get(key);
+  if (file && holder !== self) {
+    if (s.consumedLocal.has(key)) return { kind: 'blocked', code: 'path-collision', detail: 'the local file there is already claimed' };
+    return { kind: 'unbased-local', file };
+  }
+  return { kind: 'free' };
+}
+
+export function collision(s: PassState, relPath: string, detail: string, documentId?: string, code: Issue['code'] = 'path-collision'): void {
+  s.out.issue(documentId === undefined ? { relPath, code, detail } : { relPath, documentId, code, detail });
+}
+
+/** Both sides hold a path and nothing says how they relate: compare first (conflict), or in upload mode overwrite remotely as a new version. */
+export function unbasedPair(s: PassState, file: LocalFile, doc: RemoteDoc): Action {
+  s.consumedLocal.add(file.key);
+  s.consumedDocs.add(doc.documentId);
+  if (s.ctx.direction === 'upload') return upload(file, versionOf(doc), 'local-wins', null);
+  return conflict(file, doc, null, s.ctx, s.out.conflictPathFor(file.relPath));
+}
+
+/**
+ * A local file that no document stands for (new, or kept after its document was deleted remotely): the
+ * steps that give it a document, or the issue saying why it waits. Never a delete. `was` names the base row
+ * it used to belong to (its remote fileName is kept when the folder is the same).
+ */
+export function planLocalFile(
+  s: PassState,
+  file: LocalFile,
+  reason: 'new-local' | 'recreate-remote-deleted',
+  was: BaseEntry | null,
+): { actions: Action[]; issue: Issue | null } {
+  const none = (code: Issue['code'], detail: string) => ({ actions: [], issue: { relPath: file.relPath, code, detail } });
+  const parentKey = parentOf(file.key);
+  if (parentKey === '') return none('root-files-unsupported', 'documents live in folders; files directly in the sync root are not uploaded');
+  const atKey = (s.view.docsByKey.get(file.key) ?? []).filter((d) => !s.consumedDocs.has(d.documentId));
+  const remoteNew = atKey.find((d) => !s.view.base.has(d.documentId));
+  if (remoteNew && !s.out.isClaimed(file.key)) return { actions: [unbasedPair(s, file, remoteNew)], issue: null };
+  if (atKey.length > 0) return none('path-collision', 'a synced remote document already uses this path');
+  if (s.ctx.direction === 'download') return none('local-change-not-uploaded', 'direction is download: local changes are not uploaded');
+  const folder = s.view.folderForParentOf(file.key);
+  if (!folder) return none('waiting-for-remote-folder', `no remote folder for "${parentOf(file.relPath)}" yet; the service cannot create folders`);
+  const fileName = was && was.folderId === folder.folderId && was.key === file.key ? was.fileName : baseNameOf(file.relPath);
+  return { actions: [upload(file, { documentId: null, folderId: folder.folderId, fileName }, reason, null)], issue: null };
+}
+
+/** A remote document with no base row. */
+export function planRemoteNew(s: PassState, doc: RemoteDoc): void {
+  if (s.consumedDocs.has(doc.documentId)) return;
+  if (s.ctx.direction === 'upload') {
+    const file = s.view.local.files.get(doc.key);
+    const free = file && !s.view.baseByKey.has(doc.key) && !s.consumedLocal.has(doc.key) && !s.view.isUnknown(doc.key);
+    if (file && free) commitOrCollide(s, doc.key, [unbasedPair(s, file, doc)], doc);
+    else collision(s, doc.relPath, 'direction is upload: remote changes are not downloaded', doc.documentId, 'remote-change-not-downloaded');
+    return;
+  }
+  const occ = occupancy(s, doc.key, null);
+  switch (occ.kind) {
+    case 'free':
+      commitOrCollide(s, doc.key, [download(doc, null, 'new-remote')], doc, occ.after);
+      return;
+    case 'unbased-local':
+      commitOrCollide(s, doc.key, [unbasedPair(s, occ.file, doc)], doc);
+      return;
+    case 'defer': // every base entry is decided before new remote docs are planned; cannot happen
+      collision(s, doc.relPath, 'the path is held by another synced file', doc.documentId);
+      return;
+    case 'blocked':
+      collision(s, doc.relPath, occ.detail, doc.documentId, occ.code);
+      return;
+  }
+}
+
+function commitOrCollide(s: PassState, key: PathKey, actions: Action[], doc: RemoteDoc, after?: number): void {
+  if (s.out.commit(key, actions, after) === null) collision(s, doc.relPath, 'another change in this pass writes the same path', doc.documentId);
+}
+
+/** A local file with no base row and not yet answered by a remote claim. */
+export function planLocalNew(s: PassState, file: LocalFile): void {
+  if (s.consumedLocal.has(file.key) || s.view.baseByKey.has(file.key) || s.view.isUnknown(file.key)) return;
+  const { actions, issue } = planLocalFile(s, file, 'new-local', null);
+  if (issue) s.out.issue(issue);
+  if (actions.length > 0 && s.out.commit(file.key, actions) === null) collision(s, file.relPath, 'another change in this pass writes the same path');
+}
+
+/** Remote folders missing locally become local directories (never in upload mode). */
+export function planFolders(s: PassState): void {
+  if (s.ctx.direction === 'upload') return;
+  for (const f of s.view.folders) {
+    if (f.key === '' || s.view.local.dirs.has(f.key) || s.view.isUnknown(f.key)) continue;
+    const blocked = s.view.local.files.has(f.key) || s.view.ancestorIsFile(f.key);
+    const action: Action = { kind: 'mkdir-local', relPath: f.relPath, key: f.key, folderId: f.folderId };
+    if (blocked || s.out.commit(f.key, [action]) === null) collision(s, f.relPath, 'a local file has the name of this remote folder');
+  }
+}

@@ -1,0 +1,91 @@
+// Read-only indexes over reconcile's three inputs (by key, by document, sorted) and the per-entry state
+// classification (unchanged / modified / moved / deleted / unknown on each side).
+import type {
+  BaseEntry,
+  LocalFile,
+  LocalObservation,
+  PathKey,
+  RemoteDoc,
+  RemoteFolder,
+  RemoteObservation,
+} from './model.js';
+import { cmp } from './reconcile-builder.js';
+import { parentOf } from './path-key.js';
+
+export type LocalState = 'unchanged' | 'modified' | 'deleted' | 'unknown';
+export type RemoteState = 'unchanged' | 'modified' | 'moved' | 'moved-modified' | 'deleted' | 'unknown';
+
+export class ReconcileView {
+  /** Base entries sorted by key, then document id (input Map order never leaks into the plan). */
+  readonly bases: BaseEntry[];
+  readonly baseByKey = new Map<PathKey, BaseEntry>();
+  /** Remote docs sorted by key, then id. */
+  readonly docs: RemoteDoc[];
+  readonly docsByKey = new Map<PathKey, RemoteDoc[]>();
+  readonly folders: RemoteFolder[];
+  readonly folderByKey = new Map<PathKey, RemoteFolder>();
+  readonly localFiles: LocalFile[];
+  private readonly problemKeys: Set<PathKey>;
+
+  constructor(
+    readonly base: ReadonlyMap<string, BaseEntry>,
+    readonly local: LocalObservation,
+    readonly remote: RemoteObservation,
+  ) {
+    this.bases = [...base.values()].sort((a, b) => cmp(a.key, b.key) || cmp(a.documentId, b.documentId));
+    // Two base rows on one key should not exist; if they do, the first (by id) owns the key, the other is
+    // reported as a collision by reconcile.
+    for (const b of this.bases) if (!this.baseByKey.has(b.key)) this.baseByKey.set(b.key, b);
+    this.docs = [...remote.docs.values()].sort((a, b) => cmp(a.key, b.key) || cmp(a.documentId, b.documentId));
+    for (const d of this.docs) {
+      const list = this.docsByKey.get(d.key) ?? [];
+      list.push(d);
+      this.docsByKey.set(d.key, list);
+    }
+    this.folders = [...remote.folders.values()].sort((a, b) => cmp(a.key, b.key) || cmp(a.folderId, b.folderId));
+    for (const f of this.folders) if (!this.folderByKey.has(f.key)) this.folderByKey.set(f.key, f);
+    this.localFiles = [...local.files.values()].sort((a, b) => cmp(a.key, b.key));
+    this.problemKeys = new Set(local.problems.map((p) => p.key));
+  }
+
+  /** Unknown when the key itself or any ancestor directory could not be observed this pass. */
+  isUnknown(key: PathKey): boolean {
+    for (let k = key; k !== ''; k = parentOf(k)) if (this.problemKeys.has(k)) return true;
+    return false;
+  }
+
+  /** A local file sits where this key needs a directory (some ancestor of key is a file). */
+  ancestorIsFile(key: PathKey): boolean {
+    for (let k = parentOf(key); k !== ''; k = parentOf(k)) if (this.local.files.has(k)) return true;
+    return false;
+  }
+
+  /** The remote folder a new document at relative key `key` would go into ('' parent = the sync root). */
+  folderForParentOf(key: PathKey): RemoteFolder | undefined {
+    return this.folderByKey.get(parentOf(key));
+  }
+
+  /** Every key that exists on either side: a conflict copy must avoid all of them. */
+  takenKeys(): Set<PathKey> {
+    const keys = new Set<PathKey>([...this.local.files.keys(), ...this.local.dirs.keys(), ...this.problemKeys]);
+    for (const d of this.docs) keys.add(d.key);
+    for (const f of this.folders) keys.add(f.key);
+    return keys;
+  }
+
+  localState(b: BaseEntry): LocalState {
+    if (this.isUnknown(b.key)) return 'unknown';
+    const file = this.local.files.get(b.key);
+    if (!file) return 'deleted';
+    return file.sha256 === b.sha256 ? 'unchanged' : 'modified';
+  }
+
+  remoteState(b: BaseEntry): RemoteState {
+    const doc = this.remote.docs.get(b.documentId);
+    if (!doc) return this.remote.gone.has(b.documentId) ? 'deleted' : 'unknown';
+    const moved = doc.key !== b.key;
+    const modified = doc.versionId !== b.versionId;
+    if (moved) return modified ? 'moved-modified' : 'moved';
+    return modified ? 'modified' : 'unchanged';
+  }
+}

@@ -1,0 +1,360 @@
+// Three-way reconcile (pure): compares the base (last agreed state) with both observations and plans the
+// steps that bring the sides together without losing data. No I/O, no clock, no randomness, inputs untouched.
+// Invariants: modified beats deleted; unknown is never deleted; no base + both present is never "remote wins".
+import type {
+  Action,
+  BaseEntry,
+  Issue,
+  LocalFile,
+  LocalObservation,
+  Plan,
+  ReconcileContext,
+  RemoteDoc,
+  RemoteObservation,
+} from './model.js';
+import { PlanBuilder } from './reconcile-builder.js';
+import { checkGates } from './reconcile-gates.js';
+import {
+  conflict, download, forget, moveLocal, movedTo, statOf, trashLocal, upload, versionOf,
+} from './reconcile-steps.js';
+import {
+  collision, occupancy, planFolders, planLocalFile, planLocalNew, planRemoteNew, unbasedPair, type PassState,
+} from './reconcile-unbased.js';
+import { ReconcileView, type LocalState, type RemoteState } from './reconcile-view.js';
+
+export type { LocalState, RemoteState } from './reconcile-view.js';
+
+const PROBLEM_CODES: Record<LocalObservation['problems'][number]['reason'], Issue['code']> = {
+  unreadable: 'unreadable',
+  symlink: 'symlink',
+  'special-file': 'special-file',
+  'name-not-representable': 'name-not-representable',
+  changing: 'unknown-state',
+};
+
+export function reconcile(
+  base: ReadonlyMap<string, BaseEntry> /* by documentId */,
+  local: LocalObservation,
+  remote: RemoteObservation,
+  ctx: ReconcileContext,
+): Plan {
+  const view = new ReconcileView(base, local, remote);
+  const s: PassState = {
+    view,
+    ctx,
+    out: new PlanBuilder(ctx.caseInsensitive, view.takenKeys(), ctx.conflictTag),
+    consumedLocal: new Set(),
+    consumedDocs: new Set(),
+    decided: new Set(),
+    vacated: new Set(),
+    orphans: new Map(),
+  };
+  for (const p of local.problems) s.out.issue({ relPath: p.relPath, code: PROBLEM_CODES[p.reason], detail: p.detail });
+  for (const u of remote.unmappable) {
+    const issue: Issue = { relPath: u.name, code: 'name-not-representable', detail: u.reason };
+    s.out.issue(u.documentId === undefined ? issue : { ...issue, documentId: u.documentId });
+  }
+  planBaseEntries(s);
+  for (const [key, o] of s.orphans)
+    if (!s.consumedLocal.has(key)) collision(s, o.file.relPath, 'a synced remote document already uses this path', o.documentId);
+  for (const doc of view.docs) if (!base.has(doc.documentId)) planRemoteNew(s, doc);
+  for (const file of view.localFiles) planLocalNew(s, file);
+  planFolders(s);
+
+  const { groups, issues } = s.out.build();
+  const blocked = checkGates(base, local, remote, groups, ctx);
+  return { groups: blocked ? [] : groups, issues, blocked };
+}
+
+/**
+ * Every base entry in key order. An entry whose remote move targets a path still held by another entry
+ * waits until that entry is decided; chains resolve in a few rounds. A cycle (files that swapped names
+ * remotely) is broken at its first entry: see breakCycle.
+ */
+function planBaseEntries(s: PassState): void {
+  let waiting: BaseEntry[] = [];
+  for (const b of s.view.bases) {
+    if (s.view.baseByKey.get(b.key) !== b) {
+      collision(s, b.relPath, 'two synced documents map to this path', b.documentId);
+      s.decided.add(b.documentId);
+    } else if (!planBase(s, b)) waiting.push(b);
+  }
+  while (waiting.length > 0) {
+    const still = waiting.filter((b) => !planBase(s, b));
+    if (still.length === waiting.length) {
+      const next = still.find((b) => !s.vacated.has(b.documentId));
+      if (!next) {
+        for (const b of still) {
+          s.decided.add(b.documentId);
+          collision(s, b.relPath, 'cannot follow the remote rename: its new path stays occupied', b.documentId);
+        }
+        return;
+      }
+      breakCycle(s, next);
+    }
+    waiting = still.filter((b) => !s.decided.has(b.documentId));
+  }
+}
+
+/**
+ * Breaks a rename cycle at entry b. Unchanged local copy: trash it (its content is a remote version), which
+ * frees its path; b is then downloaded at its new path once that is free. Locally deleted: its path holds
+ * nothing, so it is free at once. Modified: the local content is uploaded as b's new version where the
+ * document now is (nothing is lost), the cycle is reported, and the next pass finds b unchanged.
+ */
+function breakCycle(s: PassState, b: BaseEntry): void {
+  const l = s.view.localState(b);
+  const file = s.view.local.files.get(b.key);
+  const doc = must(s.view.remote.docs.get(b.documentId));
+  if (l === 'unchanged' && file) {
+    commitBase(s, b, [trashLocal(file, b.documentId, 'replaced-by-remote-move')], true);
+    s.vacated.add(b.documentId);
+  } else if (l === 'deleted') {
+    s.vacated.add(b.documentId);
+  } else {
+    collision(s, b.relPath, `renamed remotely to "${doc.relPath}", which another synced file is leaving; local changes uploaded, retried next pass`, b.documentId);
+    if (file && s.ctx.direction === 'both') commitBase(s, b, [upload(file, versionOf(doc), 'local-modified', b.documentId)], false);
+    s.decided.add(b.documentId);
+  }
+}
+
+type Cell = `${LocalState}/${RemoteState}`;
+
+/** Decides one base entry. Returns false when it must wait for another entry (see planBaseEntries). */
+function planBase(s: PassState, b: BaseEntry): boolean {
+  // An entry whose file was trashed to break a rename cycle is planned as "locally deleted".
+  const vacated = s.vacated.has(b.documentId);
+  const l = vacated ? 'deleted' : s.view.localState(b);
+  const r = s.view.remoteState(b);
+  const file = vacated ? undefined : s.view.local.files.get(b.key);
+  const doc = s.view.remote.docs.get(b.documentId);
+  const cell = `${l}/${r}` as Cell;
+  let done = true;
+  switch (cell) {
+    case 'unknown/unchanged': case 'unknown/modified': case 'unknown/moved': case 'unknown/moved-modified':
+    case 'unknown/deleted': case 'unknown/unknown':
+      localUnknown(s, b);
+      break;
+    case 'unchanged/unknown': case 'modified/unknown': case 'deleted/unknown':
+      break; // the remote state is unknown this pass: do nothing, decide next pass
+    case 'unchanged/unchanged':
+      keepOrAdopt(s, b, must(file), must(doc));
+      break;
+    case 'unchanged/modified':
+      pullRemoteChange(s, b, must(file), must(doc));
+      break;
+    case 'modified/unchanged':
+      pushLocalChange(s, b, must(file), must(doc));
+      break;
+    case 'modified/modified':
+      bothChanged(s, b, must(file), must(doc));
+      break;
+    case 'unchanged/moved': case 'unchanged/moved-modified': case 'modified/moved': case 'modified/moved-modified':
+    case 'deleted/moved': case 'deleted/moved-modified':
+      done = followRemoteMove(s, b, l, r === 'moved-modified', file, must(doc));
+      break;
+    case 'unchanged/deleted': case 'modified/deleted':
+      remoteDeleted(s, b, l === 'modified', must(file));
+      break;
+    case 'deleted/unchanged':
+      localDeleted(s, b, must(doc));
+      break;
+    case 'deleted/modified':
+      localDeletedRemoteModified(s, b, must(doc));
+      break;
+    case 'deleted/deleted':
+      commitBase(s, b, [forget(b, 'deleted-both')], true);
+      break;
+    default:
+      return assertNever(cell);
+  }
+  if (done) s.decided.add(b.documentId);
+  return done;
+}
+
+/** Commits one entry's steps (as its own group, or after the group that frees its target). */
+function commitBase(s: PassState, b: BaseEntry, actions: Action[], releasesKey: boolean, after?: number): void {
+  const g = s.out.commit(b.key, actions, after);
+  if (g === null) {
+    if (actions.length > 0) collision(s, b.relPath, 'another change in this pass writes the same path', b.documentId);
+    return;
+  }
+  if (releasesKey) s.out.release(b.key, g);
+}
+
+function issue(s: PassState, relPath: string, code: Issue['code'], detail: string, documentId: string): void {
+  s.out.issue({ relPath, documentId, code, detail });
+}
+
+function localUnknown(s: PassState, b: BaseEntry): void {
+  // Resolved: every cell with an unknown local state reports it (the table demands it for unchanged
+  // remote; a pending remote change is even more worth showing), and nothing is planned.
+  issue(s, b.relPath, 'unknown-state', 'the local file could not be observed this pass; left as it is', b.documentId);
+}
+
+function keepOrAdopt(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {
+  const changed: string[] = [];
+  if (file.size !== b.size || file.mtimeMs !== b.mtimeMs || file.inode !== b.inode) changed.push('local-stat');
+  if (file.relPath !== b.relPath) changed.push('local-name');
+  if (doc.fileName !== b.fileName || doc.folderId !== b.folderId) changed.push('remote-name');
+  if (changed.length === 0) return;
+  const next: BaseEntry = {
+    ...b, ...statOf(file), relPath: file.relPath, fileName: doc.fileName, folderId: doc.folderId,
+  };
+  commitBase(s, b, [{ kind: 'adopt', base: next, reason: changed.join(',') }], false);
+}
+
+function pullRemoteChange(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {
+  if (s.ctx.direction === 'upload') {
+    issue(s, doc.relPath, 'remote-change-not-downloaded', 'direction is upload: the remote change is not downloaded', b.documentId);
+    return;
+  }
+  commitBase(s, b, [download(doc, statOf(file), 'remote-modified')], false);
+}
+
+function pushLocalChange(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {
+  if (s.ctx.direction === 'download') {
+    issue(s, file.relPath, 'local-change-not-uploaded', 'direction is download: the local change is not uploaded', b.documentId);
+    return;
+  }
+  commitBase(s, b, [upload(file, versionOf(doc), 'local-modified', b.documentId)], false);
+}
+
+function bothChanged(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {
+  if (s.ctx.direction === 'upload') {
+    // Overwriting remotely loses nothing: the remote content stays in the document's version history.
+    commitBase(s, b, [upload(file, versionOf(doc), 'local-wins', b.documentId)], false);
+    return;
+  }
+  commitBase(s, b, [conflict(file, doc, b, s.ctx, s.out.conflictPathFor(file.relPath))], false);
+}
+
+/**
+ * Remote renamed/moved the document (maybe with a new version). Locally: move the file along, then apply
+ * the content change; a local delete is treated as "restore at the new path" (the remote change wins).
+ */
+function followRemoteMove(
+  s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc,
+): boolean {
+  if (s.ctx.direction === 'upload') {
+    uploadModeRemoteMove(s, b, l, remoteModified, file, doc);
+    return true;
+  }
+  const occ = occupancy(s, doc.key, b);
+  if (occ.kind === 'defer') return false;
+  if (occ.kind === 'blocked') {
+    issue(s, b.relPath, occ.code, `cannot follow the remote rename to "${doc.relPath}": ${occ.detail}`, b.documentId);
+    return true;
+  }
+  if (occ.kind === 'unbased-local') {
+    remoteMoveOntoLocalFile(s, b, l, file, doc, occ.file, occ.after);
+    return true;
+  }
+  const actions: Action[] = [];
+  if (!file) actions.push(download(doc, null, 'remote-modified'));
+  else {
+    actions.push(moveLocal(file, doc));
+    const moved = movedTo(file, doc);
+    if (l === 'unchanged' && remoteModified) actions.push(download(doc, statOf(file), 'remote-modified'));
+    if (l === 'modified' && remoteModified) actions.push(conflict(moved, doc, b, s.ctx, s.out.conflictPathFor(moved.relPath)));
+    if (l === 'modified' && !remoteModified) {
+      if (s.ctx.direction === 'both') actions.push(upload(moved, versionOf(doc), 'local-modified', b.documentId));
+      else issue(s, moved.relPath, 'local-change-not-uploaded', 'direction is download: the local change is not uploaded', b.documentId);
+    }
+  }
+  commitBase(s, b, actions, true, occ.after);
+  return true;
+}
+
+/**
+ * The remote move lands on a path where a local file with no base sits: the document's claim is compared
+ * with that file (conflict, no base). The file at the old path is trashed when unchanged (its content is a
+ * remote version) or kept as a new local file when modified.
+ */
+function remoteMoveOntoLocalFile(
+  s: PassState, b: BaseEntry, l: LocalState, file: LocalFile | undefined, doc: RemoteDoc, there: LocalFile, after?: number,
+): void {
+  const actions: Action[] = [unbasedPair(s, there, doc)];
+  if (file && l === 'unchanged') actions.push(trashLocal(file, b.documentId, 'replaced-by-remote-move'));
+  if (file && l === 'modified') {
+    keepAsLocalFile(s, b, file, actions, 'new-local', after); // the modified file stays at the old path
+    return;
+  }
+  commitBase(s, b, actions, true, after);
+}
+
+/**
+ * Commits `before` plus the steps that turn b's file into a file of its own (new document, or a report).
+ * When another synced document is being renamed onto that path, the file is left as an orphan for that
+ * document to claim as a conflict in this same pass; reported afterwards if nobody does.
+ */
+function keepAsLocalFile(
+  s: PassState, b: BaseEntry, file: LocalFile, before: Action[], reason: 'new-local' | 'recreate-remote-deleted', after?: number,
+): void {
+  const kept = planLocalFile(s, file, reason, b);
+  const orphan = kept.issue?.code === 'path-collision';
+  if (kept.issue && !orphan) s.out.issue({ ...kept.issue, documentId: b.documentId });
+  const g = s.out.commit(b.key, [...before, ...kept.actions], after);
+  if (g === null) collision(s, b.relPath, 'another change in this pass writes the same path', b.documentId);
+  else if (orphan) s.orphans.set(b.key, { file, group: g, documentId: b.documentId });
+}
+
+/** Upload mode never changes local files: a remote rename is reported, local content is still pushed. */
+function uploadModeRemoteMove(
+  s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc,
+): void {
+  if (l === 'deleted') {
+    localDeleteNotPropagated(s, b);
+    return;
+  }
+  issue(s, doc.relPath, 'remote-change-not-downloaded', `direction is upload: the remote rename of "${b.relPath}" is not applied locally`, b.documentId);
+  if (l === 'modified' && file) {
+    commitBase(s, b, [upload(file, versionOf(doc), remoteModified ? 'local-wins' : 'local-modified', b.documentId)], false);
+  }
+}
+
+/**
+ * The document was deleted remotely. Unchanged local copy: trash it (download/both). Modified local copy:
+ * modification wins, it becomes a new document (never in download mode). Upload mode recreates it either way.
+ */
+function remoteDeleted(s: PassState, b: BaseEntry, modified: boolean, file: LocalFile): void {
+  const recreate = s.ctx.direction === 'upload' || (modified && s.ctx.direction === 'both');
+  if (!modified && !recreate) {
+    commitBase(s, b, [trashLocal(file, b.documentId, 'remote-deleted')], true);
+    return;
+  }
+  // Forget first: if the pass stops after it, the file is simply a new local file next pass (no duplicate).
+  keepAsLocalFile(s, b, file, [forget(b, 'remote-deleted-kept-local')], recreate ? 'recreate-remote-deleted' : 'new-local');
+}
+
+function localDeleted(s: PassState, b: BaseEntry, doc: RemoteDoc): void {
+  if (s.ctx.direction === 'upload' || s.ctx.localDeletePolicy === 'forget') {
+    localDeleteNotPropagated(s, b);
+    return;
+  }
+  commitBase(s, b, [download(doc, null, 'restore-local-delete')], false);
+}
+
+/** Modification wins over the local delete: bring the new remote version back (except in upload mode). */
+function localDeletedRemoteModified(s: PassState, b: BaseEntry, doc: RemoteDoc): void {
+  if (s.ctx.direction === 'upload') {
+    localDeleteNotPropagated(s, b);
+    return;
+  }
+  commitBase(s, b, [download(doc, null, 'remote-modified')], false);
+}
+
+/** The service has no delete endpoint: the base row is dropped and the operator is told. */
+function localDeleteNotPropagated(s: PassState, b: BaseEntry): void {
+  issue(s, b.relPath, 'local-delete-not-propagated', 'the service cannot delete documents; the remote document is kept and no longer synced', b.documentId);
+  commitBase(s, b, [forget(b, 'local-deleted-forget')], true);
+}
+
+function must<T>(x: T | undefined): T {
+  if (x === undefined) throw new Error('reconcile: state classification and lookup disagree (bug)');
+  return x;
+}
+
+function assertNever(x: never): never {
+  throw new Error(`reconcile: unhandled cell ${String(x)}`);
+}
