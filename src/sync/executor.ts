@@ -80,8 +80,10 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
     case 'trash-local': {
       const kept = await d.trash.moveToTrash(resolveInside(d.root, a.relPath), a.relPath, a.expectLocal);
       failpoint('trash-after-move');
-      d.store.deleteBase(a.documentId);
-      d.log.info({ relPath: a.relPath, trash: kept, reason: a.reason }, 'moved to trash (deleted remotely)');
+      // A file trashed to make room for a remote rename keeps its base row: the download or conflict later in
+      // the same group records the document at its new path.
+      if (a.reason === 'remote-deleted') d.store.deleteBase(a.documentId);
+      d.log.info({ relPath: a.relPath, trash: kept, reason: a.reason }, 'moved to trash');
       return;
     }
     case 'conflict':

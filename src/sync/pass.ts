@@ -10,7 +10,7 @@ import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { scanLocal } from '../local/scanner.js';
 import { listRemote } from '../remote/listing.js';
-import type { ServiceClient } from '../service/index.js';
+import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
 import { executePlan, type ExecutionReport } from './executor.js';
 import type { ExecutorDeps } from './executor-deps.js';
@@ -31,8 +31,12 @@ export interface PairRuntime {
   ignore: IgnoreMatcher;
   metadata: MetadataResolver;
   caseInsensitive: boolean;
-  /** True when the client turned out to be read-only (uploads are then skipped with a warning). */
-  readOnly: boolean;
+  /**
+   * Whether the API client may write: null until a plan first wants to upload, then probed once (the spec
+   * has no "whoami"; GET presignedupload answers 403 to a read-only client). A read-only client turns the
+   * pair download-only with one warning.
+   */
+  readOnly: boolean | null;
 }
 
 export interface PassOptions {
@@ -78,7 +82,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       ignore: createIgnoreMatcher(pair.ignore),
       metadata,
       caseInsensitive,
-      readOnly: false,
+      readOnly: null,
     };
   } catch (err) {
     store.close();
@@ -121,6 +125,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   ensureRoot(rt.pair, rt.store);
   const deps = executorDeps(rt, opts, now);
   if (!dryRun) {
+    await rt.trash.purgeOlderThan(rt.pair.trashRetentionDays);
     const stale = await cleanStaleTemps(rt.pair.localPath);
     if (stale > 0) rt.log.info({ removed: stale }, 'removed temp files left by an interrupted run');
     const rec = await recoverOutbox(deps);
@@ -146,7 +151,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     ...(opts.signal ? { signal: opts.signal } : {}),
   });
   const ctx: ReconcileContext = {
-    direction: rt.readOnly && rt.pair.direction === 'both' ? 'download' : rt.pair.direction,
+    direction: rt.readOnly === true && rt.pair.direction === 'both' ? 'download' : rt.pair.direction,
     conflictPolicy: rt.pair.conflictPolicy,
     localDeletePolicy: rt.pair.localDeletePolicy,
     caseInsensitive: rt.caseInsensitive,
@@ -154,7 +159,20 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     maxDeleteShare: rt.pair.maxDeleteShare,
     force: opts.force === true,
   };
-  const plan = withheldForMetadata(reconcile(base, local, listing.observation, ctx), rt.metadata);
+  let plan = reconcile(base, local, listing.observation, ctx);
+  if (rt.readOnly === null && !dryRun && plan.groups.some((g) => g.some(wantsUpload))) {
+    rt.readOnly = await probeReadOnly(rt);
+    if (rt.readOnly && ctx.direction === 'upload') {
+      throw new BinderSyncError(`pair ${rt.pair.name}: direction is upload, but the API client has read-only access`, {
+        code: 'SERVICE_READ_ONLY',
+        retryable: false,
+        context: { pair: rt.pair.name },
+        hint: 'grant the API client read/write access, or set direction: download',
+      });
+    }
+    if (rt.readOnly && ctx.direction === 'both') plan = reconcile(base, local, listing.observation, { ...ctx, direction: 'download' });
+  }
+  plan = withheldForMetadata(plan, rt.metadata);
   const report: PassReport = {
     pair: rt.pair.name,
     plan,
@@ -189,6 +207,25 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   report.durationMs = Date.now() - started;
   report.converged = plan.blocked === null && failures.length === 0 && plan.issues.length === 0;
   return report;
+}
+
+function wantsUpload(a: Action): boolean {
+  return a.kind === 'upload' || (a.kind === 'conflict' && (a.uploadConflictCopy || a.policy === 'local-wins'));
+}
+
+async function probeReadOnly(rt: PairRuntime): Promise<boolean> {
+  try {
+    await rt.client.getPresignedUpload();
+    return false;
+  } catch (err) {
+    if (err instanceof ServiceError && err.status === 403) {
+      rt.log.warn(
+        'the API client has read-only access: this pair runs download-only and local changes are not uploaded (grant read/write access to sync both ways)',
+      );
+      return true;
+    }
+    throw err;
+  }
 }
 
 function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): ExecutorDeps {

@@ -82,7 +82,9 @@ function planBaseEntries(s: PassState): void {
   while (waiting.length > 0) {
     const still = waiting.filter((b) => !planBase(s, b));
     if (still.length === waiting.length) {
-      const next = still.find((b) => !s.vacated.has(b.documentId));
+      // Prefer an entry whose path can be freed now (unchanged or deleted locally) over a modified one.
+      const open = still.filter((b) => !s.vacated.has(b.documentId));
+      const next = open.find((b) => s.view.localState(b) !== 'modified') ?? open[0];
       if (!next) {
         for (const b of still) {
           s.decided.add(b.documentId);
@@ -113,7 +115,8 @@ function breakCycle(s: PassState, b: BaseEntry): void {
     s.vacated.add(b.documentId);
   } else {
     collision(s, b.relPath, `renamed remotely to "${doc.relPath}", which another synced file is leaving; local changes uploaded, retried next pass`, b.documentId);
-    if (file && s.ctx.direction === 'both') commitBase(s, b, [upload(file, versionOf(doc), 'local-modified', b.documentId)], false);
+    const reason = s.view.remoteState(b) === 'moved-modified' ? 'local-wins' : 'local-modified'; // remote keeps its version
+    if (file && s.ctx.direction === 'both') commitBase(s, b, [upload(file, versionOf(doc), reason, b.documentId)], false);
     s.decided.add(b.documentId);
   }
 }

@@ -1,0 +1,190 @@
+// Property-based tests of reconcile: invariants over random three-way states, and a simulation of both sides
+// with random edits and sync passes that must converge without losing content. SOAK=1 runs many more cases.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Action, BaseEntry, FileStat, Plan, ReconcileContext } from '../../src/sync/model.js';
+import { parentOf, pathKey } from '../../src/sync/path-key.js';
+import { reconcile } from '../../src/sync/reconcile.js';
+import { writesOf } from '../../src/sync/reconcile-builder.js';
+import { ctxOf, deepFreeze, World } from './reconcile-fixtures.js';
+import { runSimulation, simOpArb } from './reconcile-sim.js';
+
+const SOAK = process.env.SOAK === '1';
+const runs = (normal: number) => (SOAK ? Number(process.env.SOAK_RUNS ?? normal * 50) : normal);
+const timeout = SOAK ? 3_600_000 : 30_000;
+
+const PATHS = ['A/a.txt', 'A/b.txt', 'B/a.txt', 'B/b.txt', 'C/a.txt', 'a.txt', 'A/S/a.txt', 'A/S'];
+const pathArb = fc.nat(PATHS.length - 1).map((i) => PATHS[i] ?? 'A/a.txt');
+const shaArb = fc.constantFrom('s1', 's2', 's3');
+const remoteModeArb = fc.constantFrom('same', 'modified', 'moved', 'moved-modified', 'gone', 'unknown');
+
+const stateArb = fc.record({
+  base: fc.array(fc.record({ path: pathArb, sha: shaArb }), { maxLength: 5 }),
+  local: fc.array(fc.record({ path: pathArb, sha: shaArb, touched: fc.boolean() }), { maxLength: 6 }),
+  problems: fc.array(fc.record({ path: fc.constantFrom('A/a.txt', 'B', 'A/S/a.txt'), reason: fc.constantFrom('unreadable', 'changing') as fc.Arbitrary<'unreadable' | 'changing'> }), { maxLength: 1 }),
+  remote: fc.array(fc.record({ mode: remoteModeArb, path: pathArb }), { minLength: 5, maxLength: 5 }),
+  remoteNew: fc.array(pathArb, { maxLength: 3 }),
+  folderB: fc.boolean(),
+  folderC: fc.boolean(),
+  ctx: fc.record({
+    direction: fc.constantFrom('both', 'download', 'upload') as fc.Arbitrary<ReconcileContext['direction']>,
+    conflictPolicy: fc.constantFrom('keep-both', 'remote-wins', 'local-wins') as fc.Arbitrary<ReconcileContext['conflictPolicy']>,
+    localDeletePolicy: fc.constantFrom('restore', 'forget') as fc.Arbitrary<ReconcileContext['localDeletePolicy']>,
+    force: fc.boolean(),
+    maxDeleteShare: fc.constantFrom(0.25, 0.5, 1),
+  }),
+  reverse: fc.boolean(),
+});
+type State = typeof stateArb extends fc.Arbitrary<infer T> ? T : never;
+
+/** Builds the world; `reverse` inserts everything in the opposite order (same content, other Map order). */
+function build(st: State, reverse: boolean): World {
+  const w = new World();
+  const rev = <T>(xs: T[]) => (reverse ? [...xs].reverse() : xs);
+  const folders: Array<[string, string, string | null]> = [['fA', 'A', null], ['fS', 'A/S', 'fA']];
+  if (st.folderB) folders.push(['fB', 'B', null]);
+  if (st.folderC) folders.push(['fC', 'C', null]);
+  for (const [id, p, parent] of rev(folders)) w.folder(id, p, parent);
+  const baseRows: Array<{ id: string; path: string; sha: string }> = [];
+  for (const [i, b] of st.base.entries()) if (!baseRows.some((x) => x.path === b.path) && b.path !== 'A/S') baseRows.push({ id: `d${i}`, path: b.path, sha: b.sha });
+  const usedRemote = new Set<string>();
+  const docs: Array<() => void> = [];
+  for (const [i, b] of baseRows.entries()) {
+    const r = st.remote[i] ?? { mode: 'same', path: b.path };
+    const target = r.mode === 'moved' || r.mode === 'moved-modified' ? r.path : b.path;
+    const folderId = w.remote.folders.get(parentOf(target) === 'A' ? 'fA' : parentOf(target) === 'B' ? 'fB' : parentOf(target) === 'C' ? 'fC' : 'fS')?.folderId ?? 'fA';
+    if (r.mode === 'gone') docs.push(() => w.gone(b.id));
+    else if (r.mode !== 'unknown' && !usedRemote.has(target) && target !== 'A/S') {
+      usedRemote.add(target);
+      const version = r.mode === 'modified' || r.mode === 'moved-modified' ? 'v2' : 'v1';
+      docs.push(() => w.doc(b.id, target, version, folderId));
+    }
+  }
+  for (const [i, p] of st.remoteNew.entries()) if (!usedRemote.has(p) && p !== 'A/S') { usedRemote.add(p); docs.push(() => w.doc(`n${i}`, p, 'v1', 'fA')); }
+  for (const f of rev(docs)) f();
+  for (const b of rev(baseRows)) w.baseRow(b.id, b.path, 'v1', 'fA', b.sha);
+  const firstPerPath = st.local.filter((f, i) => st.local.findIndex((g) => g.path === f.path) === i);
+  for (const f of rev(firstPerPath)) w.file(f.path, f.sha, f.touched ? { mtimeMs: 1 } : {});
+  w.dir('A').dir('A/S');
+  for (const p of st.problems) w.problem(p.path, p.reason);
+  return w;
+}
+
+function sameStat(a: FileStat | undefined, b: FileStat | null): boolean {
+  if (b === null) return a === undefined;
+  return a !== undefined && a.size === b.size && a.mtimeMs === b.mtimeMs && a.inode === b.inode;
+}
+
+/** Replays groups over a model of the local disk, in the given order, checking every expectation. */
+function replay(w: World, groups: Action[][], base: Map<string, BaseEntry>): string | null {
+  const disk = new Map<string, FileStat & { sha: string }>([...w.local.files].map(([k, f]) => [k, { ...f, sha: f.sha256 }]));
+  let marker = 0;
+  const fresh = (sha: string) => ({ size: 1, mtimeMs: -++marker, inode: -marker, sha });
+  for (const g of groups)
+    for (const a of g) {
+      const k = (p: string) => pathKey(p, false);
+      switch (a.kind) {
+        case 'download': {
+          const cur = disk.get(a.key);
+          if (!sameStat(cur, a.expectLocal)) return `download ${a.relPath}: expectLocal differs`;
+          if (cur && cur.sha !== base.get(a.doc.documentId)?.sha256) return `download ${a.relPath} overwrites content that is not the base`;
+          disk.set(a.key, fresh(`remote:${a.doc.versionId}`));
+          break;
+        }
+        case 'upload':
+          if (!sameStat(disk.get(a.key), a.local)) return `upload ${a.relPath}: local differs`;
+          break;
+        case 'move-local': {
+          const cur = disk.get(k(a.from));
+          if (!sameStat(cur, a.expectLocal) || disk.has(a.toKey)) return `move ${a.from}: expectation differs`;
+          disk.delete(k(a.from));
+          disk.set(a.toKey, cur as FileStat & { sha: string });
+          break;
+        }
+        case 'trash-local': {
+          const cur = disk.get(a.key);
+          if (!sameStat(cur, a.expectLocal)) return `trash ${a.relPath}: expectLocal differs`;
+          if (cur?.sha !== base.get(a.documentId)?.sha256) return `trash ${a.relPath}: content modified relative to base`;
+          disk.delete(a.key);
+          break;
+        }
+        case 'conflict':
+          if (!sameStat(disk.get(a.key), a.local)) return `conflict ${a.relPath}: local differs`;
+          if (disk.has(k(a.conflictPath))) return `conflict copy ${a.conflictPath} exists`;
+          break;
+        default:
+          break;
+      }
+    }
+  return null;
+}
+
+const LOCAL_CHANGING: ReadonlySet<Action['kind']> = new Set(['download', 'move-local', 'trash-local', 'mkdir-local', 'conflict']);
+
+function checkInvariants(w: World, ctx: ReconcileContext, plan: Plan): string | null {
+  const base = w.base;
+  const all = plan.groups.flat();
+  // (a) + (b): every expectation holds, whatever order independent groups run in
+  const r1 = replay(w, plan.groups, base) ?? replay(w, [...plan.groups].reverse(), base);
+  if (r1) return r1;
+  // (c) direction
+  if (ctx.direction === 'download' && all.some((a) => a.kind === 'upload')) return 'upload in download mode';
+  if (ctx.direction === 'upload' && all.some((a) => LOCAL_CHANGING.has(a.kind))) return 'local change in upload mode';
+  // (d) every new or modified local file is uploaded, part of a conflict, moved, or reported
+  const unknown = (key: string) => w.local.problems.some((p) => key === p.key || key.startsWith(`${p.key}/`));
+  const baseAt = new Map([...base.values()].map((b) => [b.key, b]));
+  if (!plan.blocked)
+    for (const f of w.local.files.values()) {
+      const b = baseAt.get(f.key);
+      if (unknown(f.key) || (b && b.sha256 === f.sha256)) continue;
+      if (b && !w.remote.docs.has(b.documentId) && !w.remote.gone.has(b.documentId)) continue; // remote unknown
+      const handled = all.some((a) => (a.kind === 'upload' || a.kind === 'conflict') ? a.key === f.key : a.kind === 'move-local' && pathKey(a.from, false) === f.key)
+        || plan.issues.some((i) => pathKey(i.relPath, false) === f.key);
+      if (!handled) return `local change at ${f.relPath} neither synced nor reported`;
+    }
+  // (e) no two groups write one key
+  const owner = new Map<string, number>();
+  for (const [gi, g] of plan.groups.entries())
+    for (const a of g)
+      for (const key of writesOf(a, false)) {
+        if (owner.has(key) && owner.get(key) !== gi) return `two groups write ${key}`;
+        owner.set(key, gi);
+      }
+  // unknown is never acted on
+  for (const a of all) {
+    const touched = a.kind === 'move-local' ? [pathKey(a.from, false), a.toKey] : a.kind === 'forget' || a.kind === 'adopt' ? [base.get(a.kind === 'forget' ? a.documentId : a.base.documentId)?.key ?? ''] : writesOf(a, false).concat(a.kind === 'trash-local' ? [a.key] : []);
+    if (a.kind !== 'upload' && touched.some((k) => k !== '' && unknown(k))) return `${a.kind} touches an unknown path`;
+  }
+  return null;
+}
+
+describe('reconcile properties over random states', () => {
+  it('keeps expectations, never trashes modified content, respects direction, reports every local change, never writes a key twice, is deterministic', () => {
+    fc.assert(
+      fc.property(stateArb, (st) => {
+        const w = build(st, false);
+        const ctx = ctxOf(st.ctx);
+        deepFreeze(w);
+        const plan = reconcile(w.base, w.local, w.remote, ctx);
+        const problem = checkInvariants(w, ctx, plan);
+        if (problem) throw new Error(problem);
+        // (f) deterministic, and independent of Map insertion order
+        expect(reconcile(w.base, w.local, w.remote, ctx)).toEqual(plan);
+        const w2 = build(st, true);
+        expect(reconcile(w2.base, w2.local, w2.remote, ctx)).toEqual(plan);
+      }),
+      { numRuns: runs(600) },
+    );
+  }, timeout);
+});
+
+describe('reconcile simulation: random edits on both sides, then sync until quiet', () => {
+  for (const policy of ['keep-both', 'remote-wins', 'local-wins'] as const) {
+    it(`converges to equal sides without losing content (${policy})`, () => {
+      fc.assert(
+        fc.property(fc.array(simOpArb, { minLength: 1, maxLength: SOAK ? 80 : 30, size: 'max' }), (ops) => runSimulation(ops, policy)),
+        { numRuns: runs(300) },
+      );
+    }, timeout);
+  }
+});

@@ -1,0 +1,343 @@
+// One test per reconcile rule outside the cell table: adoption, safety gates, waiting folders, root files,
+// conflict names, NFC/case keys, remote moves onto occupied paths, chains, determinism and immutability.
+import { describe, expect, it } from 'vitest';
+import { reconcile } from '../../src/sync/reconcile.js';
+import { conflictName, PlanBuilder } from '../../src/sync/reconcile-builder.js';
+import { ctxOf, deepFreeze, statFor, summarizeGroups, World } from './reconcile-fixtures.js';
+
+function plan(w: World, over: Parameters<typeof ctxOf>[0] = {}) {
+  return reconcile(w.base, w.local, w.remote, ctxOf(over));
+}
+const codes = (p: ReturnType<typeof plan>) => p.issues.map((i) => `${i.code} ${i.relPath}`);
+
+/** Folders docs (f1) and keep (f0), with one synced bystander. */
+function world(ci = false): World {
+  const w = new World(ci).folder('f0', 'keep').folder('f1', 'docs').dir('docs');
+  w.synced('d0', 'keep/k.txt', 'f0');
+  return w;
+}
+
+describe('adopt', () => {
+  it('refreshes the base when only stat fields changed (same content)', () => {
+    const w = world();
+    w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+    w.file('docs/a.txt', 'h1', { mtimeMs: 42, inode: 99 });
+    w.doc('d1', 'docs/a.txt', 'v1', 'f1');
+    const p = plan(w);
+    expect(summarizeGroups(p.groups)).toEqual([['adopt d1 local-stat']]);
+    const a = p.groups[0]?.[0];
+    expect(a?.kind === 'adopt' && a.base).toMatchObject({ mtimeMs: 42, inode: 99, size: statFor('h1').size, versionId: 'v1', sha256: 'h1' });
+  });
+  it('records a remote rename that keeps the same key (case-only, case-insensitive disk)', () => {
+    const w = world(true);
+    w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+    w.file('docs/a.txt', 'h1');
+    w.doc('d1', 'docs/A.TXT', 'v1', 'f1');
+    const p = plan(w, { caseInsensitive: true });
+    expect(summarizeGroups(p.groups)).toEqual([['adopt d1 remote-name']]);
+    const a = p.groups[0]?.[0];
+    expect(a?.kind === 'adopt' && a.base.fileName).toBe('A.TXT');
+  });
+  it('plans nothing when nothing changed', () => {
+    expect(plan(world()).groups).toEqual([]);
+  });
+});
+
+describe('safety gates', () => {
+  function manySynced(n: number): World {
+    const w = new World().folder('f1', 'docs');
+    for (let i = 0; i < n; i++) w.synced(`d${i}`, `docs/${i}.txt`, 'f1');
+    return w;
+  }
+  it('local-root-empty: base rows but no local files and no problems', () => {
+    const w = manySynced(3);
+    w.local.files.clear();
+    const p = plan(w);
+    expect(p.blocked?.code).toBe('local-root-empty');
+    expect(p.blocked?.message).toContain('--force');
+    expect(p.groups).toEqual([]);
+    const forced = plan(w, { force: true });
+    expect(forced.blocked).toBeNull();
+    expect(forced.groups.flat().every((a) => a.kind === 'download' && a.reason === 'restore-local-delete')).toBe(true);
+    expect(forced.groups).toHaveLength(3);
+  });
+  it('local-root-empty does not fire when the scanner reported problems', () => {
+    const w = manySynced(2);
+    w.local.files.clear();
+    w.problem('docs', 'unreadable');
+    const p = plan(w);
+    expect(p.blocked).toBeNull();
+    expect(p.groups).toEqual([]); // everything under the unreadable dir is unknown, not deleted
+    expect(codes(p).filter((c) => c.startsWith('unknown-state'))).toHaveLength(2);
+  });
+  it('remote-empty: base rows but an empty listing', () => {
+    const w = manySynced(2);
+    w.remote.docs.clear();
+    w.remote.gone.add('d0').add('d1');
+    expect(plan(w).blocked?.code).toBe('remote-empty');
+    expect(plan(w, { force: true }).groups.flat().map((a) => a.kind)).toEqual(['trash-local', 'trash-local']);
+  });
+  it('max-delete: trash + remote-wins conflicts above max(1, floor(share * base)) block the pass', () => {
+    const w = manySynced(6);
+    w.remote.docs.delete('d0');
+    w.remote.docs.delete('d1');
+    w.gone('d0').gone('d1');
+    expect(plan(w, { maxDeleteShare: 0.5 }).blocked).toBeNull(); // 2 <= 3
+    w.remote.docs.delete('d2');
+    w.gone('d2');
+    expect(plan(w, { maxDeleteShare: 0.5 }).blocked).toBeNull(); // 3 <= 3
+    // one remote-wins conflict makes 4 > 3
+    w.file('docs/3.txt', 'changed-local');
+    w.doc('d3', 'docs/3.txt', 'v2', 'f1');
+    const p = plan(w, { maxDeleteShare: 0.5, conflictPolicy: 'remote-wins' });
+    expect(p.blocked?.code).toBe('max-delete');
+    expect(p.blocked?.message).toMatch(/4 local file\(s\).*3 allowed.*50% of 6/);
+    expect(p.groups).toEqual([]);
+    expect(plan(w, { maxDeleteShare: 0.5, conflictPolicy: 'keep-both' }).blocked).toBeNull();
+    expect(plan(w, { maxDeleteShare: 0.5, conflictPolicy: 'remote-wins', force: true }).groups).toHaveLength(4);
+  });
+  it('max-delete always allows one delete', () => {
+    const w = manySynced(2);
+    w.remote.docs.delete('d1');
+    w.gone('d1');
+    expect(plan(w, { maxDeleteShare: 0.01 }).blocked).toBeNull();
+  });
+});
+
+describe('new local files', () => {
+  it('upload as a new document when the parent dir maps to a remote folder', () => {
+    const w = world();
+    w.file('docs/new.txt', 'n1');
+    expect(summarizeGroups(plan(w).groups)).toEqual([['upload docs/new.txt -> new:f1/new.txt new-local replaces=none']]);
+  });
+  it('wait for a remote folder, never upload or delete', () => {
+    const w = world();
+    w.file('fresh/sub/new.txt', 'n1');
+    const p = plan(w);
+    expect(p.groups).toEqual([]);
+    expect(codes(p)).toEqual(['waiting-for-remote-folder fresh/sub/new.txt']);
+  });
+  it('files in the sync root are reported', () => {
+    const w = world();
+    w.file('top.txt', 'n1');
+    const p = plan(w);
+    expect(p.groups).toEqual([]);
+    expect(codes(p)).toEqual(['root-files-unsupported top.txt']);
+  });
+  it('are reported, not uploaded, in download mode', () => {
+    const w = world();
+    w.file('docs/new.txt', 'n1');
+    const p = plan(w, { direction: 'download' });
+    expect(p.groups).toEqual([]);
+    expect(codes(p)).toEqual(['local-change-not-uploaded docs/new.txt']);
+  });
+  it('modified + remote deleted waits when its folder is gone', () => {
+    const w = world();
+    w.baseRow('d1', 'gonefolder/a.txt', 'v1', 'fX', 'h1');
+    w.file('gonefolder/a.txt', 'h2');
+    w.gone('d1');
+    const p = plan(w);
+    expect(summarizeGroups(p.groups)).toEqual([['forget d1 remote-deleted-kept-local']]);
+    expect(codes(p)).toEqual(['waiting-for-remote-folder gonefolder/a.txt']);
+  });
+});
+
+describe('new remote documents and folders', () => {
+  it('download new docs, and create missing folders (not in upload mode)', () => {
+    const w = world().folder('f2', 'docs/sub', 'f1');
+    w.doc('n1', 'docs/sub/x.txt', 'v1', 'f2');
+    expect(summarizeGroups(plan(w).groups)).toEqual([
+      ['mkdir docs/sub f2'], ['download docs/sub/x.txt n1@v1 expect=none new-remote'],
+    ]);
+    const up = plan(w, { direction: 'upload' });
+    expect(up.groups).toEqual([]);
+    expect(codes(up)).toEqual(['remote-change-not-downloaded docs/sub/x.txt']);
+  });
+  it('a local file where a remote folder should be is a collision', () => {
+    const w = world().folder('f5', 'papers');
+    w.file('papers', 'blocker');
+    const p = plan(w);
+    expect(p.groups.flat().some((a) => a.kind === 'mkdir-local')).toBe(false);
+    expect(codes(p)).toEqual(['path-collision papers', 'root-files-unsupported papers']);
+  });
+});
+
+describe('both sides hold a path without a base', () => {
+  it('is a conflict with base null, whatever the policy (never a plain download)', () => {
+    for (const policy of ['keep-both', 'remote-wins', 'local-wins'] as const) {
+      const w = world();
+      w.file('docs/x.txt', 'local');
+      w.doc('n1', 'docs/x.txt', 'v1', 'f1');
+      expect(summarizeGroups(plan(w, { conflictPolicy: policy }).groups)).toEqual([
+        [`conflict docs/x.txt n1@v1 base=none ${policy} copy=docs/x (conflict T).txt upload-copy=true`],
+      ]);
+    }
+  });
+  it('upload mode: the local file becomes a new version of that document', () => {
+    const w = world();
+    w.file('docs/x.txt', 'local');
+    w.doc('n1', 'docs/x.txt', 'v1', 'f1');
+    expect(summarizeGroups(plan(w, { direction: 'upload' }).groups)).toEqual([['upload docs/x.txt -> n1:f1/x.txt local-wins replaces=none']]);
+  });
+  it('matches NFD/NFC and case on a case-insensitive disk (one conflict, not two writes)', () => {
+    const w = world(true);
+    w.file('docs/Re\u0301sume\u0301.TXT', 'local');
+    w.doc('n1', 'docs/résumé.txt', 'v1', 'f1');
+    const p = plan(w, { caseInsensitive: true });
+    expect(p.groups).toHaveLength(1);
+    expect(p.groups[0]?.[0]?.kind).toBe('conflict');
+  });
+  it('NFD local names of synced files are unchanged, not new + deleted', () => {
+    const w = world(true);
+    w.baseRow('d1', 'docs/Ärger.txt', 'v1', 'f1', 'h1');
+    w.file('docs/A\u0308rger.txt', 'h1');
+    w.doc('d1', 'docs/Ärger.txt', 'v1', 'f1');
+    expect(summarizeGroups(plan(w, { caseInsensitive: true }).groups)).toEqual([['adopt d1 local-name']]);
+  });
+});
+
+describe('remote moves onto occupied paths', () => {
+  it('onto an unbased local file: conflict there, unchanged old copy trashed', () => {
+    const w = world();
+    w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+    w.file('docs/a.txt', 'h1');
+    w.file('docs/b.txt', 'mine');
+    w.doc('d1', 'docs/b.txt', 'v1', 'f1');
+    expect(summarizeGroups(plan(w).groups)).toEqual([[
+      'conflict docs/b.txt d1@v1 base=none keep-both copy=docs/b (conflict T).txt upload-copy=true',
+      `trash docs/a.txt d1 expect=${Object.values(statFor('h1')).join(':')} replaced-by-remote-move`,
+    ]]);
+  });
+  it('onto an unbased local file: modified old copy kept as a new local file', () => {
+    const w = world();
+    w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+    w.file('docs/a.txt', 'h2');
+    w.file('docs/b.txt', 'mine');
+    w.doc('d1', 'docs/b.txt', 'v1', 'f1');
+    expect(summarizeGroups(plan(w).groups)).toEqual([[
+      'conflict docs/b.txt d1@v1 base=none keep-both copy=docs/b (conflict T).txt upload-copy=true',
+      'upload docs/a.txt -> new:f1/a.txt new-local replaces=none',
+    ]]);
+  });
+  it('a chain of renames runs in one group, the path freed first', () => {
+    const w = world();
+    w.baseRow('dA', 'docs/a.txt', 'v1', 'f1', 'hA');
+    w.baseRow('dB', 'docs/b.txt', 'v1', 'f1', 'hB');
+    w.file('docs/a.txt', 'hA');
+    w.file('docs/b.txt', 'hB');
+    w.doc('dA', 'docs/b.txt', 'v1', 'f1');
+    w.doc('dB', 'docs/c.txt', 'v1', 'f1');
+    const g = summarizeGroups(plan(w).groups);
+    expect(g).toHaveLength(1);
+    expect(g[0]?.map((s) => s.split(' expect')[0])).toEqual(['move docs/b.txt -> docs/c.txt', 'move docs/a.txt -> docs/b.txt']);
+  });
+  function swap(shaA: string): World {
+    const w = world();
+    w.baseRow('dA', 'docs/a.txt', 'v1', 'f1', 'hA');
+    w.baseRow('dB', 'docs/b.txt', 'v1', 'f1', 'hB');
+    w.file('docs/a.txt', shaA);
+    w.file('docs/b.txt', 'hB');
+    w.doc('dA', 'docs/b.txt', 'v1', 'f1');
+    w.doc('dB', 'docs/a.txt', 'v1', 'f1');
+    return w;
+  }
+  it('a swap of unchanged files is broken by trashing one copy (a remote version) and downloading it', () => {
+    const p = plan(swap('hA'));
+    expect(p.issues).toEqual([]);
+    expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([[
+      'trash docs/a.txt dA', 'move docs/b.txt -> docs/a.txt', 'download docs/b.txt dA@v1',
+    ]]);
+  });
+  it('a swap with one modified file is broken at the unchanged one, in one pass', () => {
+    const p = plan(swap('hA2'));
+    expect(p.issues).toEqual([]);
+    expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([[
+      'trash docs/b.txt dB', 'move docs/a.txt -> docs/b.txt', 'upload docs/b.txt -> dA:f1/b.txt local-modified replaces=dA',
+      'download docs/a.txt dB@v1',
+    ]]);
+  });
+  it('a swap of two modified files uploads the first one and reports both (resolved next pass)', () => {
+    const w = swap('hA2');
+    w.file('docs/b.txt', 'hB2');
+    const p = plan(w);
+    expect(summarizeGroups(p.groups)).toEqual([['upload docs/a.txt -> dA:f1/b.txt local-modified replaces=dA']]);
+    expect(codes(p)).toEqual(['path-collision docs/a.txt', 'path-collision docs/b.txt']);
+  });
+  it('remote delete + new doc at the same path: trash, then download, in one group', () => {
+    const w = world();
+    w.synced('d1', 'docs/a.txt', 'f1');
+    w.remote.docs.delete('d1');
+    w.gone('d1');
+    w.doc('n1', 'docs/a.txt', 'v1', 'f1');
+    const g = summarizeGroups(plan(w).groups);
+    expect(g.map((x) => x.map((s) => s.split(' ')[0]))).toEqual([['trash', 'download']]);
+  });
+  it('remote delete + new doc at the path of a modified file: compared as a conflict, not a duplicate upload', () => {
+    const w = world();
+    w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+    w.file('docs/a.txt', 'h2');
+    w.gone('d1');
+    w.doc('n1', 'docs/a.txt', 'v1', 'f1');
+    expect(summarizeGroups(plan(w).groups)).toEqual([[
+      'forget d1 remote-deleted-kept-local',
+      'conflict docs/a.txt n1@v1 base=none keep-both copy=docs/a (conflict T).txt upload-copy=true',
+    ]]);
+  });
+});
+
+describe('conflict copy names', () => {
+  it('stem (conflict tag) ext; dotfiles and extensionless names keep the whole name', () => {
+    expect(conflictName('docs/a.b.txt', 'T', 1)).toBe('docs/a.b (conflict T).txt');
+    expect(conflictName('.bashrc', 'T', 1)).toBe('.bashrc (conflict T)');
+    expect(conflictName('d/README', 'T', 3)).toBe('d/README (conflict T 3)');
+  });
+  it('are unique against local, remote and planned keys', () => {
+    const w = world();
+    w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+    w.file('docs/a.txt', 'h2');
+    w.doc('d1', 'docs/a.txt', 'v2', 'f1');
+    w.file('docs/a (conflict T).txt', 'other');
+    w.doc('n9', 'docs/a (conflict T 2).txt', 'v1', 'f1');
+    const c = plan(w).groups.flat().find((a) => a.kind === 'conflict');
+    expect(c?.kind === 'conflict' && c.conflictPath).toBe('docs/a (conflict T 3).txt');
+    const b = new PlanBuilder(false, new Set(), 'T');
+    b.commit('x', [{ kind: 'mkdir-local', relPath: 'a (conflict T).txt', key: 'a (conflict T).txt', folderId: 'f' }]);
+    expect(b.conflictPathFor('a.txt')).toBe('a (conflict T 2).txt');
+  });
+});
+
+describe('issues from the observations', () => {
+  it('maps scanner problems and unmappable remote items, sorted by path', () => {
+    const w = world();
+    w.problem('docs/z', 'symlink').problem('docs/c', 'changing').problem('docs/b', 'special-file');
+    w.remote.unmappable.push({ documentId: 'u1', name: 'docs/a:b', reason: 'colon' });
+    expect(codes(plan(w))).toEqual(['name-not-representable docs/a:b', 'special-file docs/b', 'unknown-state docs/c', 'symlink docs/z']);
+  });
+});
+
+describe('determinism and purity', () => {
+  function busy(reverse: boolean): World {
+    const w = new World().folder('f1', 'docs').folder('f2', 'other');
+    const ops: Array<() => void> = [
+      () => w.synced('d0', 'docs/0.txt', 'f1'),
+      () => { w.baseRow('d1', 'docs/1.txt', 'v1', 'f1', 'h1'); w.file('docs/1.txt', 'x'); w.doc('d1', 'docs/1.txt', 'v2', 'f1'); },
+      () => { w.baseRow('d2', 'docs/2.txt', 'v1', 'f1', 'h2'); w.doc('d2', 'other/2.txt', 'v1', 'f2'); w.file('docs/2.txt', 'h2'); },
+      () => { w.file('docs/new.txt', 'n'); w.file('other/n2.txt', 'n2'); },
+      () => { w.doc('r1', 'other/r.txt', 'v1', 'f2'); w.doc('r2', 'docs/new.txt', 'v1', 'f1'); },
+      () => { w.baseRow('d3', 'docs/3.txt', 'v1', 'f1', 'h3'); w.gone('d3'); w.file('docs/3.txt', 'h3'); },
+    ];
+    (reverse ? [...ops].reverse() : ops).forEach((f) => f());
+    return w;
+  }
+  it('same input gives a deep-equal plan, independent of Map insertion order, and inputs are not mutated', () => {
+    const a = busy(false);
+    deepFreeze(a);
+    const p1 = reconcile(a.base, a.local, a.remote, ctxOf());
+    const p2 = reconcile(a.base, a.local, a.remote, ctxOf());
+    const b = busy(true);
+    const p3 = reconcile(b.base, b.local, b.remote, ctxOf());
+    expect(p1.groups.length).toBeGreaterThan(4);
+    expect(p2).toEqual(p1);
+    expect(p3).toEqual(p1);
+  });
+});
