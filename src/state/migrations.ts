@@ -82,6 +82,15 @@ export const MIGRATIONS: readonly string[] = [
     value         INTEGER NOT NULL
   ) STRICT;
   `,
+  // 2: documents deleted locally under localDeletePolicy 'forget': not downloaded again while the remote
+  // version stays the one that was deleted ("forget it until it changes remotely").
+  `
+  CREATE TABLE forgotten (
+    document_id   TEXT PRIMARY KEY,
+    version_id    TEXT NOT NULL,
+    rel_path      TEXT NOT NULL
+  ) STRICT;
+  `,
 ];
 
 /** The schema version this build writes. */

@@ -91,9 +91,14 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
     case 'adopt':
       d.store.putBase(a.base);
       return;
-    case 'forget':
-      d.store.deleteBase(a.documentId);
+    case 'forget': {
+      const old = d.store.getBase(a.documentId);
+      d.store.transaction(() => {
+        if (a.reason === 'local-deleted-forget' && old) d.store.putForgotten(a.documentId, old.versionId, a.relPath);
+        d.store.deleteBase(a.documentId);
+      });
       return;
+    }
     case 'mkdir-local':
       await ensureDir(resolveInside(d.root, a.relPath));
       return;
@@ -109,7 +114,10 @@ async function download(a: Extract<Action, { kind: 'download' }>, d: ExecutorDep
     ? await commitTempFile(tmp.tempPath, abs, null)
     : (await replaceFile(tmp.tempPath, abs, a.expectLocal, d.trash, a.relPath)).stat;
   failpoint('download-after-rename');
-  d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
+  d.store.transaction(() => {
+    d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
+    d.store.deleteForgotten(a.doc.documentId);
+  });
   report.bytesDownloaded += tmp.bytes;
   d.log.info({ relPath: a.relPath, bytes: tmp.bytes, ms: Date.now() - started, reason: a.reason }, 'downloaded');
 }

@@ -100,6 +100,11 @@ export interface ReconcileContext {
   maxDeleteShare: number;
   /** Skip the safety gates (CLI --force). */
   force: boolean;
+  /**
+   * Documents deleted locally under localDeletePolicy 'forget': documentId -> the remote version that was
+   * deleted. Such a document is not downloaded again until its remote version changes.
+   */
+  forgotten?: ReadonlyMap<string, string>;
 }
 
 /** Where an upload goes: a new version of documentId, or a new document when documentId is null. */

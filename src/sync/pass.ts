@@ -19,6 +19,12 @@ import type { Action, Issue, Plan, ReconcileContext } from './model.js';
 import { reconcile } from './reconcile.js';
 import { recoverOutbox } from './upload.js';
 
+/**
+ * Issues that follow from the user's own configuration and leave nothing pending: a pass with only these
+ * still counts as "in sync" (exit 0).
+ */
+const INFORMATIONAL: ReadonlySet<Issue['code']> = new Set(['local-delete-not-propagated']);
+
 /** Everything a pair needs across passes; opened once (per `sync` run, or per daemon lifetime). */
 export interface PairRuntime {
   pair: PairConfig;
@@ -158,6 +164,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     conflictTag: conflictTag(now()),
     maxDeleteShare: rt.pair.maxDeleteShare,
     force: opts.force === true,
+    forgotten: rt.store.loadForgotten(),
   };
   let plan = reconcile(base, local, listing.observation, ctx);
   if (rt.readOnly === null && !dryRun && plan.groups.some((g) => g.some(wantsUpload))) {
@@ -186,7 +193,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   };
   if (dryRun) {
     report.durationMs = Date.now() - started;
-    report.converged = plan.groups.length === 0 && plan.issues.length === 0 && plan.blocked === null;
+    report.converged = plan.groups.length === 0 && plan.blocked === null && plan.issues.every((i) => INFORMATIONAL.has(i.code));
     return report;
   }
   if (plan.blocked) {
@@ -205,7 +212,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (!plan.blocked) rt.store.setMeta('lastError', failures.length > 0 ? `${failures.length} action(s) failed; first: ${failures[0]?.message ?? ''}` : '');
   });
   report.durationMs = Date.now() - started;
-  report.converged = plan.blocked === null && failures.length === 0 && plan.issues.length === 0;
+  report.converged = plan.blocked === null && failures.length === 0 && plan.issues.every((i) => INFORMATIONAL.has(i.code));
   return report;
 }
 

@@ -98,6 +98,11 @@ export function planLocalFile(
 /** A remote document with no base row. */
 export function planRemoteNew(s: PassState, doc: RemoteDoc): void {
   if (s.consumedDocs.has(doc.documentId)) return;
+  if (s.ctx.forgotten?.get(doc.documentId) === doc.versionId && !s.view.local.files.has(doc.key)) {
+    // Deleted locally under localDeletePolicy 'forget' and unchanged remotely since: stays forgotten.
+    s.out.issue({ relPath: doc.relPath, documentId: doc.documentId, code: 'local-delete-not-propagated', detail: 'deleted locally; the service cannot delete documents, so the remote document is kept and not downloaded again until it changes' });
+    return;
+  }
   if (s.ctx.direction === 'upload') {
     const file = s.view.local.files.get(doc.key);
     const free = file && !s.view.baseByKey.has(doc.key) && !s.consumedLocal.has(doc.key) && !s.view.isUnknown(doc.key);

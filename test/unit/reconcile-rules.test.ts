@@ -341,3 +341,20 @@ describe('determinism and purity', () => {
     expect(p3).toEqual(p1);
   });
 });
+
+describe('forgotten documents (localDeletePolicy forget)', () => {
+  it('does not download a forgotten document again while its remote version is the deleted one', () => {
+    const w = world();
+    w.doc('d1', 'docs/a.txt', 'v1', 'f1');
+    const p = plan(w, { localDeletePolicy: 'forget', forgotten: new Map([['d1', 'v1']]) });
+    expect(summarizeGroups(p.groups)).toEqual([]);
+    expect(codes(p)).toEqual(['local-delete-not-propagated docs/a.txt']);
+  });
+
+  it('downloads it again once it changed remotely', () => {
+    const w = world();
+    w.doc('d1', 'docs/a.txt', 'v2', 'f1');
+    const p = plan(w, { localDeletePolicy: 'forget', forgotten: new Map([['d1', 'v1']]) });
+    expect(summarizeGroups(p.groups)).toEqual([['download docs/a.txt d1@v2 expect=none new-remote']]);
+  });
+});
