@@ -121,6 +121,7 @@ export class StateStore {
     // Prepared once: every hot path is a single prepared statement.
     this.stmts = {
       loadBase: db.prepare(`SELECT ${BASE_COLUMNS} FROM base`).raw(true),
+      countBase: db.prepare('SELECT COUNT(*) FROM base').pluck(true),
       getBase: db.prepare(`SELECT ${BASE_COLUMNS} FROM base WHERE document_id = ?`).raw(true),
       getBaseByKey: db.prepare(`SELECT ${BASE_COLUMNS} FROM base WHERE key = ? ORDER BY document_id LIMIT 1`).raw(true),
       putBase: db.prepare(
@@ -213,6 +214,43 @@ export class StateStore {
     }
   }
 
+  /**
+   * Opens an existing state DB read-only, for `status` while a daemon writes it (WAL lets readers run beside
+   * the writer). No migrations run: a DB with a newer schema throws STATE_TOO_NEW, an older one STATE_TOO_OLD
+   * (the next `sync` or `run` upgrades it); a missing file throws STATE_OPEN, a damaged one STATE_CORRUPT.
+   */
+  static openReadOnly(file: string): StateStore {
+    let db: Database.Database | undefined;
+    try {
+      db = new Database(file, { readonly: true, fileMustExist: true });
+      db.pragma('busy_timeout = 5000');
+      // user_version reads the header: garbage files fail here (SQLITE_NOTADB).
+      const version = db.pragma('user_version', { simple: true }) as number;
+      if (version > SCHEMA_VERSION) migrate(db, file); // throws STATE_TOO_NEW without writing anything
+      if (version < SCHEMA_VERSION) {
+        throw new BinderSyncError(`State DB ${file} has schema version ${version}, older than this binder-sync reads (${SCHEMA_VERSION})`, {
+          code: 'STATE_TOO_OLD',
+          retryable: false,
+          context: { file, found: version, supported: SCHEMA_VERSION },
+          hint: 'run `binder-sync sync` (or start the daemon) once: it upgrades the state DB',
+        });
+      }
+      return new StateStore(db, file);
+    } catch (err) {
+      db?.close();
+      if (err instanceof BinderSyncError) throw err;
+      const mapped = mapCorrupt(err, file);
+      if (mapped instanceof BinderSyncError) throw mapped;
+      throw new BinderSyncError(`Cannot open state DB ${file} read-only: ${(err as Error).message}`, {
+        code: 'STATE_OPEN',
+        retryable: sqliteCode(err) === 'SQLITE_BUSY',
+        context: { file, errno: sqliteCode(err) },
+        hint: 'check that the file exists and is readable by this user',
+        cause: err,
+      });
+    }
+  }
+
   /** Idempotent. */
   close(): void {
     if (this.closed) return;
@@ -242,6 +280,11 @@ export class StateStore {
       throw mapCorrupt(err, this.file);
     }
     return out;
+  }
+
+  /** Number of base rows (files in sync), without loading them. */
+  countBase(): number {
+    return this.stmts.countBase.get() as number;
   }
 
   getBase(documentId: string): BaseEntry | undefined {
@@ -361,6 +404,24 @@ export class StateStore {
         return issue;
       },
     );
+  }
+
+  // ---- documents forgotten after a local delete (localDeletePolicy 'forget') ----
+
+  /** documentId -> the version that was deleted locally. */
+  loadForgotten(): Map<string, string> {
+    const rows = this.db.prepare('SELECT document_id, version_id FROM forgotten').raw(true).all() as Array<[string, string]>;
+    return new Map(rows);
+  }
+
+  putForgotten(documentId: string, versionId: string, relPath: string): void {
+    this.db
+      .prepare('INSERT INTO forgotten (document_id, version_id, rel_path) VALUES (?, ?, ?) ON CONFLICT(document_id) DO UPDATE SET version_id = excluded.version_id, rel_path = excluded.rel_path')
+      .run(documentId, versionId, relPath);
+  }
+
+  deleteForgotten(documentId: string): void {
+    this.db.prepare('DELETE FROM forgotten WHERE document_id = ?').run(documentId);
   }
 
   // ---- remote folder snapshot ----
