@@ -73,7 +73,7 @@ const serviceSchema = z
       .describe('Name of the tenant header.'),
     scope: nonEmpty().default('service_public').describe('OAuth scope requested with the token.'),
     maxConcurrentRequests: z.number().int().min(1).max(64).default(8).describe('API requests in flight at once.'),
-    requestsPerSecond: z.number().gt(0).max(1000).default(20).describe('Upper bound on API requests per second.'),
+    requestsPerSecond: z.number().gt(0).max(1000).default(100).describe('Upper bound on API requests per second.'),
     maxConcurrentTransfers: z.number().int().min(1).max(32).default(4).describe('Uploads/downloads of content at once.'),
     requestTimeout: duration(1000, 3_600_000).prefault('60s').describe('Timeout of one API request.'),
   })

@@ -37,7 +37,7 @@ export function resolveSettings(s: ServiceSettings): ResolvedSettings {
     tenantHeader: s.tenantHeader ?? 'x-service-tenantid',
     scope: s.scope ?? 'service_public',
     maxConcurrentRequests: s.maxConcurrentRequests ?? 8,
-    requestsPerSecond: s.requestsPerSecond ?? 20,
+    requestsPerSecond: s.requestsPerSecond ?? 100,
     maxConcurrentTransfers: s.maxConcurrentTransfers ?? 4,
     retry: {
       maxAttempts: Math.max(1, s.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts),

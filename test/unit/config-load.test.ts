@@ -60,7 +60,7 @@ describe('valid configs', () => {
         tenantHeader: 'x-service-tenantid',
         scope: 'service_public',
         maxConcurrentRequests: 8,
-        requestsPerSecond: 20,
+        requestsPerSecond: 100,
         maxConcurrentTransfers: 4,
         requestTimeout: 60_000,
       },

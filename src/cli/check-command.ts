@@ -1,0 +1,323 @@
+// `binder-sync check`: validates a config against the real world (credentials, binders, metadata rules,
+// write access, local roots, stateDir) and prints one PASS/WARN/FAIL line per check. Changes nothing
+// except a probe file it creates and removes again.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { loadConfig } from '../config/load.js';
+import type { Config, PairConfig } from '../config/schema.js';
+import { liveLockOwner } from '../daemon/status-file.js';
+import { BinderSyncError, describeError } from '../errors.js';
+import { DAEMON_FILE_PREFIX } from '../local/ignore.js';
+import { createLogger } from '../log.js';
+import { ServiceClient, ServiceError, type Binder } from '../service/index.js';
+import { StateStore } from '../state/store.js';
+import { compileMetadataRules } from '../sync/metadata-rules.js';
+import { ExitCode } from './exit-codes.js';
+
+type Outcome = 'PASS' | 'WARN' | 'FAIL' | 'SKIP';
+
+export interface CheckResult {
+  outcome: Outcome;
+  /** What was checked, e.g. "token", "binder AbC (pair main)", "local root (pair main)". */
+  subject: string;
+  message: string;
+  hint?: string;
+  /** For FAIL: the exit code this failure stands for (usage, service or local). */
+  exit?: number;
+}
+
+interface CheckOptions {
+  config: string;
+}
+
+export function registerCheckCommand(program: Command, setExit: (code: number) => void): void {
+  program
+    .command('check')
+    .description('Check the config, the credentials, each binder and its metadata rules, write access, the local roots and the stateDir')
+    .requiredOption('-c, --config <file>', 'YAML config file')
+    .addHelpText(
+      'after',
+      '\nExit status: 0 when every check passed (warnings allowed), 2 when the config is invalid or its metadata\nrules do not fit the binder, 3 when a service check failed, 6 when a local check failed (the lowest wins).',
+    )
+    .action(async (opts: CheckOptions) => {
+      const results = await runChecks(opts.config, (r) => process.stdout.write(formatCheck(r)));
+      setExit(checkExitCode(results));
+    });
+}
+
+/** Exit code of a run: the lowest exit code among the failures (config before service before local). */
+export function checkExitCode(results: readonly CheckResult[]): number {
+  const codes = results.filter((r) => r.outcome === 'FAIL').map((r) => r.exit ?? ExitCode.incomplete);
+  return codes.length === 0 ? ExitCode.ok : Math.min(...codes);
+}
+
+export function formatCheck(r: CheckResult): string {
+  const text = `${r.message}${r.hint ? ` (hint: ${r.hint})` : ''}`;
+  // Multi-line messages (a config with several problems) keep their lines, indented under the first.
+  return `${r.outcome.padEnd(4)}  ${r.subject}: ${text.replace(/\n\s*/g, '\n        ')}\n`;
+}
+
+/** Runs every check, reporting each result as soon as it is known; returns them all. */
+export async function runChecks(configFile: string, report: (r: CheckResult) => void): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  const add = (r: CheckResult) => {
+    results.push(r);
+    report(r);
+  };
+
+  let config: Config;
+  try {
+    const loaded = loadConfig(configFile);
+    config = loaded.config;
+    add({ outcome: 'PASS', subject: 'config', message: `${path.resolve(configFile)} is valid (${config.pairs.length} pair${config.pairs.length === 1 ? '' : 's'})` });
+    for (const w of loaded.warnings) add({ outcome: 'WARN', subject: 'config', message: w });
+  } catch (err) {
+    add(failure('config', err, ExitCode.usage));
+    return results;
+  }
+
+  await serviceChecks(config, add);
+  localChecks(config, add);
+  return results;
+}
+
+function failure(subject: string, err: unknown, exit: number): CheckResult {
+  if (err instanceof BinderSyncError) {
+    return { outcome: 'FAIL', subject, message: err.message, ...(err.hint ? { hint: err.hint } : {}), exit };
+  }
+  return { outcome: 'FAIL', subject, message: describeError(err), exit };
+}
+
+// ---- service ----
+
+async function serviceChecks(config: Config, add: (r: CheckResult) => void): Promise<void> {
+  const s = config.service;
+  // Few retries and a short timeout: a check should answer in seconds, not wait out a long outage.
+  const client = new ServiceClient(
+    {
+      baseUrl: s.baseUrl,
+      authUrl: s.authUrl,
+      tenantId: s.tenantId,
+      clientId: s.clientId,
+      clientSecret: s.clientSecret,
+      tenantHeader: s.tenantHeader,
+      scope: s.scope,
+      maxConcurrentRequests: s.maxConcurrentRequests,
+      requestsPerSecond: s.requestsPerSecond,
+      maxConcurrentTransfers: s.maxConcurrentTransfers,
+      requestTimeoutMs: Math.min(s.requestTimeout, 20_000),
+      retry: { maxAttempts: 2, baseDelayMs: 250, maxDelayMs: 2000 },
+    },
+    { logger: createLogger({ level: 'silent', destination: process.stderr }) },
+  );
+  const skipAll = (why: string) => {
+    add({ outcome: 'SKIP', subject: 'access', message: why });
+    for (const p of config.pairs) add({ outcome: 'SKIP', subject: `binder ${p.binderId} (pair ${p.name})`, message: why });
+  };
+  try {
+    // The spec has no token-only call: the first API call fetches the token, and a failure of the token
+    // request itself (POST /connect/token) is what the token check reports.
+    let binders: Binder[];
+    try {
+      binders = await client.listBinders();
+      add({ outcome: 'PASS', subject: 'token', message: `got a token from ${new URL(s.authUrl).origin} for client ${s.clientId}` });
+    } catch (err) {
+      if (err instanceof ServiceError && err.request.startsWith('POST /connect/token')) {
+        add(failure('token', err, ExitCode.service));
+        skipAll('needs a token');
+        return;
+      }
+      add({ outcome: 'PASS', subject: 'token', message: `got a token from ${new URL(s.authUrl).origin} for client ${s.clientId}` });
+      add(failure('binders', err, ExitCode.service));
+      skipAll('needs the list of binders');
+      return;
+    }
+    const readOnly = await accessCheck(client, config, add);
+    for (const [i, pair] of config.pairs.entries()) await binderCheck(client, pair, i, binders, readOnly, add);
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * There is no side-effect-free way to learn whether the client may write (the spec has no "whoami"):
+ * GET presignedupload answers 403 to a read-only client, and otherwise only issues a slot that is never
+ * used (it expires unused). Returns true when the client is read-only.
+ */
+async function accessCheck(client: ServiceClient, config: Config, add: (r: CheckResult) => void): Promise<boolean> {
+  try {
+    await client.getPresignedUpload();
+    add({ outcome: 'PASS', subject: 'access', message: 'read/write' });
+    return false;
+  } catch (err) {
+    if (err instanceof ServiceError && err.status === 403) {
+      add({ outcome: 'WARN', subject: 'access', message: 'read-only (pairs will run download-only)', hint: 'uploads need an API client with read/write access' });
+      return true;
+    }
+    add(failure('access', err, ExitCode.service));
+    return false;
+  }
+}
+
+async function binderCheck(
+  client: ServiceClient,
+  pair: PairConfig,
+  index: number,
+  binders: readonly Binder[],
+  readOnly: boolean,
+  add: (r: CheckResult) => void,
+): Promise<void> {
+  const subject = `binder ${pair.binderId} (pair ${pair.name})`;
+  const binder = binders.find((b) => b.id === pair.binderId);
+  if (!binder) {
+    const known = binders.slice(0, 5).map((b) => `${b.id} "${b.name}"`).join(', ');
+    const more = binders.length > 5 ? `, and ${binders.length - 5} more` : '';
+    add({
+      outcome: 'FAIL',
+      subject,
+      message: `not found among the ${binders.length} binder${binders.length === 1 ? '' : 's'} of the tenant`,
+      hint: binders.length === 0
+        ? `this API client sees no binder: check service.tenantId and the client's access`
+        : `check pairs[${index}].binderId; the tenant has ${known}${more}`,
+      exit: ExitCode.service,
+    });
+    return;
+  }
+  add({ outcome: 'PASS', subject, message: `found "${binder.name}"` });
+  if (readOnly && pair.direction === 'upload') {
+    add({ outcome: 'FAIL', subject: `direction (pair ${pair.name})`, message: 'is upload, but the client is read-only', hint: 'use a read/write API client, or direction: download', exit: ExitCode.service });
+  }
+
+  const mSubject = `metadata (pair ${pair.name})`;
+  let elements;
+  try {
+    elements = await client.getMetadataElements(pair.binderId);
+  } catch (err) {
+    add(failure(mSubject, err, ExitCode.service));
+    return;
+  }
+  try {
+    compileMetadataRules(pair.metadata, elements, pair.name);
+  } catch (err) {
+    // The rules are part of the config: a mismatch is fixed there, hence the config exit code.
+    add(failure(mSubject, err, ExitCode.usage));
+    return;
+  }
+  const rules = pair.metadata.length;
+  add({
+    outcome: 'PASS',
+    subject: mSubject,
+    message: rules === 0
+      ? `no rules; the binder has ${elements.length} metadata element${elements.length === 1 ? '' : 's'}`
+      : `${rules} rule${rules === 1 ? ' fits' : 's fit'} the binder's ${elements.length} metadata element${elements.length === 1 ? '' : 's'}`,
+  });
+  if (pair.direction !== 'download' && !readOnly) {
+    const given = new Set(pair.metadata.flatMap((r) => Object.keys(r.values).map((k) => k.toLowerCase())));
+    const uncovered = elements.filter(
+      (e) => e.required === true && !e.id.startsWith('GLOBAL_') && !given.has(e.id.toLowerCase()) && !(e.label && given.has(e.label.toLowerCase())),
+    );
+    if (uncovered.length > 0) {
+      add({
+        outcome: 'WARN',
+        subject: mSubject,
+        message: `required element${uncovered.length === 1 ? '' : 's'} ${uncovered.map((e) => e.label ?? e.id).join(', ')} ha${uncovered.length === 1 ? 's' : 've'} no rule: new local files will not be uploaded`,
+        hint: `add a rule to pairs[${index}].metadata, e.g. match: "**"`,
+      });
+    }
+  }
+}
+
+// ---- local ----
+
+function localChecks(config: Config, add: (r: CheckResult) => void): void {
+  add(directoryCheck('state dir', config.stateDir, null));
+  const owner = liveLockOwner(config.stateDir);
+  if (owner !== null) add({ outcome: 'WARN', subject: 'state dir', message: `a binder-sync (pid ${owner}) is running on it; \`sync\` and \`run\` will wait for it to stop` });
+  for (const pair of config.pairs) {
+    add(directoryCheck(`local root (pair ${pair.name})`, pair.localPath, path.join(config.stateDir, pair.name, 'state.db')));
+  }
+}
+
+/**
+ * A directory binder-sync must read and write: it exists (or can be created), is a directory, and a probe
+ * file can be created and removed in it. `stateDb` (for sync roots) tells whether a missing root is an
+ * error: a pair that has synced before never recreates its root (an unmounted disk must not look empty).
+ */
+function directoryCheck(subject: string, dir: string, stateDb: string | null): CheckResult {
+  const fail = (message: string, hint: string): CheckResult => ({ outcome: 'FAIL', subject, message: `${dir} ${message}`, hint, exit: ExitCode.local });
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT') return fail(`cannot be read (${code ?? 'error'})`, 'check the path and its permissions');
+    if (stateDb !== null && syncedBefore(stateDb)) {
+      return fail('is missing, but this pair has synced before', 'is the disk mounted? binder-sync will not recreate it (that would look like everything was deleted)');
+    }
+    const ancestor = nearestExisting(dir);
+    if (ancestor === null || !isWritableDir(ancestor)) {
+      return fail('does not exist and cannot be created', `make ${ancestor ?? 'its parent'} writable, or create the directory`);
+    }
+    return { outcome: 'PASS', subject, message: `${dir} does not exist yet; it will be created` };
+  }
+  if (!st.isDirectory()) return fail('is not a directory', 'point the path at a directory');
+  try {
+    fs.readdirSync(dir);
+  } catch (err) {
+    return fail(`is not readable (${(err as NodeJS.ErrnoException).code ?? 'error'})`, `chmod u+rx ${dir}`);
+  }
+  const probe = probeWrite(dir);
+  if (probe !== null) return fail(`is not writable (${probe})`, `chmod u+w ${dir}, or run binder-sync as its owner`);
+  return { outcome: 'PASS', subject, message: `${dir} is a readable and writable directory` };
+}
+
+/** Creates and removes `.binder-sync-probe-<random>` (a name the scanner ignores); null when it worked. */
+function probeWrite(dir: string): string | null {
+  const file = path.join(dir, `${DAEMON_FILE_PREFIX}probe-${randomBytes(6).toString('hex')}`);
+  try {
+    fs.writeFileSync(file, 'probe', { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? 'error';
+  }
+  try {
+    fs.unlinkSync(file);
+  } catch (err) {
+    return `probe file ${file} could not be removed: ${(err as NodeJS.ErrnoException).code ?? 'error'}`;
+  }
+  return null;
+}
+
+function isWritableDir(dir: string): boolean {
+  try {
+    if (!fs.statSync(dir).isDirectory()) return false;
+    fs.accessSync(dir, fs.constants.W_OK | fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function nearestExisting(p: string): string | null {
+  let cur = path.dirname(p);
+  for (;;) {
+    if (fs.existsSync(cur)) return cur;
+    const up = path.dirname(cur);
+    if (up === cur) return null;
+    cur = up;
+  }
+}
+
+function syncedBefore(stateDb: string): boolean {
+  if (!fs.existsSync(stateDb)) return false;
+  let store: StateStore | undefined;
+  try {
+    store = StateStore.openReadOnly(stateDb);
+    return store.countBase() > 0;
+  } catch {
+    return false;
+  } finally {
+    store?.close();
+  }
+}

@@ -1,0 +1,284 @@
+// `binder-sync status`: what each pair is doing and what needs attention (conflicts, items that cannot be
+// synced, pending transfers, the last error), read from the state DBs read-only so it works beside a daemon.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import type { Config, PairConfig } from '../config/schema.js';
+import { readDaemonStatus, liveLockOwner, type DaemonStatus } from '../daemon/status-file.js';
+import { BinderSyncError, describeError } from '../errors.js';
+import { StateStore, type ConflictRow, type OutboxStage } from '../state/store.js';
+import type { Issue } from '../sync/model.js';
+import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
+import { ExitCode } from './exit-codes.js';
+
+interface StatusOptions {
+  config: string;
+  pair?: string;
+  json?: boolean;
+}
+
+/** Conflicts listed per pair (newest first); `moreConflicts` says when older ones were left out. */
+const CONFLICT_LIMIT = 100;
+/** Lines per list in the human output; --json has the full lists. */
+const HUMAN_LIST_LIMIT = 10;
+
+/**
+ * The document `status --json` prints (stable: fields are only ever added). Times are ISO-8601 strings or
+ * null when unknown.
+ */
+export interface StatusDocument {
+  version: 1;
+  generatedAt: string;
+  /** Absolute path of the config file. */
+  config: string;
+  stateDir: string;
+  daemon: {
+    /** True while the pid in <stateDir>/binder-sync.lock is alive (a daemon, or a one-shot `sync`). */
+    running: boolean;
+    pid: number | null;
+    /** From the daemon's status file; null for a one-shot `sync` or a daemon that does not write it. */
+    startedAt: string | null;
+    metricsPort: number | null;
+  };
+  pairs: PairStatus[];
+}
+
+export type PairState = 'syncing' | 'never-synced' | 'error' | 'not-running' | 'idle';
+
+export interface PairStatus {
+  name: string;
+  localPath: string;
+  binderId: string;
+  direction: PairConfig['direction'];
+  /**
+   * First that applies: syncing: a pass is running now; error: the last pass (or the daemon's last attempt)
+   * failed, or the state DB cannot be read; never-synced: no completed pass recorded; not-running: synced
+   * before, no daemon running now; idle: the daemon waits for the next pass.
+   */
+  state: PairState;
+  /** Path of the pair's state DB; null `stateError` means it was read (or does not exist yet). */
+  stateDb: string;
+  /** Why the state DB could not be read (status then exits 2); null when fine. */
+  stateError: string | null;
+  lastPassAt: string | null;
+  lastPollAt: string | null;
+  lastScanAt: string | null;
+  /** When the daemon plans the next pass (from its status file). */
+  nextPassAt: string | null;
+  /** Since when the current activity (syncing / waiting) runs, from the daemon's status file. */
+  activitySince: string | null;
+  lastError: string | null;
+  /** Base entries: files known to be the same on both sides. */
+  filesInSync: number;
+  pendingUploads: Array<{ relPath: string; stage: OutboxStage; since: string }>;
+  /** Downloads the last pass left to do; null when the daemon has not reported it. */
+  pendingDownloads: number | null;
+  /** Newest first, at most 100. */
+  conflicts: Array<Pick<ConflictRow, 'relPath' | 'conflictPath' | 'policy' | 'detail' | 'at'>>;
+  moreConflicts: boolean;
+  /** Items that cannot be synced as of the last pass, and why. */
+  issues: Issue[];
+}
+
+export function registerStatusCommand(program: Command, setExit: (code: number) => void): void {
+  program
+    .command('status')
+    .description('Show each pair\'s state, conflicts, items that cannot be synced and pending transfers (safe while the daemon runs)')
+    .requiredOption('-c, --config <file>', 'YAML config file')
+    .option('-p, --pair <name>', 'only this pair')
+    .option('--json', 'print one JSON document (shape: StatusDocument in src/cli/status-command.ts)')
+    .addHelpText(
+      'after',
+      '\nExit status: 0 when the status was read (even if pairs have conflicts, issues or errors: they are shown),\n2 when the config or a state DB cannot be read.',
+    )
+    .action((opts: StatusOptions) => setExit(statusCommand(opts)));
+}
+
+function statusCommand(opts: StatusOptions): number {
+  let config: Config;
+  try {
+    config = loadConfigOrExplain(opts.config).config;
+  } catch (err) {
+    printError(err);
+    return exitCodeFor(err);
+  }
+  const pairs = opts.pair ? config.pairs.filter((p) => p.name === opts.pair) : config.pairs;
+  if (pairs.length === 0) {
+    process.stderr.write(`binder-sync: no pair named "${opts.pair}" in ${opts.config} (pairs: ${config.pairs.map((p) => p.name).join(', ')})\n`);
+    return ExitCode.usage;
+  }
+  const doc = collectStatus(config, pairs, path.resolve(opts.config));
+  process.stdout.write(opts.json ? `${JSON.stringify(doc, null, 2)}\n` : formatStatus(doc, new Date()));
+  return doc.pairs.some((p) => p.stateError !== null) ? ExitCode.usage : ExitCode.ok;
+}
+
+/** Reads everything status shows. Never writes: the DBs are opened read-only, the lock is only read. */
+export function collectStatus(config: Config, pairs: readonly PairConfig[], configFile: string, now = new Date()): StatusDocument {
+  const pid = liveLockOwner(config.stateDir);
+  // The status file is trusted only when the live lock owner wrote it (a crashed daemon leaves a stale one).
+  const daemonFile = pid === null ? null : readDaemonStatus(config.stateDir);
+  const daemon = daemonFile !== null && daemonFile.pid === pid ? daemonFile : null;
+  return {
+    version: 1,
+    generatedAt: now.toISOString(),
+    config: configFile,
+    stateDir: config.stateDir,
+    daemon: {
+      running: pid !== null,
+      pid,
+      startedAt: daemon?.startedAt ?? null,
+      metricsPort: daemon?.metricsPort ?? null,
+    },
+    pairs: pairs.map((p) => pairStatus(config.stateDir, p, pid !== null, daemon)),
+  };
+}
+
+function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon: DaemonStatus | null): PairStatus {
+  const stateDb = path.join(stateDir, pair.name, 'state.db');
+  const activity = daemon?.pairs[pair.name];
+  const out: PairStatus = {
+    name: pair.name,
+    localPath: pair.localPath,
+    binderId: pair.binderId,
+    direction: pair.direction,
+    state: 'never-synced',
+    stateDb,
+    stateError: null,
+    lastPassAt: null,
+    lastPollAt: null,
+    lastScanAt: null,
+    nextPassAt: activity?.nextPassAt ?? null,
+    activitySince: activity?.since ?? null,
+    lastError: null,
+    filesInSync: 0,
+    pendingUploads: [],
+    pendingDownloads: null,
+    conflicts: [],
+    moreConflicts: false,
+    issues: [],
+  };
+  if (fs.existsSync(stateDb)) {
+    let store: StateStore | undefined;
+    try {
+      store = StateStore.openReadOnly(stateDb);
+      const meta = (k: string) => {
+        const v = store?.getMeta(k);
+        return v === undefined || v === '' ? null : v;
+      };
+      out.lastPassAt = meta('lastPassAt');
+      out.lastPollAt = meta('lastPollAt');
+      out.lastScanAt = meta('lastScanAt');
+      out.lastError = meta('lastError');
+      const pending = meta('pendingDownloads');
+      out.pendingDownloads = pending !== null && /^\d+$/.test(pending) ? Number(pending) : null;
+      out.filesInSync = store.countBase();
+      out.pendingUploads = store.listOutbox().map((o) => ({ relPath: o.relPath, stage: o.stage, since: o.createdAt }));
+      const conflicts = store.listConflicts(CONFLICT_LIMIT + 1);
+      out.moreConflicts = conflicts.length > CONFLICT_LIMIT;
+      out.conflicts = conflicts.slice(0, CONFLICT_LIMIT).map(({ relPath, conflictPath, policy, detail, at }) => ({ relPath, conflictPath, policy, detail, at }));
+      out.issues = store.listIssues();
+    } catch (err) {
+      out.stateError = err instanceof BinderSyncError ? err.describe() : describeError(err);
+    } finally {
+      store?.close();
+    }
+  }
+  out.state = stateOf(out, running, activity?.activity);
+  return out;
+}
+
+function stateOf(p: PairStatus, running: boolean, activity: 'idle' | 'syncing' | 'backoff' | undefined): PairState {
+  if (running && activity === 'syncing') return 'syncing';
+  if (p.lastError !== null || p.stateError !== null || (running && activity === 'backoff')) return 'error';
+  if (p.lastPassAt === null) return 'never-synced';
+  return running ? 'idle' : 'not-running';
+}
+
+// ---- human output ----
+
+const STATE_WORDS: Record<PairState, string> = {
+  syncing: 'syncing',
+  'never-synced': 'never synced',
+  error: 'error',
+  'not-running': 'daemon not running',
+  idle: 'idle',
+};
+
+export function formatStatus(doc: StatusDocument, now: Date): string {
+  const lines: string[] = [];
+  const d = doc.daemon;
+  const daemonLine = d.running
+    ? `running (pid ${d.pid}${d.startedAt ? `, started ${ago(d.startedAt, now)}` : ''}${d.metricsPort ? `, metrics on port ${d.metricsPort}` : ''})`
+    : 'not running';
+  lines.push(row('daemon', daemonLine, 11), row('state dir', doc.stateDir, 11));
+  for (const p of doc.pairs) {
+    lines.push('', `${p.name}  ${p.localPath}  <->  binder ${p.binderId}${p.direction === 'both' ? '' : `  (${p.direction} only)`}`);
+    let state = STATE_WORDS[p.state];
+    if (p.state === 'syncing' && p.activitySince) state += ` (started ${ago(p.activitySince, now)})`;
+    else if (p.nextPassAt && d.running) state += ` (next pass ${ago(p.nextPassAt, now)})`;
+    lines.push(row('  state', state));
+    if (p.stateError) lines.push(row('  state DB', `UNREADABLE: ${oneLine(p.stateError)}`));
+    if (p.lastPassAt) {
+      lines.push(row('  last pass', `${ago(p.lastPassAt, now)}   (poll ${agoOrNever(p.lastPollAt, now)}, scan ${agoOrNever(p.lastScanAt, now)})`));
+    }
+    lines.push(row('  files in sync', String(p.filesInSync)));
+    const ups = p.pendingUploads;
+    const upText = ups.length === 0 ? '0 uploads' : `${ups.length} upload${ups.length === 1 ? '' : 's'} (${listPreview(ups.map((u) => u.relPath), 3)})`;
+    const downText = p.pendingDownloads === null ? 'downloads unknown' : `${p.pendingDownloads} download${p.pendingDownloads === 1 ? '' : 's'}`;
+    lines.push(row('  pending', `${upText}, ${downText}`));
+    lines.push(row('  last error', p.lastError ? oneLine(p.lastError) : '-'));
+    if (p.conflicts.length > 0) {
+      lines.push(row('  conflicts', `${p.conflicts.length}${p.moreConflicts ? '+' : ''}, newest first`));
+      const shown = p.conflicts.slice(0, HUMAN_LIST_LIMIT);
+      const width = Math.max(...shown.map((c) => ago(c.at, now).length));
+      for (const c of shown) {
+        const copy = c.conflictPath ? `  -> ${c.conflictPath}` : '';
+        lines.push(`    ${ago(c.at, now).padEnd(width)}  ${c.relPath}${copy}  [${c.policy}]`);
+      }
+      if (p.conflicts.length > shown.length || p.moreConflicts) lines.push(`    ... ${p.conflicts.length - shown.length}${p.moreConflicts ? '+' : ''} more (see --json)`);
+    } else {
+      lines.push(row('  conflicts', 'none'));
+    }
+    if (p.issues.length > 0) {
+      lines.push(row('  not synced', `${p.issues.length} item${p.issues.length === 1 ? '' : 's'}`));
+      const shown = p.issues.slice(0, HUMAN_LIST_LIMIT);
+      const width = Math.max(...shown.map((i) => i.relPath.length));
+      for (const i of shown) lines.push(`    ${i.relPath.padEnd(width)}  ${i.code}: ${oneLine(i.detail)}`);
+      if (p.issues.length > shown.length) lines.push(`    ... ${p.issues.length - shown.length} more (see --json)`);
+    } else {
+      lines.push(row('  not synced', 'none'));
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function row(label: string, value: string, width = 19): string {
+  return `${label.padEnd(width)}${value}`;
+}
+
+function oneLine(s: string): string {
+  return s.replace(/\s*\n\s*/g, ' ');
+}
+
+function listPreview(items: string[], n: number): string {
+  return items.length <= n ? items.join(', ') : `${items.slice(0, n).join(', ')}, ...`;
+}
+
+function agoOrNever(iso: string | null, now: Date): string {
+  return iso === null ? 'never' : ago(iso, now);
+}
+
+/** "just now", "42 s ago", "3 min ago", "5 h ago", "2 days ago"; future times read "in 40 s". */
+export function ago(iso: string, now: Date): string {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  const diff = now.getTime() - t;
+  const s = Math.round(Math.abs(diff) / 1000);
+  let span: string;
+  if (s < 60) span = `${s} s`;
+  else if (s < 3600) span = `${Math.floor(s / 60)} min`;
+  else if (s < 48 * 3600) span = `${Math.floor(s / 3600)} h`;
+  else span = `${Math.floor(s / 86400)} days`;
+  if (s < 2) return diff >= 0 ? 'just now' : 'now';
+  return diff >= 0 ? `${span} ago` : `in ${span}`;
+}

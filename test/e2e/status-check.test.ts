@@ -1,0 +1,371 @@
+// `binder-sync status` and `binder-sync check` through the real CLI (child process) against the emulator:
+// status before/after syncs (human and --json), beside a live lock holder with an open write transaction,
+// and every check outcome (pass, bad secret, unknown binder, bad local root, read-only client, bad rules).
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { StatusDocument } from '../../src/cli/status-command.js';
+import { writeDaemonStatus } from '../../src/daemon/status-file.js';
+import { createWorkspace, runCli, secretOf, sync, writeLocal, type CliResult, type Workspace } from './harness.js';
+
+const workspaces: Workspace[] = [];
+const children: ChildProcess[] = [];
+
+afterEach(async () => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const ws of workspaces.splice(0)) await ws.close();
+});
+
+async function workspace(opts: Parameters<typeof createWorkspace>[0] = {}): Promise<Workspace> {
+  const ws = await createWorkspace(opts);
+  workspaces.push(ws);
+  return ws;
+}
+
+const status = (ws: Workspace, ...args: string[]) => runCli(ws, ['status', '--config', ws.configFile, ...args]);
+const check = (ws: Workspace, opts: Parameters<typeof runCli>[2] = {}) => runCli(ws, ['check', '--config', ws.configFile], opts);
+
+function statusJson(r: CliResult): StatusDocument {
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as StatusDocument;
+}
+
+/** The status line of `subject` ("PASS  token: ..."), failing the test when there is none or several. */
+function line(r: CliResult, subject: string): string {
+  const found = r.stdout.split('\n').filter((l) => l.slice(6).startsWith(`${subject}:`));
+  expect(found, `no single "${subject}" line in:\n${r.stdout}`).toHaveLength(1);
+  return found[0] as string;
+}
+
+/** Labelled value in the human status output ("  files in sync    2" -> "2"). */
+function field(out: string, label: string): string {
+  const m = new RegExp(`^  ${label} +(.*)$`, 'm').exec(out);
+  expect(m, `no "${label}" in:\n${out}`).not.toBeNull();
+  return (m as RegExpExecArray)[1] as string;
+}
+
+/** A remote doc and a local edit of the same file since the last pass: the next pass records a conflict. */
+function makeConflict(ws: Workspace, rel: string): void {
+  const doc = ws.emulator.control.listDocuments(ws.binderId).find((d) => `Docs/${d.fileName}` === rel);
+  if (!doc) throw new Error(`no remote ${rel}`);
+  ws.emulator.control.addVersion(doc.id, `remote edit of ${rel}`);
+  writeLocal(ws, rel, `local edit of ${rel}`);
+}
+
+/** Spawns `node -e` holding the stateDir lock (its own pid) and, optionally, a write transaction on a DB. */
+async function lockHolder(ws: Workspace, dbFile?: string): Promise<ChildProcess> {
+  const script = `
+    const fs = require('node:fs');
+    fs.writeFileSync(process.env.LOCK_FILE, process.pid + '\\n');
+    if (process.env.DB_FILE) {
+      const Database = require('better-sqlite3');
+      const db = new Database(process.env.DB_FILE);
+      db.pragma('busy_timeout = 5000');
+      // An open write transaction, as a daemon in the middle of recording a pass would hold.
+      db.exec('BEGIN IMMEDIATE');
+      db.prepare("INSERT INTO conflicts (rel_path, conflict_path, document_id, policy, detail, at) VALUES ('Docs/uncommitted.txt', NULL, NULL, 'keep-both', 'x', '2030-01-01T00:00:00.000Z')").run();
+    }
+    process.stdout.write('ready\\n');
+    setInterval(() => {}, 1000);
+  `;
+  const child = spawn(process.execPath, ['-e', script], {
+    cwd: path.resolve(import.meta.dirname, '../..'), // so that require('better-sqlite3') resolves
+    env: { ...process.env, LOCK_FILE: path.join(ws.stateDir, 'binder-sync.lock'), DB_FILE: dbFile ?? '' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+    child.once('exit', (code) => reject(new Error(`lock holder exited with ${code}`)));
+  });
+  return child;
+}
+
+describe('binder-sync status', () => {
+  it('reports "never synced" before the first pass and creates nothing', async () => {
+    const ws = await workspace();
+    const human = await status(ws);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(/^daemon +not running$/m);
+    expect(human.stdout).toMatch(/^main  .*local  <->  binder /m);
+    expect(field(human.stdout, 'state')).toBe('never synced');
+    expect(field(human.stdout, 'pending')).toBe('0 uploads, downloads unknown');
+
+    const doc = statusJson(await status(ws, '--json'));
+    expect(doc.version).toBe(1);
+    expect(doc.daemon).toEqual({ running: false, pid: null, startedAt: null, metricsPort: null });
+    expect(doc.pairs).toHaveLength(1);
+    expect(doc.pairs[0]).toMatchObject({ name: 'main', state: 'never-synced', lastPassAt: null, filesInSync: 0, pendingDownloads: null, conflicts: [], issues: [] });
+    // Read-only: no state dir, no DB appeared.
+    expect(fs.existsSync(ws.stateDir)).toBe(false);
+  });
+
+  it('shows conflicts newest first and unsyncable items, in human and JSON output', async () => {
+    const ws = await workspace();
+    const c = ws.emulator.control;
+    const folder = c.createFolder(ws.binderId, { name: 'Docs' });
+    c.addDocument(ws.binderId, folder.id, 'a.txt', 'remote a');
+    c.addDocument(ws.binderId, folder.id, 'b.txt', 'remote b');
+    writeLocal(ws, 'top.txt', 'files directly in the root cannot be uploaded');
+    expect((await sync(ws)).code).toBe(1); // the root file is an issue
+    makeConflict(ws, 'Docs/a.txt');
+    await sync(ws);
+    makeConflict(ws, 'Docs/b.txt');
+    await sync(ws);
+
+    const doc = statusJson(await status(ws, '--json'));
+    const p = doc.pairs[0];
+    expect(p?.state).toBe('not-running');
+    expect(p?.lastPassAt).not.toBeNull();
+    expect(Date.now() - Date.parse(p?.lastPollAt ?? '')).toBeLessThan(60_000);
+    expect(p?.lastError).toBeNull();
+    // a.txt, b.txt and the two conflict copies (uploaded as new documents) are in sync.
+    expect(p?.filesInSync).toBe(4);
+    expect(p?.pendingUploads).toEqual([]);
+    expect(p?.conflicts.map((x) => x.relPath)).toEqual(['Docs/b.txt', 'Docs/a.txt']);
+    expect(p?.conflicts[0]?.conflictPath).toMatch(/^Docs\/b \(conflict .*\)\.txt$/);
+    expect(p?.conflicts[0]?.policy).toBe('keep-both');
+    expect(p?.issues).toEqual([expect.objectContaining({ relPath: 'top.txt', code: 'root-files-unsupported' })]);
+
+    const human = await status(ws);
+    expect(human.code).toBe(0);
+    const out = human.stdout;
+    expect(field(out, 'state')).toBe('daemon not running');
+    expect(field(out, 'last pass')).toMatch(/^(just now|\d+ s ago) +\(poll (just now|\d+ s ago), scan (just now|\d+ s ago)\)$/);
+    expect(field(out, 'files in sync')).toBe('4');
+    expect(field(out, 'last error')).toBe('-');
+    expect(field(out, 'conflicts')).toBe('2, newest first');
+    const conflictLines = out.split('\n').filter((l) => l.includes('[keep-both]'));
+    expect(conflictLines).toHaveLength(2);
+    expect(conflictLines[0]).toMatch(/^ {4}(just now|\d+ s ago) +Docs\/b\.txt  -> Docs\/b \(conflict .*\)\.txt  \[keep-both\]$/);
+    expect(conflictLines[1]).toContain('Docs/a.txt');
+    expect(field(out, 'not synced')).toBe('1 item');
+    expect(out).toMatch(/^ {4}top\.txt  root-files-unsupported: /m);
+
+    // --pair filters, and an unknown pair is a usage error.
+    expect(statusJson(await status(ws, '--json', '--pair', 'main')).pairs).toHaveLength(1);
+    const unknown = await status(ws, '--pair', 'nope');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('no pair named "nope"');
+  });
+
+  it('reads the state while another process holds the lock and an open write transaction', async () => {
+    const ws = await workspace();
+    const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
+    ws.emulator.control.addDocument(ws.binderId, folder.id, 'a.txt', 'remote a');
+    expect((await sync(ws)).code).toBe(0);
+    const holder = await lockHolder(ws, path.join(ws.stateDir, 'main', 'state.db'));
+    const pid = holder.pid as number;
+
+    const started = Date.now();
+    const doc = statusJson(await status(ws, '--json'));
+    expect(Date.now() - started).toBeLessThan(4000); // did not wait out the writer's busy timeout
+    expect(doc.daemon.running).toBe(true);
+    expect(doc.daemon.pid).toBe(pid);
+    expect(doc.pairs[0]?.state).toBe('idle');
+    expect(doc.pairs[0]?.filesInSync).toBe(1);
+    // The uncommitted row is invisible to the reader.
+    expect(doc.pairs[0]?.conflicts).toEqual([]);
+    expect((await status(ws)).stdout).toMatch(new RegExp(`^daemon +running \\(pid ${pid}\\)$`, 'm'));
+
+    // With the daemon's status file naming the lock owner, the live activity shows.
+    const since = new Date(Date.now() - 5000).toISOString();
+    writeDaemonStatus(ws.stateDir, { version: 1, pid, startedAt: new Date(Date.now() - 3_600_000).toISOString(), metricsPort: 9464, pairs: { main: { activity: 'syncing', since } } });
+    const live = statusJson(await status(ws, '--json'));
+    expect(live.daemon).toEqual({ running: true, pid, startedAt: expect.any(String), metricsPort: 9464 });
+    expect(live.pairs[0]).toMatchObject({ state: 'syncing', activitySince: since });
+    const human = (await status(ws)).stdout;
+    expect(human).toMatch(new RegExp(`^daemon +running \\(pid ${pid}, started 1 h ago, metrics on port 9464\\)$`, 'm'));
+    expect(field(human, 'state')).toMatch(/^syncing \(started \d+ s ago\)$/);
+
+    // Once the holder is gone, the lock and the status file are stale and ignored.
+    holder.kill('SIGKILL');
+    await new Promise((r) => holder.once('exit', r));
+    const after = statusJson(await status(ws, '--json'));
+    expect(after.daemon.running).toBe(false);
+    expect(after.daemon.metricsPort).toBeNull();
+    expect(after.pairs[0]?.state).toBe('not-running');
+  });
+
+  it('exits 2 when a state DB cannot be read, and still shows the other pairs', async () => {
+    const ws = await workspace();
+    const other = ws.emulator.control.createBinder({ name: 'Other' });
+    ws.writeConfig({}, { pairs: [
+      { name: 'main', localPath: './local', binderId: ws.binderId },
+      { name: 'second', localPath: './local2', binderId: other.id },
+    ] });
+    fs.mkdirSync(path.join(ws.stateDir, 'main'), { recursive: true });
+    fs.writeFileSync(path.join(ws.stateDir, 'main', 'state.db'), 'this is not a database, just some text that is long enough'.repeat(20));
+    const r = await status(ws, '--json');
+    expect(r.code).toBe(2);
+    const doc = JSON.parse(r.stdout) as StatusDocument;
+    expect(doc.pairs.map((p) => [p.name, p.state])).toEqual([['main', 'error'], ['second', 'never-synced']]);
+    expect(doc.pairs[0]?.stateError).toMatch(/corrupt or not a SQLite database/);
+    const human = await status(ws);
+    expect(human.code).toBe(2);
+    expect(human.stdout).toMatch(/^  state DB +UNREADABLE: /m);
+  });
+
+  it('refuses a state DB written by a newer binder-sync, without touching it', async () => {
+    const ws = await workspace();
+    const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
+    ws.emulator.control.addDocument(ws.binderId, folder.id, 'a.txt', 'a');
+    expect((await sync(ws)).code).toBe(0);
+    const dbFile = path.join(ws.stateDir, 'main', 'state.db');
+    const db = new Database(dbFile);
+    db.pragma('user_version = 99');
+    db.close();
+    const r = await status(ws, '--json');
+    expect(r.code).toBe(2);
+    expect((JSON.parse(r.stdout) as StatusDocument).pairs[0]?.stateError).toMatch(/schema version 99, newer than/);
+    const again = new Database(dbFile, { readonly: true });
+    expect(again.pragma('user_version', { simple: true })).toBe(99);
+    again.close();
+  });
+
+  it('exits 2 on an invalid config', async () => {
+    const ws = await workspace();
+    fs.writeFileSync(ws.configFile, 'service: {}\npairs: []\n');
+    const r = await status(ws);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('service.baseUrl');
+  });
+});
+
+describe('binder-sync check', () => {
+  it('passes every check for a good config and leaves no probe file behind', async () => {
+    const ws = await workspace();
+    fs.mkdirSync(ws.local);
+    const r = await check(ws);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(line(r, 'config')).toMatch(/^PASS  config: .*sync\.yaml is valid \(1 pair\)$/);
+    expect(line(r, 'token')).toBe(`PASS  token: got a token from ${new URL(ws.emulator.authUrl).origin} for client ${ws.emulator.credentials.clientId}`);
+    expect(line(r, 'access')).toBe('PASS  access: read/write');
+    expect(line(r, `binder ${ws.binderId} (pair main)`)).toBe(`PASS  binder ${ws.binderId} (pair main): found "E2E"`);
+    expect(line(r, 'metadata (pair main)')).toMatch(/^PASS  /);
+    expect(line(r, 'state dir')).toMatch(/^PASS  state dir: .*state does not exist yet; it will be created$/);
+    expect(line(r, 'local root (pair main)')).toMatch(/^PASS  local root \(pair main\): .* is a readable and writable directory$/);
+    expect(r.stdout.split('\n').filter(Boolean).every((l) => l.startsWith('PASS  '))).toBe(true);
+    expect(fs.readdirSync(ws.local)).toEqual([]);
+    expect(r.stdout + r.stderr).not.toContain(secretOf(ws));
+  });
+
+  it('fails the token check with a wrong secret (exit 3) without printing the secret', async () => {
+    const ws = await workspace();
+    const wrong = 'wrong-Secret-9f8e7d6c5b4a';
+    const r = await check(ws, { env: { E2E_SECRET: wrong } });
+    expect(r.code).toBe(3);
+    expect(line(r, 'token')).toMatch(/^FAIL  token: .*\(hint: check service\.clientId and service\.clientSecret/);
+    expect(line(r, `binder ${ws.binderId} (pair main)`)).toMatch(/^SKIP  .*needs a token$/);
+    // Local checks still run.
+    expect(line(r, 'state dir')).toMatch(/^PASS  /);
+    expect(r.stdout + r.stderr).not.toContain(wrong);
+    expect(r.stdout + r.stderr).not.toContain(secretOf(ws));
+  });
+
+  it('fails the binder check for an unknown binder id and lists the real ones', async () => {
+    const ws = await workspace();
+    ws.writeConfig({ binderId: 'NoSuchBinder1' });
+    const r = await check(ws);
+    expect(r.code).toBe(3);
+    expect(line(r, 'binder NoSuchBinder1 (pair main)')).toMatch(
+      new RegExp(`^FAIL  binder NoSuchBinder1 \\(pair main\\): not found among the \\d+ binders? of the tenant \\(hint: check pairs\\[0\\]\\.binderId; the tenant has .*${ws.binderId} "E2E"`),
+    );
+    expect(line(r, 'token')).toMatch(/^PASS  /);
+  });
+
+  it('fails the local check (exit 6) when the root is a regular file or not writable', async () => {
+    const ws = await workspace();
+    fs.writeFileSync(path.join(ws.dir, 'afile'), 'not a directory');
+    ws.writeConfig({ localPath: './afile' });
+    let r = await check(ws);
+    expect(r.code).toBe(6);
+    expect(line(r, 'local root (pair main)')).toMatch(/^FAIL  local root \(pair main\): .*afile is not a directory \(hint: /);
+    expect(line(r, 'token')).toMatch(/^PASS  /);
+
+    if (process.getuid?.() !== 0) {
+      // root ignores permission bits, so this half only runs for a normal user.
+      const ro = path.join(ws.dir, 'readonly');
+      fs.mkdirSync(ro, { mode: 0o500 });
+      ws.writeConfig({ localPath: './readonly' });
+      r = await check(ws);
+      fs.chmodSync(ro, 0o700);
+      expect(r.code).toBe(6);
+      expect(line(r, 'local root (pair main)')).toMatch(/^FAIL  local root \(pair main\): .*readonly is not writable \(EACCES\)/);
+    }
+  });
+
+  it('refuses a missing root for a pair that has synced before', async () => {
+    const ws = await workspace();
+    const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
+    ws.emulator.control.addDocument(ws.binderId, folder.id, 'a.txt', 'a');
+    expect((await sync(ws)).code).toBe(0);
+    fs.rmSync(ws.local, { recursive: true });
+    const r = await check(ws);
+    expect(r.code).toBe(6);
+    expect(line(r, 'local root (pair main)')).toMatch(/is missing, but this pair has synced before/);
+  });
+
+  it('reports a read-only client as a warning, and a failure for an upload-only pair', async () => {
+    const ws = await workspace({ readOnly: true });
+    let r = await check(ws, { readOnly: true });
+    expect(r.code, r.stdout).toBe(0);
+    expect(line(r, 'access')).toMatch(/^WARN  access: read-only \(pairs will run download-only\)/);
+    expect(line(r, 'token')).toContain(ws.emulator.credentials.readOnlyClientId);
+
+    ws.writeConfig({ direction: 'upload' });
+    r = await check(ws, { readOnly: true });
+    expect(r.code).toBe(3);
+    expect(line(r, 'direction (pair main)')).toMatch(/^FAIL  direction \(pair main\): is upload, but the client is read-only/);
+  });
+
+  it('checks metadata rules against the binder: unknown elements fail (exit 2), uncovered required ones warn', async () => {
+    const ws = await workspace();
+    ws.emulator.control.addMetadataElement(ws.binderId, {
+      id: 'Dept',
+      label: 'Department',
+      dataType: 'List',
+      allowedValues: [{ id: 'd-fin', label: 'Finance' }],
+      required: true,
+    });
+    let r = await check(ws);
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split('\n').filter((l) => l.includes('metadata (pair main):'));
+    expect(lines).toEqual([
+      expect.stringMatching(/^PASS  metadata \(pair main\): no rules; the binder has 4 metadata elements$/),
+      expect.stringMatching(/^WARN  metadata \(pair main\): required element Department has no rule: new local files will not be uploaded/),
+    ]);
+
+    ws.writeConfig({ metadata: [{ match: '**', values: { Department: 'Finance' } }] });
+    r = await check(ws);
+    expect(r.code).toBe(0);
+    expect(line(r, 'metadata (pair main)')).toBe("PASS  metadata (pair main): 1 rule fits the binder's 4 metadata elements");
+
+    ws.writeConfig({ metadata: [{ match: '**', values: { Department: 'Marketing', NoSuchElement: 'x' } }] });
+    r = await check(ws);
+    expect(r.code).toBe(2);
+    const fail = r.stdout.slice(r.stdout.indexOf('FAIL  metadata (pair main):'));
+    expect(fail).toMatch(/"Marketing" is not an allowed value/);
+    expect(fail).toMatch(/NoSuchElement: no metadata element/);
+  });
+
+  it('exits 2 for an invalid config, and warns about a world-readable config holding a secret', async () => {
+    const ws = await workspace();
+    const text = fs.readFileSync(ws.configFile, 'utf8');
+    fs.writeFileSync(ws.configFile, text.replace('pairs:', 'bogusKey: 1\npairs:'));
+    let r = await check(ws);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(/^FAIL  config: .*bogusKey/m);
+    expect(r.stdout).not.toMatch(/^PASS/m);
+
+    const secret = secretOf(ws);
+    fs.writeFileSync(ws.configFile, text.replace('${E2E_SECRET}', secret), { mode: 0o644 });
+    fs.chmodSync(ws.configFile, 0o644);
+    r = await check(ws);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^WARN  config: config file is readable by others and contains a secret; chmod 600 /m);
+    expect(r.stdout + r.stderr).not.toContain(secret);
+  });
+});
