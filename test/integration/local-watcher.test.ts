@@ -1,0 +1,256 @@
+// Both watcher backends on real temp dirs: hints for every kind of change, burst coalescing, ignored files,
+// close(), backend choice and fallback, and the mapping of inotify limit errors.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BinderSyncError } from '../../src/errors.js';
+import { createLogger } from '../../src/log.js';
+import { createIgnoreMatcher } from '../../src/local/ignore.js';
+import {
+  createHintPump,
+  createWatcher,
+  watchErrorFrom,
+  type CreateWatcherOptions,
+  type LocalWatcher,
+  type WatchHints,
+} from '../../src/local/watcher.js';
+
+let tmp: string;
+let root: string;
+let watcher: LocalWatcher | undefined;
+let calls: WatchHints[];
+let errors: BinderSyncError[];
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const abs = (rel: string) => path.join(root, rel);
+const write = (rel: string, content = 'x') => fs.writeFileSync(abs(rel), content);
+/** True when some hint delivered so far covers dir (the dir itself or an ancestor). */
+const covered = (dir: string) =>
+  calls.some((h) => h.dirs.some((d) => d === '' || d === dir || dir.startsWith(d + '/')));
+const hintedDirs = () => calls.flatMap((h) => h.dirs);
+
+async function waitFor(pred: () => boolean, timeoutMs = 2000): Promise<number> {
+  const start = Date.now();
+  while (!pred()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms; hints: ${JSON.stringify(calls)}`);
+    await sleep(20);
+  }
+  return Date.now() - start;
+}
+
+async function start(over: Partial<CreateWatcherOptions> = {}): Promise<LocalWatcher> {
+  watcher = await createWatcher({
+    root,
+    backend: 'chokidar',
+    ignore: createIgnoreMatcher(['*.log']),
+    onHints: (h) => calls.push(h),
+    onError: (e) => errors.push(e),
+    settleMs: 100,
+    ...over,
+  });
+  return watcher;
+}
+
+beforeEach(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bs-watch-'));
+  root = path.join(tmp, 'root');
+  for (const d of ['docs', 'sub', 'other']) fs.mkdirSync(path.join(root, d), { recursive: true });
+  calls = [];
+  errors = [];
+  watcher = undefined;
+});
+
+afterEach(async () => {
+  await watcher?.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+describe.each(['chokidar', 'native'] as const)('%s backend', (backend) => {
+  it('hints the right dir within 2 s for create, modify, delete, rename and save-by-rename', async () => {
+    const w = await start({ backend });
+    expect(w.backend).toBe(backend);
+    const steps: Array<[string, () => void, string[]]> = [
+      ['create', () => write('docs/a.txt', 'one'), ['docs']],
+      ['modify', () => fs.appendFileSync(abs('docs/a.txt'), 'two'), ['docs']],
+      ['rename in place', () => fs.renameSync(abs('docs/a.txt'), abs('docs/b.txt')), ['docs']],
+      ['move to another dir', () => fs.renameSync(abs('docs/b.txt'), abs('sub/b.txt')), ['docs', 'sub']],
+      ['delete', () => fs.unlinkSync(abs('sub/b.txt')), ['sub']],
+      [
+        'save by rename (temp written, renamed over the target)',
+        () => {
+          write('other/report.txt', 'v1');
+          write('other/report.txt.tmp', 'v2');
+          fs.renameSync(abs('other/report.txt.tmp'), abs('other/report.txt'));
+        },
+        ['other'],
+      ],
+      ['new folder with content', () => (fs.mkdirSync(abs('docs/new/deep'), { recursive: true }), write('docs/new/deep/f.txt')), ['docs/new']],
+    ];
+    for (const [name, act, dirs] of steps) {
+      calls = [];
+      act();
+      const took = await waitFor(() => dirs.every(covered)).catch((err: Error) => {
+        throw new Error(`${name}: ${err.message}`);
+      });
+      expect(took, name).toBeLessThan(2000);
+      // Hints name the affected dirs, not the whole tree.
+      expect(hintedDirs(), name).not.toContain('');
+    }
+    expect(errors).toEqual([]);
+  });
+
+  it('a burst of 2,000 files gives a few coalesced calls covering every new dir', async () => {
+    await start({ backend, settleMs: 300, maxDelayMs: 2000 });
+    const dirs: string[] = [];
+    fs.mkdirSync(abs('bulk'));
+    for (let i = 0; i < 2000; i++) {
+      const dir = `bulk/d${i % 20}`;
+      if (i < 20) {
+        fs.mkdirSync(abs(dir));
+        dirs.push(dir);
+      }
+      write(`${dir}/f${i}.dat`, String(i));
+    }
+    // Existing dirs receiving new files too (no new folder to hang the subtree on).
+    for (let i = 0; i < 40; i++) write(`${['docs', 'sub', 'other'][i % 3]}/g${i}.dat`);
+    dirs.push('docs', 'sub', 'other');
+    await waitFor(() => dirs.every(covered), 10_000);
+    await sleep(600); // let any trailing flush arrive before counting
+    expect(calls.length).toBeGreaterThanOrEqual(1);
+    expect(calls.length).toBeLessThanOrEqual(5);
+    expect(calls.every((h) => !h.full)).toBe(true);
+    // 2,040 file events, 24 affected dirs: each call names at most those dirs, never one per file.
+    // (On a loaded machine the burst may span calls, so one call can name 'bulk' and a later its subdirs.)
+    for (const h of calls) expect(h.dirs.length).toBeLessThanOrEqual(24);
+  });
+
+  it('never reports ignored files (daemon temps, editor swap files, user globs)', async () => {
+    await start({ backend });
+    for (const rel of ['sub/.binder-sync-tmp-x', 'sub/.foo.swp', 'sub/trace.log', '.binder-sync-tmp-root']) {
+      write(rel, 'a');
+      fs.appendFileSync(abs(rel), 'b');
+      fs.renameSync(abs(rel), abs(`${rel}.part`)); // *.part is ignored too
+      fs.unlinkSync(abs(`${rel}.part`));
+    }
+    write('other/real.txt'); // a sentinel: once its hint is in, the ignored events had their chance
+    await waitFor(() => covered('other'));
+    await sleep(300);
+    expect(hintedDirs()).toEqual(['other']);
+  });
+
+  it('close() stops all events, drops hints still in the settle window, and is idempotent', async () => {
+    const w = await start({ backend, settleMs: 600 });
+    write('docs/pending.txt');
+    await sleep(250); // the event has reached the watcher; its hint waits for the quiet period
+    await w.close();
+    await w.close();
+    write('docs/after.txt');
+    fs.mkdirSync(abs('sub/late'));
+    await sleep(700);
+    expect(calls).toEqual([]);
+  });
+
+  it('a long burst is delivered no later than maxDelayMs after its first event', async () => {
+    await start({ backend, settleMs: 400, maxDelayMs: 700 });
+    const t0 = Date.now();
+    // An event every 100 ms never leaves a 400 ms quiet period, so only maxDelayMs can flush.
+    for (let i = 0; i < 14 && calls.length === 0; i++) {
+      write(`docs/tick${i}.txt`);
+      await sleep(100);
+    }
+    expect(calls.length).toBeGreaterThanOrEqual(1);
+    expect(Date.now() - t0).toBeLessThan(1300);
+  });
+});
+
+describe('backend choice', () => {
+  it("'auto' picks native above 20,000 expected files and chokidar below", async () => {
+    expect((await start({ backend: 'auto', expectedFiles: 50_000 })).backend).toBe('native');
+    await watcher?.close();
+    expect((await start({ backend: 'auto', expectedFiles: 100 })).backend).toBe('chokidar');
+  });
+
+  it('falls back to chokidar with a warning when the native module cannot load, and still works', async () => {
+    const records: Array<{ level: number; msg: string }> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) records.push(JSON.parse(line));
+        cb();
+      },
+    });
+    const log = createLogger({ destination: sink, level: 'info' });
+    const w = await start({
+      backend: 'native',
+      log,
+      loadNative: () => Promise.reject(new Error('No prebuild or local build of @parcel/watcher found')),
+    });
+    expect(w.backend).toBe('chokidar');
+    expect(records.some((r) => r.level === 40 && /native watcher could not start/.test(r.msg))).toBe(true);
+    write('docs/x.txt');
+    await waitFor(() => covered('docs'));
+  });
+
+  it('rejects with LOCAL_ROOT when the root does not exist (never silently watches nothing)', async () => {
+    root = path.join(tmp, 'missing');
+    await expect(start({ backend: 'auto' })).rejects.toMatchObject({ code: 'LOCAL_ROOT' });
+  });
+});
+
+describe('watchErrorFrom', () => {
+  const errno = (code: string, message: string) => Object.assign(new Error(message), { code });
+
+  it('maps ENOSPC to WATCH_LIMIT naming max_user_watches and sysctl', () => {
+    const e = watchErrorFrom(errno('ENOSPC', 'watch /x ENOSPC'), 'chokidar', '/x');
+    expect(e).toBeInstanceOf(BinderSyncError);
+    expect(e.code).toBe('WATCH_LIMIT');
+    expect(e.retryable).toBe(false);
+    expect(e.hint).toMatch(/fs\.inotify\.max_user_watches/);
+    expect(e.hint).toMatch(/sysctl/);
+  });
+
+  it("recognises @parcel/watcher's message-only errors (its InotifyBackend wording)", () => {
+    const e = watchErrorFrom(new Error("inotify_add_watch on '/x/a' failed: No space left on device"), 'native', '/x');
+    expect(e.code).toBe('WATCH_LIMIT');
+    expect(e.hint).toMatch(/max_user_watches/);
+    const i = watchErrorFrom(new Error('Unable to initialize inotify: Too many open files'), 'native', '/x');
+    expect(i.code).toBe('WATCH_LIMIT');
+    expect(i.hint).toMatch(/max_user_instances/);
+  });
+
+  it('maps EMFILE to WATCH_LIMIT naming max_user_instances', () => {
+    const e = watchErrorFrom(errno('EMFILE', 'inotify_init: too many open files'), 'native', '/x');
+    expect(e.code).toBe('WATCH_LIMIT');
+    expect(e.hint).toMatch(/fs\.inotify\.max_user_instances/);
+  });
+
+  it('maps anything else to a retryable WATCH_FAILED', () => {
+    const e = watchErrorFrom(errno('EIO', 'read failed'), 'chokidar', '/x');
+    expect(e.code).toBe('WATCH_FAILED');
+    expect(e.retryable).toBe(true);
+  });
+});
+
+describe('hint pump: errors', () => {
+  it('reports each error kind once, and follows every error with a full-rescan hint', async () => {
+    const errno = (code: string) => Object.assign(new Error(`watch ${code}`), { code });
+    const pump = createHintPump(
+      { root: '/r', ignore: createIgnoreMatcher([]), onHints: (h) => calls.push(h), onError: (e) => errors.push(e), settleMs: 30 },
+      'chokidar',
+      '/r',
+    );
+    pump.push({ type: 'change', relPath: 'a/x' });
+    pump.error(errno('ENOSPC')); // one per directory past the limit...
+    pump.error(errno('ENOSPC'));
+    pump.error(errno('EIO'));
+    await waitFor(() => calls.length > 0);
+    expect(errors.map((e) => e.code)).toEqual(['WATCH_LIMIT', 'WATCH_FAILED']);
+    expect(calls).toEqual([{ dirs: [''], full: true }]);
+    pump.error(errno('ENOSPC')); // ...reported once, but each still asks for a full rescan
+    await waitFor(() => calls.length > 1);
+    expect(errors).toHaveLength(2);
+    expect(calls[1]).toEqual({ dirs: [''], full: true });
+    pump.close();
+  });
+});
