@@ -4,7 +4,10 @@
 import { Command, CommanderError } from 'commander';
 import { ExitCode } from './cli/exit-codes.js';
 import { registerEmulatorCommand } from './cli/emulator-command.js';
+import { registerRunCommand } from './cli/run-command.js';
 import { registerSyncCommand } from './cli/sync-command.js';
+import { registerStatusCommand } from './cli/status-command.js';
+import { registerCheckCommand } from './cli/check-command.js';
 import { describeError } from './errors.js';
 
 export async function main(argv: string[]): Promise<number> {
@@ -20,7 +23,10 @@ export async function main(argv: string[]): Promise<number> {
     exitCode = code;
   };
   registerSyncCommand(program, setExit);
+  registerRunCommand(program, setExit);
   registerEmulatorCommand(program, setExit);
+  registerStatusCommand(program, setExit);
+  registerCheckCommand(program, setExit);
   try {
     await program.parseAsync(argv);
   } catch (err) {

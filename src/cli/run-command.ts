@@ -1,0 +1,111 @@
+// `binder-sync run`: the long-running daemon. Loads the config, takes the stateDir lock (exit 5 when another
+// instance has it), and wires the signals: SIGTERM/SIGINT shut down gracefully (exit 0; a second SIGINT exits
+// at once with 130), SIGHUP reloads the config. Under systemd (NOTIFY_SOCKET set) it reports readiness.
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { parseDuration } from '../config/duration.js';
+import { startDaemon, type Daemon } from '../daemon/run.js';
+import { DEFAULT_SHUTDOWN_GRACE_MS, timingFromEnv } from '../daemon/timing.js';
+import { createLogger } from '../log.js';
+import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
+import { ExitCode } from './exit-codes.js';
+
+interface RunOptions {
+  config: string;
+  shutdownTimeout: number;
+}
+
+/** Exit code of a forced exit on a second SIGINT (128 + SIGINT, what shells report). */
+export const FORCED_EXIT_CODE = 130;
+
+export function registerRunCommand(program: Command, setExit: (code: number) => void): void {
+  program
+    .command('run')
+    .description('Run as a daemon: watch the local roots, poll the binders, and keep every pair in sync until stopped')
+    .requiredOption('-c, --config <file>', 'YAML config file')
+    .addOption(
+      new Option('--shutdown-timeout <duration>', 'how long in-flight passes may run after SIGTERM/SIGINT before they are aborted')
+        .argParser((raw: string) => {
+          const ms = parseDuration(/^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
+          if (ms === null) throw new InvalidArgumentError("must be a duration such as '10s' or '500ms'");
+          return ms;
+        })
+        .default(DEFAULT_SHUTDOWN_GRACE_MS, '10s'),
+    )
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Signals: SIGTERM/SIGINT stop gracefully (a second SIGINT stops at once, exit 130); SIGHUP reloads the config.',
+        'systemd: with Type=notify and NotifyAccess=all the daemon reports readiness through systemd-notify.',
+        'Logs: JSON lines on stdout (human-readable on a terminal); BINDER_SYNC_LOG_LEVEL overrides log.level.',
+      ].join('\n'),
+    )
+    .action(async (opts: RunOptions) => setExit(await runCommand(opts)));
+}
+
+export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  let loaded;
+  try {
+    loaded = loadConfigOrExplain(opts.config);
+  } catch (err) {
+    printError(err);
+    return exitCodeFor(err);
+  }
+  const levelOverride = env.BINDER_SYNC_LOG_LEVEL?.trim() || undefined;
+  const log = createLogger({ level: levelOverride ?? loaded.config.log.level });
+
+  // Signals are wired before the daemon starts: SIGHUP's default action would otherwise kill the process, and a
+  // stop requested during start-up must still shut down cleanly once the pairs are running.
+  let daemon: Daemon | undefined;
+  let stopRequested = false;
+  let signals = 0;
+  const stop = (signal: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) {
+      if (signal === 'SIGINT') {
+        log.warn('second SIGINT: exiting now');
+        // The lock would be taken over anyway (its pid is dead), but leave nothing behind when we can.
+        daemon?.releaseLockNow();
+        process.exit(FORCED_EXIT_CODE);
+      }
+      return;
+    }
+    log.info({ signal }, 'stop requested');
+    stopRequested = true;
+    void daemon?.shutdown();
+  };
+  const onTerm = () => stop('SIGTERM');
+  const onInt = () => stop('SIGINT');
+  const onHup = () => {
+    if (!daemon || stopRequested) return;
+    log.info({ signal: 'SIGHUP' }, 'reloading the config');
+    void daemon.reload();
+  };
+  process.on('SIGTERM', onTerm);
+  process.on('SIGINT', onInt);
+  process.on('SIGHUP', onHup);
+  try {
+    try {
+      daemon = await startDaemon({
+        configFile: opts.config,
+        config: loaded.config,
+        log,
+        timing: timingFromEnv(env),
+        graceMs: opts.shutdownTimeout,
+        env,
+        ...(levelOverride !== undefined ? { logLevelOverride: levelOverride } : {}),
+      });
+    } catch (err) {
+      printError(err);
+      log.error({ code: (err as { code?: unknown }).code }, 'binder-sync daemon could not start');
+      return exitCodeFor(err);
+    }
+    if (stopRequested) void daemon.shutdown();
+    await daemon.finished;
+  } finally {
+    process.off('SIGTERM', onTerm);
+    process.off('SIGINT', onInt);
+    process.off('SIGHUP', onHup);
+  }
+  return ExitCode.ok;
+}

@@ -1,0 +1,222 @@
+// One pair inside the daemon: opens it (retried with back-off until it works), watches its root, runs passes
+// when the scheduler says so, and publishes its state (meta keys in the state DB, metrics, the status file).
+import fs from 'node:fs';
+import path from 'node:path';
+import type { PairConfig } from '../config/schema.js';
+import { BinderSyncError } from '../errors.js';
+import { createWatcher, type LocalWatcher } from '../local/watcher.js';
+import type { Logger } from '../log.js';
+import type { ServiceClient } from '../service/index.js';
+import { StateStore } from '../state/store.js';
+import { openPair, runPass, type PairRuntime } from '../sync/pass.js';
+import type { SyncMetrics } from './metrics.js';
+import { logPassSummary, pendingOf, recordPassMetrics } from './pass-summary.js';
+import { PairScheduler, type PairState, type PassOutcome, type Trigger } from './scheduler.js';
+import type { DaemonTiming } from './timing.js';
+
+export interface PairWorkerDeps {
+  pair: PairConfig;
+  stateDir: string;
+  client: ServiceClient;
+  /** The daemon's logger; the worker adds {pair}. */
+  log: Logger;
+  timing: DaemonTiming;
+  metrics: SyncMetrics | null;
+  /** Fires when the daemon gives up waiting for in-flight work at shutdown: passes abort. */
+  abortSignal: AbortSignal;
+  /** Called after every state change (the daemon rewrites its status file). */
+  onChange?: () => void;
+}
+
+export interface PairActivityView {
+  state: PairState;
+  since: number;
+  nextPassAt: number | null;
+}
+
+export class PairWorker {
+  readonly name: string;
+  private rt: PairRuntime | null = null;
+  private watcher: LocalWatcher | null = null;
+  private watchFailed = false;
+  private readonly scheduler: PairScheduler;
+  private readonly log: Logger;
+  private activity: PairActivityView = { state: 'starting', since: Date.now(), nextPassAt: null };
+  private closed = false;
+  /** Aborts this pair's passes only (reload); the daemon's abortSignal aborts every pair (shutdown). */
+  private readonly own = new AbortController();
+  private readonly signal: AbortSignal;
+
+  constructor(private readonly d: PairWorkerDeps) {
+    this.name = d.pair.name;
+    this.signal = AbortSignal.any([d.abortSignal, this.own.signal]);
+    this.log = d.log.child({ pair: d.pair.name });
+    this.scheduler = new PairScheduler({
+      pollIntervalMs: d.timing.pollIntervalOverrideMs ?? d.pair.pollInterval,
+      rescanIntervalMs: d.timing.rescanIntervalOverrideMs ?? d.pair.fullRescanInterval,
+      timing: d.timing,
+      log: this.log,
+      runPass: (trigger) => this.pass(trigger),
+      onState: (state, nextAt) => this.onState(state, nextAt),
+      onFailure: (f) => {
+        d.metrics?.errors.inc({ pair: this.name });
+        // runPass records lastError for what it finishes; a pass that threw (or an open that failed) ends here.
+        this.writeMeta({ lastError: f.reason });
+      },
+    });
+  }
+
+  get pair(): PairConfig {
+    return this.d.pair;
+  }
+
+  get view(): PairActivityView {
+    return this.activity;
+  }
+
+  /** Starts the first pass (which opens the pair); returns at once. */
+  start(): void {
+    this.scheduler.start();
+  }
+
+  /** No new pass starts; resolves when the running pass has finished (or aborted through abortSignal). */
+  drain(): Promise<void> {
+    return this.scheduler.stop();
+  }
+
+  /** Makes the running pass stop at its next step (in-flight transfers finish, or end with the client). */
+  abort(): void {
+    this.own.abort();
+  }
+
+  /** Stops everything and releases the watcher and the state DB. Call after drain() (or instead of it). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    void this.scheduler.stop();
+    await this.watcher?.close().catch(() => undefined);
+    this.watcher = null;
+    // Not running any more: status must not show a stale state or due time.
+    if (this.rt) this.writeMeta({ daemonState: null, nextPassAt: null });
+    this.rt?.store.close();
+    this.rt = null;
+    if (this.d.metrics) removePairMetrics(this.d.metrics, this.name);
+  }
+
+  /** One scheduled pass: open the pair the first time (or after it failed), then run a full pass. */
+  private async pass(trigger: Trigger): Promise<PassOutcome> {
+    if (!this.rt) {
+      this.rt = await openPair(this.d.pair, this.d.stateDir, this.d.client, this.d.log);
+      if (this.closed) {
+        this.rt.store.close();
+        this.rt = null;
+        throw new BinderSyncError('pair stopped', { code: 'ABORTED', retryable: true });
+      }
+      await this.startWatcher(this.rt);
+    }
+    const rt = this.rt;
+    this.log.debug({ trigger }, 'pass starting');
+    const report = await runPass(rt, { signal: this.signal });
+    const pending = pendingOf(report);
+    logPassSummary(this.log, report, trigger);
+    this.writeMeta({ pendingUploads: String(pending.uploads), pendingDownloads: String(pending.downloads) });
+    if (this.d.metrics) recordPassMetrics(this.d.metrics, report, pending, Date.now());
+    if (rt.readOnly === true && rt.pair.direction === 'upload') {
+      throw new BinderSyncError(`pair ${this.name} is upload-only, but the API client has read-only access`, {
+        code: 'PAIR_READ_ONLY',
+        retryable: false,
+        context: { pair: this.name },
+        hint: 'grant the API client read/write access, or set direction: download for this pair',
+      });
+    }
+    if (report.plan.blocked) {
+      throw new BinderSyncError(`pair ${this.name}: ${report.plan.blocked.message}`, {
+        code: 'PASS_BLOCKED',
+        retryable: false,
+        context: { pair: this.name, gate: report.plan.blocked.code },
+        hint: 'check the local root and the binder; if the change is intended run `binder-sync sync --force` once',
+      });
+    }
+    return { retryableFailures: (report.execution?.failures ?? []).some((f) => f.retryable) };
+  }
+
+  private async startWatcher(rt: PairRuntime): Promise<void> {
+    if (this.d.pair.watcher === 'off') {
+      this.log.debug('watcher off: local changes are found by polling and rescans');
+      return;
+    }
+    try {
+      this.watcher = await createWatcher({
+        root: this.d.pair.localPath,
+        ignore: rt.ignore,
+        backend: this.d.pair.watcher,
+        expectedFiles: rt.store.countBase(),
+        log: this.log,
+        ...(this.d.timing.watchSettleMs !== undefined ? { settleMs: this.d.timing.watchSettleMs } : {}),
+        onHints: (h) => {
+          this.log.debug({ dirs: h.dirs.slice(0, 10), full: h.full }, 'local change');
+          this.scheduler.hint();
+        },
+        onError: (err) => this.watcherFailed(err),
+      });
+      this.log.debug({ backend: this.watcher.backend }, 'watching for local changes');
+    } catch (err) {
+      this.watcherFailed(err);
+    }
+  }
+
+  /** Any watcher trouble: warn once with its hint, drop the watcher, and live on polling plus rescans. */
+  private watcherFailed(err: unknown): void {
+    if (this.watchFailed) return;
+    this.watchFailed = true;
+    const e = err instanceof BinderSyncError ? err : null;
+    this.log.warn(
+      { code: e?.code ?? 'WATCH_FAILED', ...(e?.hint ? { hint: e.hint } : {}) },
+      `${e?.message ?? String(err)}; falling back to polling and periodic rescans`,
+    );
+    const w = this.watcher;
+    this.watcher = null;
+    void w?.close().catch(() => undefined);
+    // The watcher may have missed changes before it failed.
+    this.scheduler.hint();
+  }
+
+  private onState(state: PairState, nextAt: number | null): void {
+    if (state !== this.activity.state) this.activity = { state, since: Date.now(), nextPassAt: nextAt };
+    else this.activity = { ...this.activity, nextPassAt: nextAt };
+    this.writeMeta({ daemonState: state, nextPassAt: nextAt === null ? '' : new Date(nextAt).toISOString() });
+    this.d.onChange?.();
+  }
+
+  /**
+   * Meta keys for `binder-sync status`. Before the pair could be opened (e.g. binder not found) there is no
+   * runtime, so a short-lived handle on the same DB file is used; a DB that cannot be opened is skipped.
+   */
+  private writeMeta(values: Record<string, string | null>): void {
+    let store = this.rt?.store;
+    let temporary = false;
+    try {
+      if (!store) {
+        const dir = path.join(this.d.stateDir, this.name);
+        fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+        store = StateStore.open(path.join(dir, 'state.db'));
+        temporary = true;
+      }
+      const s = store;
+      s.transaction(() => {
+        for (const [k, v] of Object.entries(values)) {
+          if (v === null) s.deleteMeta(k);
+          else s.setMeta(k, v);
+        }
+      });
+    } catch (err) {
+      this.log.debug({ err }, 'could not write status to the state DB');
+    } finally {
+      if (temporary) store?.close();
+    }
+  }
+}
+
+function removePairMetrics(m: SyncMetrics, pair: string): void {
+  for (const f of [m.filesTransferred, m.bytesTransferred, m.queueDepth, m.errors, m.lastPollTimestamp, m.conflicts, m.passDuration]) f.remove({ pair });
+}

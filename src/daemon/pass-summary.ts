@@ -1,0 +1,82 @@
+// What the daemon takes from a PassReport: what is still pending (status), whether the pass did anything (one
+// summary log line, or debug for a quiet poll), and the metrics it feeds.
+import type { Logger } from '../log.js';
+import type { ActionKind } from '../sync/model.js';
+import type { PassReport } from '../sync/pass.js';
+import type { SyncMetrics } from './metrics.js';
+
+export interface Pending {
+  uploads: number;
+  downloads: number;
+}
+
+/**
+ * Planned transfers not done by the pass (all of them when a gate blocked it). A conflict not done counts as a
+ * pending download: resolving it always starts by fetching the remote content.
+ */
+export function pendingOf(r: PassReport): Pending {
+  const planned: Partial<Record<ActionKind, number>> = {};
+  for (const group of r.plan.groups) for (const a of group) planned[a.kind] = (planned[a.kind] ?? 0) + 1;
+  const done = r.execution?.done ?? {};
+  const left = (k: ActionKind) => Math.max(0, (planned[k] ?? 0) - (done[k] ?? 0));
+  return { uploads: left('upload'), downloads: left('download') + left('conflict') };
+}
+
+/** True when the pass changed something or something went wrong: worth an info line. */
+export function passDidSomething(r: PassReport): boolean {
+  const ex = r.execution;
+  if (r.plan.blocked) return true;
+  if (!ex) return false;
+  return Object.values(ex.done).some((n) => (n ?? 0) > 0) || ex.failures.length > 0 || ex.conflicts.length > 0;
+}
+
+/** Logs one line per pass that did something (info), a debug line for a quiet one. */
+export function logPassSummary(log: Logger, r: PassReport, trigger: string): void {
+  const ex = r.execution;
+  const fields = {
+    trigger,
+    done: ex?.done ?? {},
+    failed: ex?.failures.length ?? 0,
+    conflicts: ex?.conflicts.length ?? 0,
+    issues: r.issues.length,
+    bytesUp: ex?.bytesUploaded ?? 0,
+    bytesDown: ex?.bytesDownloaded ?? 0,
+    hashed: r.hashed,
+    ms: r.durationMs,
+  };
+  if (!passDidSomething(r)) {
+    log.debug(fields, 'quiet pass');
+    return;
+  }
+  const counts = Object.entries(fields.done)
+    .map(([k, n]) => `${n} ${k}`)
+    .join(', ');
+  const what = r.plan.blocked ? `blocked by a safety gate (${r.plan.blocked.code})` : counts || 'nothing done';
+  const tail = fields.failed > 0 ? `, ${fields.failed} failed` : '';
+  log.info(fields, `pass: ${what}${tail}; ${fmtBytes(fields.bytesUp)} up, ${fmtBytes(fields.bytesDown)} down in ${(r.durationMs / 1000).toFixed(1)} s`);
+}
+
+/** Feeds the Prometheus metrics from one pass report. */
+export function recordPassMetrics(m: SyncMetrics, r: PassReport, pending: Pending, nowMs: number): void {
+  const pair = { pair: r.pair };
+  const ex = r.execution;
+  if (ex) {
+    m.filesTransferred.inc({ ...pair, direction: 'upload' }, ex.done.upload ?? 0);
+    m.filesTransferred.inc({ ...pair, direction: 'download' }, ex.done.download ?? 0);
+    m.bytesTransferred.inc({ ...pair, direction: 'upload' }, ex.bytesUploaded);
+    m.bytesTransferred.inc({ ...pair, direction: 'download' }, ex.bytesDownloaded);
+    m.errors.inc(pair, ex.failures.length);
+    m.conflicts.inc(pair, ex.conflicts.length);
+  }
+  m.queueDepth.set(pair, pending.uploads + pending.downloads);
+  m.passDuration.set(pair, r.durationMs / 1000);
+  // The pass listed the whole remote (runPass throws otherwise), so this is the time of the last poll.
+  m.lastPollTimestamp.set(pair, Math.floor(nowMs / 1000));
+}
+
+export function fmtBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 ** 3) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
+}

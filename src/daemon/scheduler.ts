@@ -1,0 +1,172 @@
+// When one pair runs its next pass: first pass at start, watcher hints (debounced with a dirty flag), the poll
+// timer with jitter, the periodic full rescan, and back-off after failures. No I/O: the pass is a callback.
+import type { Logger } from '../log.js';
+import { classifyFailure, jitter, retryDelay, type FailureInfo } from './backoff.js';
+import { HealthLog } from './health.js';
+import type { DaemonTiming } from './timing.js';
+
+/** Why a pass runs (logged; every pass is a full one, see below). */
+export type Trigger = 'start' | 'watch' | 'poll' | 'rescan' | 'retry';
+
+/** What `binder-sync status` shows for the pair (meta key daemonState). */
+export type PairState = 'starting' | 'idle' | 'syncing' | 'backoff' | 'error';
+
+export interface PassOutcome {
+  /** Some actions failed but may succeed later: the next pass comes sooner (back-off steps, at most poll). */
+  retryableFailures: boolean;
+}
+
+export interface SchedulerOptions {
+  pollIntervalMs: number;
+  rescanIntervalMs: number;
+  timing: DaemonTiming;
+  /** Runs one pass; throws when the pass (or opening the pair) failed as a whole. */
+  runPass: (trigger: Trigger) => Promise<PassOutcome>;
+  /** Every state change, with the time the next pass is due (null while syncing or stopped). */
+  onState?: (state: PairState, nextPassAt: number | null) => void;
+  /** Every failed pass, after it was classified (metrics). */
+  onFailure?: (f: FailureInfo) => void;
+  log: Logger;
+  random?: () => number;
+  now?: () => number;
+}
+
+/**
+ * One scheduler per pair. Contract:
+ * - at most one pass runs at a time; hints that arrive during a pass set a dirty flag, which yields exactly
+ *   one more pass after it (however many hints arrived);
+ * - runPass always scans the whole local tree (unchanged files are not re-hashed) and lists the whole remote,
+ *   so every pass is both a poll and a rescan: after any pass, one timer is armed for whichever is due first,
+ *   the jittered poll (±10%) or the full rescan;
+ * - after a failed pass no hint runs a pass early: the retry timer decides (back-off must hold off the
+ *   service); the retry is a full pass, so nothing hinted meanwhile is lost;
+ * - stop() cancels the timer and resolves when the in-flight pass (if any) has finished.
+ */
+export class PairScheduler {
+  private state: PairState = 'starting';
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: Promise<void> | null = null;
+  private dirty = false;
+  private stopped = false;
+  private failures = 0;
+  private softFailures = 0;
+  private readonly health: HealthLog;
+  private readonly random: () => number;
+  private readonly now: () => number;
+
+  constructor(private readonly o: SchedulerOptions) {
+    this.random = o.random ?? Math.random;
+    this.now = o.now ?? Date.now;
+    this.health = new HealthLog(o.log, this.now);
+  }
+
+  get current(): PairState {
+    return this.state;
+  }
+
+  /** True while a pass runs. */
+  get busy(): boolean {
+    return this.inFlight !== null;
+  }
+
+  start(): void {
+    this.launch('start');
+  }
+
+  /** A local change was seen (watcher hint). */
+  hint(): void {
+    if (this.stopped) return;
+    if (this.inFlight) {
+      this.dirty = true;
+      return;
+    }
+    if (this.state === 'backoff' || this.state === 'error') return;
+    this.launch('watch');
+  }
+
+  /** Runs a pass now unless one is running (then: one more after it) or the pair is backing off. */
+  request(trigger: Trigger): void {
+    if (trigger === 'watch') this.hint();
+    else if (!this.stopped && !this.inFlight) this.launch(trigger);
+  }
+
+  /** No pass starts after this; resolves when the running one has finished. */
+  stop(): Promise<void> {
+    this.stopped = true;
+    this.clearTimer();
+    return this.inFlight ?? Promise.resolve();
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private setState(state: PairState, nextAt: number | null): void {
+    this.state = state;
+    this.o.onState?.(state, nextAt);
+  }
+
+  private launch(trigger: Trigger): void {
+    this.clearTimer();
+    this.dirty = false;
+    // 'starting' = the first pass of this pair (opening it, the initial sync); later passes are 'syncing'.
+    this.setState(trigger === 'start' ? 'starting' : 'syncing', null);
+    const p: Promise<void> = this.runOnce(trigger).then(
+      (again) => {
+        if (this.inFlight === p) this.inFlight = null;
+        // Hints arrived during the pass: exactly one more pass, right away.
+        if (again && !this.stopped) this.launch('watch');
+      },
+      (err: unknown) => {
+        // runOnce catches the pass's errors; this is a bug in a callback (onState, onFailure): keep going.
+        if (this.inFlight === p) this.inFlight = null;
+        this.o.log.error({ err }, 'scheduler callback failed');
+        if (!this.stopped) this.arm('retry', this.o.timing.backoffBaseMs, 'backoff');
+      },
+    );
+    this.inFlight = p;
+  }
+
+  /** Runs one pass and arms what comes next; true when a dirty flag asks for another pass at once. */
+  private async runOnce(trigger: Trigger): Promise<boolean> {
+    let outcome: PassOutcome | undefined;
+    let failure: FailureInfo | undefined;
+    try {
+      outcome = await this.o.runPass(trigger);
+    } catch (err) {
+      failure = classifyFailure(err);
+    }
+    if (this.stopped) return false;
+    if (failure) {
+      this.failures++;
+      const delay = retryDelay(failure, this.failures, this.o.timing, this.random);
+      this.health.failed(failure, delay);
+      this.o.onFailure?.(failure);
+      this.dirty = false; // the retry is a full pass
+      this.arm('retry', delay, failure.fatal ? 'error' : 'backoff');
+      return false;
+    }
+    this.failures = 0;
+    this.health.succeeded();
+    this.softFailures = outcome?.retryableFailures ? this.softFailures + 1 : 0;
+    if (this.dirty) return true;
+    const poll = jitter(this.o.pollIntervalMs, this.random);
+    let [trigger2, delay]: [Trigger, number] = poll <= this.o.rescanIntervalMs ? ['poll', poll] : ['rescan', this.o.rescanIntervalMs];
+    if (this.softFailures > 0) {
+      const soon = retryDelay({ fatal: false, code: 'ACTIONS_FAILED', reason: '' }, this.softFailures, this.o.timing, this.random);
+      if (soon < delay) [trigger2, delay] = ['retry', soon];
+    }
+    this.arm(trigger2, delay, 'idle');
+    return false;
+  }
+
+  private arm(trigger: Trigger, delayMs: number, state: PairState): void {
+    this.clearTimer();
+    this.setState(state, this.now() + delayMs);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (!this.stopped && !this.inFlight) this.launch(trigger);
+    }, delayMs);
+  }
+}

@@ -1,0 +1,158 @@
+// `binder-sync run` end to end, operation: SIGHUP adds a pair without a restart and rejects a bad config with
+// the reason while the old one keeps running; a second instance on the same stateDir is refused with exit 5;
+// the status meta keys are written to the state DB.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readDaemonStatus } from '../../src/daemon/status-file.js';
+import { StateStore } from '../../src/state/store.js';
+import { createWorkspace, readLocal, runCli, type Workspace } from './harness.js';
+import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
+
+let ws: Workspace | undefined;
+let daemon: DaemonProcess | undefined;
+afterEach(async () => {
+  await daemon?.dispose();
+  await ws?.close();
+  daemon = undefined;
+  ws = undefined;
+});
+
+const fileIs = (w: Workspace, rel: string, content: string) => () => {
+  try {
+    return readLocal(w, rel) === content;
+  } catch {
+    return false;
+  }
+};
+
+/** A meta value of a pair's state DB, read the way `binder-sync status` reads it; undefined before it exists. */
+function metaOf(w: Workspace, pair: string, key: string): string | undefined {
+  const file = path.join(w.stateDir, pair, 'state.db');
+  if (!fs.existsSync(file)) return undefined;
+  const store = StateStore.openReadOnly(file);
+  try {
+    return store.getMeta(key);
+  } finally {
+    store.close();
+  }
+}
+
+describe('binder-sync run: operation', () => {
+  it('reloads the config on SIGHUP (a new pair starts) and rejects a bad one while the old keeps running', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    const { document: doc } = c.addDocument(w.binderId, folder.id, 'one.txt', 'pair one');
+    const second = c.createBinder({ name: 'Second' });
+    const folder2 = c.createFolder(second.id, { name: 'Other' });
+    c.addDocument(second.id, folder2.id, 'two.txt', 'pair two');
+    const mainPair = { name: 'main', localPath: './local', binderId: w.binderId };
+    writeRunConfig(w, { pairs: [mainPair] });
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_LOG_LEVEL: 'debug' } });
+    const d = daemon;
+    await d.waitForLog((l) => l.msg === 'downloaded' && l.relPath === 'Docs/one.txt', 15_000, 'first pair synced');
+
+    // Status for `binder-sync status`: meta keys in the pair's state DB.
+    await eventually(() => d.count(msgHas('pass: ')) > 0, 5_000, 'pass summary');
+    const store = StateStore.openReadOnly(path.join(w.stateDir, 'main', 'state.db'));
+    try {
+      await eventually(() => store.getMeta('daemonState') === 'idle', 5_000, 'daemonState idle');
+      expect(Date.parse(store.getMeta('nextPassAt') ?? '')).toBeGreaterThan(Date.now() - 1000);
+      expect(store.getMeta('pendingUploads')).toBe('0');
+      expect(store.getMeta('pendingDownloads')).toBe('0');
+      expect(store.getMeta('lastPollAt')).toBeTruthy();
+    } finally {
+      store.close();
+    }
+    // ... and the live status file.
+    const live = readDaemonStatus(w.stateDir);
+    expect(live?.pid).toBe(d.child.pid);
+    expect(live?.pairs.main?.activity).toBe('idle');
+
+    // A second instance on the same stateDir is refused.
+    const other = await runCli(w, ['run', '--config', w.configFile], { timeoutMs: 15_000 });
+    expect(other.code, other.stderr).toBe(5);
+    expect(other.stderr).toContain('another binder-sync');
+
+    // Add a pair and reload.
+    writeRunConfig(w, { pairs: [mainPair, { name: 'second', localPath: './local2', binderId: second.id }] });
+    d.kill('SIGHUP');
+    const reloaded = await d.waitForLog(msgIs('config reloaded'), 10_000, 'reload');
+    expect(reloaded.added).toEqual(['second']);
+    expect(reloaded.unchanged).toEqual(['main']);
+    await eventually(fileIs(w, '../local2/Other/two.txt', 'pair two'), 10_000, 'second pair synced', d.tail);
+    // The first pair was not restarted: it ran exactly one start pass.
+    expect(d.count((l) => l.msg === 'pass starting' && l.pair === 'main' && l.trigger === 'start')).toBe(1);
+    expect(d.count((l) => l.msg === 'pass starting' && l.pair === 'second' && l.trigger === 'start')).toBe(1);
+
+    // A bad config is rejected with the reason; both pairs keep running.
+    fs.writeFileSync(w.configFile, fs.readFileSync(w.configFile, 'utf8').replace(/binderId: .*\n/, 'binderId: ""\n'));
+    d.kill('SIGHUP');
+    const rejected = await d.waitForLog(msgHas('config reload rejected'), 10_000, 'rejection');
+    expect(rejected.level).toBe(50);
+    expect(rejected.msg).toContain('binderId');
+    c.addVersion(doc.id, 'pair one, edited remotely');
+    await eventually(fileIs(w, 'Docs/one.txt', 'pair one, edited remotely'), 10_000, 'old config still syncing', d.tail);
+    expect(d.child.exitCode).toBeNull();
+
+    d.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+    expect(fs.existsSync(path.join(w.stateDir, 'binder-sync.lock'))).toBe(false);
+    expect(readDaemonStatus(w.stateDir)).toBeNull();
+  }, 60_000);
+
+  it('keeps a pair whose binder does not exist in the error state while the other pair syncs', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, folder.id, 'ok.txt', 'fine');
+    writeRunConfig(w, {
+      pairs: [
+        { name: 'broken', localPath: './broken', binderId: 'no-such-binder' },
+        { name: 'main', localPath: './local', binderId: w.binderId },
+      ],
+    });
+    // A stand-in systemd-notify on PATH records what the daemon tells systemd.
+    const bin = path.join(w.dir, 'bin');
+    const notes = path.join(w.dir, 'notify.log');
+    fs.mkdirSync(bin);
+    fs.writeFileSync(path.join(bin, 'systemd-notify'), `#!/bin/sh\necho "$NOTIFY_SOCKET $*" >> '${notes}'\n`, { mode: 0o755 });
+    const notifySocket = path.join(w.dir, 'notify.sock');
+    daemon = startDaemonProcess(w, { env: { NOTIFY_SOCKET: notifySocket, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` } });
+    const d = daemon;
+    const err = await d.waitForLog((l) => l.pair === 'broken' && l.level === 50, 15_000, 'the broken pair error');
+    expect(err.msg).toContain('error state');
+    await eventually(fileIs(w, 'Docs/ok.txt', 'fine'), 15_000, 'the good pair synced', d.tail);
+    expect(metaOf(w, 'broken', 'daemonState')).toBe('error');
+    expect(metaOf(w, 'broken', 'lastError')).toContain('no-such-binder not found');
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(d.count((l) => l.pair === 'broken' && l.level >= 40)).toBe(1);
+
+    expect(fs.readFileSync(notes, 'utf8').split('\n')[0]).toMatch(new RegExp(`^${notifySocket} --ready`));
+    d.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+    expect(fs.readFileSync(notes, 'utf8')).toContain(`${notifySocket} STOPPING=1`);
+  }, 30_000);
+
+  it('applies a new log level on SIGHUP', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    w.emulator.control.createFolder(w.binderId, { name: 'Docs' });
+    writeRunConfig(w, { log: { level: 'warn' } });
+    // No environment override: the config's level rules.
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_LOG_LEVEL: '' } });
+    const d = daemon;
+    await eventually(() => metaOf(w, 'main', 'daemonState') === 'idle', 10_000, 'first pass done', d.tail);
+    expect(d.lines.filter((l) => l.level < 40)).toEqual([]);
+    writeRunConfig(w, { log: { level: 'debug' } });
+    d.kill('SIGHUP');
+    const changed = await d.waitForLog(msgIs('log level changed'), 10_000, 'level change');
+    expect(changed).toMatchObject({ from: 'warn', to: 'debug' });
+    // Per-pair child loggers follow: a quiet poll is now logged at debug.
+    await d.waitForLog((l) => l.msg === 'quiet pass' && l.pair === 'main' && l.level === 20, 10_000, 'debug line from the pair');
+    await d.waitForLog((l) => l.msg === 'config reloaded' && Array.isArray(l.unchanged) && l.unchanged.includes('main'), 1_000, 'pair kept');
+  }, 30_000);
+});

@@ -1,0 +1,109 @@
+// `binder-sync run` end to end, trouble: a service outage is survived, logged once and recovered from; SIGTERM
+// in the middle of a transfer exits 0 quickly and the next start finishes without duplicates; a second SIGINT
+// exits at once with 130.
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorkspace, readLocal, sha256, writeLocal, type Workspace } from './harness.js';
+import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
+
+let ws: Workspace | undefined;
+const daemons: DaemonProcess[] = [];
+afterEach(async () => {
+  for (const d of daemons.splice(0)) await d.dispose();
+  await ws?.close();
+  ws = undefined;
+});
+
+function start(w: Workspace, opts: Parameters<typeof startDaemonProcess>[1] = {}): DaemonProcess {
+  const d = startDaemonProcess(w, opts);
+  daemons.push(d);
+  return d;
+}
+
+describe('binder-sync run: trouble', () => {
+  it('survives an outage, logs it once, and resumes syncing', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, folder.id, 'before.txt', 'before the outage');
+    writeRunConfig(w);
+    const d = start(w);
+    await d.waitForLog((l) => l.msg === 'downloaded' && l.relPath === 'Docs/before.txt', 15_000, 'first download');
+
+    c.injectFault({ route: '*', status: 503 });
+    await d.waitForLog(msgHas('pair failing'), 20_000, 'the failure to be logged');
+    // Changes on both sides while the service is down.
+    writeLocal(w, 'Docs/during.txt', 'written during the outage');
+    await new Promise((r) => setTimeout(r, 4_000)); // several back-off retries
+    c.clearFaults();
+    c.addDocument(w.binderId, folder.id, 'after.txt', 'after the outage');
+
+    await d.waitForLog(msgIs('pair recovered'), 20_000, 'recovery');
+    await eventually(() => c.listDocuments(w.binderId).some((x) => x.fileName === 'during.txt'), 10_000, 'local change uploaded', d.tail);
+    await eventually(() => (() => { try { return readLocal(w, 'Docs/after.txt') === 'after the outage'; } catch { return false; } })(), 10_000, 'remote change downloaded', d.tail);
+    expect(d.count(msgHas('pair failing')), d.tail(40)).toBe(1);
+    expect(d.count(msgIs('pair recovered'))).toBe(1);
+    const failing = d.lines.find(msgHas('pair failing'));
+    expect(failing?.msg).toContain('503');
+    expect(failing?.pair).toBe('main');
+    // Retries are not logged above debug: the only warnings are the failure line itself.
+    expect(d.lines.filter((l) => l.level >= 40).map((l) => l.msg), d.tail(40)).toEqual([failing?.msg]);
+    expect(d.child.exitCode).toBeNull();
+  }, 60_000);
+
+  it('exits 0 quickly on SIGTERM mid-transfer, and the next start finishes without duplicates', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Big' });
+    writeRunConfig(w);
+    const big = Buffer.alloc(6 * 1024 * 1024, 7);
+    big.write('unique header for this test');
+    writeLocal(w, 'Big/large.bin', big);
+    // Every storage PUT hangs for 30 s: the upload is in flight when SIGTERM arrives.
+    c.injectFault({ route: 'storage-put', latencyMs: 30_000 });
+    const d1 = start(w, { args: ['--shutdown-timeout', '1s'] });
+    await eventually(() => c.counters()['presignedupload'] > 0, 15_000, 'the upload to start', d1.tail);
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = Date.now();
+    d1.kill('SIGTERM');
+    const exit = await d1.exited;
+    const took = Date.now() - t0;
+    expect(exit.code, d1.tail()).toBe(0);
+    expect(took).toBeLessThan(5_000);
+    expect(d1.count(msgHas('aborting'))).toBe(1);
+    await d1.waitForLog(msgIs('binder-sync daemon stopped'), 100, 'the stop line');
+    expect(c.listDocuments(w.binderId)).toHaveLength(0);
+
+    c.clearFaults();
+    const d2 = start(w);
+    await eventually(() => c.listDocuments(w.binderId).length > 0, 20_000, 'upload after restart', d2.tail);
+    await new Promise((r) => setTimeout(r, 2_500));
+    const docs = c.listDocuments(w.binderId);
+    expect(docs.map((x) => x.fileName)).toEqual(['large.bin']);
+    expect(c.listVersions(docs[0]!.id)).toHaveLength(1);
+    expect(sha256(c.readContent(docs[0]!.id))).toBe(sha256(big));
+    expect(folder.id).toBe(docs[0]!.folderId);
+    d2.kill('SIGTERM');
+    expect((await d2.exited).code).toBe(0);
+  }, 60_000);
+
+  it('exits at once with 130 on a second SIGINT', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    c.createFolder(w.binderId, { name: 'Big' });
+    writeRunConfig(w);
+    writeLocal(w, 'Big/large.bin', Buffer.alloc(1024 * 1024, 1));
+    c.injectFault({ route: 'storage-put', latencyMs: 30_000 });
+    const d = start(w); // default grace: 10 s
+    await eventually(() => c.counters()['presignedupload'] > 0, 15_000, 'the upload to start', d.tail);
+    d.kill('SIGINT');
+    await d.waitForLog(msgIs('shutting down'), 5_000, 'shutdown to begin');
+    const t0 = Date.now();
+    d.kill('SIGINT');
+    const exit = await d.exited;
+    expect(exit.code, d.tail()).toBe(130);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+  }, 30_000);
+});

@@ -1,0 +1,152 @@
+// `binder-sync run` end to end, syncing: local edits become remote versions through the watcher, remote changes
+// arrive after a poll, editor-style saves and the daemon's own downloads upload nothing extra, a burst of 2,000
+// files uploads each file exactly once, and a read-only client runs download-only.
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorkspace, readLocal, writeLocal, type Workspace } from './harness.js';
+import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
+
+let ws: Workspace | undefined;
+let daemon: DaemonProcess | undefined;
+afterEach(async () => {
+  await daemon?.dispose();
+  await ws?.close();
+  daemon = undefined;
+  ws = undefined;
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A port that was free a moment ago (the daemon binds it next). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+describe('binder-sync run: syncing', () => {
+  it('uploads local edits, downloads remote changes, and never re-uploads its own downloads or editor temp files', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    const { document: doc } = c.addDocument(w.binderId, folder.id, 'a.txt', 'remote v1');
+    const metricsPort = await freePort();
+    writeRunConfig(w, { metrics: { port: metricsPort } });
+    daemon = startDaemonProcess(w);
+    const d = daemon;
+    await d.waitForLog((l) => l.msg === 'downloaded' && l.relPath === 'Docs/a.txt', 15_000, 'first download');
+    expect(readLocal(w, 'Docs/a.txt')).toBe('remote v1');
+    await d.waitForLog(msgHas('pass: '), 5_000, 'the first pass summary');
+
+    // The daemon's own download woke its watcher; a few seconds of watching and polling upload nothing.
+    await sleep(3_000);
+    expect(c.listVersions(doc.id), d.tail()).toHaveLength(1);
+    expect(c.listDocuments(w.binderId)).toHaveLength(1);
+    expect(d.count(msgIs('uploaded'))).toBe(0);
+
+    // A local edit becomes a new remote version within a few seconds (watcher, not the poll).
+    const t0 = Date.now();
+    writeLocal(w, 'Docs/a.txt', 'local v2');
+    await eventually(() => c.listVersions(doc.id).length === 2, 5_000, 'local edit uploaded', d.tail);
+    expect(c.readContent(doc.id).toString()).toBe('local v2');
+    expect(Date.now() - t0).toBeLessThan(5_000);
+
+    // A remote change arrives locally after a poll.
+    c.addVersion(doc.id, 'remote v3');
+    await eventually(() => readLocal(w, 'Docs/a.txt') === 'remote v3', 6_000, 'remote change downloaded', d.tail);
+
+    // Editor-style save: write a temp file (in two steps), then rename it over the target: one new version.
+    const uploadsBefore = d.count(msgIs('uploaded'));
+    const tmp = path.join(w.local, 'Docs', 'a.txt.tmp');
+    fs.writeFileSync(tmp, 'editor ');
+    await sleep(50);
+    fs.appendFileSync(tmp, 'save v4');
+    fs.renameSync(tmp, path.join(w.local, 'Docs', 'a.txt'));
+    await eventually(() => c.listVersions(doc.id).length === 4, 5_000, 'editor save uploaded', d.tail);
+    await sleep(3_000);
+    expect(c.listVersions(doc.id), d.tail()).toHaveLength(4);
+    expect(c.readContent(doc.id).toString()).toBe('editor save v4');
+    expect(c.listDocuments(w.binderId).map((x) => x.fileName)).toEqual(['a.txt']);
+    expect(d.count(msgIs('uploaded')) - uploadsBefore).toBe(1);
+    // Quiet polls are not logged at info level.
+    expect(d.count(msgIs('quiet pass'))).toBe(0);
+    expect(d.lines.filter((l) => l.level >= 40), d.tail()).toEqual([]);
+
+    // Metrics from the pass reports.
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toContain('binder_sync_files_transferred_total{pair="main",direction="upload"} 2\n');
+    expect(metrics).toContain('binder_sync_files_transferred_total{pair="main",direction="download"} 2\n');
+    expect(metrics).toContain(`binder_sync_bytes_transferred_total{pair="main",direction="upload"} ${'local v2'.length + 'editor save v4'.length}\n`);
+    expect(metrics).toContain('binder_sync_queue_depth{pair="main"} 0\n');
+    expect(metrics).toMatch(/binder_sync_last_poll_timestamp_seconds\{pair="main"\} \d{10}\n/);
+  }, 45_000);
+
+  it('uploads a burst of 2,000 new files each exactly once', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folders = ['A', 'B', 'C', 'D'].map((name) => c.createFolder(w.binderId, { name }));
+    writeRunConfig(w, { service: { requestsPerSecond: 1000, maxConcurrentRequests: 32, maxConcurrentTransfers: 16 } });
+    daemon = startDaemonProcess(w);
+    const d = daemon;
+    await eventually(() => folders.every((f) => fs.existsSync(path.join(w.local, f.name))), 10_000, 'folders created locally', d.tail);
+    await d.waitForLog(msgHas('pass: '), 10_000, 'first pass');
+    for (let i = 0; i < 2000; i++) {
+      fs.writeFileSync(path.join(w.local, folders[i % 4]!.name, `file-${i}.txt`), `content of file ${i}\n`);
+    }
+    await eventually(() => c.listDocuments(w.binderId).length >= 2000, 60_000, '2,000 documents', () => `${c.listDocuments(w.binderId).length} docs\n${d.tail()}`);
+    await sleep(1_500);
+    const docs = c.listDocuments(w.binderId);
+    expect(docs).toHaveLength(2000);
+    expect(new Set(docs.map((x) => x.fileName)).size).toBe(2000);
+    for (const x of docs) expect(c.listVersions(x.id), x.fileName).toHaveLength(1);
+    const sample = docs.find((x) => x.fileName === 'file-1234.txt');
+    expect(sample && c.readContent(sample.id).toString()).toBe('content of file 1234\n');
+    expect(d.count(msgIs('uploaded'))).toBe(2000);
+  }, 90_000);
+
+  it('runs download-only with one warning when the API client is read-only', async () => {
+    ws = await createWorkspace({ readOnly: true });
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, folder.id, 'remote.txt', 'from the binder');
+    writeLocal(w, 'Docs/local.txt', 'stays local');
+    writeRunConfig(w, { readOnly: true });
+    daemon = startDaemonProcess(w, { readOnly: true });
+    const d = daemon;
+    await d.waitForLog((l) => l.msg === 'downloaded' && l.relPath === 'Docs/remote.txt', 15_000, 'download with a read-only client');
+    await d.waitForLog(msgHas('read-only'), 5_000, 'the read-only warning');
+    writeLocal(w, 'Docs/local2.txt', 'also local');
+    await sleep(3_500);
+    expect(readLocal(w, 'Docs/remote.txt')).toBe('from the binder');
+    expect(c.listDocuments(w.binderId).map((x) => x.fileName)).toEqual(['remote.txt']);
+    expect(d.count(msgHas('read-only'))).toBe(1);
+    expect(d.child.exitCode).toBeNull();
+  }, 30_000);
+
+  it('with watcher: off finds local changes by polling', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    c.createFolder(w.binderId, { name: 'Docs' });
+    writeRunConfig(w, { pairs: [{ name: 'main', localPath: './local', binderId: w.binderId, watcher: 'off' }] });
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_LOG_LEVEL: 'debug' } });
+    const d = daemon;
+    await d.waitForLog((l) => l.msg === 'quiet pass' || (typeof l.msg === 'string' && l.msg.startsWith('pass: ')), 10_000, 'first pass');
+    writeLocal(w, 'Docs/polled.txt', 'found by a poll');
+    await eventually(() => c.listDocuments(w.binderId).length === 1, 6_000, 'upload after a poll', d.tail);
+    const uploadPass = await d.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('pass: 1 upload'), 2_000, 'upload pass');
+    expect(uploadPass.trigger).toBe('poll');
+    expect(d.count(msgIs('local change'))).toBe(0);
+    expect(d.count(msgHas('watching for local changes'))).toBe(0);
+  }, 30_000);
+});

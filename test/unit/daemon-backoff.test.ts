@@ -1,0 +1,101 @@
+// Failure classification (transient vs config-like), retry delays, the timing environment overrides, and what
+// the daemon reads from a pass report (pending counts, "did something").
+import { describe, expect, it } from 'vitest';
+import { classifyFailure, jitter, retryDelay } from '../../src/daemon/backoff.js';
+import { passDidSomething, pendingOf } from '../../src/daemon/pass-summary.js';
+import { DEFAULT_TIMING, timingFromEnv } from '../../src/daemon/timing.js';
+import { BinderSyncError } from '../../src/errors.js';
+import { ServiceError } from '../../src/service/errors.js';
+import type { Action } from '../../src/sync/model.js';
+import type { PassReport } from '../../src/sync/pass.js';
+
+const svc = (code: ConstructorParameters<typeof ServiceError>[1]['code'], status?: number) =>
+  new ServiceError(`request failed (${code})`, { code, retryable: false, request: 'GET /x', ...(status ? { status } : {}) });
+
+describe('classifyFailure', () => {
+  it('treats outages, rate limits, auth and local-root trouble as transient', () => {
+    for (const err of [
+      svc('SERVICE_UNAVAILABLE', 503),
+      svc('SERVICE_NETWORK'),
+      svc('SERVICE_RATE_LIMITED', 429),
+      svc('AUTH_FAILED', 400),
+      svc('SERVICE_UNAUTHORIZED', 401),
+      svc('SERVICE_FORBIDDEN', 403),
+      new BinderSyncError('root missing', { code: 'LOCAL_ROOT', retryable: true }),
+      new Error('something odd'),
+    ]) {
+      expect(classifyFailure(err).fatal, String(err)).toBe(false);
+    }
+  });
+
+  it('treats bad metadata rules, a missing binder and a blocked pass as config-like', () => {
+    for (const code of ['METADATA_RULES_INVALID', 'PASS_BLOCKED', 'PAIR_READ_ONLY', 'CONFIG_INVALID']) {
+      expect(classifyFailure(new BinderSyncError('x', { code, retryable: false })).fatal, code).toBe(true);
+    }
+    expect(classifyFailure(svc('SERVICE_NOT_FOUND', 404)).fatal).toBe(true);
+  });
+
+  it('carries the reason with the hint, and Retry-After', () => {
+    const err = svc('SERVICE_RATE_LIMITED', 429);
+    err.retryAfterMs = 7000;
+    const f = classifyFailure(new BinderSyncError('binder gone', { code: 'SERVICE_NOT_FOUND', retryable: false, hint: 'check binderId' }));
+    expect(f.reason).toBe('binder gone (hint: check binderId)');
+    expect(classifyFailure(err).retryAfterMs).toBe(7000);
+    expect(classifyFailure(new Error('plain')).code).toBe('UNEXPECTED');
+  });
+});
+
+describe('retryDelay', () => {
+  const half = () => 0.5;
+  it('doubles from the base to the cap', () => {
+    const f = classifyFailure(svc('SERVICE_UNAVAILABLE', 503));
+    expect([1, 2, 3, 6, 7, 20].map((n) => retryDelay(f, n, DEFAULT_TIMING, half))).toEqual([5000, 10000, 20000, 160000, 300000, 300000]);
+  });
+  it('uses the slow fixed period for config-like failures', () => {
+    const f = classifyFailure(new BinderSyncError('x', { code: 'METADATA_RULES_INVALID', retryable: false }));
+    expect(retryDelay(f, 1, DEFAULT_TIMING, half)).toBe(300_000);
+    expect(retryDelay(f, 9, DEFAULT_TIMING, half)).toBe(300_000);
+  });
+  it('jitters by at most 10% either way', () => {
+    expect(jitter(1000, () => 0)).toBe(900);
+    expect(jitter(1000, () => 0.9999999)).toBe(1100);
+  });
+});
+
+describe('timingFromEnv', () => {
+  it('reads the overrides and ignores invalid values', () => {
+    const t = timingFromEnv({ BINDER_SYNC_POLL_INTERVAL_MS: '700', BINDER_SYNC_BACKOFF_BASE_MS: 'soon', BINDER_SYNC_FATAL_RETRY_MS: '-5' });
+    expect(t.pollIntervalOverrideMs).toBe(700);
+    expect(t.backoffBaseMs).toBe(DEFAULT_TIMING.backoffBaseMs);
+    expect(t.fatalRetryMs).toBe(DEFAULT_TIMING.fatalRetryMs);
+    expect(timingFromEnv({})).toEqual(DEFAULT_TIMING);
+  });
+});
+
+describe('pass report reading', () => {
+  const action = (kind: 'upload' | 'download' | 'conflict' | 'adopt'): Action => ({ kind, relPath: `${kind}.txt` }) as unknown as Action;
+  const report = (groups: Action[][], done: PassReport['execution'] extends infer E ? (E extends { done: infer D } ? D : never) : never, blocked = false): PassReport => ({
+    pair: 'p',
+    plan: { groups, issues: [], blocked: blocked ? { code: 'max-delete', message: 'too many' } : null },
+    execution: blocked ? null : { done, failures: [], bytesDownloaded: 0, bytesUploaded: 0, conflicts: [] },
+    issues: [],
+    hashed: 0,
+    remoteRequests: 1,
+    listingMethod: 'search',
+    durationMs: 5,
+    converged: true,
+  });
+
+  it('counts planned transfers that were not done', () => {
+    const groups = [[action('upload')], [action('upload')], [action('download')], [action('conflict')], [action('adopt')]];
+    expect(pendingOf(report(groups, { upload: 1, adopt: 1 }))).toEqual({ uploads: 1, downloads: 2 });
+    expect(pendingOf(report(groups, { upload: 2, download: 1, conflict: 1, adopt: 1 }))).toEqual({ uploads: 0, downloads: 0 });
+    expect(pendingOf(report(groups, {}, true))).toEqual({ uploads: 2, downloads: 2 });
+  });
+
+  it('calls a pass with nothing done quiet, and one that did or was blocked not', () => {
+    expect(passDidSomething(report([], {}))).toBe(false);
+    expect(passDidSomething(report([[action('upload')]], { upload: 1 }))).toBe(true);
+    expect(passDidSomething(report([[action('upload')]], {}, true))).toBe(true);
+  });
+});

@@ -1,0 +1,275 @@
+// The daemon's per-pair scheduler with fake timers: first pass, debounce through the dirty flag, poll and rescan
+// timers, back-off (doubling, cap, Retry-After), the error state, and health logged once per state change.
+import { Writable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { BinderSyncError } from '../../src/errors.js';
+import { createLogger } from '../../src/log.js';
+import { ServiceError } from '../../src/service/errors.js';
+import { PairScheduler, type PairState, type PassOutcome, type Trigger } from '../../src/daemon/scheduler.js';
+import { DEFAULT_TIMING } from '../../src/daemon/timing.js';
+
+interface LogRecord {
+  level: number;
+  msg: string;
+  [k: string]: unknown;
+}
+
+/** A pass the test finishes by hand. */
+interface Deferred {
+  trigger: Trigger;
+  resolve(o?: PassOutcome): void;
+  reject(err: unknown): void;
+}
+
+function setup(opts: { poll?: number; rescan?: number } = {}) {
+  const records: LogRecord[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const line of chunk.toString().split('\n')) if (line.trim()) records.push(JSON.parse(line) as LogRecord);
+      cb();
+    },
+  });
+  const log = createLogger({ level: 'debug', destination: sink, pretty: false });
+  const passes: Deferred[] = [];
+  const states: Array<{ state: PairState; nextAt: number | null }> = [];
+  const s = new PairScheduler({
+    pollIntervalMs: opts.poll ?? 60_000,
+    rescanIntervalMs: opts.rescan ?? 3_600_000,
+    timing: DEFAULT_TIMING,
+    log,
+    random: () => 0.5, // jitter factor exactly 1.0
+    runPass: (trigger) =>
+      new Promise<PassOutcome>((resolve, reject) => {
+        passes.push({ trigger, resolve: (o) => resolve(o ?? { retryableFailures: false }), reject });
+      }),
+    onState: (state, nextAt) => states.push({ state, nextAt }),
+  });
+  const last = () => passes[passes.length - 1]!;
+  const logs = (level: number) => records.filter((r) => r.level === level).map((r) => r.msg);
+  return { s, passes, states, last, records, logs };
+}
+
+/** Lets the scheduler's promise callbacks run. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+const unavailable = () =>
+  new ServiceError('GET /search failed with HTTP 503', { code: 'SERVICE_UNAVAILABLE', retryable: true, request: 'GET /search', status: 503 });
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('PairScheduler', () => {
+  it('runs a first pass, then polls every pollInterval', async () => {
+    const { s, passes, last, states } = setup({ poll: 10_000 });
+    s.start();
+    expect(passes.map((p) => p.trigger)).toEqual(['start']);
+    expect(s.current).toBe('starting');
+    last().resolve();
+    await settle();
+    expect(s.current).toBe('idle');
+    expect(states.at(-1)?.nextAt).toBe(Date.now() + 10_000);
+    await vi.advanceTimersByTimeAsync(9_999);
+    expect(passes).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(passes.map((p) => p.trigger)).toEqual(['start', 'poll']);
+    expect(s.current).toBe('syncing');
+    expect(states.map((x) => x.state)).toEqual(['starting', 'idle', 'syncing']);
+  });
+
+  it('jitters the poll interval within ±10%', async () => {
+    for (const [r, expected] of [
+      [0, 9_000],
+      [0.999999, 11_000],
+    ] as const) {
+      const passes: Trigger[] = [];
+      const s = new PairScheduler({
+        pollIntervalMs: 10_000,
+        rescanIntervalMs: 3_600_000,
+        timing: DEFAULT_TIMING,
+        log: createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) }),
+        random: () => r,
+        runPass: async (t) => {
+          passes.push(t);
+          return { retryableFailures: false };
+        },
+      });
+      s.start();
+      await settle();
+      await vi.advanceTimersByTimeAsync(expected - 1);
+      expect(passes).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(passes).toHaveLength(2);
+      await s.stop();
+    }
+  });
+
+  it('runs a pass at once for a hint while idle, and restarts the poll timer after it', async () => {
+    const { s, passes, last } = setup({ poll: 10_000 });
+    s.start();
+    last().resolve();
+    await settle();
+    await vi.advanceTimersByTimeAsync(6_000);
+    s.hint();
+    expect(passes.map((p) => p.trigger)).toEqual(['start', 'watch']);
+    last().resolve();
+    await settle();
+    // The old poll (due at 10 s) was replaced: the next is 10 s after the watch pass.
+    await vi.advanceTimersByTimeAsync(9_999);
+    expect(passes).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(passes.at(-1)?.trigger).toBe('poll');
+  });
+
+  it('turns any number of hints during a pass into exactly one more pass', async () => {
+    const { s, passes, last } = setup();
+    s.start();
+    for (let i = 0; i < 50; i++) s.hint();
+    expect(passes).toHaveLength(1);
+    last().resolve();
+    await settle();
+    expect(passes.map((p) => p.trigger)).toEqual(['start', 'watch']);
+    // No hint during the second pass: nothing more.
+    last().resolve();
+    await settle();
+    expect(passes).toHaveLength(2);
+    expect(s.current).toBe('idle');
+  });
+
+  it('runs a full rescan when it is due before the next poll', async () => {
+    const { s, passes, last } = setup({ poll: 120_000, rescan: 60_000 });
+    s.start();
+    last().resolve();
+    await settle();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(passes.map((p) => p.trigger)).toEqual(['start', 'rescan']);
+  });
+
+  it('backs off 5 s, 10 s, 20 s ... up to 5 min, logs the failure once and the recovery once', async () => {
+    const { s, passes, last, logs, states } = setup();
+    s.start();
+    last().reject(unavailable());
+    await settle();
+    expect(s.current).toBe('backoff');
+    const delays: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const due = states.at(-1)!.nextAt! - Date.now();
+      delays.push(due);
+      await vi.advanceTimersByTimeAsync(due);
+      expect(last().trigger).toBe('retry');
+      last().reject(unavailable());
+      await settle();
+    }
+    expect(delays).toEqual([5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000]);
+    expect(logs(40).filter((m) => m.includes('failing'))).toHaveLength(1);
+    expect(logs(40)[0]).toContain('HTTP 503');
+    await vi.advanceTimersByTimeAsync(states.at(-1)!.nextAt! - Date.now());
+    last().resolve();
+    await settle();
+    expect(s.current).toBe('idle');
+    expect(logs(30).filter((m) => m === 'pair recovered')).toHaveLength(1);
+    expect(logs(40).filter((m) => m.includes('failing'))).toHaveLength(1);
+    expect(passes.length).toBe(10);
+    // After recovery a new failure starts again at the first step and is logged again.
+    await vi.advanceTimersByTimeAsync(60_000);
+    last().reject(unavailable());
+    await settle();
+    expect(states.at(-1)!.nextAt! - Date.now()).toBe(5_000);
+    expect(logs(40).filter((m) => m.includes('failing'))).toHaveLength(2);
+  });
+
+  it('honours Retry-After when it is longer than the back-off step', async () => {
+    const { s, last, states } = setup();
+    s.start();
+    const limited = new ServiceError('rate limited', { code: 'SERVICE_RATE_LIMITED', retryable: true, request: 'GET /search', status: 429 });
+    limited.retryAfterMs = 42_000;
+    last().reject(limited);
+    await settle();
+    expect(states.at(-1)!.nextAt! - Date.now()).toBe(42_000);
+  });
+
+  it('ignores hints while backing off: the retry timer decides', async () => {
+    const { s, passes, last } = setup();
+    s.start();
+    last().reject(unavailable());
+    await settle();
+    s.hint();
+    s.hint();
+    expect(passes).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(passes.map((p) => p.trigger)).toEqual(['start', 'retry']);
+  });
+
+  it('keeps a misconfigured pair in the error state, retried every 5 min, logged at error level', async () => {
+    const { s, passes, last, logs, states } = setup();
+    s.start();
+    const bad = () => new BinderSyncError('metadata rule names an unknown element', { code: 'METADATA_RULES_INVALID', retryable: false });
+    last().reject(bad());
+    await settle();
+    expect(s.current).toBe('error');
+    expect(states.at(-1)!.nextAt! - Date.now()).toBe(300_000);
+    await vi.advanceTimersByTimeAsync(300_000);
+    expect(passes).toHaveLength(2);
+    last().reject(bad());
+    await settle();
+    expect(states.at(-1)!.nextAt! - Date.now()).toBe(300_000);
+    expect(logs(50)).toHaveLength(1);
+    expect(logs(50)[0]).toContain('error state');
+    expect(logs(50)[0]).toContain('unknown element');
+  });
+
+  it('logs a change of failure reason once, as a new state', async () => {
+    const { s, last, logs } = setup();
+    s.start();
+    last().reject(unavailable());
+    await settle();
+    await vi.advanceTimersByTimeAsync(5_000);
+    last().reject(new ServiceError('token refused', { code: 'AUTH_FAILED', retryable: false, request: 'POST /connect/token', status: 400 }));
+    await settle();
+    await vi.advanceTimersByTimeAsync(10_000);
+    last().reject(new ServiceError('token refused', { code: 'AUTH_FAILED', retryable: false, request: 'POST /connect/token', status: 400 }));
+    await settle();
+    const warns = logs(40);
+    expect(warns).toHaveLength(2);
+    expect(warns[1]).toMatch(/^failure changed: .*token refused/);
+  });
+
+  it('comes back sooner after a pass with retryable action failures, never later than the poll', async () => {
+    const { s, last, states } = setup({ poll: 60_000 });
+    s.start();
+    last().resolve({ retryableFailures: true });
+    await settle();
+    expect(states.at(-1)!.nextAt! - Date.now()).toBe(5_000);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(last().trigger).toBe('retry');
+    for (const expected of [10_000, 20_000, 40_000, 60_000, 60_000]) {
+      last().resolve({ retryableFailures: true });
+      await settle();
+      expect(states.at(-1)!.nextAt! - Date.now()).toBe(expected);
+      await vi.advanceTimersByTimeAsync(expected);
+    }
+    last().resolve();
+    await settle();
+    expect(states.at(-1)!.nextAt! - Date.now()).toBe(60_000);
+  });
+
+  it('stop() waits for the running pass and starts nothing afterwards', async () => {
+    const { s, passes, last } = setup({ poll: 10_000 });
+    s.start();
+    s.hint();
+    let stopped = false;
+    const done = s.stop().then(() => (stopped = true));
+    await settle();
+    expect(stopped).toBe(false);
+    last().resolve();
+    await done;
+    s.hint();
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect(passes).toHaveLength(1);
+  });
+});
