@@ -234,7 +234,7 @@ async function binderCheck(
 function localChecks(config: Config, add: (r: CheckResult) => void): void {
   add(directoryCheck('state dir', config.stateDir, null));
   const owner = liveLockOwner(config.stateDir);
-  if (owner !== null) add({ outcome: 'WARN', subject: 'state dir', message: `a binder-sync (pid ${owner}) is running on it; \`sync\` and \`run\` will wait for it to stop` });
+  if (owner !== null) add({ outcome: 'WARN', subject: 'state dir', message: `a binder-sync (pid ${owner}) is running on it; \`sync\` and \`run\` refuse to start (exit 5) until it stops` });
   for (const pair of config.pairs) {
     add(directoryCheck(`local root (pair ${pair.name})`, pair.localPath, path.join(config.stateDir, pair.name, 'state.db')));
   }

@@ -32,7 +32,7 @@ export function serviceClientFor(config: Config, log: Logger, signal?: AbortSign
       maxConcurrentTransfers: s.maxConcurrentTransfers,
       requestTimeoutMs: s.requestTimeout,
     },
-    { logger: log.child({ component: 'service' }), ...(signal ? { signal } : {}) },
+    { logger: log, ...(signal ? { signal } : {}) },
   );
 }
 

@@ -43,7 +43,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
   }
   // With --json, stdout carries only the report: logs go to stderr.
   const log = createLogger({
-    level: config.log.level,
+    level: process.env.BINDER_SYNC_LOG_LEVEL?.trim() || config.log.level,
     ...(opts.json ? { destination: process.stderr, pretty: false } : {}),
   });
   let lock;
@@ -67,7 +67,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
           if (opts.dryRun) process.stdout.write(describePlan(report));
           process.stdout.write(summarizeReport(report, opts.dryRun === true));
         }
-        if (!report.converged) worst = Math.max(worst, report.plan.blocked ? ExitCode.blocked : ExitCode.incomplete);
+        if (!report.converged) worst = Math.max(worst, notConvergedExit(report));
       } catch (err) {
         printError(err);
         log.error({ pair: pair.name, err }, 'pass failed');
@@ -82,6 +82,14 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
   }
   if (opts.json) process.stdout.write(`${JSON.stringify(reports.map(jsonReport), null, 2)}\n`);
   return worst;
+}
+
+/** Blocked by a gate: 4; every failure local (disk full, permissions): 6; anything else left: 1. */
+function notConvergedExit(r: PassReport): number {
+  if (r.plan.blocked) return ExitCode.blocked;
+  const failures = r.execution?.failures ?? [];
+  if (failures.length > 0 && failures.every((f) => f.code.startsWith('LOCAL') || f.code === 'PATH_ESCAPE')) return ExitCode.local;
+  return ExitCode.incomplete;
 }
 
 function jsonReport(r: PassReport) {

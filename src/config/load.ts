@@ -167,7 +167,8 @@ function containsLiteralSecret(text: string): boolean {
 
 function readableByOthers(file: string): boolean {
   try {
-    return (statSync(file).mode & 0o044) !== 0;
+    // World-readable only: a 0640 file owned by root:binder-sync (the systemd setup) is fine.
+    return (statSync(file).mode & 0o004) !== 0;
   } catch {
     return false;
   }

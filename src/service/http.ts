@@ -1,5 +1,6 @@
 // The one request path to the service: auth headers, rate queues, retry/backoff, response validation, and a
 // debug log line per attempt. Owns the undici Agent (keep-alive) and the two p-queues (API and storage).
+import { setMaxListeners } from 'node:events';
 import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
 import PQueue from 'p-queue';
 import type { z } from 'zod';
@@ -56,6 +57,8 @@ export class HttpCore {
     this.settings = resolveSettings(settings);
     this.log = log;
     this.signal = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
+    // Every request in flight listens to this one signal: dozens at once is normal, not a leak.
+    setMaxListeners(0, this.signal);
     this.agent = new Agent({ keepAliveTimeout: 10_000, connections: 16 });
     this.apiQueue = new PQueue({
       concurrency: this.settings.maxConcurrentRequests,

@@ -13,7 +13,7 @@ export interface ServiceSettings {
   scope?: string;
   /** API requests in flight; default 8. */
   maxConcurrentRequests?: number;
-  /** API requests started per second; default 20. */
+  /** API requests started per second; default 100. */
   requestsPerSecond?: number;
   /** Storage GET/PUT in flight; default 4. */
   maxConcurrentTransfers?: number;

@@ -227,7 +227,7 @@ async function streamLink(core: HttpCore, url: string, dest: Writable, signal: A
   } catch (err) {
     // From here on `dest` has been written to and destroyed: never retried in this call.
     if (firstFailure === 'dest' && !signal.aborted) {
-      throw markFinal(new BinderSyncError(`writing the downloaded content failed: ${(destError as Error).message ?? String(destError)}`, { code: 'LOCAL_IO', retryable: false, cause: destError, context: where }));
+      throw markFinal(new BinderSyncError(`writing the downloaded content failed: ${(destError as Error).message ?? String(destError)}`, { code: 'LOCAL_IO', retryable: false, cause: destError, context: where, hint: localWriteHint(destError) }));
     }
     if (signal.aborted) throw markFinal(abortedError(GET_REQUEST));
     throw markFinal(
@@ -249,4 +249,12 @@ async function streamLink(core: HttpCore, url: string, dest: Writable, signal: A
     );
   }
   return { bytes: meter.bytes, sha256: meter.digest() };
+}
+
+/** What the user can do about a failed local write of downloaded content. */
+function localWriteHint(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ENOSPC' || code === 'EDQUOT') return 'the disk is full: free some space; the next pass resumes the download';
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return 'check the permissions of the sync folder';
+  return 'check the sync folder and its disk';
 }
