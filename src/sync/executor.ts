@@ -21,6 +21,11 @@ export interface ActionFailure {
 }
 
 export interface ExecutionReport {
+  /**
+   * Set when the pass stopped early because the service kept failing (outage, auth, rate limit): the
+   * remaining groups were not started. The error is the last one seen; the caller backs off and retries.
+   */
+  stoppedBy: unknown;
   done: Partial<Record<ActionKind, number>>;
   failures: ActionFailure[];
   bytesDownloaded: number;
@@ -29,19 +34,29 @@ export interface ExecutionReport {
 }
 
 export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<ExecutionReport> {
-  const report: ExecutionReport = { done: {}, failures: [], bytesDownloaded: 0, bytesUploaded: 0, conflicts: [] };
+  const report: ExecutionReport = { stoppedBy: null, done: {}, failures: [], bytesDownloaded: 0, bytesUploaded: 0, conflicts: [] };
   if (plan.blocked) return report;
   const queue = new PQueue({ concurrency: Math.max(1, d.concurrency) });
+  // Error budget: after this many service-wide failures in a row (each already retried by the client),
+  // stop starting new groups; trying thousands of files against a service that is down only floods the log.
+  const budget = Math.max(3, d.concurrency);
+  let serviceFailuresInARow = 0;
   for (const group of plan.groups) {
     void queue.add(async () => {
       for (const action of group) {
-        if (d.signal?.aborted) return;
+        if (d.signal?.aborted || report.stoppedBy !== null) return;
         try {
           await runAction(action, d, report);
           report.done[action.kind] = (report.done[action.kind] ?? 0) + 1;
+          serviceFailuresInARow = 0;
         } catch (err) {
           report.failures.push(failureOf(action, err));
           d.log.warn({ action: action.kind, relPath: relPathOf(action), err: describeError(err) }, 'action failed');
+          if (isServiceWide(err) && ++serviceFailuresInARow >= budget && report.stoppedBy === null) {
+            report.stoppedBy = err;
+            queue.clear();
+            d.log.warn({ failures: serviceFailuresInARow }, 'the service keeps failing: stopping this pass early; the rest is retried later');
+          }
           return; // later steps of this group depended on this one
         }
       }
@@ -216,6 +231,13 @@ function baseFromDownload(doc: RemoteDoc, relPath: string, key: string, stat: { 
     inode: stat.inode,
     sha256,
   };
+}
+
+const SERVICE_WIDE = new Set(['SERVICE_UNAVAILABLE', 'SERVICE_NETWORK', 'SERVICE_RATE_LIMITED', 'AUTH_FAILED', 'SERVICE_UNAUTHORIZED', 'STORAGE_LINK_EXPIRED']);
+
+/** A failure that says "the service", not "this file": outage, network, auth, rate limit. */
+function isServiceWide(err: unknown): boolean {
+  return err instanceof BinderSyncError && SERVICE_WIDE.has(err.code);
 }
 
 function relPathOf(a: Action): string {

@@ -212,6 +212,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (!plan.blocked) rt.store.setMeta('lastError', failures.length > 0 ? `${failures.length} action(s) failed; first: ${failures[0]?.message ?? ''}` : '');
   });
   report.durationMs = Date.now() - started;
+  // The service kept failing mid-pass: surface it as the pass's error so callers back off (sync exits 3).
+  if (report.execution?.stoppedBy) throw report.execution.stoppedBy;
   report.converged = plan.blocked === null && failures.length === 0 && plan.issues.every((i) => INFORMATIONAL.has(i.code));
   return report;
 }
