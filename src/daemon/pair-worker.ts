@@ -8,7 +8,7 @@ import { createWatcher, type LocalWatcher } from '../local/watcher.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
-import { openPair, runPass, type PairRuntime } from '../sync/pass.js';
+import { openPair, runPass, type PairRuntime, type PassObserver, type PassReport } from '../sync/pass.js';
 import type { SyncMetrics } from './metrics.js';
 import { logPassSummary, pendingOf, recordPassMetrics } from './pass-summary.js';
 import { PairScheduler, type PairState, type PassOutcome, type Trigger } from './scheduler.js';
@@ -26,6 +26,8 @@ export interface PairWorkerDeps {
   abortSignal: AbortSignal;
   /** Called after every state change (the daemon rewrites its status file). */
   onChange?: () => void;
+  /** Progress callbacks handed to every pass (the terminal progress line); optional. */
+  observer?: PassObserver;
 }
 
 export interface PairActivityView {
@@ -116,7 +118,18 @@ export class PairWorker {
     }
     const rt = this.rt;
     this.log.debug({ trigger }, 'pass starting');
-    const report = await runPass(rt, { signal: this.signal });
+    const obs = this.d.observer;
+    let report: PassReport | null = null;
+    try {
+      report = await runPass(rt, {
+        signal: this.signal,
+        ...(obs?.onPlan ? { onPlan: obs.onPlan } : {}),
+        ...(obs?.onActionDone ? { onActionDone: obs.onActionDone } : {}),
+        ...(obs?.onBytes ? { onBytes: obs.onBytes } : {}),
+      });
+    } finally {
+      obs?.onPassEnd?.(report);
+    }
     const pending = pendingOf(report);
     logPassSummary(this.log, report, trigger);
     this.writeMeta({ pendingUploads: String(pending.uploads), pendingDownloads: String(pending.downloads) });

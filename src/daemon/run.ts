@@ -7,6 +7,7 @@ import { BinderSyncError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
 import { acquireStateLock, type StateLock } from '../state/lock.js';
+import type { PassObserver } from '../sync/pass.js';
 import { createSyncMetrics, serveMetrics, type MetricsServer, type SyncMetrics } from './metrics.js';
 import { PairWorker } from './pair-worker.js';
 import { removeDaemonStatus, writeDaemonStatus, type DaemonStatus, type PairActivity } from './status-file.js';
@@ -25,6 +26,8 @@ export interface DaemonOptions {
   /** Set when BINDER_SYNC_LOG_LEVEL is given: it wins over config.log.level, also on reload. */
   logLevelOverride?: string;
   env?: NodeJS.ProcessEnv;
+  /** Progress callbacks for the passes of a pair (the terminal progress line of `run`/`demo`); optional. */
+  passObserver?: (pair: string) => PassObserver | undefined;
 }
 
 /** After the grace period and the abort, how long shutdown still waits for passes to unwind. */
@@ -163,7 +166,9 @@ export class Daemon {
   }
 
   private startWorker(pair: PairConfig): void {
+    const observer = this.o.passObserver?.(pair.name);
     const w = new PairWorker({
+      ...(observer ? { observer } : {}),
       pair,
       stateDir: this.config.stateDir,
       client: this.client,

@@ -4,6 +4,7 @@ import type { Trash } from '../local/fs-ops.js';
 import type { ServiceClient } from '../service/index.js';
 import type { StateStore } from '../state/store.js';
 import type { MetadataResolver } from './metadata-rules.js';
+import type { Action } from './model.js';
 import type { VersionLabelScheme } from './version-label.js';
 
 export interface ExecutorDeps {
@@ -27,4 +28,6 @@ export interface ExecutorDeps {
   concurrency: number;
   signal?: AbortSignal;
   onBytes?: (n: number) => void;
+  /** Called after each action ran (ok false: it failed); for progress displays. */
+  onActionDone?: (action: Action, ok: boolean) => void;
 }

@@ -9,7 +9,7 @@ import { failpoint } from '../failpoints.js';
 import { downloadToTemp } from './download.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import type { Action, ActionKind, BaseEntry, Plan, RemoteDoc } from './model.js';
-import { pathKey } from './path-key.js';
+import { parentOf, pathKey } from './path-key.js';
 import { uploadLocalFile } from './upload.js';
 
 export interface ActionFailure {
@@ -30,11 +30,13 @@ export interface ExecutionReport {
   failures: ActionFailure[];
   bytesDownloaded: number;
   bytesUploaded: number;
+  /** Directories a move or trash step took a file out of: candidates for removal when left empty. */
+  vacatedDirs: Set<string>;
   conflicts: Array<{ relPath: string; conflictPath: string | null; outcome: string }>;
 }
 
 export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<ExecutionReport> {
-  const report: ExecutionReport = { stoppedBy: null, done: {}, failures: [], bytesDownloaded: 0, bytesUploaded: 0, conflicts: [] };
+  const report: ExecutionReport = { stoppedBy: null, done: {}, failures: [], bytesDownloaded: 0, bytesUploaded: 0, vacatedDirs: new Set(), conflicts: [] };
   if (plan.blocked) return report;
   const queue = new PQueue({ concurrency: Math.max(1, d.concurrency) });
   // Error budget: after this many service-wide failures in a row (each already retried by the client),
@@ -51,6 +53,7 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
           serviceFailuresInARow = 0;
         } catch (err) {
           report.failures.push(failureOf(action, err));
+          notifyDone(d, action, false);
           d.log.warn({ action: action.kind, relPath: relPathOf(action), err: describeError(err) }, 'action failed');
           if (isServiceWide(err) && ++serviceFailuresInARow >= budget && report.stoppedBy === null) {
             report.stoppedBy = err;
@@ -59,11 +62,21 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
           }
           return; // later steps of this group depended on this one
         }
+        notifyDone(d, action, true);
       }
     });
   }
   await queue.onIdle();
   return report;
+}
+
+/** A progress callback must never turn into a failed action or a crashed pass. */
+function notifyDone(d: ExecutorDeps, action: Action, ok: boolean): void {
+  try {
+    d.onActionDone?.(action, ok);
+  } catch {
+    /* display only */
+  }
 }
 
 async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): Promise<void> {
@@ -88,6 +101,7 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       const old = d.store.getBase(a.doc.documentId);
       const stat = await moveFile(resolveInside(d.root, a.from), resolveInside(d.root, a.to), a.expectLocal);
       failpoint('move-after-rename');
+      report.vacatedDirs.add(parentOf(a.from));
       if (old) d.store.putBase({ ...old, relPath: a.to, key: a.toKey, folderId: a.doc.folderId, fileName: a.doc.fileName, ...stat });
       d.log.info({ from: a.from, to: a.to }, 'moved (renamed or moved remotely)');
       return;
@@ -95,6 +109,7 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
     case 'trash-local': {
       const kept = await d.trash.moveToTrash(resolveInside(d.root, a.relPath), a.relPath, a.expectLocal);
       failpoint('trash-after-move');
+      report.vacatedDirs.add(parentOf(a.relPath));
       // A file trashed to make room for a remote rename keeps its base row: the download or conflict later in
       // the same group records the document at its new path.
       if (a.reason === 'remote-deleted') d.store.deleteBase(a.documentId);

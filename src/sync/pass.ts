@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
-import { cleanStaleTemps, Trash } from '../local/fs-ops.js';
+import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../local/fs-ops.js';
 import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { scanLocal } from '../local/scanner.js';
@@ -15,7 +15,8 @@ import { StateStore } from '../state/store.js';
 import { executePlan, type ExecutionReport } from './executor.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { compileMetadataRules, type MetadataResolver } from './metadata-rules.js';
-import type { Action, Issue, Plan, ReconcileContext } from './model.js';
+import type { Action, Issue, Plan, ReconcileContext, RemoteObservation } from './model.js';
+import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { recoverOutbox } from './upload.js';
 
@@ -51,7 +52,21 @@ export interface PassOptions {
   now?: () => Date;
   signal?: AbortSignal;
   concurrency?: number;
+  /** Content bytes moved (both directions), as they stream. */
   onBytes?: (n: number) => void;
+  /** The plan about to be executed (not called for a dry run or a blocked plan). For progress displays. */
+  onPlan?: (plan: Plan) => void;
+  /** One action of the plan finished (ok false: it failed). Actions skipped after a failure are not reported. */
+  onActionDone?: (action: Action, ok: boolean) => void;
+}
+
+/** Progress callbacks of a pass plus its end; the daemon hands one per pair to its passes (terminal progress). */
+export interface PassObserver {
+  onPlan?: (plan: Plan) => void;
+  onActionDone?: (action: Action, ok: boolean) => void;
+  onBytes?: (n: number) => void;
+  /** The pass ended: its report, or null when it threw. */
+  onPassEnd?: (report: PassReport | null) => void;
 }
 
 export interface PassReport {
@@ -200,7 +215,9 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     rt.store.setMeta('lastError', plan.blocked.message);
     rt.log.error({ gate: plan.blocked.code }, plan.blocked.message);
   } else {
+    opts.onPlan?.(plan);
     report.execution = await executePlan(plan, deps);
+    await removeVacatedDirs(rt, report.execution.vacatedDirs, listing.observation);
   }
   const failures = report.execution?.failures ?? [];
   rt.store.transaction(() => {
@@ -216,6 +233,23 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   if (report.execution?.stoppedBy) throw report.execution.stoppedBy;
   report.converged = plan.blocked === null && failures.length === 0 && plan.issues.every((i) => INFORMATIONAL.has(i.code));
   return report;
+}
+
+/**
+ * Directories that moves and trash steps emptied, and that no remote folder maps to any more (the folder was
+ * renamed, moved or deleted remotely), are removed, deepest first, walking up while they stay empty. rmdir
+ * only ever removes an empty directory, so nothing the user put there can be lost.
+ */
+async function removeVacatedDirs(rt: PairRuntime, dirs: ReadonlySet<string>, remote: RemoteObservation): Promise<void> {
+  const remoteDirKeys = new Set([...remote.folders.values()].map((f) => f.key));
+  const ordered = [...dirs].sort((a, b) => b.split('/').length - a.split('/').length);
+  for (let dir of ordered) {
+    while (dir !== '' && !remoteDirKeys.has(pathKey(dir, rt.caseInsensitive)) && !rt.ignore.ignores(dir, true)) {
+      if (!(await removeDirIfEmpty(resolveInside(rt.pair.localPath, dir)))) break;
+      rt.log.debug({ dir }, 'removed a directory left empty by a remote change');
+      dir = parentOf(dir);
+    }
+  }
 }
 
 function wantsUpload(a: Action): boolean {
@@ -253,6 +287,7 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
     concurrency: opts.concurrency ?? 8,
     ...(opts.signal ? { signal: opts.signal } : {}),
     ...(opts.onBytes ? { onBytes: opts.onBytes } : {}),
+    ...(opts.onActionDone ? { onActionDone: opts.onActionDone } : {}),
   };
 }
 

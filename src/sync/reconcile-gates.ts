@@ -2,18 +2,34 @@
 // listing, mass deletion) rather than the user's intent. Skipped with ctx.force (CLI --force).
 import type { Action, BaseEntry, LocalObservation, Plan, ReconcileContext, RemoteObservation } from './model.js';
 
-/** How many planned steps may remove local content: trash-local, and conflicts resolved remote-wins. */
-export function countDeletes(groups: Action[][]): number {
+/**
+ * How many planned steps may remove local content: trash-local, and conflicts resolved remote-wins. A trashed
+ * path whose inode another local path still holds removes nothing (e.g. a move torn between link and unlink
+ * by a crash leaves the file at both paths), so it does not count.
+ */
+export function countDeletes(groups: Action[][], local?: LocalObservation): number {
+  let linksByInode: Map<number, number> | null = null;
+  const linkedElsewhere = (a: Extract<Action, { kind: 'trash-local' }>): boolean => {
+    if (!local) return false;
+    if (linksByInode === null) {
+      linksByInode = new Map();
+      for (const f of local.files.values()) linksByInode.set(f.inode, (linksByInode.get(f.inode) ?? 0) + 1);
+    }
+    return (linksByInode.get(a.expectLocal.inode) ?? 0) > 1;
+  };
   let n = 0;
   for (const g of groups)
-    for (const a of g) if (a.kind === 'trash-local' || (a.kind === 'conflict' && a.policy === 'remote-wins')) n++;
+    for (const a of g) {
+      if (a.kind === 'trash-local' && !linkedElsewhere(a)) n++;
+      else if (a.kind === 'conflict' && a.policy === 'remote-wins') n++;
+    }
   return n;
 }
 
 /**
  * Rule for max-delete: blocked when deletes > max(1, floor(maxDeleteShare * baseCount)). One delete is always
- * allowed (a single trashed file is never a mass event, even with a tiny base). Conflicts with no base count
- * too (remote-wins may move local content to the trash), so a first pass with many of them also stops.
+ * allowed (a single trashed file is never a mass event, even with a tiny base). Conflicts with no base are
+ * always keep-both (conflictPolicyFor), so they never count.
  */
 export function maxDeleteAllowed(share: number, baseCount: number): number {
   return Math.max(1, Math.floor(share * baseCount));
@@ -44,7 +60,7 @@ export function checkGates(
         'If the binder really is empty now, run again with --force.',
     };
   }
-  const deletes = countDeletes(groups);
+  const deletes = countDeletes(groups, local);
   const allowed = maxDeleteAllowed(ctx.maxDeleteShare, baseCount);
   if (deletes > allowed) {
     const pct = Math.round(ctx.maxDeleteShare * 100);

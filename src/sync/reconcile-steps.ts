@@ -51,8 +51,11 @@ export function forget(b: BaseEntry, reason: Extract<Action, { kind: 'forget' }>
 /**
  * Policy a conflict carries. Resolved: in download-only mode 'local-wins' would need an upload, which that
  * mode never does, so it becomes 'keep-both' (local content kept as a local conflict copy, not uploaded).
+ * With no base (first sync, lost state DB) nothing says which side is newer: always keep both
+ * (onedrive #1714: a missing DB must never let one side overwrite the other).
  */
-export function conflictPolicyFor(ctx: ReconcileContext): ConflictPolicy {
+export function conflictPolicyFor(ctx: ReconcileContext, base: BaseEntry | null): ConflictPolicy {
+  if (base === null) return 'keep-both';
   return ctx.direction === 'download' && ctx.conflictPolicy === 'local-wins' ? 'keep-both' : ctx.conflictPolicy;
 }
 
@@ -70,7 +73,7 @@ export function conflict(
     local,
     doc,
     base,
-    policy: conflictPolicyFor(ctx),
+    policy: conflictPolicyFor(ctx, base),
     conflictPath,
     uploadConflictCopy: ctx.direction === 'both',
   };

@@ -163,13 +163,13 @@ describe('new remote documents and folders', () => {
 });
 
 describe('both sides hold a path without a base', () => {
-  it('is a conflict with base null, whatever the policy (never a plain download)', () => {
+  it('is a keep-both conflict with base null, whatever the configured policy (never one side overwriting)', () => {
     for (const policy of ['keep-both', 'remote-wins', 'local-wins'] as const) {
       const w = world();
       w.file('docs/x.txt', 'local');
       w.doc('n1', 'docs/x.txt', 'v1', 'f1');
       expect(summarizeGroups(plan(w, { conflictPolicy: policy }).groups)).toEqual([
-        [`conflict docs/x.txt n1@v1 base=none ${policy} copy=docs/x (conflict T).txt upload-copy=true`],
+        [`conflict docs/x.txt n1@v1 base=none keep-both copy=docs/x (conflict T).txt upload-copy=true`],
       ]);
     }
   });

@@ -1,0 +1,234 @@
+// Crash tests: the CLI is killed with SIGKILL at each failpoint (BINDER_SYNC_FAILPOINT) in a scenario that
+// reaches it; the next runs must converge with local == remote, no duplicate version or document, no temp
+// file left behind and no edit lost (every content written exists locally, remotely or in the trash).
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { FailpointName } from '../../src/failpoints.js';
+import { createWorkspace, localTree, readLocal, sha256, writeLocal, type Workspace } from './harness.js';
+import {
+  docsByName, everyContentHash, expectConvergedPass, expectSidesEqual, explain, inodeOf, syncJson, tempFilesUnder,
+  trashHashes, versionContents, type SyncRun,
+} from './scenario-helpers.js';
+
+let ws: Workspace;
+afterEach(async () => {
+  await ws?.close();
+});
+
+interface Ids {
+  a: string;
+  b: string;
+  c: string;
+  d: string;
+  folderB: string;
+}
+
+interface Scenario {
+  /** Changes made after a clean first sync; returns every content it wrote (for the lost-edit check). */
+  change(ws: Workspace, ids: Ids): string[];
+  /** Expected documents after convergence: fileName -> version contents, oldest first (others: none). */
+  expectDocs: Record<string, string[]>;
+  /** Documents whose name is not known beforehand (conflict copies): their version contents. */
+  extraDocs?: string[][];
+  /** Further checks after convergence. */
+  verify?(ws: Workspace, ids: Ids, before: { inodeB: number }): void;
+}
+
+// Two untouched documents in C keep one or two trashes within the max-delete gate (floor(0.5 * 5) = 2).
+const BASE_DOCS = { 'a.txt': ['a base'], 'b.txt': ['b base'], 'c.txt': ['c base'], 'd.txt': ['d base'], 'e.txt': ['e base'] };
+
+const SCENARIOS = {
+  'upload of a new file': {
+    change: (w) => {
+      writeLocal(w, 'A/new.txt', 'new local file');
+      return ['new local file'];
+    },
+    expectDocs: { ...BASE_DOCS, 'new.txt': ['new local file'] },
+  },
+  'upload of an edit': {
+    change: (w) => {
+      writeLocal(w, 'A/a.txt', 'a local edit');
+      return ['a local edit'];
+    },
+    expectDocs: { ...BASE_DOCS, 'a.txt': ['a base', 'a local edit'] },
+  },
+  'download of a new file': {
+    change: (w) => {
+      const folderA = w.emulator.control.getDocument(docsByName(w).get('a.txt')!.id).folderId;
+      w.emulator.control.addDocument(w.binderId, folderA, 'remote-new.txt', 'remote new file');
+      return ['remote new file'];
+    },
+    expectDocs: { ...BASE_DOCS, 'remote-new.txt': ['remote new file'] },
+    verify: (w) => expect(readLocal(w, 'A/remote-new.txt')).toBe('remote new file'),
+  },
+  'download replacing a file': {
+    change: (w, ids) => {
+      w.emulator.control.addVersion(ids.a, 'a remote edit');
+      return ['a remote edit'];
+    },
+    expectDocs: { ...BASE_DOCS, 'a.txt': ['a base', 'a remote edit'] },
+    verify: (w) => expect(readLocal(w, 'A/a.txt')).toBe('a remote edit'),
+  },
+  'keep-both conflict': {
+    change: (w, ids) => {
+      writeLocal(w, 'A/a.txt', 'a local edit');
+      w.emulator.control.addVersion(ids.a, 'a remote edit');
+      return ['a local edit', 'a remote edit'];
+    },
+    expectDocs: { ...BASE_DOCS, 'a.txt': ['a base', 'a remote edit'] },
+    extraDocs: [['a local edit']],
+    verify: (w) => {
+      expect(readLocal(w, 'A/a.txt')).toBe('a remote edit');
+      const copies = fs.readdirSync(path.join(w.local, 'A')).filter((n) => n.includes('conflict'));
+      expect(copies).toHaveLength(1);
+      expect(readLocal(w, `A/${copies[0]}`)).toBe('a local edit');
+    },
+  },
+  'remote move': {
+    change: (w, ids) => {
+      w.emulator.control.moveDocument(ids.b, ids.folderB);
+      return [];
+    },
+    expectDocs: BASE_DOCS,
+    verify: (w, _ids, before) => {
+      expect(fs.existsSync(path.join(w.local, 'A/b.txt'))).toBe(false);
+      expect(readLocal(w, 'B/b.txt')).toBe('b base');
+      expect(inodeOf(w, 'B/b.txt')).toBe(before.inodeB);
+    },
+  },
+  'remote delete': {
+    change: (w, ids) => {
+      w.emulator.control.deleteDocument(ids.c);
+      return [];
+    },
+    expectDocs: { 'a.txt': ['a base'], 'b.txt': ['b base'], 'd.txt': ['d base'], 'e.txt': ['e base'] },
+    verify: (w) => {
+      expect(fs.existsSync(path.join(w.local, 'A/c.txt'))).toBe(false);
+      expect(trashHashes(w)).toContain(sha256('c base'));
+    },
+  },
+  // Uploads, a download, a move and a trash in one pass: the kill lands while other groups are in flight.
+  'everything at once': {
+    change: (w, ids) => {
+      const c = w.emulator.control;
+      writeLocal(w, 'A/new.txt', 'new local file');
+      writeLocal(w, 'A/a.txt', 'a local edit');
+      c.addDocument(w.binderId, c.getDocument(ids.a).folderId, 'remote-new.txt', 'remote new file');
+      c.moveDocument(ids.b, ids.folderB);
+      c.deleteDocument(ids.c);
+      return ['new local file', 'a local edit', 'remote new file'];
+    },
+    expectDocs: {
+      'a.txt': ['a base', 'a local edit'], 'b.txt': ['b base'], 'd.txt': ['d base'], 'e.txt': ['e base'],
+      'new.txt': ['new local file'], 'remote-new.txt': ['remote new file'],
+    },
+    verify: (w) => {
+      expect([...localTree(w.local).keys()].sort()).toEqual(['A/a.txt', 'A/new.txt', 'A/remote-new.txt', 'B/b.txt', 'C/d.txt', 'C/e.txt']);
+      expect(trashHashes(w)).toContain(sha256('c base'));
+    },
+  },
+} satisfies Record<string, Scenario>;
+
+type ScenarioName = keyof typeof SCENARIOS;
+
+const CASES: Array<{ failpoint: FailpointName; scenario: ScenarioName }> = [
+  { failpoint: 'upload-after-slot', scenario: 'upload of a new file' },
+  { failpoint: 'upload-after-slot', scenario: 'upload of an edit' },
+  { failpoint: 'upload-after-put', scenario: 'upload of a new file' },
+  { failpoint: 'upload-after-put', scenario: 'upload of an edit' },
+  { failpoint: 'upload-before-commit', scenario: 'upload of a new file' },
+  { failpoint: 'upload-before-commit', scenario: 'upload of an edit' },
+  { failpoint: 'upload-after-commit', scenario: 'upload of a new file' },
+  { failpoint: 'upload-after-commit', scenario: 'upload of an edit' },
+  { failpoint: 'upload-after-commit', scenario: 'keep-both conflict' }, // the conflict copy's upload
+  { failpoint: 'download-after-temp', scenario: 'download of a new file' },
+  { failpoint: 'download-after-temp', scenario: 'download replacing a file' },
+  { failpoint: 'download-after-rename', scenario: 'download of a new file' },
+  { failpoint: 'download-after-rename', scenario: 'download replacing a file' },
+  { failpoint: 'conflict-after-move', scenario: 'keep-both conflict' },
+  { failpoint: 'move-after-rename', scenario: 'remote move' },
+  { failpoint: 'trash-after-move', scenario: 'remote delete' },
+  { failpoint: 'upload-after-slot', scenario: 'everything at once' },
+];
+
+/** A/a.txt, A/b.txt, A/c.txt, C/d.txt, C/e.txt in sync, and an empty folder B. */
+async function syncedBase(): Promise<Ids> {
+  ws = await createWorkspace();
+  const c = ws.emulator.control;
+  const folderA = c.createFolder(ws.binderId, { name: 'A' });
+  const folderB = c.createFolder(ws.binderId, { name: 'B' });
+  const folderC = c.createFolder(ws.binderId, { name: 'C' });
+  const a = c.addDocument(ws.binderId, folderA.id, 'a.txt', 'a base').document.id;
+  const b = c.addDocument(ws.binderId, folderA.id, 'b.txt', 'b base').document.id;
+  const cc = c.addDocument(ws.binderId, folderA.id, 'c.txt', 'c base').document.id;
+  const d = c.addDocument(ws.binderId, folderC.id, 'd.txt', 'd base').document.id;
+  c.addDocument(ws.binderId, folderC.id, 'e.txt', 'e base');
+  await expectConvergedPass(ws);
+  return { a, b, c: cc, d, folderB: folderB.id };
+}
+
+describe('crash at a failpoint, then recovery', () => {
+  it.each(CASES)('$failpoint during $scenario', async ({ failpoint, scenario }) => {
+    const sc: Scenario = SCENARIOS[scenario];
+    const ids = await syncedBase();
+    const before = { inodeB: inodeOf(ws, 'A/b.txt') };
+    const written = [...Object.values(BASE_DOCS).flat(), ...sc.change(ws, ids)];
+
+    const crashed = await syncJson(ws, [], { env: { BINDER_SYNC_FAILPOINT: failpoint } });
+    expect(crashed.signal, `the scenario did not reach ${failpoint}: ${explain(crashed)}`).toBe('SIGKILL');
+
+    // Recovery: at most two ordinary runs to converge.
+    const runs: SyncRun[] = [await syncJson(ws)];
+    if (runs[0]!.code !== 0) runs.push(await syncJson(ws));
+    const last = runs[runs.length - 1]!;
+    expect(last.code, runs.map(explain).join('\n---\n')).toBe(0);
+    expect(last.report?.converged).toBe(true);
+
+    // Both sides agree, byte for byte.
+    expectSidesEqual(ws);
+    expect(tempFilesUnder(ws.local)).toEqual([]);
+    // Exactly the expected documents, each with exactly the expected versions (no duplicate upload).
+    const c = ws.emulator.control;
+    const docs = c.listDocuments(ws.binderId);
+    const named = new Map(docs.map((d) => [d.fileName, d]));
+    expect(named.size, `document names: ${docs.map((d) => d.fileName).join(', ')}`).toBe(docs.length);
+    for (const [name, versions] of Object.entries(sc.expectDocs)) {
+      const d = named.get(name);
+      expect(d, `document ${name}`).toBeDefined();
+      expect(versionContents(ws, d!.id), name).toEqual(versions);
+    }
+    const extra = docs.filter((d) => !(d.fileName in sc.expectDocs)).map((d) => versionContents(ws, d.id));
+    expect(extra).toEqual(sc.extraDocs ?? []);
+    // No lost edit: everything ever written is somewhere.
+    const everywhere = everyContentHash(ws);
+    for (const content of written) expect(everywhere.has(sha256(content)), `lost: ${content}`).toBe(true);
+    sc.verify?.(ws, ids, before);
+
+    // And it stays converged: the next pass has nothing to do (a wrong base row after an interrupted upload or
+    // conflict would show up here as a second upload or download).
+    if (runs.length === 1 && (failpoint.startsWith('upload-') || failpoint.startsWith('conflict-'))) {
+      const quiet = await syncJson(ws);
+      expect(quiet.code, explain(quiet)).toBe(0);
+      expect(quiet.report?.actions, explain(quiet)).toEqual([]);
+      expect(localTree(ws.local).size).toBe(docs.length);
+    }
+  });
+});
+
+describe('crash inside a local move', () => {
+  it('a move torn between link and unlink does not stop the next pass at the max-delete gate', async () => {
+    const ids = await syncedBase();
+    const c = ws.emulator.control;
+    c.moveDocument(ids.b, ids.folderB);
+    c.deleteDocument(ids.c);
+    c.deleteDocument(ids.d);
+    fs.mkdirSync(path.join(ws.local, 'B'), { recursive: true });
+    fs.linkSync(path.join(ws.local, 'A/b.txt'), path.join(ws.local, 'B/b.txt')); // the crash happened here
+
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(0);
+    expect([...localTree(ws.local).keys()].sort()).toEqual(['A/a.txt', 'B/b.txt', 'C/e.txt']);
+    expectSidesEqual(ws);
+  });
+});

@@ -1,0 +1,118 @@
+// Hostile remote names end to end: path tricks, reserved and over-long names, case and NFC/NFD twins, exact
+// duplicates and names that look like the daemon's own temp files. Nothing may be written outside the root,
+// no file may clobber another, every document lands at one deterministic place, and a second pass is quiet.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorkspace, localTree, sha256, type Workspace } from './harness.js';
+import { expectConvergedPass, expectQuietPass, explain, listDir, syncJson, tempFilesUnder } from './scenario-helpers.js';
+
+let ws: Workspace;
+afterEach(async () => {
+  await ws?.close();
+});
+
+const LONG_300_BYTES = `${'é'.repeat(148)}.txt`; // 148 * 2 + 4 = 300 UTF-8 bytes, 152 UTF-16 units
+const NFC = 'caf\u00e9.txt';
+const NFD = 'cafe\u0301.txt';
+
+const DOC_NAMES = [
+  '../../escape.txt', 'a/b.txt', 'a\\b.txt', '..', '.', 'x\u0000y', 'tab\there.txt', LONG_300_BYTES, 'CON', 'con.txt', 'NUL.txt',
+  'Same.txt', 'same.txt', NFC, NFD, '.binder-sync-tmp-evil', '.binder-sync-probe-1-case', '...', ' lead space.txt',
+  'trail.', '*?<>|":.txt', 'emoji 😀.txt', 'clash',
+];
+const FOLDER_NAMES = ['..', '../up', '...', 'CON', '.binder-sync-tmp-dir', 'clash', 'Clash'];
+
+/** Tries each name; returns the ones the emulator accepted (a refused one must be refused as a 400). */
+function tryAll<T>(names: string[], add: (name: string) => T): Array<{ name: string; made: T }> {
+  const out: Array<{ name: string; made: T }> = [];
+  for (const name of names) {
+    try {
+      out.push({ name, made: add(name) });
+    } catch (err) {
+      expect((err as { status?: number }).status, `${JSON.stringify(name)}: ${(err as Error).message}`).toBe(400);
+    }
+  }
+  return out;
+}
+
+/** Multiset of the latest content of every remote document, as sorted sha256 values. */
+function remoteContents(ws: Workspace): string[] {
+  const c = ws.emulator.control;
+  return c.listDocuments(ws.binderId).map((d) => sha256(c.readContent(d.id))).sort();
+}
+
+describe('hostile remote names', () => {
+  it('nothing escapes the root, nothing is clobbered, every document lands once, deterministically', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const h = c.createFolder(ws.binderId, { name: 'H' });
+    const docs = tryAll(DOC_NAMES, (name) => c.addDocument(ws.binderId, h.id, name, `content of ${JSON.stringify(name)}`).document);
+    const folders = tryAll(FOLDER_NAMES, (name) => c.createFolder(ws.binderId, { name, parentId: h.id }));
+    for (const f of folders) c.addDocument(ws.binderId, f.made.id, 'inside.txt', `inside ${JSON.stringify(f.name)}`);
+    // The emulator refuses path separators, control characters, '.' and '..' (spec-valid names only).
+    const accepted = docs.map((d) => d.name);
+    expect(accepted).toEqual(expect.arrayContaining([LONG_300_BYTES, 'CON', 'Same.txt', 'same.txt', NFC, NFD, '.binder-sync-tmp-evil', 'clash']));
+    const tmpBefore = listDir(os.tmpdir()).filter((n) => n.includes('escape'));
+
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(0);
+    // Nothing beside the root (or above the workspace) was created.
+    expect(listDir(ws.dir)).toEqual(['local', 'state', 'sync.yaml']);
+    expect(listDir(os.tmpdir()).filter((n) => n.includes('escape'))).toEqual(tmpBefore);
+    // Every document is one local file with its content: none lost, none overwritten by another.
+    const local = localTree(ws.local);
+    expect([...local.values()].sort()).toEqual(remoteContents(ws));
+    expect(local.size).toBe(c.listDocuments(ws.binderId).length);
+    // Every local path stays inside the root, each segment is a valid name, and none looks like a temp file.
+    for (const rel of local.keys()) {
+      for (const seg of rel.split('/')) {
+        expect(seg === '' || seg === '.' || seg === '..', rel).toBe(false);
+        expect(Buffer.byteLength(seg), rel).toBeLessThanOrEqual(255);
+      }
+    }
+    expect(tempFilesUnder(ws.local)).toEqual([]);
+    const names = fs.readdirSync(path.join(ws.local, 'H'));
+    expect(names).toEqual(expect.arrayContaining(['CON', 'Same.txt', 'same.txt']));
+    expect(names.filter((n) => n.normalize('NFC') === NFC || n.normalize('NFC').startsWith('café (dup-'))).toHaveLength(2);
+    expect(names.find((n) => n.endsWith('.txt') && n.startsWith('é') && Buffer.byteLength(n) <= 255)).toBeDefined();
+    const firstLayout = [...local.keys()].sort();
+
+    // Quiet next pass: in particular the temp-looking document survives the stale-temp cleanup.
+    await expectQuietPass(ws);
+    expect([...localTree(ws.local).values()].sort()).toEqual(remoteContents(ws));
+
+    // Deterministic: a fresh sync of the same binder (state and local tree gone) lays out the same paths.
+    fs.rmSync(ws.local, { recursive: true });
+    fs.rmSync(ws.stateDir, { recursive: true });
+    await expectConvergedPass(ws);
+    expect([...localTree(ws.local).keys()].sort()).toEqual(firstLayout);
+  });
+
+  it('renames into hostile names and exact duplicates are followed without clobbering', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const h = c.createFolder(ws.binderId, { name: 'H' });
+    const ids = ['one.txt', 'two.txt', 'three.txt', 'four.txt', 'Twin.txt', NFC].map(
+      (name) => c.addDocument(ws.binderId, h.id, name, `content ${name}`).document.id,
+    );
+    await expectConvergedPass(ws);
+
+    c.renameDocument(ids[0]!, '.binder-sync-tmp-renamed');
+    c.renameDocument(ids[1]!, 'Twin.txt'); // the emulator allows two documents with one exact name
+    c.renameDocument(ids[2]!, NFD); // the NFD twin of an existing NFC name
+    c.renameDocument(ids[3]!, 'twin.txt');
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(0);
+    const local = localTree(ws.local);
+    expect([...local.values()].sort()).toEqual(remoteContents(ws));
+    expect(local.size).toBe(6);
+    expect(tempFilesUnder(ws.local)).toEqual([]);
+    expect(listDir(ws.dir)).toEqual(['local', 'state', 'sync.yaml']);
+    // The documents that kept their names keep their paths (a base path is preferred on a collision).
+    expect(local.get('H/Twin.txt')).toBe(sha256('content Twin.txt'));
+    expect(local.get(`H/${NFC}`)).toBe(sha256(`content ${NFC}`));
+    await expectQuietPass(ws);
+  });
+});

@@ -1,0 +1,109 @@
+// Upload metadata rules against a binder with a required enumerated element, and a read-only client, end to
+// end: what is uploaded (with which valueId), what waits with an issue, and what is refused before any upload.
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorkspace, readLocal, sync, writeLocal, type Workspace } from './harness.js';
+import { docNamed, expectConvergedPass, explain, issueCodes, remoteText, syncJson } from './scenario-helpers.js';
+
+let ws: Workspace;
+afterEach(async () => {
+  await ws?.close();
+});
+
+const DEPARTMENT = {
+  id: 'Department',
+  label: 'Department',
+  dataType: 'enum',
+  required: true,
+  allowedValues: [
+    { id: 'eng', label: 'Engineering' },
+    { id: 'fin', label: 'Finance' },
+  ],
+};
+
+/** A binder whose documents need a Department; one remote document to download; one new local file. */
+async function binderWithRequiredElement(): Promise<{ tabId: string }> {
+  ws = await createWorkspace();
+  const c = ws.emulator.control;
+  c.addMetadataElement(ws.binderId, DEPARTMENT);
+  const tab = c.createFolder(ws.binderId, { name: 'T' });
+  c.addDocument(ws.binderId, tab.id, 'remote.txt', 'from remote', { metadata: [{ metadataElementId: 'Department', valueId: 'fin' }] });
+  writeLocal(ws, 'T/new.txt', 'needs a department');
+  return { tabId: tab.id };
+}
+
+describe('metadata rules', () => {
+  it('without a rule a new file is withheld (metadata-missing); with a rule it uploads with the value id', async () => {
+    const { tabId } = await binderWithRequiredElement();
+    const c = ws.emulator.control;
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(1);
+    expect(issueCodes(r)).toEqual(['metadata-missing T/new.txt']);
+    expect(r.report?.issues[0]?.detail).toMatch(/Department/);
+    expect(r.report?.failures).toEqual([]);
+    // Downloads are not held back by it; nothing was uploaded.
+    expect(readLocal(ws, 'T/remote.txt')).toBe('from remote');
+    expect(c.listDocuments(ws.binderId).map((d) => d.fileName)).toEqual(['remote.txt']);
+    // (The pass may ask for one slot to probe write access; nothing is PUT or committed.)
+    expect(c.counters()['storage-put'] + c.counters().commit).toBe(0);
+
+    // Rules name the element and the value by label; the service gets the value's id.
+    ws.writeConfig({ metadata: [{ match: '**', values: { Department: 'Engineering' } }] });
+    await expectConvergedPass(ws);
+    const doc = docNamed(ws, 'new.txt');
+    expect(doc.folderId).toBe(tabId);
+    expect(remoteText(ws, doc.id)).toBe('needs a department');
+    expect(doc.metadata).toContainEqual({ metadataElementId: 'Department', valueId: 'eng' });
+    const [version] = c.listVersions(doc.id);
+    expect(version?.metadata).toContainEqual({ metadataElementId: 'Department', valueId: 'eng' });
+  });
+
+  it('a rule naming an unknown element or an unknown value: exit 2 naming it, before any upload or download', async () => {
+    await binderWithRequiredElement();
+    const c = ws.emulator.control;
+    ws.writeConfig({ metadata: [{ match: '**', values: { Departmnt: 'Engineering' } }] });
+    const badElement = await sync(ws);
+    expect(badElement.code, badElement.stderr).toBe(2);
+    expect(badElement.stderr).toMatch(/Departmnt/);
+
+    ws.writeConfig({ metadata: [{ match: 'T/**', values: { Department: 'Marketing' } }] });
+    const badValue = await sync(ws);
+    expect(badValue.code, badValue.stderr).toBe(2);
+    expect(badValue.stderr).toMatch(/"Marketing" is not an allowed value/);
+    expect(badValue.stderr).toMatch(/eng \(Engineering\)/);
+
+    const n = c.counters();
+    expect(n.presignedupload + n['storage-put'] + n.commit + n['storage-get']).toBe(0);
+    expect(c.listDocuments(ws.binderId).map((d) => d.fileName)).toEqual(['remote.txt']);
+  });
+});
+
+describe('read-only client', () => {
+  it('downloads work and the first pass says once, clearly, that local changes cannot be uploaded', async () => {
+    ws = await createWorkspace({ readOnly: true });
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'T' });
+    c.addDocument(ws.binderId, tab.id, 'remote.txt', 'downloaded');
+    writeLocal(ws, 'T/local.txt', 'stays local');
+
+    const r = await syncJson(ws, [], { readOnly: true });
+    expect(readLocal(ws, 'T/remote.txt')).toBe('downloaded');
+    expect(readLocal(ws, 'T/local.txt')).toBe('stays local');
+    expect(c.listDocuments(ws.binderId).map((d) => d.fileName)).toEqual(['remote.txt']);
+    expect(c.counters()['storage-put'] + c.counters().commit).toBe(0);
+    // The pair runs download-only: the local file is an open issue (not a failed upload with a 403), and
+    // the reason (read-only credentials) is given once.
+    expect(r.code, explain(r)).toBe(1);
+    expect(r.report?.failures, explain(r)).toEqual([]);
+    expect(issueCodes(r)).toEqual(['local-change-not-uploaded T/local.txt']);
+    expect(r.stderr.match(/read-only/gi) ?? [], r.stderr).toHaveLength(1);
+    expect(r.stderr).toMatch(/download-only/);
+
+    // Later passes keep downloading; still nothing is uploaded.
+    c.addDocument(ws.binderId, tab.id, 'later.txt', 'later too');
+    const again = await syncJson(ws, [], { readOnly: true });
+    expect(again.code, explain(again)).toBe(1);
+    expect(readLocal(ws, 'T/later.txt')).toBe('later too');
+    expect(c.listDocuments(ws.binderId)).toHaveLength(2);
+    expect(c.counters()['storage-put'] + c.counters().commit).toBe(0);
+  });
+});

@@ -1,0 +1,144 @@
+// Remote tree changes end to end: renamed/moved documents and folders become local moves (same inode, same
+// content), deleted folders are trashed, new remote folders appear locally, and a new local folder waits
+// for its remote folder (the service cannot create folders).
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorkspace, localTree, readLocal, sha256, writeLocal, type Workspace } from './harness.js';
+import {
+  docNamed, expectConvergedPass, expectQuietPass, expectSidesEqual, explain, inodeOf, issueCodes, remoteText, syncJson,
+  trashHashes, versionCounts,
+} from './scenario-helpers.js';
+
+let ws: Workspace;
+
+/** Every directory under root, relative, sorted. */
+function localDirs(root: string): string[] {
+  const out: string[] = [];
+  const walk = (abs: string, rel: string) => {
+    for (const e of fs.readdirSync(abs, { withFileTypes: true })) {
+      if (!e.isDirectory()) continue;
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      out.push(r);
+      walk(path.join(abs, e.name), r);
+    }
+  };
+  walk(root, '');
+  return out.sort();
+}
+afterEach(async () => {
+  await ws?.close();
+});
+
+describe('remote renames and moves', () => {
+  it('folder rename, folder move, document rename and document move are applied as local moves', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const a = c.createFolder(ws.binderId, { name: 'A' });
+    const b = c.createFolder(ws.binderId, { name: 'B' });
+    const sub = c.createFolder(ws.binderId, { name: 'Sub', parentId: a.id });
+    c.addDocument(ws.binderId, a.id, 'a1.txt', 'a1');
+    c.addDocument(ws.binderId, sub.id, 'deep.txt', 'deep');
+    const moved = c.addDocument(ws.binderId, b.id, 'moveme.txt', 'moveme').document;
+    const renamed = c.addDocument(ws.binderId, b.id, 'old-name.txt', 'renamed').document;
+    await expectConvergedPass(ws);
+    const ino = {
+      a1: inodeOf(ws, 'A/a1.txt'),
+      deep: inodeOf(ws, 'A/Sub/deep.txt'),
+      moveme: inodeOf(ws, 'B/moveme.txt'),
+      renamed: inodeOf(ws, 'B/old-name.txt'),
+    };
+    const versionsBefore = versionCounts(ws);
+
+    c.renameFolder(a.id, 'A renamed'); // A/a1.txt -> A renamed/a1.txt
+    c.moveFolder(sub.id, b.id); // A/Sub/deep.txt -> B/Sub/deep.txt
+    c.moveDocument(moved.id, a.id); // B/moveme.txt -> A renamed/moveme.txt
+    c.renameDocument(renamed.id, 'new-name.txt');
+    c.resetCounters();
+
+    const r = await expectConvergedPass(ws);
+    expect(r.report?.actions.filter((x) => x === 'move-local')).toHaveLength(4);
+    // No content moved over the wire: moves only.
+    expect(c.counters()['storage-get'] + c.counters().commit).toBe(0);
+    expect(inodeOf(ws, 'A renamed/a1.txt')).toBe(ino.a1);
+    expect(inodeOf(ws, 'B/Sub/deep.txt')).toBe(ino.deep);
+    expect(inodeOf(ws, 'A renamed/moveme.txt')).toBe(ino.moveme);
+    expect(inodeOf(ws, 'B/new-name.txt')).toBe(ino.renamed);
+    expect(readLocal(ws, 'B/Sub/deep.txt')).toBe('deep');
+    expect(readLocal(ws, 'B/new-name.txt')).toBe('renamed');
+    expect([...localTree(ws.local).keys()].sort()).toEqual(['A renamed/a1.txt', 'A renamed/moveme.txt', 'B/Sub/deep.txt', 'B/new-name.txt']);
+    expect(versionCounts(ws)).toEqual(versionsBefore);
+    expectSidesEqual(ws);
+    await expectQuietPass(ws);
+  });
+
+  it('a remotely deleted folder: its files go to the local trash', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const keep = c.createFolder(ws.binderId, { name: 'Keep' });
+    const doomed = c.createFolder(ws.binderId, { name: 'Doomed' });
+    const inner = c.createFolder(ws.binderId, { name: 'Inner', parentId: doomed.id });
+    c.addDocument(ws.binderId, keep.id, 'k.txt', 'keep');
+    c.addDocument(ws.binderId, keep.id, 'k2.txt', 'keep 2');
+    c.addDocument(ws.binderId, keep.id, 'k3.txt', 'keep 3');
+    c.addDocument(ws.binderId, doomed.id, 'd.txt', 'doomed');
+    c.addDocument(ws.binderId, inner.id, 'i.txt', 'inner');
+    await expectConvergedPass(ws);
+
+    c.deleteFolder(doomed.id);
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(0);
+    expect([...localTree(ws.local).keys()].sort()).toEqual(['Keep/k.txt', 'Keep/k2.txt', 'Keep/k3.txt']);
+    expect(trashHashes(ws).sort()).toEqual([sha256('doomed'), sha256('inner')].sort());
+    expect(fs.existsSync(path.join(ws.local, 'Doomed', 'd.txt'))).toBe(false);
+    expectSidesEqual(ws);
+  });
+
+  it('leaves no empty directories behind after remote folder renames, moves and deletes', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const a = c.createFolder(ws.binderId, { name: 'A' });
+    const b = c.createFolder(ws.binderId, { name: 'B' });
+    const sub = c.createFolder(ws.binderId, { name: 'Sub', parentId: a.id });
+    const doomed = c.createFolder(ws.binderId, { name: 'Doomed', parentId: b.id });
+    c.addDocument(ws.binderId, a.id, 'a1.txt', 'a1');
+    c.addDocument(ws.binderId, sub.id, 'deep.txt', 'deep');
+    c.addDocument(ws.binderId, b.id, 'b1.txt', 'b1');
+    c.addDocument(ws.binderId, b.id, 'b2.txt', 'b2');
+    c.addDocument(ws.binderId, doomed.id, 'd.txt', 'doomed');
+    await expectConvergedPass(ws);
+    c.renameFolder(a.id, 'A renamed');
+    c.moveFolder(sub.id, b.id);
+    c.deleteFolder(doomed.id);
+    await expectConvergedPass(ws);
+    expect(localDirs(ws.local)).toEqual(['A renamed', 'B', 'B/Sub']);
+  });
+});
+
+describe('folders', () => {
+  it('new remote folders are created locally; a new local folder waits for its remote folder, then uploads', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'Tab' });
+    await expectConvergedPass(ws);
+
+    c.createFolder(ws.binderId, { name: 'Empty', parentId: tab.id });
+    c.createFolder(ws.binderId, { name: 'New tab' });
+    writeLocal(ws, 'Tab/Local only/report.txt', 'waiting');
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(1);
+    expect(fs.statSync(path.join(ws.local, 'Tab/Empty')).isDirectory()).toBe(true);
+    expect(fs.statSync(path.join(ws.local, 'New tab')).isDirectory()).toBe(true);
+    expect(issueCodes(r)).toEqual(['waiting-for-remote-folder Tab/Local only/report.txt']);
+    expect(r.report?.issues[0]?.detail).toMatch(/Tab\/Local only/);
+    expect(c.listDocuments(ws.binderId)).toEqual([]);
+    expect(readLocal(ws, 'Tab/Local only/report.txt')).toBe('waiting');
+
+    const folder = c.createFolder(ws.binderId, { name: 'Local only', parentId: tab.id });
+    await expectConvergedPass(ws);
+    const doc = docNamed(ws, 'report.txt');
+    expect(doc.folderId).toBe(folder.id);
+    expect(remoteText(ws, doc.id)).toBe('waiting');
+    expectSidesEqual(ws);
+  });
+});

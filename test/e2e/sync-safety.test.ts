@@ -1,0 +1,78 @@
+// Safety gates end to end: a mass remote delete stops the pass (exit 4) until --force, and a missing or
+// emptied local root after a sync is an error that changes nothing remotely.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorkspace, localTree, remoteTree, sha256, sync, type Workspace } from './harness.js';
+import { expectConvergedPass, explain, syncJson, trashHashes, versionCounts } from './scenario-helpers.js';
+
+let ws: Workspace;
+afterEach(async () => {
+  await ws?.close();
+});
+
+async function tenSyncedFiles(): Promise<string[]> {
+  ws = await createWorkspace();
+  const c = ws.emulator.control;
+  const tab = c.createFolder(ws.binderId, { name: 'T' });
+  const ids: string[] = [];
+  for (let i = 0; i < 10; i++) ids.push(c.addDocument(ws.binderId, tab.id, `f${i}.txt`, `content ${i}`).document.id);
+  await expectConvergedPass(ws);
+  expect(localTree(ws.local).size).toBe(10);
+  return ids;
+}
+
+describe('max-delete gate', () => {
+  it('8 of 10 deleted remotely: stops with exit 4 and trashes nothing; --force trashes them', async () => {
+    const ids = await tenSyncedFiles();
+    const c = ws.emulator.control;
+    for (const id of ids.slice(0, 8)) c.deleteDocument(id);
+    const before = localTree(ws.local);
+
+    const r = await sync(ws);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(4);
+    expect(localTree(ws.local)).toEqual(before);
+    expect(trashHashes(ws)).toEqual([]);
+    // The message names the pair, the share that was exceeded and how to go on.
+    expect(r.stdout).toMatch(/\[main\] STOPPED: .*8 local file\(s\)/);
+    expect(r.stdout).toMatch(/50% of 10/);
+    expect(r.stdout).toMatch(/maxDeleteShare/);
+    expect(r.stdout).toMatch(/--force/);
+
+    const forced = await syncJson(ws, ['--force']);
+    expect(forced.code, explain(forced)).toBe(0);
+    expect([...localTree(ws.local).keys()].sort()).toEqual(['T/f8.txt', 'T/f9.txt']);
+    const trashed = trashHashes(ws).sort();
+    expect(trashed).toEqual(Array.from({ length: 8 }, (_, i) => sha256(`content ${i}`)).sort());
+    expect(localTree(ws.local)).toEqual(remoteTree(ws));
+  });
+});
+
+describe('local root gone after a sync', () => {
+  it('a missing root is an error (nothing created, nothing changed remotely); an emptied root stops the pass', async () => {
+    await tenSyncedFiles();
+    const c = ws.emulator.control;
+    const versionsBefore = versionCounts(ws);
+    const away = path.join(ws.dir, 'local-unmounted');
+    fs.renameSync(ws.local, away);
+    c.resetCounters();
+
+    const r = await sync(ws);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(6);
+    expect(r.stderr).toMatch(/local root .* is missing/);
+    expect(fs.existsSync(ws.local)).toBe(false);
+    expect(localTree(away).size).toBe(10);
+    const n = c.counters();
+    expect(n.presignedupload + n['storage-put'] + n.commit).toBe(0);
+    expect(versionCounts(ws)).toEqual(versionsBefore);
+
+    // The root is back but empty (a fresh mount point): the pass stops instead of "restoring" or deleting.
+    fs.mkdirSync(ws.local);
+    const empty = await syncJson(ws);
+    expect(empty.code, explain(empty)).toBe(4);
+    expect(empty.report?.blocked?.code).toBe('local-root-empty');
+    expect(localTree(ws.local).size).toBe(0);
+    expect(versionCounts(ws)).toEqual(versionsBefore);
+    expect(c.counters().commit).toBe(0);
+  });
+});

@@ -1,0 +1,49 @@
+// Server variants the spec leaves open (binders shape, download-link path, commit spelling, page size clamp,
+// how a top-level folder shows its parent): one full round trip each (download, upload, edits both ways).
+import { afterEach, describe, expect, it } from 'vitest';
+import type { EmulatorOptions } from '../../src/emulator/index.js';
+import { createWorkspace, readLocal, writeLocal, type Workspace } from './harness.js';
+import { docNamed, expectConvergedPass, expectSidesEqual, versionContents } from './scenario-helpers.js';
+
+let ws: Workspace;
+afterEach(async () => {
+  await ws?.close();
+});
+
+const VARIANTS: Array<{ name: string; emulator: EmulatorOptions; docs?: number }> = [
+  { name: 'bindersShape items', emulator: { bindersShape: 'items' } },
+  { name: 'download link only at /downloadlink', emulator: { downloadLinkPaths: ['downloadlink'] } },
+  { name: 'commit spelling walkthrough only', emulator: { commitSpelling: 'walkthrough' } },
+  { name: 'commit spelling reference only', emulator: { commitSpelling: 'reference' } },
+  { name: 'maxPageSize 7 with 30 documents', emulator: { maxPageSize: 7 }, docs: 30 },
+  { name: 'top-level parentId absent', emulator: { topLevelParentId: 'absent' } },
+  { name: 'top-level parentId = binder id', emulator: { topLevelParentId: 'binderId' } },
+];
+
+describe('emulator variants', () => {
+  it.each(VARIANTS)('$name: download, upload and edits on both sides converge', async ({ emulator, docs = 1 }) => {
+    ws = await createWorkspace({ emulator });
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'T' });
+    const sub = c.createFolder(ws.binderId, { name: 'S', parentId: tab.id });
+    const remoteIds: string[] = [];
+    for (let i = 0; i < docs; i++) remoteIds.push(c.addDocument(ws.binderId, i % 2 ? sub.id : tab.id, `remote-${i}.txt`, `remote ${i}`).document.id);
+    writeLocal(ws, 'T/S/local.txt', 'local v1');
+
+    await expectConvergedPass(ws);
+    expect(readLocal(ws, 'T/remote-0.txt')).toBe('remote 0');
+    const up = docNamed(ws, 'local.txt');
+    expect(up.folderId).toBe(sub.id);
+    expect(versionContents(ws, up.id)).toEqual(['local v1']);
+    expectSidesEqual(ws);
+    if (emulator.maxPageSize) expect(c.counters().search).toBeGreaterThanOrEqual(Math.ceil((docs + 1) / emulator.maxPageSize));
+
+    writeLocal(ws, 'T/S/local.txt', 'local v2, longer');
+    c.addVersion(remoteIds[0]!, 'remote 0 v2');
+    await expectConvergedPass(ws);
+    expect(readLocal(ws, 'T/remote-0.txt')).toBe('remote 0 v2');
+    expect(versionContents(ws, up.id)).toEqual(['local v1', 'local v2, longer']);
+    expect(c.listDocuments(ws.binderId)).toHaveLength(docs + 1);
+    expectSidesEqual(ws);
+  });
+});
