@@ -3,12 +3,21 @@
 // commands can close what they opened.
 import { Command, CommanderError } from 'commander';
 import { ExitCode } from './cli/exit-codes.js';
-import { registerEmulatorCommand } from './cli/emulator-command.js';
-import { registerRunCommand } from './cli/run-command.js';
-import { registerSyncCommand } from './cli/sync-command.js';
-import { registerStatusCommand } from './cli/status-command.js';
-import { registerCheckCommand } from './cli/check-command.js';
 import { describeError } from './errors.js';
+
+type Register = (program: Command, setExit: (code: number) => void) => void;
+
+/**
+ * Command modules, loaded lazily: a run of `binder-sync sync` does not pay for importing the emulator, the
+ * daemon and every other command (start-up time matters for scripts and cron jobs that call it often).
+ */
+const COMMANDS: Record<string, () => Promise<Register>> = {
+  sync: async () => (await import('./cli/sync-command.js')).registerSyncCommand,
+  run: async () => (await import('./cli/run-command.js')).registerRunCommand,
+  status: async () => (await import('./cli/status-command.js')).registerStatusCommand,
+  check: async () => (await import('./cli/check-command.js')).registerCheckCommand,
+  emulator: async () => (await import('./cli/emulator-command.js')).registerEmulatorCommand,
+};
 
 export async function main(argv: string[]): Promise<number> {
   const program = new Command();
@@ -22,11 +31,10 @@ export async function main(argv: string[]): Promise<number> {
   const setExit = (code: number) => {
     exitCode = code;
   };
-  registerSyncCommand(program, setExit);
-  registerRunCommand(program, setExit);
-  registerEmulatorCommand(program, setExit);
-  registerStatusCommand(program, setExit);
-  registerCheckCommand(program, setExit);
+  // Only the named command's module is loaded; help, unknown commands and `help <cmd>` load them all.
+  const name = argv[2];
+  const wanted = name !== undefined && Object.hasOwn(COMMANDS, name) ? [name] : Object.keys(COMMANDS);
+  for (const n of wanted) (await COMMANDS[n]!())(program, setExit);
   try {
     await program.parseAsync(argv);
   } catch (err) {
