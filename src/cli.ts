@@ -17,6 +17,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   status: async () => (await import('./cli/status-command.js')).registerStatusCommand,
   check: async () => (await import('./cli/check-command.js')).registerCheckCommand,
   emulator: async () => (await import('./cli/emulator-command.js')).registerEmulatorCommand,
+  demo: async () => (await import('./cli/demo-command.js')).registerDemoCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

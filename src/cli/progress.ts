@@ -13,7 +13,7 @@ import type { PassObserver, PassOptions } from '../sync/pass.js';
 /** Where the line is drawn: a terminal stream (process.stderr), or a fake in tests. */
 export interface ProgressStream {
   write(chunk: string): unknown;
-  /** Terminal width; 80 when unknown. */
+  /** Terminal width; 80 when unknown (undefined or 0). */
   columns?: number | undefined;
 }
 
@@ -236,7 +236,8 @@ export class ProgressDisplay {
     if (now - this.lastDraw < this.intervalMs * 0.9) return;
     const visible = [...this.active.values()].filter((p) => now - p.startedAt >= this.showAfterMs);
     if (visible.length === 0) return;
-    const columns = this.o.stream.columns ?? 80;
+    // 0 or undefined: a terminal that does not say its width (e.g. under `script`).
+    const columns = this.o.stream.columns || 80;
     const withBar = visible.length === 1 && columns >= 90;
     const line = fitToWidth(visible.map((p) => describeProgress(p, now, withBar)).join('  |  '), columns);
     this.lastDraw = now;

@@ -8,6 +8,7 @@ import { DEFAULT_SHUTDOWN_GRACE_MS, timingFromEnv } from '../daemon/timing.js';
 import { createLogger } from '../log.js';
 import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
 import { ExitCode } from './exit-codes.js';
+import { ProgressDisplay, wantProgress } from './progress.js';
 
 interface RunOptions {
   config: string;
@@ -84,9 +85,12 @@ export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = proc
   process.on('SIGTERM', onTerm);
   process.on('SIGINT', onInt);
   process.on('SIGHUP', onHup);
+  // A long pass (the first sync of a large binder) shows a progress line on a terminal; never under systemd.
+  const progress = wantProgress(process.stderr, env) ? new ProgressDisplay({ stream: process.stderr, intercept: [process.stdout, process.stderr] }) : null;
   try {
     try {
       daemon = await startDaemon({
+        ...(progress ? { passObserver: (pair: string) => progress.observer(pair) } : {}),
         configFile: opts.config,
         config: loaded.config,
         log,
@@ -103,6 +107,7 @@ export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = proc
     if (stopRequested) void daemon.shutdown();
     await daemon.finished;
   } finally {
+    progress?.close();
     process.off('SIGTERM', onTerm);
     process.off('SIGINT', onInt);
     process.off('SIGHUP', onHup);

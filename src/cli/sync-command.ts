@@ -4,6 +4,7 @@ import { createLogger } from '../log.js';
 import { acquireStateLock } from '../state/lock.js';
 import { openPair, runPass, type PassReport } from '../sync/pass.js';
 import { describePlan, summarizeReport } from './report-format.js';
+import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
 import { exitCodeFor, loadConfigOrExplain, printError, serviceClientFor } from './common.js';
 import { ExitCode } from './exit-codes.js';
 
@@ -54,6 +55,11 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     return exitCodeFor(err);
   }
   const client = serviceClientFor(config, log);
+  // On a terminal a long pass shows a progress line on stderr; --json and --dry-run are for reading, not watching.
+  const progress =
+    !opts.json && !opts.dryRun && wantProgress(process.stderr)
+      ? new ProgressDisplay({ stream: process.stderr, intercept: [process.stdout, process.stderr] })
+      : null;
   const reports: PassReport[] = [];
   let worst: number = ExitCode.ok;
   try {
@@ -61,7 +67,13 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
       let rt;
       try {
         rt = await openPair(pair, config.stateDir, client, log);
-        const report = await runPass(rt, { dryRun: opts.dryRun === true, force: opts.force === true });
+        const observer = progress?.observer(pair.name);
+        let report: PassReport | null = null;
+        try {
+          report = await runPass(rt, { dryRun: opts.dryRun === true, force: opts.force === true, ...passHooks(observer) });
+        } finally {
+          observer?.onPassEnd?.(report);
+        }
         reports.push(report);
         if (!opts.json) {
           if (opts.dryRun) process.stdout.write(describePlan(report));
@@ -77,6 +89,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
       }
     }
   } finally {
+    progress?.close();
     await client.close();
     lock?.release();
   }

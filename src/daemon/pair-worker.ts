@@ -41,6 +41,9 @@ export class PairWorker {
   private rt: PairRuntime | null = null;
   private watcher: LocalWatcher | null = null;
   private watchFailed = false;
+  /** Folders the watcher named since the last pass started; `hintedFull` when it lost track. */
+  private readonly hintedDirs = new Set<string>();
+  private hintedFull = false;
   private readonly scheduler: PairScheduler;
   private readonly log: Logger;
   private activity: PairActivityView = { state: 'starting', since: Date.now(), nextPassAt: null };
@@ -122,6 +125,7 @@ export class PairWorker {
     let report: PassReport | null = null;
     try {
       report = await runPass(rt, {
+        ...this.scope(trigger),
         signal: this.signal,
         ...(obs?.onPlan ? { onPlan: obs.onPlan } : {}),
         ...(obs?.onActionDone ? { onActionDone: obs.onActionDone } : {}),
@@ -153,6 +157,25 @@ export class PairWorker {
     return { retryableFailures: (report.execution?.failures ?? []).some((f) => f.retryable) };
   }
 
+  /**
+   * How much a pass looks at. While the watcher is healthy, a pass after local changes rescans only the
+   * hinted folders and reuses the last remote listing if it is younger than the poll interval; a poll lists
+   * the remote side but rescans only hinted folders. The first pass, periodic rescans, retries and any pass
+   * after a watcher error or overflow look at everything (the watcher can miss events: DESIGN.md, Syncthing).
+   */
+  private scope(trigger: Trigger): { localDirs?: string[]; reuseRemoteWithinMs?: number } {
+    const dirs = [...this.hintedDirs];
+    const full = this.hintedFull;
+    this.hintedDirs.clear();
+    this.hintedFull = false;
+    const watching = this.watcher !== null && !this.watchFailed;
+    if (!watching || full || (trigger !== 'watch' && trigger !== 'poll')) return {};
+    return {
+      localDirs: dirs,
+      ...(trigger === 'watch' ? { reuseRemoteWithinMs: this.d.timing.pollIntervalOverrideMs ?? this.d.pair.pollInterval } : {}),
+    };
+  }
+
   private async startWatcher(rt: PairRuntime): Promise<void> {
     if (this.d.pair.watcher === 'off') {
       this.log.debug('watcher off: local changes are found by polling and rescans');
@@ -168,6 +191,8 @@ export class PairWorker {
         ...(this.d.timing.watchSettleMs !== undefined ? { settleMs: this.d.timing.watchSettleMs } : {}),
         onHints: (h) => {
           this.log.debug({ dirs: h.dirs.slice(0, 10), full: h.full }, 'local change');
+          if (h.full) this.hintedFull = true;
+          for (const d of h.dirs) this.hintedDirs.add(d);
           this.scheduler.hint();
         },
         onError: (err) => this.watcherFailed(err),
@@ -189,6 +214,7 @@ export class PairWorker {
     );
     const w = this.watcher;
     this.watcher = null;
+    this.hintedFull = true;
     void w?.close().catch(() => undefined);
     // The watcher may have missed changes before it failed.
     this.scheduler.hint();

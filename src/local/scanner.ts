@@ -24,6 +24,12 @@ export interface ScanOptions {
   onHash?: (relPath: string) => void;
   /** Files hashed at the same time (default 4). */
   hashConcurrency?: number;
+  /**
+   * Walk only these directories (relative to root, '' = root) and everything under them; the result then
+   * describes just those subtrees (see mergeScan). A listed directory that no longer exists yields nothing.
+   * Used after watcher hints, so a 100k-file tree is not walked for one saved file.
+   */
+  subtrees?: string[];
 }
 
 const UNREADABLE = new Set(['EACCES', 'EPERM', 'EIO']);
@@ -61,7 +67,26 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
   };
 
   const rootEntries = readRoot(root);
-  const stack: Array<{ rel: string; entries: fs.Dirent[] }> = [{ rel: '', entries: rootEntries }];
+  const stack: Array<{ rel: string; entries: fs.Dirent[] }> = [];
+  if (opts.subtrees === undefined || opts.subtrees.includes('')) stack.push({ rel: '', entries: rootEntries });
+  else {
+    for (const sub of opts.subtrees) {
+      let st: fs.Stats | undefined;
+      try {
+        st = fs.lstatSync(path.join(root, sub), { throwIfNoEntry: false });
+      } catch {
+        st = undefined;
+      }
+      if (st === undefined || !st.isDirectory()) continue; // gone (or replaced): its old entries are dropped
+      try {
+        stack.push({ rel: sub, entries: fs.readdirSync(path.join(root, sub), { withFileTypes: true }) });
+        dirs.set(pathKey(sub, caseInsensitive), sub);
+      } catch (err) {
+        const code = errnoOf(err);
+        if (code !== 'ENOENT') problem(sub, pathKey(sub, caseInsensitive), UNREADABLE.has(code ?? '') ? 'unreadable' : 'changing', `cannot list: ${code}`);
+      }
+    }
+  }
   while (stack.length > 0) {
     signal?.throwIfAborted();
     const { rel, entries } = stack.pop() as { rel: string; entries: fs.Dirent[] };
@@ -205,4 +230,29 @@ async function hashAll(
   };
   const n = Math.max(1, Math.min(opts.hashConcurrency ?? 4, queue.length));
   await Promise.all(Array.from({ length: n }, worker));
+}
+
+/**
+ * The smallest set of subtrees covering `dirs` (a directory inside another listed one is dropped); [''] when
+ * the root itself is listed.
+ */
+export function coveringSubtrees(dirs: Iterable<string>): string[] {
+  const sorted = [...new Set(dirs)].sort();
+  if (sorted.includes('')) return [''];
+  const out: string[] = [];
+  for (const d of sorted) if (!out.some((o) => d === o || d.startsWith(`${o}/`))) out.push(d);
+  return out;
+}
+
+/** Replaces everything `previous` says about the given subtrees with what `partial` (a scan of them) found. */
+export function mergeScan(previous: LocalObservation, partial: LocalObservation, subtrees: readonly string[]): LocalObservation {
+  const inside = (relPath: string) => subtrees.some((s) => s === '' || relPath === s || relPath.startsWith(`${s}/`));
+  const files = new Map<PathKey, LocalFile>();
+  for (const [k, f] of previous.files) if (!inside(f.relPath)) files.set(k, f);
+  for (const [k, f] of partial.files) files.set(k, f);
+  const dirs = new Map<PathKey, string>();
+  for (const [k, d] of previous.dirs) if (!inside(d)) dirs.set(k, d);
+  for (const [k, d] of partial.dirs) dirs.set(k, d);
+  const problems = previous.problems.filter((p) => !inside(p.relPath)).concat(partial.problems);
+  return { files, dirs, problems };
 }

@@ -8,14 +8,14 @@ import { BinderSyncError } from '../errors.js';
 import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../local/fs-ops.js';
 import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
-import { scanLocal } from '../local/scanner.js';
-import { listRemote } from '../remote/listing.js';
+import { coveringSubtrees, mergeScan, scanLocal } from '../local/scanner.js';
+import { listRemote, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
 import { executePlan, type ExecutionReport } from './executor.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { compileMetadataRules, type MetadataResolver } from './metadata-rules.js';
-import type { Action, Issue, Plan, ReconcileContext, RemoteObservation } from './model.js';
+import type { Action, Issue, LocalObservation, Plan, ReconcileContext, RemoteObservation } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { recoverOutbox } from './upload.js';
@@ -44,9 +44,26 @@ export interface PairRuntime {
    * pair download-only with one warning.
    */
   readOnly: boolean | null;
+  /** Observations of the previous pass, reused by passes that ask for it (see PassOptions). */
+  cache: {
+    local: LocalObservation | null;
+    /** Dirs the previous pass wrote into: always rescanned by a partial scan. */
+    touchedDirs: Set<string>;
+    remote: RemoteListing | null;
+    remoteAt: number;
+    /** False once the previous pass sent anything to the service. */
+    remoteFresh: boolean;
+  };
 }
 
 export interface PassOptions {
+  /**
+   * Scan only these local dirs (and those the previous pass wrote into) and merge with the previous pass's
+   * observation; a full scan when unset or when there is none. The daemon passes watcher hints here.
+   */
+  localDirs?: string[];
+  /** Reuse the previous remote listing when younger than this (ms) and the previous pass uploaded nothing. */
+  reuseRemoteWithinMs?: number;
   dryRun?: boolean;
   force?: boolean;
   now?: () => Date;
@@ -104,6 +121,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       metadata,
       caseInsensitive,
       readOnly: null,
+      cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false },
     };
   } catch (err) {
     store.close();
@@ -155,22 +173,34 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const base = rt.store.loadBase();
   const byKey = new Map([...base.values()].map((b) => [b.key, b]));
   let hashed = 0;
-  const local = await scanLocal({
+  const subtrees = localSubtrees(rt, opts);
+  const scanned = await scanLocal({
     root: rt.pair.localPath,
     caseInsensitive: rt.caseInsensitive,
     ignore: rt.ignore,
     prior: (key) => byKey.get(key),
     onHash: () => hashed++,
+    ...(subtrees ? { subtrees } : {}),
     ...(opts.signal ? { signal: opts.signal } : {}),
   });
-  const listing = await listRemote(rt.client, {
-    binderId: rt.pair.binderId,
-    pageSize: rt.pair.pageSize,
-    caseInsensitive: rt.caseInsensitive,
-    base,
-    isIgnored: (p, isDir) => rt.ignore.ignores(p, isDir),
-    ...(opts.signal ? { signal: opts.signal } : {}),
-  });
+  const previousLocal = rt.cache.local;
+  const local = subtrees && previousLocal ? mergeScan(previousLocal, scanned, subtrees) : scanned;
+  const reuse = opts.reuseRemoteWithinMs !== undefined && rt.cache.remote !== null && rt.cache.remoteFresh &&
+    Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs;
+  const listing: RemoteListing = reuse && rt.cache.remote
+    ? { ...rt.cache.remote, requests: 0 }
+    : await listRemote(rt.client, {
+        binderId: rt.pair.binderId,
+        pageSize: rt.pair.pageSize,
+        caseInsensitive: rt.caseInsensitive,
+        base,
+        isIgnored: (p, isDir) => rt.ignore.ignores(p, isDir),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
+  if (!reuse) rt.cache.remoteAt = Date.now();
+  // Until this pass has run, neither cache may be trusted (a throw below leaves them invalid).
+  rt.cache.local = null;
+  rt.cache.remote = null;
   const ctx: ReconcileContext = {
     direction: rt.readOnly === true && rt.pair.direction === 'both' ? 'download' : rt.pair.direction,
     conflictPolicy: rt.pair.conflictPolicy,
@@ -219,6 +249,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     report.execution = await executePlan(plan, deps);
     await removeVacatedDirs(rt, report.execution.vacatedDirs, listing.observation);
   }
+  rememberObservations(rt, plan, local, listing, dryRun);
   const failures = report.execution?.failures ?? [];
   rt.store.transaction(() => {
     rt.store.replaceFolders([...listing.observation.folders.values()]);
@@ -250,6 +281,57 @@ async function removeVacatedDirs(rt: PairRuntime, dirs: ReadonlySet<string>, rem
       dir = parentOf(dir);
     }
   }
+}
+
+/**
+ * Which local subtrees to scan: undefined for the whole tree (the default, and whenever there is no previous
+ * observation to merge into), else the hinted dirs plus every dir the previous pass changed, each lifted to
+ * its nearest existing directory (a hinted dir may have been deleted or replaced by a file).
+ */
+function localSubtrees(rt: PairRuntime, opts: PassOptions): string[] | undefined {
+  if (opts.localDirs === undefined || rt.cache.local === null) return undefined;
+  const lifted = [...opts.localDirs, ...rt.cache.touchedDirs].map((d) => {
+    let dir = d;
+    while (dir !== '') {
+      try {
+        if (fs.lstatSync(resolveInside(rt.pair.localPath, dir)).isDirectory()) break;
+      } catch {
+        /* missing (or not a safe path): try the parent */
+      }
+      dir = parentOf(dir);
+    }
+    return dir;
+  });
+  return coveringSubtrees(lifted);
+}
+
+/**
+ * Keeps this pass's observations for the next one. The local one is kept with the dirs this pass wrote
+ * into (rescanned next time: their stats changed); the remote one only while nothing was sent to the
+ * service (an upload makes it stale at once).
+ */
+function rememberObservations(rt: PairRuntime, plan: Plan, local: LocalObservation, listing: RemoteListing, dryRun: boolean): void {
+  if (dryRun) return;
+  const touched = new Set<string>();
+  let wroteRemote = false;
+  for (const group of plan.groups) {
+    for (const a of group) {
+      if (a.kind === 'move-local') {
+        touched.add(parentOf(a.from));
+        touched.add(parentOf(a.to));
+      } else if (a.kind === 'adopt') touched.add(parentOf(a.base.relPath));
+      else {
+        touched.add(parentOf(a.relPath));
+        if (a.kind === 'mkdir-local') touched.add(a.relPath);
+      }
+      if (a.kind === 'conflict') touched.add(parentOf(a.conflictPath));
+      if (wantsUpload(a)) wroteRemote = true;
+    }
+  }
+  rt.cache.local = local;
+  rt.cache.touchedDirs = touched;
+  rt.cache.remote = listing;
+  rt.cache.remoteFresh = !wroteRemote;
 }
 
 function wantsUpload(a: Action): boolean {

@@ -1,0 +1,41 @@
+// `binder-sync run` after a local change looks only at what changed: the hinted folders are rescanned and the
+// last remote listing is reused, so a saved file costs no listing requests and no walk of the whole tree.
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorkspace, writeLocal, type Workspace } from './harness.js';
+import { eventually, msgHas, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
+
+let ws: Workspace | undefined;
+let daemon: DaemonProcess | undefined;
+afterEach(async () => {
+  await daemon?.dispose();
+  await ws?.close();
+  daemon = undefined;
+  ws = undefined;
+});
+
+describe('binder-sync run: incremental passes', () => {
+  it('uploads a saved file without listing the binder or walking the folder tree again', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const docs = c.createFolder(w.binderId, { name: 'Docs' });
+    const other = c.createFolder(w.binderId, { name: 'Other' });
+    for (let i = 0; i < 20; i++) c.addDocument(w.binderId, other.id, `o${i}.txt`, `other ${i}`);
+    const { document: doc } = c.addDocument(w.binderId, docs.id, 'a.txt', 'v1');
+    writeRunConfig(w);
+    // A poll interval long enough that no poll happens during the local part of the test.
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '20000' } });
+    const d = daemon;
+    await d.waitForLog(msgHas('pass: '), 15_000, 'the first pass');
+    c.resetCounters();
+
+    writeLocal(w, 'Docs/a.txt', 'v2 from a local save');
+    await eventually(() => c.listVersions(doc.id).length === 2, 8_000, 'local save uploaded', d.tail);
+    const counters = c.counters();
+    // The watch pass reused the listing: no search page, no folder walk.
+    expect(counters.search, d.tail()).toBe(0);
+    expect(counters.folders + counters.subfolders).toBe(0);
+    expect(counters.commit).toBe(1);
+    expect(c.readContent(doc.id).toString()).toBe('v2 from a local save');
+  });
+});
