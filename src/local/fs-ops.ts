@@ -68,6 +68,18 @@ async function guard<T>(op: string, abs: string, fn: () => Promise<T>): Promise<
 /** Errors of link() meaning "this filesystem cannot hard-link here" (FAT, some network mounts, other device). */
 const NO_LINK = new Set(['EXDEV', 'EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK', 'ENOSYS']);
 
+/** Mode of a directory, cached for a few seconds: a burst of downloads into one folder stats it once. */
+const dirModes = new Map<string, { mode: number; at: number }>();
+async function dirMode(dir: string): Promise<number> {
+  const now = Date.now();
+  const hit = dirModes.get(dir);
+  if (hit && now - hit.at < 5_000) return hit.mode;
+  const mode = (await fsp.stat(dir)).mode;
+  if (dirModes.size > 1_000) dirModes.clear();
+  dirModes.set(dir, { mode, at: now });
+  return mode;
+}
+
 async function fsyncFile(abs: string): Promise<void> {
   const h = await fsp.open(abs, 'r+');
   try {
@@ -175,7 +187,12 @@ export async function createTempFileIn(dirAbs: string): Promise<{ path: string; 
  * read/write bits (0600 temps must not leak into the user's tree).
  * Throws LOCAL_CHANGED (retryable) when dest does not match; the temp is then removed.
  */
-export async function commitTempFile(tempPath: string, destAbs: string, expect: FileStat | null): Promise<FileStat> {
+export async function commitTempFile(
+  tempPath: string,
+  destAbs: string,
+  expect: FileStat | null,
+  opts: { synced?: boolean } = {},
+): Promise<FileStat> {
   return guard('commit', destAbs, async () => {
     try {
       const cur = await lstatOrNull(destAbs);
@@ -183,9 +200,10 @@ export async function commitTempFile(tempPath: string, destAbs: string, expect: 
       if (expect !== null && (cur === null || !statMatches(toFileStat(cur), expect))) {
         throw localChanged(destAbs, cur === null ? 'it was removed' : 'it was modified');
       }
-      const mode = cur !== null ? cur.mode & 0o7777 : (await fsp.stat(path.dirname(destAbs))).mode & 0o666;
+      const mode = cur !== null ? cur.mode & 0o7777 : (await dirMode(path.dirname(destAbs))) & 0o666;
       await fsp.chmod(tempPath, mode);
-      await fsyncFile(tempPath);
+      // `synced`: the writer already fsynced the temp through its own descriptor (saves an open + close).
+      if (opts.synced !== true) await fsyncFile(tempPath);
       if (expect === null) await linkNoClobber(tempPath, destAbs);
       else await fsp.rename(tempPath, destAbs);
     } catch (err) {

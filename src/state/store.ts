@@ -410,18 +410,30 @@ export class StateStore {
 
   /** documentId -> the version that was deleted locally. */
   loadForgotten(): Map<string, string> {
-    const rows = this.db.prepare('SELECT document_id, version_id FROM forgotten').raw(true).all() as Array<[string, string]>;
+    const rows = this.cached('SELECT document_id, version_id FROM forgotten').raw(true).all() as Array<[string, string]>;
     return new Map(rows);
   }
 
   putForgotten(documentId: string, versionId: string, relPath: string): void {
-    this.db
-      .prepare('INSERT INTO forgotten (document_id, version_id, rel_path) VALUES (?, ?, ?) ON CONFLICT(document_id) DO UPDATE SET version_id = excluded.version_id, rel_path = excluded.rel_path')
-      .run(documentId, versionId, relPath);
+    this.cached(
+      'INSERT INTO forgotten (document_id, version_id, rel_path) VALUES (?, ?, ?) ON CONFLICT(document_id) DO UPDATE SET version_id = excluded.version_id, rel_path = excluded.rel_path',
+    ).run(documentId, versionId, relPath);
   }
 
+  /** Called after every download: cheap when there is nothing to delete. */
   deleteForgotten(documentId: string): void {
-    this.db.prepare('DELETE FROM forgotten WHERE document_id = ?').run(documentId);
+    this.cached('DELETE FROM forgotten WHERE document_id = ?').run(documentId);
+  }
+
+  private readonly lazyStatements = new Map<string, Database.Statement>();
+  /** A statement prepared on first use (for tables added after the constructor's set). */
+  private cached(sql: string): Database.Statement {
+    let st = this.lazyStatements.get(sql);
+    if (!st) {
+      st = this.db.prepare(sql);
+      this.lazyStatements.set(sql, st);
+    }
+    return st;
   }
 
   // ---- remote folder snapshot ----

@@ -22,13 +22,15 @@ export async function downloadToTemp(d: ExecutorDeps, doc: RemoteDoc, destAbs: s
   for (let attempt = 1; ; attempt++) {
     const { path: tempPath, handle } = await createTempFileIn(dir);
     try {
-      const out = handle.createWriteStream();
+      // flush: the descriptor is fsynced before it closes, so the commit need not reopen the file to sync it.
+      const out = handle.createWriteStream({ flush: true });
+      const closed = new Promise<void>((resolve) => out.once('close', () => resolve()));
       const res = await d.client.downloadVersionTo(doc.documentId, doc.versionId, out, {
         ...(d.signal ? { signal: d.signal } : {}),
         ...(d.onBytes ? { onBytes: d.onBytes } : {}),
       });
-      const st = await fs.stat(tempPath);
-      if (st.size !== res.bytes) throw new Error(`wrote ${st.size} bytes of ${res.bytes}`);
+      await closed;
+      if (out.bytesWritten !== res.bytes) throw new Error(`wrote ${out.bytesWritten} bytes of ${res.bytes}`);
       return { tempPath, sha256: res.sha256, bytes: res.bytes };
     } catch (err) {
       await handle.close().catch(() => undefined);

@@ -141,7 +141,7 @@ async function download(a: Extract<Action, { kind: 'download' }>, d: ExecutorDep
   const tmp = await downloadToTemp(d, a.doc, abs);
   failpoint('download-after-temp');
   const stat = a.expectLocal === null
-    ? await commitTempFile(tmp.tempPath, abs, null)
+    ? await commitTempFile(tmp.tempPath, abs, null, { synced: true })
     : (await replaceFile(tmp.tempPath, abs, a.expectLocal, d.trash, a.relPath)).stat;
   failpoint('download-after-rename');
   d.store.transaction(() => {
@@ -180,7 +180,7 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
         throw err;
       }
       failpoint('conflict-after-move');
-      const stat = await commitTempFile(tmp.tempPath, abs, null);
+      const stat = await commitTempFile(tmp.tempPath, abs, null, { synced: true });
       d.store.transaction(() => {
         d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
         d.store.addConflict({ relPath: a.relPath, conflictPath: a.conflictPath, documentId: a.doc.documentId, policy: a.policy, detail: 'both sides changed; local edit kept as the conflict copy', at });

@@ -8,6 +8,7 @@ import { mulberry32 } from '../../src/emulator/ids.js';
 import type { RequestRecord } from '../../src/emulator/index.js';
 import { secretOf, sha256, type Workspace } from './harness.js';
 import type { DaemonProcess, LogLine } from './run-helpers.js';
+import { everyContentHash, expectConvergedPass, explain, syncJson, type SyncRun } from './scenario-helpers.js';
 
 export interface Rng {
   readonly seed: number;
@@ -360,6 +361,26 @@ export function expectChaosInvariants(w: Workspace, o: ChaosOutcome, seed: numbe
   expect(leaksIn(`${o.daemon.stdout}\n${o.daemon.stderr}`, w)).toEqual([]);
 }
 
+/** For failure messages: the first line of the local file and of every version of the document at each path. */
+function describePaths(w: Workspace, paths: string[]): string {
+  const c = w.emulator.control;
+  const folders = new Map(c.listFolders(w.binderId).map((f) => [f.id, f]));
+  const folderPath = (id: string): string => {
+    const f = folders.get(id)!;
+    return f.parentId ? `${folderPath(f.parentId)}/${f.name}` : f.name;
+  };
+  const first = (b: Buffer) => b.toString('utf8').split('\n')[0];
+  return paths
+    .map((p) => {
+      const abs = path.join(w.local, p);
+      const localLine = fs.existsSync(abs) ? first(fs.readFileSync(abs)) : '(none)';
+      const doc = c.listDocuments(w.binderId).find((d) => `${folderPath(d.folderId)}/${d.fileName}` === p);
+      const versions = doc ? c.listVersions(doc.id).map((v) => `${v.version}:${first(c.readContent(doc.id, v.id))}`).join(' | ') : '(none)';
+      return `${p}: local "${localLine}"; remote ${doc?.id ?? ''} versions ${versions}`;
+    })
+    .join('\n');
+}
+
 /** Paths that differ between two path -> hash maps, as readable strings (sorted). */
 export function diffTrees(actual: Map<string, string>, want: Map<string, string>): string[] {
   const out: string[] = [];
@@ -373,4 +394,148 @@ export function localTreeOf(dir: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const [rel, v] of deepSnapshot(dir)) if (!rel.endsWith('/')) out.set(rel, v.split(' ')[0]!);
   return out;
+}
+
+export interface KillRunOptions {
+  kills: number;
+  /** A kill lands this long (ms, uniform) after the daemon was spawned; it needs ~0.3 s to start. */
+  killAfterMs: [number, number];
+  /** Random changes made before and while each daemon runs. */
+  opsPerRound: number;
+}
+
+export interface KillRunOutcome {
+  /** Every content the test wrote on either side (each unique, each path written at most once locally). */
+  written: string[];
+  /** Daemons that were still running when killed (the rest ended on their own: a failure). */
+  killedRunning: number;
+  /** Output of all daemons, for the leak check. */
+  output: string;
+}
+
+/**
+ * The random-kill run: a synced base of remote documents, then `kills` rounds of: random changes on both sides
+ * (local new files and edits, remote new documents, versions, renames and moves, and both sides editing one
+ * file), a daemon started, more changes while it works, and a SIGKILL at a random instant. Storage answers a
+ * little slowly so the kills land inside transfers too.
+ */
+export async function runRandomKills(
+  w: Workspace,
+  rng: Rng,
+  o: KillRunOptions,
+  start: () => DaemonProcess,
+): Promise<KillRunOutcome> {
+  const c = w.emulator.control;
+  const dirs = ['A', 'B', 'C'] as const;
+  const folders = Object.fromEntries(dirs.map((n) => [n, c.createFolder(w.binderId, { name: n }).id])) as Record<(typeof dirs)[number], string>;
+  const written: string[] = [];
+  const docs: Array<{ id: string; dir: (typeof dirs)[number]; name: string }> = [];
+  let n = 0;
+  const fresh = (what: string) => contentFor(rng, `${what} ${rng.seed} #${++n}`, 24_000);
+  const addRemote = () => {
+    const dir = rng.pick(dirs);
+    const name = `r${++n}.txt`;
+    const content = fresh('remote new');
+    docs.push({ id: c.addDocument(w.binderId, folders[dir], name, content).document.id, dir, name });
+    written.push(content);
+  };
+  for (let i = 0; i < 20; i++) addRemote();
+  await expectConvergedPass(w);
+  // The local paths the test has written: each at most once, so no test write ever overwrites content the
+  // daemon had no chance to see (that loss would be the test's, not the daemon's).
+  const touched = new Set<string>();
+  const writeLocalOnce = (rel: string, what: string): boolean => {
+    if (touched.has(rel)) return false;
+    touched.add(rel);
+    const content = fresh(what);
+    fs.mkdirSync(path.dirname(path.join(w.local, rel)), { recursive: true });
+    fs.writeFileSync(path.join(w.local, rel), content);
+    written.push(content);
+    return true;
+  };
+  const ops: Array<() => void> = [
+    () => writeLocalOnce(`${rng.pick(dirs)}/l${++n}.txt`, 'local new'),
+    () => {
+      const d = rng.pick(docs);
+      writeLocalOnce(`${d.dir}/${d.name}`, 'local edit');
+    },
+    addRemote,
+    () => {
+      const content = fresh('remote version');
+      c.addVersion(rng.pick(docs).id, content);
+      written.push(content);
+    },
+    () => {
+      const d = rng.pick(docs);
+      d.name = `r${++n}.txt`;
+      c.renameDocument(d.id, d.name);
+    },
+    () => {
+      const d = rng.pick(docs);
+      d.dir = rng.pick(dirs.filter((x) => x !== d.dir));
+      c.moveDocument(d.id, folders[d.dir]);
+    },
+    () => {
+      // Both sides edit one document: a conflict when neither side has synced the other's edit yet.
+      const d = rng.pick(docs);
+      if (!writeLocalOnce(`${d.dir}/${d.name}`, 'conflict local')) return;
+      const content = fresh('conflict remote');
+      c.addVersion(d.id, content);
+      written.push(content);
+    },
+  ];
+  const randomOps = (k: number) => {
+    for (let i = 0; i < k; i++) rng.pick(ops)();
+  };
+
+  c.injectFault({ route: 'storage-get', latencyMs: 150, probability: 0.5 });
+  c.injectFault({ route: 'storage-put', latencyMs: 150, probability: 0.5 });
+  c.injectFault({ route: 'commit', latencyMs: 100, probability: 0.5 });
+  let output = '';
+  let killedRunning = 0;
+  for (let round = 0; round < o.kills; round++) {
+    randomOps(Math.ceil(o.opsPerRound / 2));
+    const d = start();
+    const spawned = Date.now();
+    const killAt = rng.int(o.killAfterMs[0], o.killAfterMs[1]);
+    await sleep(rng.int(0, killAt));
+    randomOps(Math.floor(o.opsPerRound / 2));
+    await sleep(Math.max(0, killAt - (Date.now() - spawned)));
+    if (d.child.exitCode === null && d.child.signalCode === null) killedRunning++;
+    d.kill('SIGKILL');
+    await d.exited;
+    output += `${d.stdout}\n${d.stderr}\n`;
+  }
+  c.clearFaults();
+  return { written, killedRunning, output };
+}
+
+/** After the kills: ordinary `sync` runs converge, then both sides agree and nothing is lost or doubled. */
+export async function expectKillRunInvariants(w: Workspace, o: KillRunOutcome, seed: number, kills?: number): Promise<void> {
+  const why = (more = '') => `seed ${seed} (replay with CRASH_SEED=${seed})${more ? `\n${more}` : ''}`;
+  if (kills !== undefined) expect(o.killedRunning, why(`daemons that ended on their own:\n${o.output.slice(-3000)}`)).toBe(kills);
+  const runs: SyncRun[] = [];
+  for (let i = 0; i < 4; i++) {
+    const r = await syncJson(w);
+    runs.push(r);
+    if (r.code === 0 && r.report?.converged) break;
+  }
+  const last = runs[runs.length - 1]!;
+  expect(last.code, why(runs.map(explain).join('\n---\n'))).toBe(0);
+  // Stays converged: a wrong base row would show up as another transfer here.
+  const quiet = await syncJson(w);
+  expect(quiet.code, why(explain(quiet))).toBe(0);
+  expect(quiet.report?.actions, why(explain(quiet))).toEqual([]);
+
+  const { tree: remoteSide, duplicatePaths } = remoteByPath(w);
+  expect(duplicatePaths, why()).toEqual([]);
+  const differ = diffTrees(localTreeOf(w.local), remoteSide);
+  expect(differ, why(`local vs remote\n${describePaths(w, differ.map((d) => d.split(': ')[0]!))}\nlast sync:\n${explain(quiet)}`)).toEqual([]);
+  const everywhere = everyContentHash(w);
+  const lost = o.written.filter((content) => !everywhere.has(sha256(content))).map((content) => content.split('\n')[0]);
+  expect(lost, why('contents found nowhere (local, trash, any remote version)')).toEqual([]);
+  expect(repeatedVersions(w), why()).toEqual([]);
+  expect(documentsCreatedTwice(w), why()).toEqual([]);
+  expect(leftoverTemps(w), why()).toEqual([]);
+  expect(leaksIn(o.output, w), why()).toEqual([]);
 }

@@ -1,0 +1,236 @@
+// Bad input: invalid command lines get a usage message naming the problem and exit 2 without touching anything;
+// malformed, oversized and schema-violating service answers make `sync` exit 3 naming the request, and leave a
+// previously synced tree, its trash and its state DB exactly as they were (in particular: no delete).
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Fault } from '../../src/emulator/index.js';
+import { createWorkspace, readLocal, runCli, sync, writeLocal, type CliResult, type Workspace } from './harness.js';
+import { deepSnapshot, fileHash, stateDbPath } from './reliability-helpers.js';
+import { writeRunConfig } from './run-helpers.js';
+import { expectConvergedPass } from './scenario-helpers.js';
+
+let ws: Workspace | undefined;
+let stub: StubServer | undefined;
+afterEach(async () => {
+  await stub?.close();
+  await ws?.close();
+  stub = undefined;
+  ws = undefined;
+});
+
+const explainRun = (r: CliResult) => `exit=${r.code} signal=${r.signal}\nstdout=${r.stdout.slice(-1500)}\nstderr=${r.stderr.slice(-2500)}`;
+
+describe('invalid command lines: usage message, exit 2, nothing touched', () => {
+  const CASES: Array<{ name: string; args: (w: Workspace) => string[]; says: RegExp }> = [
+    { name: 'unknown command', args: () => ['frobnicate'], says: /unknown command 'frobnicate'/ },
+    { name: 'unknown option', args: (w) => ['sync', '--config', w.configFile, '--frobnicate'], says: /unknown option '--frobnicate'/ },
+    { name: 'missing --config', args: () => ['sync'], says: /required option '-c, --config <file>' not specified/ },
+    { name: 'sync --pair without a value', args: (w) => ['sync', '--config', w.configFile, '--pair'], says: /option '-p, --pair <name>' argument missing/ },
+    { name: 'a config path that does not exist', args: (w) => ['sync', '--config', path.join(w.dir, 'nope.yaml')], says: /nope\.yaml/ },
+    { name: 'run with an unknown option', args: (w) => ['run', '--config', w.configFile, '--bogus'], says: /unknown option '--bogus'/ },
+    { name: 'status without --config', args: () => ['status'], says: /required option '-c, --config <file>' not specified/ },
+  ];
+
+  it('each one, against a synced workspace that stays byte for byte the same', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const docs = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, docs.id, 'a.txt', 'remote a');
+    writeLocal(w, 'Docs/b.txt', 'local b');
+    await expectConvergedPass(w);
+    // A pass would have work to do if any of these commands ran one.
+    writeLocal(w, 'Docs/c.txt', 'local c');
+    c.addDocument(w.binderId, docs.id, 'd.txt', 'remote d');
+    const before = deepSnapshot(w.dir);
+    const docsBefore = c.listDocuments(w.binderId).length;
+    for (const k of CASES) {
+      const r = await runCli(w, k.args(w));
+      expect(r.code, `${k.name}\n${explainRun(r)}`).toBe(2);
+      expect(r.stderr, k.name).toMatch(k.says);
+      expect(`${r.stdout}${r.stderr}`, k.name).not.toMatch(/"msg":/); // no pass started, nothing logged
+    }
+    expect(deepSnapshot(w.dir)).toEqual(before);
+    expect(c.listDocuments(w.binderId).length).toBe(docsBefore);
+  }, 60_000);
+});
+
+/** A synced tree with remote changes pending (a new version, a deleted document): a pass that went on would touch it. */
+async function syncedWithPendingChanges(): Promise<{ w: Workspace; snapshot: () => string }> {
+  ws = await createWorkspace();
+  const w = ws;
+  const c = w.emulator.control;
+  const docs = c.createFolder(w.binderId, { name: 'Docs' });
+  const sub = c.createFolder(w.binderId, { name: 'Sub', parentId: docs.id });
+  const { document: a } = c.addDocument(w.binderId, docs.id, 'a.txt', 'remote a v1');
+  const { document: gone } = c.addDocument(w.binderId, sub.id, 'gone.txt', 'will be deleted remotely');
+  c.addDocument(w.binderId, sub.id, 'kept.txt', 'kept');
+  writeLocal(w, 'Docs/local.txt', 'local file');
+  await expectConvergedPass(w);
+  c.addVersion(a.id, 'remote a v2');
+  c.deleteDocument(gone.id);
+  writeLocal(w, 'Docs/new-local.txt', 'not uploaded yet');
+  const snapshot = () =>
+    JSON.stringify({ local: [...deepSnapshot(w.local)], trash: [...deepSnapshot(path.join(w.stateDir, 'main', 'trash'))], db: fileHash(stateDbPath(w)) });
+  return { w, snapshot };
+}
+
+/** Runs `sync` and asserts exit 3, a message naming the request, and nothing changed locally or remotely. */
+async function expectRefused(w: Workspace, request: RegExp, what: RegExp): Promise<CliResult> {
+  const docsBefore = w.emulator.control.listDocuments(w.binderId).map((d) => d.fileName).sort();
+  const r = await sync(w, [], { env: { BINDER_SYNC_LOG_LEVEL: 'warn' } });
+  expect(r.code, explainRun(r)).toBe(3);
+  const said = r.stderr.split('\n').filter((l) => l.startsWith('binder-sync:')).join('\n');
+  expect(said, explainRun(r)).toMatch(request);
+  expect(said, explainRun(r)).toMatch(what);
+  expect(w.emulator.control.listDocuments(w.binderId).map((d) => d.fileName).sort()).toEqual(docsBefore);
+  return r;
+}
+
+describe('invalid service answers: exit 3 naming the request, nothing changed', () => {
+  const FAULTS: Array<{ name: string; fault: Fault; request: RegExp; what: RegExp }> = [
+    { name: 'search answers a schema-violating body', fault: { route: 'search', invalidBody: true }, request: /POST \/documents\b/, what: /unexpected shape/ },
+    { name: 'the folder listing answers a schema-violating body', fault: { route: 'folders', invalidBody: true }, request: /\/documents\/drives\//, what: /unexpected shape/ },
+    { name: 'the subfolder listing answers a schema-violating body', fault: { route: 'subfolders', invalidBody: true }, request: /\/documents\/drives\//, what: /unexpected shape/ },
+    // GET /documents/{id} confirms that a document missing from the listing is gone: a garbage answer must not
+    // count as "deleted" (the local file of the deleted document stays).
+    { name: 'the document lookup answers a schema-violating body', fault: { route: 'document', invalidBody: true }, request: /GET \/documents\/\{documentId\}/, what: /unexpected shape/ },
+    { name: 'search keeps answering truncated bodies', fault: { route: 'search', truncate: true }, request: /POST \/documents\b/, what: /truncat|not JSON|terminated|closed|socket|network/i },
+  ];
+
+  it.each(FAULTS)('$name', async ({ fault, request, what }) => {
+    const { w, snapshot } = await syncedWithPendingChanges();
+    const before = snapshot();
+    w.emulator.control.injectFault(fault);
+    await expectRefused(w, request, what);
+    expect(snapshot()).toBe(before);
+    // The same pass goes through once the service answers properly again.
+    w.emulator.control.clearFaults();
+    await expectConvergedPass(w);
+    expect(readLocal(w, 'Docs/a.txt')).toBe('remote a v2');
+    expect(fs.existsSync(path.join(w.local, 'Docs/Sub/gone.txt'))).toBe(false);
+    expect(snapshot()).not.toBe(before);
+  }, 60_000);
+});
+
+type StubMode = 'pass' | 'huge-json' | 'over-limit-json' | 'not-json';
+
+interface StubServer {
+  url: string;
+  mode: StubMode;
+  /** Bytes the stub sent in its last oversized answer. */
+  sent: number;
+  close(): Promise<void>;
+}
+
+/**
+ * A reverse proxy in front of the emulator's API that answers the binder's folder listing
+ * (GET /documents/drives/binders/{binderId}) with something else when told to: a 50 MB JSON document (valid
+ * JSON, wrong shape), 100 MB of it (beyond any sane limit for a JSON answer), or a 200 with an HTML page.
+ */
+async function startStub(target: string, binderId: string): Promise<StubServer> {
+  const upstream = new URL(target);
+  const listing = `${upstream.pathname}/documents/drives/binders/${binderId}`;
+  const s: StubServer = { url: '', mode: 'pass', sent: 0, close: async () => undefined };
+  const server = http.createServer((req, res) => {
+    const p = (req.url ?? '').split('?')[0];
+    if (s.mode !== 'pass' && p === listing) {
+      if (s.mode === 'not-json') {
+        res.writeHead(200, { 'content-type': 'text/html' });
+        res.end('<html><body>Service temporarily down for maintenance</body></html>');
+        return;
+      }
+      const size = s.mode === 'huge-json' ? 50 * 1024 * 1024 : 100 * 1024 * 1024;
+      streamHugeJson(res, size, (n) => (s.sent = n));
+      return;
+    }
+    const fwd = http.request(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
+    fwd.on('error', () => res.destroy());
+    req.pipe(fwd);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  s.url = `http://127.0.0.1:${port}${upstream.pathname}`;
+  s.close = () =>
+    new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    });
+  return s;
+}
+
+/** `{"padding":"xxxx...x"}` of `size` bytes, written with back-pressure (never held in memory whole). */
+function streamHugeJson(res: http.ServerResponse, size: number, progress: (n: number) => void): void {
+  const chunk = Buffer.alloc(1024 * 1024, 'x');
+  const head = Buffer.from('{"padding":"');
+  const tail = Buffer.from('"}');
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(size) });
+  let sent = 0;
+  res.write(head);
+  sent += head.length;
+  const pump = () => {
+    while (sent < size - tail.length) {
+      const n = Math.min(chunk.length, size - tail.length - sent);
+      sent += n;
+      progress(sent);
+      if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+    res.end(tail);
+    progress(size);
+  };
+  res.on('error', () => undefined);
+  pump();
+}
+
+describe('a listing answer that is not what the API sends: exit 3, nothing changed', () => {
+  const setup = async () => {
+    const r = await syncedWithPendingChanges();
+    const s = await startStub(r.w.emulator.baseUrl, r.w.binderId);
+    stub = s;
+    writeRunConfig(r.w, { service: { baseUrl: s.url } });
+    return { ...r, s };
+  };
+
+  it('a 200 whose body is an HTML page', async () => {
+    const { w, snapshot, s } = await setup();
+    const before = snapshot();
+    s.mode = 'not-json';
+    await expectRefused(w, /GET \/documents\/drives\/\{domain\}\/\{id\}/, /not JSON/);
+    expect(snapshot()).toBe(before);
+  }, 60_000);
+
+  it('a 50 MB JSON document of the wrong shape', async () => {
+    const { w, snapshot, s } = await setup();
+    const before = snapshot();
+    s.mode = 'huge-json';
+    await expectRefused(w, /GET \/documents\/drives\/\{domain\}\/\{id\}/, /unexpected shape|too large/);
+    expect(snapshot()).toBe(before);
+  }, 60_000);
+
+  // BUG (reported): HttpCore.exchange (src/service/http.ts) reads every API answer whole with
+  // `res.body.text()`, with no limit: a 100 MB answer is buffered, decoded and parsed before anything looks at
+  // its size (a few hundred MB more and the process dies of a string-length RangeError or out of memory). A
+  // JSON answer beyond a sane maximum (e.g. 64 MiB) should be refused as soon as the limit is crossed, with a
+  // message saying the answer was too large. Expected to pass once such a limit exists.
+  it.fails('a JSON answer beyond 64 MiB is refused as too large, before it is read whole', async () => {
+    const { w, snapshot, s } = await setup();
+    const before = snapshot();
+    s.mode = 'over-limit-json';
+    await expectRefused(w, /GET \/documents\/drives\/\{domain\}\/\{id\}/, /too large|exceeds|limit/i);
+    // Refused while streaming: the client stopped reading well before the end.
+    expect(s.sent).toBeLessThan(100 * 1024 * 1024);
+    expect(snapshot()).toBe(before);
+  }, 60_000);
+});

@@ -1,0 +1,399 @@
+// Model-based crash simulation: the reconcile simulation (reconcile-sim.ts) plus a "crash" operation, a pass that
+// runs only a prefix of every group of its plan and may tear the next step half-way, as a SIGKILL would. Then
+// further passes must converge with no content lost and no document or version created twice.
+import fc from 'fast-check';
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type { Action, BaseEntry, FileStat, ReconcileContext } from '../../src/sync/model.js';
+import { baseNameOf, parentOf, pathKey } from '../../src/sync/path-key.js';
+import { reconcile } from '../../src/sync/reconcile.js';
+import { simOpArb, SimWorld, type SimOp } from './reconcile-sim.js';
+
+const sha = (c: string) => createHash('sha256').update(c).digest('hex');
+const SOAK = !!process.env.SOAK;
+
+type Policy = ReconcileContext['conflictPolicy'];
+
+/**
+ * A crash: per group, how many of its actions completed (cuts[g % cuts.length] modulo group length + 1), which
+ * group's next action was torn half-way (torn % groups), and how far it got (variant).
+ */
+type CrashOp = { t: 'crash'; cuts: number[]; torn: number; variant: number };
+type Op = SimOp | CrashOp;
+
+/** An upload committed remotely whose base row was not written yet: recoverOutbox finishes it next pass. */
+interface OutboxEntry {
+  documentId: string;
+  versionId: string;
+  /** The upload's target at the time (finishOutbox records these, not the document's current place). */
+  folderId: string;
+  fileName: string;
+  relPath: string;
+  local: FileStat & { sha256: string };
+}
+
+/**
+ * SimWorld's model executor runs one whole step (its base update included). The crashing pass reaches it through
+ * this view: `execute` is private in reconcile-sim.ts, which this file must not edit.
+ */
+interface ModelExecutor {
+  execute(a: Action): void;
+}
+
+class CrashWorld {
+  readonly w = new SimWorld();
+  readonly outbox: OutboxEntry[] = [];
+  /** Contents the simulation wrote that several writes may legitimately share ('same', see SimWorld.content). */
+  readonly shared = new Set(['same']);
+  crashes = 0;
+  /** Duplicates that came from a torn download, see createdTwice. */
+  staleCopies = 0;
+  /** Contents a torn download (or the download inside a torn conflict) left on disk without a base row. */
+  readonly tornDownloads = new Set<string>();
+  /** Contents of files a move torn between link and unlink left at two paths. */
+  readonly tornMoves = new Set<string>();
+  /** Contents of files whose 'replaced-by-remote-move' trash step a crash skipped (bug 3 below). */
+  readonly orphaned = new Set<string>();
+
+  /**
+   * recoverOutbox (src/sync/upload.ts): a committed upload's base row is written before the pass scans. The
+   * emulator answers a second commit of an uploadId with the version, so the row is always found again.
+   */
+  recover(): void {
+    for (const o of this.outbox.splice(0)) {
+      const d = this.w.docs.get(o.documentId);
+      if (!d) continue; // deleted remotely meanwhile: the pass sees it as gone
+      const base: BaseEntry = {
+        documentId: o.documentId, versionId: o.versionId, versionLabel: null, folderId: o.folderId, fileName: o.fileName,
+        relPath: o.relPath, key: pathKey(o.relPath, false), sha256: o.local.sha256, size: o.local.size, mtimeMs: o.local.mtimeMs, inode: o.local.inode,
+      };
+      this.w.base.set(o.documentId, base);
+    }
+  }
+
+  pass(policy: Policy): ReturnType<SimWorld['syncPass']> {
+    this.recover();
+    return this.w.syncPass({ conflictPolicy: policy });
+  }
+
+  /** A pass killed part-way: completed steps per the executor's contract, one step torn, nothing after. */
+  crashPass(op: CrashOp, policy: Policy): void {
+    this.recover();
+    this.crashes++;
+    const w = this.w;
+    const before = w.current();
+    const { local, remote } = w.observe();
+    const ctx: ReconcileContext = {
+      direction: 'both', conflictPolicy: policy, localDeletePolicy: 'restore', caseInsensitive: false,
+      conflictTag: `p${++w.passes}`, maxDeleteShare: 0.5, force: false,
+    };
+    let plan = reconcile(w.base, local, remote, ctx);
+    if (plan.blocked) plan = reconcile(w.base, local, remote, { ...ctx, force: true });
+    const exec = w as unknown as ModelExecutor;
+    const tornGroup = plan.groups.length > 0 ? op.torn % plan.groups.length : -1;
+    plan.groups.forEach((group, g) => {
+      const done = (op.cuts[g % op.cuts.length] ?? 0) % (group.length + 1);
+      for (const a of group.slice(0, done)) exec.execute(a);
+      const next = group[done];
+      if (g === tornGroup && next) this.tear(next, op.variant);
+      // A file the group was to trash after the remote move's target was settled, left behind untracked.
+      for (const a of group.slice(done)) {
+        const f = a.kind === 'trash-local' && a.reason === 'replaced-by-remote-move' ? w.local.get(a.relPath) : undefined;
+        if (f) this.orphaned.add(f.content);
+      }
+    });
+    const kept = w.reachable();
+    for (const c of before) if (!kept.has(c)) throw new Error(`content lost by crash ${this.crashes}: ${c}`);
+  }
+
+  private matches(relPath: string, stat: FileStat | null): boolean {
+    const f = this.w.local.get(relPath);
+    if (stat === null) return !f;
+    return !!f && f.content.length === stat.size && f.mtimeMs === stat.mtimeMs && f.inode === stat.inode;
+  }
+
+  private content(documentId: string, versionId: string): string | undefined {
+    return this.w.docs.get(documentId)?.versions.find((v) => v.id === versionId)?.content;
+  }
+
+  /** Adds a remote version as a commit would, and leaves its base row to the outbox. */
+  private commit(documentId: string, relPath: string, local: FileStat & { sha256: string }, content: string): void {
+    const d = this.w.docs.get(documentId);
+    if (!d) return;
+    const versionId = this.w.next('ver-');
+    d.versions.push({ id: versionId, content });
+    this.outbox.push({ documentId, versionId, folderId: d.folderId, fileName: d.fileName, relPath, local });
+  }
+
+  /**
+   * The effects the real executor (src/sync/executor.ts, fs-ops.ts) has made when it is killed inside a step,
+   * before the step's base row is written. Each check it makes first is made here too: a step whose
+   * precondition fails does nothing.
+   */
+  protected tear(a: Action, variant: number): void {
+    const w = this.w;
+    switch (a.kind) {
+      case 'download': {
+        // Temp committed (renamed into place; a replaced file went to the trash), base not written.
+        const content = this.content(a.doc.documentId, a.doc.versionId);
+        if (content === undefined || !this.matches(a.relPath, a.expectLocal)) return;
+        const old = w.local.get(a.relPath);
+        if (old) w.trash.push(old.content);
+        w.writeLocal(a.relPath, content);
+        this.tornDownloads.add(content);
+        return;
+      }
+      case 'upload': {
+        // Committed remotely, base row not written: the outbox has it (variant 0: killed before the commit).
+        const f = w.local.get(a.relPath);
+        if (variant === 0 || !f || !this.matches(a.relPath, a.local) || sha(f.content) !== a.local.sha256) return;
+        if (a.target.documentId === null) {
+          if (!w.folders.has(a.target.folderId) || w.nameTaken(a.target.folderId, a.target.fileName)) return;
+          const id = w.next('doc-');
+          const versionId = w.next('ver-');
+          w.docs.set(id, { id, folderId: a.target.folderId, fileName: a.target.fileName, versions: [{ id: versionId, content: f.content }] });
+          this.outbox.push({ documentId: id, versionId, folderId: a.target.folderId, fileName: a.target.fileName, relPath: a.relPath, local: a.local });
+        } else {
+          this.commit(a.target.documentId, a.relPath, a.local, f.content);
+        }
+        return;
+      }
+      case 'move-local': {
+        // moveFile links the target, then unlinks the source: killed in between, both paths name one inode.
+        const f = w.local.get(a.from);
+        if (!f || !this.matches(a.from, a.expectLocal) || w.local.has(a.to)) return;
+        w.local.set(a.to, f);
+        for (let d = parentOf(a.to); d !== ''; d = parentOf(d)) w.dirs.add(d);
+        if (variant === 2) w.local.delete(a.from); // unlinked too, base not moved yet
+        this.tornMoves.add(f.content);
+        return;
+      }
+      case 'trash-local': {
+        // In the trash, base row (of a remote delete) not removed yet.
+        const f = w.local.get(a.relPath);
+        if (!f || !this.matches(a.relPath, a.expectLocal)) return;
+        w.trash.push(f.content);
+        w.local.delete(a.relPath);
+        return;
+      }
+      case 'conflict':
+        return this.tearConflict(a, variant);
+      case 'adopt':
+      case 'forget':
+      case 'mkdir-local':
+        return; // one DB write or one mkdir: done or not
+    }
+  }
+
+  private tearConflict(a: Extract<Action, { kind: 'conflict' }>, variant: number): void {
+    const w = this.w;
+    const f = w.local.get(a.relPath);
+    const remoteContent = this.content(a.doc.documentId, a.doc.versionId);
+    if (!f || remoteContent === undefined || !this.matches(a.relPath, a.local) || sha(f.content) !== a.local.sha256) return;
+    if (remoteContent === f.content) return; // adopt: one DB write
+    switch (a.policy) {
+      case 'keep-both': {
+        // 0: local edit moved to the conflict copy; 1: remote content committed at the path too (base not written);
+        // 2: base written, the conflict copy's upload committed, its base row left to the outbox.
+        if (w.local.has(a.conflictPath)) return;
+        w.local.set(a.conflictPath, f);
+        w.local.delete(a.relPath);
+        if (variant === 0) return;
+        w.writeLocal(a.relPath, remoteContent);
+        if (variant === 1) {
+          this.tornDownloads.add(remoteContent);
+          return;
+        }
+        const d = w.docs.get(a.doc.documentId)!;
+        w.base.set(d.id, {
+          documentId: d.id, versionId: a.doc.versionId, versionLabel: null, folderId: d.folderId, fileName: d.fileName, relPath: a.relPath,
+          key: a.key, sha256: sha(remoteContent), size: remoteContent.length, mtimeMs: w.local.get(a.relPath)!.mtimeMs, inode: w.local.get(a.relPath)!.inode,
+        });
+        const folder = w.folderAt(parentOf(a.conflictPath));
+        if (!a.uploadConflictCopy || !folder || w.nameTaken(folder.id, baseNameOf(a.conflictPath))) return;
+        const id = w.next('doc-');
+        const versionId = w.next('ver-');
+        w.docs.set(id, { id, folderId: folder.id, fileName: baseNameOf(a.conflictPath), versions: [{ id: versionId, content: f.content }] });
+        this.outbox.push({ documentId: id, versionId, folderId: folder.id, fileName: baseNameOf(a.conflictPath), relPath: a.conflictPath, local: { size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, sha256: sha(f.content) } });
+        return;
+      }
+      case 'remote-wins':
+        // replaceFile done (local edit in the trash, remote content at the path), base not written.
+        w.trash.push(f.content);
+        w.writeLocal(a.relPath, remoteContent);
+        this.tornDownloads.add(remoteContent);
+        return;
+      case 'local-wins':
+        if (variant > 0) this.commit(a.doc.documentId, a.relPath, a.local, f.content);
+        return;
+    }
+  }
+
+  /**
+   * Documents whose first versions hold the same (unshared) content: one file uploaded as two documents. With
+   * `allowStaleCopies`, a document whose content a torn download or a torn move had put on disk, or a file whose
+   * trash step a crash skipped, is not counted: those are the three known duplicates (reported bugs, see the
+   * it.fails tests below), counted in staleCopies.
+   */
+  createdTwice(allowStaleCopies: boolean): string[] {
+    const firstOf = new Map<string, string>();
+    const out: string[] = [];
+    for (const d of this.w.sortedDocs()) {
+      const first = d.versions[0]?.content;
+      if (first === undefined || this.shared.has(first)) continue;
+      const other = firstOf.get(first);
+      if (other) {
+        if (allowStaleCopies && (this.tornDownloads.has(first) || this.tornMoves.has(first) || this.orphaned.has(first))) this.staleCopies++;
+        else out.push(`${other} and ${d.id} (${d.fileName}) both start with ${first}`);
+      }
+      firstOf.set(first, d.id);
+    }
+    return out;
+  }
+
+  /** Consecutive versions with identical (unshared) content: one edit committed twice. */
+  repeatedVersions(): string[] {
+    const out: string[] = [];
+    for (const d of this.w.sortedDocs())
+      for (let i = 1; i < d.versions.length; i++)
+        if (d.versions[i]!.content === d.versions[i - 1]!.content && !this.shared.has(d.versions[i]!.content)) out.push(`${d.id} v${i + 1}`);
+    return out;
+  }
+}
+
+const crashOpArb: fc.Arbitrary<CrashOp> = fc.record({
+  t: fc.constant('crash' as const),
+  cuts: fc.array(fc.nat(5), { minLength: 1, maxLength: 6 }),
+  torn: fc.nat(20),
+  variant: fc.nat(2),
+});
+
+const opArb: fc.Arbitrary<Op> = fc.oneof({ arbitrary: simOpArb, weight: 5 }, { arbitrary: crashOpArb, weight: 2 });
+
+/** Runs ops with crashes, then settles like runSimulation (reconcile-sim.ts) and checks every property. */
+function runCrashSimulation(ops: Op[], policy: Policy, allowStaleCopies = true): CrashWorld {
+  const cw = new CrashWorld();
+  const w = cw.w;
+  for (const op of ops) {
+    if (op.t === 'crash') cw.crashPass(op, policy);
+    else if (op.t === 'sync') cw.pass(policy);
+    else w.apply(op);
+  }
+  // Settling: as runSimulation, plus room for the passes a crash leaves work for (a torn move, a conflict copy).
+  let last = cw.pass(policy);
+  for (let i = 0; i < 3 && (last.groups.length > 0 || last.issues.some((x) => x.code === 'path-collision')); i++) last = cw.pass(policy);
+  const again = cw.pass(policy);
+  if (again.groups.length > 0) throw new Error(`still planning after settling: ${JSON.stringify(again.groups.flat().map((a) => `${a.kind}`))}`);
+  const waiting = new Set<string>();
+  for (const i of again.issues) {
+    if (i.code !== 'waiting-for-remote-folder' && i.code !== 'root-files-unsupported') throw new Error(`unexpected issue ${i.code} ${i.relPath}`);
+    waiting.add(i.relPath);
+  }
+  const localSide = new Map([...w.local].filter(([p]) => !waiting.has(p)).map(([p, f]) => [p, f.content]));
+  const remoteSide = new Map([...w.docs.values()].map((d) => [w.docPath(d), w.latest(d).content]));
+  const diff = [...new Set([...localSide.keys(), ...remoteSide.keys()])].filter((p) => localSide.get(p) !== remoteSide.get(p));
+  if (diff.length > 0) throw new Error(`sides differ at ${diff.join(', ')}`);
+  const twice = cw.createdTwice(allowStaleCopies);
+  if (twice.length > 0) throw new Error(`document created twice: ${twice.join('; ')}`);
+  const repeated = cw.repeatedVersions();
+  if (repeated.length > 0) throw new Error(`version committed twice: ${repeated.join('; ')}`);
+  return cw;
+}
+
+describe('reconcile simulation with crashes between and inside steps', () => {
+  const runs = SOAK ? 5_000 : 300;
+  for (const policy of ['keep-both', 'remote-wins', 'local-wins'] as const) {
+    it(`${policy}: converges with nothing lost or doubled (${runs} runs)`, () => {
+      let crashes = 0;
+      fc.assert(
+        fc.property(fc.array(opArb, { minLength: 1, maxLength: 40 }), (ops) => {
+          crashes += runCrashSimulation(ops, policy).crashes;
+        }),
+        // Fixed seed in the normal suite (stable); random seeds under SOAK (fast-check prints the seed on failure).
+        SOAK ? { numRuns: runs } : { numRuns: runs, seed: 20_261_122 },
+      );
+      // The generator really produced crashes (else this would only repeat reconcile-sim).
+      expect(crashes).toBeGreaterThan(runs / 2);
+    });
+  }
+
+  it('a crash torn inside a keep-both conflict keeps the local edit and ends with both versions', () => {
+    // The local edit of A/a.txt and a remote edit meet; the pass is killed right after the edit was moved aside.
+    const ops: Op[] = [
+      { t: 'remote-add', folder: 0, name: 0, content: 1 },
+      { t: 'sync' },
+      { t: 'local-modify', pick: 0, content: 1 },
+      { t: 'remote-modify', pick: 0, content: 1 },
+      { t: 'crash', cuts: [0], torn: 0, variant: 0 },
+    ];
+    const cw = runCrashSimulation(ops, 'keep-both');
+    const contents = [...cw.w.docs.values()].map((d) => cw.w.latest(d).content).sort();
+    expect(contents).toHaveLength(2); // the document and its conflict copy
+    expect([...cw.w.local.values()].map((f) => f.content).sort()).toEqual(contents);
+  });
+
+  it('the crash model can fail: a torn step that drops content instead of trashing it is caught', () => {
+    class LossyWorld extends CrashWorld {
+      protected override tear(a: Action, variant: number): void {
+        if (a.kind === 'trash-local') this.w.local.delete(a.relPath);
+        else super.tear(a, variant);
+      }
+    }
+    const cw = new LossyWorld();
+    cw.w.apply({ t: 'remote-add', folder: 0, name: 0, content: 1 });
+    cw.pass('keep-both');
+    cw.w.apply({ t: 'remote-delete', pick: 0 });
+    expect(() => cw.crashPass({ t: 'crash', cuts: [0], torn: 0, variant: 0 }, 'keep-both')).toThrow(/content lost/);
+  });
+
+  // The three duplicates the crash model finds (reported). Each converges without loss, but one edit or one
+  // download ends up as an extra document. Expected to pass once fixed.
+  describe('known duplicates after a crash (bugs)', () => {
+    // BUG 1: download.ts/executor.ts commit the downloaded file, then write the base row. Killed in between, the
+    // file is untracked; if the remote document then changes (new version, rename, move) before the next pass, the
+    // file no longer matches the document and is kept as a conflict copy / uploaded as a new document.
+    it.fails('bug 1: a download torn before its base row, then a remote edit: no extra document', () => {
+      const cw = runCrashSimulation([
+        { t: 'remote-add', folder: 0, name: 0, content: 1 },
+        // The plan is [mkdir A], [mkdir A/S], [download A/a.txt], [mkdir B]: the download (group 2) is torn.
+        { t: 'crash', cuts: [0], torn: 2, variant: 0 },
+        { t: 'remote-modify', pick: 0, content: 1 },
+      ], 'keep-both');
+      expect(cw.tornDownloads.size).toBe(1);
+      expect(cw.w.docs.size).toBe(1);
+    });
+
+    // BUG 2: moveFile links the target, then unlinks the source, then the base row moves. Killed after the link,
+    // a LOCALLY EDITED file that followed a remote rename is at both paths: the next pass keeps a conflict copy at
+    // the new path and uploads the old path as a new document (the edit becomes two documents, not a version).
+    it.fails('bug 2: a move torn between link and unlink of a locally edited file: the edit becomes one version', () => {
+      const cw = runCrashSimulation([
+        { t: 'local-write', dir: 0, name: 0, content: 0 },
+        { t: 'sync' },
+        { t: 'remote-rename', pick: 0, name: 1 },
+        { t: 'local-modify', pick: 0, content: 1 },
+        { t: 'crash', cuts: [0], torn: 0, variant: 0 },
+      ], 'keep-both');
+      expect(cw.tornMoves.size).toBe(1);
+      expect(cw.w.docs.size).toBe(1);
+    });
+
+    // BUG 3: a document moved remotely onto a path held by an untracked local file plans [conflict at the new
+    // path, trash-local(old path, 'replaced-by-remote-move')]; the conflict step already points the base row at
+    // the new path, so a crash between the two steps leaves the old file untracked: uploaded as a new document.
+    it.fails('bug 3: a crash between a remote-move conflict and the trash of the old path: no extra document', () => {
+      const cw = runCrashSimulation([
+        { t: 'remote-add', folder: 0, name: 0, content: 0 },
+        { t: 'local-write', dir: 0, name: 0, content: 1 },
+        { t: 'sync' },
+        { t: 'remote-delete', pick: 0 },
+        { t: 'remote-move', pick: 0, folder: 2 },
+        { t: 'local-write', dir: 2, name: 0, content: 0 },
+        { t: 'remote-rename', pick: 0, name: 0 },
+        { t: 'crash', cuts: [1, 1], torn: 1, variant: 0 },
+      ], 'keep-both');
+      expect(cw.orphaned.size).toBe(1);
+      expect(cw.staleCopies).toBe(0);
+    });
+  });
+});
