@@ -160,7 +160,21 @@ export class HttpCore {
     try {
       json = JSON.parse(res.text);
     } catch (err) {
-      throw new ServiceError(`${request} answered HTTP ${res.status} with a body that is not JSON (truncated?)`, {
+      // A body that claims another type (an HTML error page from a proxy...) will not become JSON by retrying;
+      // a JSON body that does not parse was most likely cut off on the way, which a retry can fix.
+      const type = String(res.headers['content-type'] ?? '');
+      if (type !== '' && !/json/i.test(type)) {
+        throw new ServiceError(`${request} answered HTTP ${res.status} with ${type.split(';')[0]} instead of JSON`, {
+          code: 'SERVICE_INVALID_RESPONSE',
+          retryable: false,
+          request,
+          status: res.status,
+          cause: err,
+          hint: 'is service.baseUrl right? something other than the API (a proxy, a web page) answered',
+          ...(context ? { context } : {}),
+        });
+      }
+      throw new ServiceError(`${request} answered HTTP ${res.status} with a body that is not valid JSON (cut off?)`, {
         code: 'SERVICE_NETWORK',
         retryable: true,
         request,
@@ -220,10 +234,11 @@ export class HttpCore {
         headersTimeout: this.settings.requestTimeoutMs,
         bodyTimeout: this.settings.requestTimeoutMs,
       });
-      const text = await res.body.text();
+      const text = await readBodyCapped(res.body, MAX_JSON_BODY_BYTES, o.request);
       this.log.debug({ method: o.method, path: o.template, status: res.statusCode, ms: Math.round(performance.now() - started), attempt: o.attempt }, 'service request');
       return { status: res.statusCode, headers: res.headers, text };
     } catch (err) {
+      if (err instanceof ServiceError) throw err; // already classified (e.g. an oversized body)
       const ms = Math.round(performance.now() - started);
       if (o.signal.aborted || isAbortError(err)) {
         this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: 'aborted' }, 'service request');
@@ -295,4 +310,28 @@ function queryString(query: Record<string, string | number | undefined> | undefi
   for (const [k, v] of Object.entries(query)) if (v !== undefined) q.set(k, String(v));
   const s = q.toString();
   return s ? `?${s}` : '';
+}
+
+/** Largest JSON answer read from the API: a search page of 1,000 documents is well under 1 MiB. */
+export const MAX_JSON_BODY_BYTES = 64 * 1024 * 1024;
+
+/** Reads a response body as UTF-8 text, failing (without buffering the rest) once it passes `max` bytes. */
+async function readBodyCapped(body: Dispatcher.ResponseData['body'], max: number, request: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = chunk as Buffer;
+    size += buf.length;
+    if (size > max) {
+      body.destroy();
+      throw new ServiceError(`${request} answer is too large (more than ${max / 1024 / 1024} MiB of JSON); refusing to read it`, {
+        code: 'SERVICE_INVALID_RESPONSE',
+        retryable: false,
+        request,
+        hint: 'the service (or something in front of it) sent an answer far larger than any valid one',
+      });
+    }
+    chunks.push(buf);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
 }
