@@ -194,6 +194,7 @@ export async function commitTempFile(
   opts: { synced?: boolean } = {},
 ): Promise<FileStat> {
   return guard('commit', destAbs, async () => {
+    let committed: FileStat;
     try {
       const cur = await lstatOrNull(destAbs);
       if (expect === null && cur !== null) throw localChanged(destAbs, 'a file appeared at the target');
@@ -204,6 +205,10 @@ export async function commitTempFile(
       await fsp.chmod(tempPath, mode);
       // `synced`: the writer already fsynced the temp through its own descriptor (saves an open + close).
       if (opts.synced !== true) await fsyncFile(tempPath);
+      // The stat is taken from the temp BEFORE it becomes visible (link and rename keep inode and mtime): a
+      // stat of the destination afterwards could already describe a user's edit, which the base would then
+      // pair with the downloaded content's hash, and the edit would never be seen as a change.
+      committed = toFileStat(await fsp.lstat(tempPath));
       if (expect === null) await linkNoClobber(tempPath, destAbs);
       else await fsp.rename(tempPath, destAbs);
     } catch (err) {
@@ -211,7 +216,7 @@ export async function commitTempFile(
       throw err;
     }
     await fsyncDir(path.dirname(destAbs));
-    return toFileStat(await fsp.lstat(destAbs));
+    return committed;
   });
 }
 
@@ -282,6 +287,9 @@ export async function moveFile(fromAbs: string, toAbs: string, expect: FileStat)
     if (cur === null || !statMatches(toFileStat(cur), expect)) {
       throw localChanged(fromAbs, cur === null ? 'it was removed' : 'it was modified');
     }
+    // Link and rename keep inode and mtime: the moved file's stat is the one just verified. (A stat taken
+    // after the move could already describe a user's edit and hide it from the next scan.)
+    let moved = toFileStat(cur);
     let linked = false;
     try {
       await fsp.link(fromAbs, toAbs);
@@ -306,12 +314,13 @@ export async function moveFile(fromAbs: string, toAbs: string, expect: FileStat)
       } catch (err) {
         if (errnoOf(err) !== 'EXDEV') throw err;
         await copyDurably(fromAbs, toAbs);
+        moved = toFileStat(await fsp.lstat(toAbs)); // a copy is a new inode
         await fsp.unlink(fromAbs);
       }
     }
     await fsyncDir(path.dirname(toAbs));
     if (path.dirname(toAbs) !== path.dirname(fromAbs)) await fsyncDir(path.dirname(fromAbs));
-    return toFileStat(await fsp.lstat(toAbs));
+    return moved;
   });
 }
 

@@ -277,8 +277,11 @@ function followRemoteMove(
 function remoteMoveOntoLocalFile(
   s: PassState, b: BaseEntry, l: LocalState, file: LocalFile | undefined, doc: RemoteDoc, there: LocalFile, after?: number,
 ): void {
-  const actions: Action[] = [unbasedPair(s, there, doc)];
-  if (file && l === 'unchanged') actions.push(trashLocal(file, b.documentId, 'replaced-by-remote-move'));
+  const claim = unbasedPair(s, there, doc);
+  // Unchanged old copy: trash it FIRST. Its base row stays until the claim records the document at its new
+  // path, so a crash between the two steps leaves "deleted locally, moved remotely" (planned the same way
+  // again), never an untracked old copy that would be uploaded as a second document.
+  const actions: Action[] = file && l === 'unchanged' ? [trashLocal(file, b.documentId, 'replaced-by-remote-move'), claim] : [claim];
   if (file && l === 'modified') {
     keepAsLocalFile(s, b, file, actions, 'new-local', after); // the modified file stays at the old path
     return;

@@ -378,10 +378,11 @@ describe('reconcile simulation with crashes between and inside steps', () => {
       expect(cw.w.docs.size).toBe(1);
     });
 
-    // BUG 3: a document moved remotely onto a path held by an untracked local file plans [conflict at the new
-    // path, trash-local(old path, 'replaced-by-remote-move')]; the conflict step already points the base row at
-    // the new path, so a crash between the two steps leaves the old file untracked: uploaded as a new document.
-    it.fails('bug 3: a crash between a remote-move conflict and the trash of the old path: no extra document', () => {
+    // Was BUG 3: a document moved remotely onto a path held by an untracked local file planned [conflict at the
+    // new path, trash-local(old path)]; a crash between the two left the old file untracked, uploaded as a new
+    // document. The plan now trashes the old copy first (its base row stays until the conflict records the
+    // document), so the same crash leaves no untracked copy and no extra document.
+    it('bug 3: a crash between a remote-move conflict and the trash of the old path: no extra document', () => {
       const cw = runCrashSimulation([
         { t: 'remote-add', folder: 0, name: 0, content: 0 },
         { t: 'local-write', dir: 0, name: 0, content: 1 },
@@ -392,7 +393,7 @@ describe('reconcile simulation with crashes between and inside steps', () => {
         { t: 'remote-rename', pick: 0, name: 0 },
         { t: 'crash', cuts: [1, 1], torn: 1, variant: 0 },
       ], 'keep-both');
-      expect(cw.orphaned.size).toBe(1);
+      expect(cw.orphaned.size).toBe(0);
       expect(cw.staleCopies).toBe(0);
     });
   });

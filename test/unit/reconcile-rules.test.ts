@@ -197,15 +197,15 @@ describe('both sides hold a path without a base', () => {
 });
 
 describe('remote moves onto occupied paths', () => {
-  it('onto an unbased local file: conflict there, unchanged old copy trashed', () => {
+  it('onto an unbased local file: unchanged old copy trashed first, then a conflict there', () => {
     const w = world();
     w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
     w.file('docs/a.txt', 'h1');
     w.file('docs/b.txt', 'mine');
     w.doc('d1', 'docs/b.txt', 'v1', 'f1');
     expect(summarizeGroups(plan(w).groups)).toEqual([[
-      'conflict docs/b.txt d1@v1 base=none keep-both copy=docs/b (conflict T).txt upload-copy=true',
       `trash docs/a.txt d1 expect=${Object.values(statFor('h1')).join(':')} replaced-by-remote-move`,
+      'conflict docs/b.txt d1@v1 base=none keep-both copy=docs/b (conflict T).txt upload-copy=true',
     ]]);
   });
   it('onto an unbased local file: modified old copy kept as a new local file', () => {
