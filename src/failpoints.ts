@@ -11,6 +11,7 @@ export type FailpointName =
   | 'download-after-rename'
   | 'conflict-after-move'
   | 'move-after-rename'
+  | 'move-after-link'
   | 'trash-after-move';
 
 export function failpoint(name: FailpointName): void {

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import fsp, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
+import { failpoint } from '../failpoints.js';
 import type { FileStat } from '../sync/model.js';
 import { DAEMON_FILE_PREFIX } from './ignore.js';
 
@@ -300,6 +301,7 @@ export async function moveFile(fromAbs: string, toAbs: string, expect: FileStat)
       if (!NO_LINK.has(code ?? '')) throw err;
     }
     if (linked) {
+      failpoint('move-after-link');
       // The source may have been swapped for a new file between the check and the link.
       const again = await lstatOrNull(fromAbs);
       if (again === null || again.ino !== expect.inode) {

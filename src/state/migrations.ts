@@ -91,6 +91,16 @@ export const MIGRATIONS: readonly string[] = [
     rel_path      TEXT NOT NULL
   ) STRICT;
   `,
+  // 3: local steps in flight (a download being put in place, a move), recorded before the file system is
+  // touched, so that a crash between the file operation and its base row is finished at the next start.
+  `
+  CREATE TABLE intents (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind          TEXT NOT NULL CHECK (kind IN ('download', 'move')),
+    payload       TEXT NOT NULL,
+    created_at    TEXT NOT NULL
+  ) STRICT;
+  `,
 ];
 
 /** The schema version this build writes. */

@@ -425,6 +425,22 @@ export class StateStore {
     this.cached('DELETE FROM forgotten WHERE document_id = ?').run(documentId);
   }
 
+  // ---- intents: local steps in flight (see sync/intents.ts) ----
+
+  addIntent(kind: 'download' | 'move', payload: unknown): number {
+    const r = this.cached('INSERT INTO intents (kind, payload, created_at) VALUES (?, ?, ?)').run(kind, JSON.stringify(payload), new Date().toISOString());
+    return Number(r.lastInsertRowid);
+  }
+
+  listIntents(): Array<{ id: number; kind: 'download' | 'move'; payload: unknown }> {
+    const rows = this.cached('SELECT id, kind, payload FROM intents ORDER BY id').raw(true).all() as Array<[number, 'download' | 'move', string]>;
+    return rows.map(([id, kind, payload]) => ({ id, kind, payload: JSON.parse(payload) as unknown }));
+  }
+
+  deleteIntent(id: number): void {
+    this.cached('DELETE FROM intents WHERE id = ?').run(id);
+  }
+
   private readonly lazyStatements = new Map<string, Database.Statement>();
   /** A statement prepared on first use (for tables added after the constructor's set). */
   private cached(sql: string): Database.Statement {

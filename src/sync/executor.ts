@@ -7,6 +7,7 @@ import { BinderSyncError, describeError, isRetryable } from '../errors.js';
 import { commitTempFile, ensureDir, moveFile, replaceFile, resolveInside } from '../local/fs-ops.js';
 import { failpoint } from '../failpoints.js';
 import { downloadToTemp } from './download.js';
+import { recordDownloadIntent, recordMoveIntent } from './intents.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import type { Action, ActionKind, BaseEntry, Plan, RemoteDoc } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
@@ -99,10 +100,23 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
     }
     case 'move-local': {
       const old = d.store.getBase(a.doc.documentId);
-      const stat = await moveFile(resolveInside(d.root, a.from), resolveInside(d.root, a.to), a.expectLocal);
+      // An unchanged file's base takes the verified stat. A file edited locally keeps the old stat and hash in
+      // its base, so the edit is still seen (and uploaded) if the upload planned after this move does not happen.
+      const stat = old && old.sha256 === a.sha256 ? a.expectLocal : {};
+      const next = old ? { ...old, ...stat, relPath: a.to, key: a.toKey, folderId: a.doc.folderId, fileName: a.doc.fileName } : null;
+      const intent = next ? recordMoveIntent(d.store, a.from, a.expectLocal.inode, next) : null;
+      try {
+        await moveFile(resolveInside(d.root, a.from), resolveInside(d.root, a.to), a.expectLocal);
+      } catch (err) {
+        if (intent !== null) d.store.deleteIntent(intent);
+        throw err;
+      }
       failpoint('move-after-rename');
       report.vacatedDirs.add(parentOf(a.from));
-      if (old) d.store.putBase({ ...old, relPath: a.to, key: a.toKey, folderId: a.doc.folderId, fileName: a.doc.fileName, ...stat });
+      d.store.transaction(() => {
+        if (next) d.store.putBase(next);
+        if (intent !== null) d.store.deleteIntent(intent);
+      });
       d.log.info({ from: a.from, to: a.to }, 'moved (renamed or moved remotely)');
       return;
     }
@@ -140,13 +154,21 @@ async function download(a: Extract<Action, { kind: 'download' }>, d: ExecutorDep
   const abs = resolveInside(d.root, a.relPath);
   const tmp = await downloadToTemp(d, a.doc, abs);
   failpoint('download-after-temp');
-  const stat = a.expectLocal === null
-    ? await commitTempFile(tmp.tempPath, abs, null, { synced: true })
-    : (await replaceFile(tmp.tempPath, abs, a.expectLocal, d.trash, a.relPath)).stat;
+  const intent = recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
+  let stat;
+  try {
+    stat = a.expectLocal === null
+      ? await commitTempFile(tmp.tempPath, abs, null, { synced: true })
+      : (await replaceFile(tmp.tempPath, abs, a.expectLocal, d.trash, a.relPath)).stat;
+  } catch (err) {
+    d.store.deleteIntent(intent);
+    throw err;
+  }
   failpoint('download-after-rename');
   d.store.transaction(() => {
     d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
     d.store.deleteForgotten(a.doc.documentId);
+    d.store.deleteIntent(intent);
   });
   report.bytesDownloaded += tmp.bytes;
   d.log.info({ relPath: a.relPath, bytes: tmp.bytes, ms: Date.now() - started, reason: a.reason }, 'downloaded');
@@ -180,8 +202,16 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
         throw err;
       }
       failpoint('conflict-after-move');
-      const stat = await commitTempFile(tmp.tempPath, abs, null, { synced: true });
+      const intent = recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
+      let stat;
+      try {
+        stat = await commitTempFile(tmp.tempPath, abs, null, { synced: true });
+      } catch (err) {
+        d.store.deleteIntent(intent);
+        throw err;
+      }
       d.store.transaction(() => {
+        d.store.deleteIntent(intent);
         d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
         d.store.addConflict({ relPath: a.relPath, conflictPath: a.conflictPath, documentId: a.doc.documentId, policy: a.policy, detail: 'both sides changed; local edit kept as the conflict copy', at });
       });
@@ -201,8 +231,17 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
       return;
     }
     case 'remote-wins': {
-      const { stat, trashPath } = await replaceFile(tmp.tempPath, abs, a.local, d.trash, a.relPath);
+      const intent = recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
+      let replaced;
+      try {
+        replaced = await replaceFile(tmp.tempPath, abs, a.local, d.trash, a.relPath);
+      } catch (err) {
+        d.store.deleteIntent(intent);
+        throw err;
+      }
+      const { stat, trashPath } = replaced;
       d.store.transaction(() => {
+        d.store.deleteIntent(intent);
         d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
         d.store.addConflict({ relPath: a.relPath, conflictPath: trashPath, documentId: a.doc.documentId, policy: a.policy, detail: 'both sides changed; remote kept, local edit moved to the trash', at });
       });
@@ -227,6 +266,9 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
     }
   }
 }
+
+/** Placeholder stat of a download intent: the real one is only known once the file is in place. */
+const ZERO_STAT = { size: 0, mtimeMs: 0, inode: 0 };
 
 function baseName(relPath: string): string {
   return relPath.slice(relPath.lastIndexOf('/') + 1);

@@ -144,6 +144,8 @@ export type Action =
       toKey: PathKey;
       doc: RemoteDoc;
       expectLocal: FileStat;
+      /** The scanned hash of the file being moved (the base takes its stat only when this equals its hash). */
+      sha256: string;
     }
   | {
       kind: 'trash-local';

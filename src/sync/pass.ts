@@ -18,6 +18,7 @@ import { compileMetadataRules, type MetadataResolver } from './metadata-rules.js
 import type { Action, Issue, LocalObservation, Plan, ReconcileContext, RemoteObservation } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
+import { recoverIntents } from './intents.js';
 import { recoverOutbox } from './upload.js';
 
 /**
@@ -167,6 +168,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     await rt.trash.purgeOlderThan(rt.pair.trashRetentionDays);
     const stale = await cleanStaleTemps(rt.pair.localPath);
     if (stale > 0) rt.log.info({ removed: stale }, 'removed temp files left by an interrupted run');
+    const steps = await recoverIntents(rt.store, rt.pair.localPath, rt.log);
+    if (steps > 0) rt.log.info({ steps }, 'finished local steps interrupted by a restart');
     const rec = await recoverOutbox(deps);
     if (rec.finished + rec.dropped > 0) rt.log.info(rec, 'recovered the upload outbox');
   }

@@ -33,7 +33,7 @@ export function upload(
 }
 
 export function moveLocal(file: LocalFile, doc: RemoteDoc): Action {
-  return { kind: 'move-local', from: file.relPath, to: doc.relPath, toKey: doc.key, doc, expectLocal: statOf(file) };
+  return { kind: 'move-local', from: file.relPath, to: doc.relPath, toKey: doc.key, doc, expectLocal: statOf(file), sha256: file.sha256 };
 }
 
 export function trashLocal(

@@ -33,13 +33,13 @@ describe('random kills', () => {
 });
 
 // Two duplicates the crash model (test/unit/reconcile-crash-sim.test.ts) found, reproduced with the real CLI.
-// Reported bugs; nothing is lost, but one edit or one download ends up as extra documents. Expected to pass
-// once fixed.
-describe('torn steps the crash model found (bugs)', () => {
-  // BUG 2: a move torn between link and unlink (fs-ops moveFile) of a locally edited file that follows a remote
-  // rename. Expected: one document b.txt with versions [v1, local edit]. Actual: a conflict copy of b.txt and a
-  // new document a.txt, both holding the edit.
-  it.fails('a torn move of a locally edited file: the edit becomes one new version, not two documents', async () => {
+// Fixed by intents (src/sync/intents.ts): the step is recorded before the file system is touched and finished
+// at the next start.
+describe('torn steps the crash model found', () => {
+  // Was BUG 2: a move torn between link and unlink (fs-ops moveFile) of a locally edited file that follows a
+  // remote rename gave a conflict copy of b.txt and a new document a.txt. Expected: one document b.txt with
+  // versions [v1, local edit].
+  it('a torn move of a locally edited file: the edit becomes one new version, not two documents', async () => {
     ws = await createWorkspace();
     const w = ws;
     const c = w.emulator.control;
@@ -48,17 +48,20 @@ describe('torn steps the crash model found (bugs)', () => {
     await expectConvergedPass(w);
     c.renameDocument(document.id, 'b.txt');
     writeLocal(w, 'A/a.txt', 'local edit');
-    fs.linkSync(path.join(w.local, 'A/a.txt'), path.join(w.local, 'A/b.txt')); // killed here, inside moveFile
+    const killed = await syncJson(w, [], { env: { BINDER_SYNC_FAILPOINT: 'move-after-link' } });
+    expect(killed.signal).toBe('SIGKILL');
+    // Killed inside moveFile: the file is at both paths.
+    expect(fs.statSync(path.join(w.local, 'A/a.txt')).ino).toBe(fs.statSync(path.join(w.local, 'A/b.txt')).ino);
     for (let i = 0; i < 2; i++) await syncJson(w);
     expect([...localTree(w.local).keys()].sort()).toEqual(['A/b.txt']);
     expect(c.listDocuments(w.binderId).map((d) => d.fileName)).toEqual(['b.txt']);
     expect(versionContents(w, document.id)).toEqual(['v1', 'local edit']);
   });
 
-  // BUG 1: killed after a download's rename and before its base row (failpoint download-after-rename), then a
-  // remote edit before the restart. Expected: A/a.txt holds v3, one document. Actual: the stale v2 on disk is
-  // kept as a conflict copy and uploaded as a second document.
-  it.fails('a download torn before its base row, then a remote edit: no conflict copy of the stale download', async () => {
+  // Was BUG 1: killed after a download's rename and before its base row (failpoint download-after-rename), then
+  // a remote edit before the restart: the stale v2 on disk was kept as a conflict copy and uploaded as a second
+  // document. Expected: A/a.txt holds v3, one document.
+  it('a download torn before its base row, then a remote edit: no conflict copy of the stale download', async () => {
     ws = await createWorkspace();
     const w = ws;
     const c = w.emulator.control;

@@ -215,8 +215,11 @@ export class SimWorld {
         for (let d = parentOf(a.to); d !== ''; d = parentOf(d)) this.dirs.add(d);
         const b = this.base.get(a.doc.documentId);
         if (!b) throw new Error('move-local without base');
-        // The base follows the file: new path and remote name, and the stat the move was verified against.
-        this.base.set(a.doc.documentId, { ...b, ...a.expectLocal, relPath: a.to, key: a.toKey, folderId: a.doc.folderId, fileName: a.doc.fileName });
+        // The base follows the file to its new path and remote name, keeping its stat and hash (as the executor
+        // does): a file edited locally before the move still differs from the base, so the edit is not lost
+        // if the upload planned after the move does not happen.
+        const stat = b.sha256 === a.sha256 ? a.expectLocal : {};
+        this.base.set(a.doc.documentId, { ...b, ...stat, relPath: a.to, key: a.toKey, folderId: a.doc.folderId, fileName: a.doc.fileName });
         return;
       }
       case 'trash-local': {

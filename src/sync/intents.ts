@@ -1,0 +1,91 @@
+// Intents: local steps recorded in the state DB before they touch the file system (a downloaded file being
+// put in place, a move following a remote rename), and finished or dropped at the next start. Without them a
+// crash between the file operation and its base row would leave a file the next pass cannot explain: a
+// finished download would look like a local edit (and become a conflict copy, i.e. a second document), a
+// move torn between link and unlink would leave the file at two paths.
+import fs from 'node:fs';
+import { z } from 'zod';
+import { hashFile } from '../local/hash.js';
+import { resolveInside, statMatches, toFileStat } from '../local/fs-ops.js';
+import type { StateStore } from '../state/store.js';
+import type { BaseEntry } from './model.js';
+import type { Logger } from 'pino';
+
+const BaseSchema = z.object({
+  documentId: z.string(),
+  versionId: z.string(),
+  versionLabel: z.string().nullable(),
+  folderId: z.string(),
+  fileName: z.string(),
+  relPath: z.string(),
+  key: z.string(),
+  size: z.number(),
+  mtimeMs: z.number(),
+  inode: z.number(),
+  sha256: z.string(),
+});
+
+/** A downloaded version about to be put at base.relPath; base.sha256 is its content, stat fields unknown. */
+const DownloadIntentSchema = z.object({ base: BaseSchema });
+/** A file about to move from `from` to base.relPath (inode = the file's inode; base keeps its old stat). */
+const MoveIntentSchema = z.object({ from: z.string(), inode: z.number(), base: BaseSchema });
+
+export function recordDownloadIntent(store: StateStore, base: BaseEntry): number {
+  return store.addIntent('download', { base } satisfies z.infer<typeof DownloadIntentSchema>);
+}
+
+export function recordMoveIntent(store: StateStore, from: string, inode: number, base: BaseEntry): number {
+  return store.addIntent('move', { from, inode, base } satisfies z.infer<typeof MoveIntentSchema>);
+}
+
+/**
+ * Finishes what a crash interrupted. A download counts as done when the file at its path holds exactly the
+ * downloaded content (hashed: only after a crash, only these files); then its base row is written with the
+ * file's current stat. A move counts as done when the file (same inode) is at the new path; if it is at
+ * both paths (crash between link and unlink) the old link is removed — the content stays at the new path.
+ * Anything else is dropped: the next plan looks at the files as they are, and no content is touched here.
+ */
+export async function recoverIntents(store: StateStore, root: string, log: Logger): Promise<number> {
+  let finished = 0;
+  for (const intent of store.listIntents()) {
+    try {
+      if (intent.kind === 'download') finished += (await recoverDownload(store, root, DownloadIntentSchema.parse(intent.payload).base)) ? 1 : 0;
+      else finished += recoverMove(store, root, MoveIntentSchema.parse(intent.payload)) ? 1 : 0;
+    } catch (err) {
+      log.warn({ err, kind: intent.kind }, 'could not finish an interrupted step; the next pass looks at the files as they are');
+    }
+    store.deleteIntent(intent.id);
+  }
+  return finished;
+}
+
+async function recoverDownload(store: StateStore, root: string, base: BaseEntry): Promise<boolean> {
+  const abs = resolveInside(root, base.relPath);
+  const st = lstatOrNull(abs);
+  if (st === null || !st.isFile()) return false;
+  const { sha256 } = await hashFile(abs);
+  const after = lstatOrNull(abs);
+  // Compared with a stat taken before hashing: a file that changed meanwhile is left to the next scan.
+  if (sha256 !== base.sha256 || after === null || !statMatches(toFileStat(after), toFileStat(st))) return false;
+  store.putBase({ ...base, ...toFileStat(st) });
+  return true;
+}
+
+function recoverMove(store: StateStore, root: string, m: z.infer<typeof MoveIntentSchema>): boolean {
+  const to = lstatOrNull(resolveInside(root, m.base.relPath));
+  if (to === null || to.ino !== m.inode) return false;
+  const fromAbs = resolveInside(root, m.from);
+  const from = lstatOrNull(fromAbs);
+  // Torn between link and unlink: the same inode at both paths. Removing the old name loses nothing.
+  if (from !== null && from.ino === m.inode) fs.unlinkSync(fromAbs);
+  store.transaction(() => {
+    const current = store.getBaseByKey(m.base.key);
+    if (current && current.documentId !== m.base.documentId) return; // the path was claimed since: leave it
+    store.putBase(m.base);
+  });
+  return true;
+}
+
+function lstatOrNull(abs: string): fs.Stats | null {
+  return fs.lstatSync(abs, { throwIfNoEntry: false }) ?? null;
+}
