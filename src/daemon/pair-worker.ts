@@ -36,6 +36,12 @@ export interface PairActivityView {
   nextPassAt: number | null;
 }
 
+/**
+ * A local file modified less than this long ago is not uploaded yet: tar, rsync, cp and downloads write in
+ * several steps, and editors and sed save through temp files that are renamed a moment later.
+ */
+const MIN_FILE_AGE_MS = 1_000;
+
 export class PairWorker {
   readonly name: string;
   private rt: PairRuntime | null = null;
@@ -126,6 +132,7 @@ export class PairWorker {
     try {
       report = await runPass(rt, {
         ...this.scope(trigger),
+        minFileAgeMs: MIN_FILE_AGE_MS,
         signal: this.signal,
         ...(obs?.onPlan ? { onPlan: obs.onPlan } : {}),
         ...(obs?.onActionDone ? { onActionDone: obs.onActionDone } : {}),
@@ -154,7 +161,7 @@ export class PairWorker {
         hint: 'check the local root and the binder; if the change is intended run `binder-sync sync --force` once',
       });
     }
-    return { retryableFailures: (report.execution?.failures ?? []).some((f) => f.retryable) };
+    return { retryableFailures: (report.execution?.failures ?? []).some((f) => f.retryable), recheckInMs: report.recheckInMs };
   }
 
   /**

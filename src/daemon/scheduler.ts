@@ -14,6 +14,8 @@ export type PairState = 'starting' | 'idle' | 'syncing' | 'backoff' | 'error';
 export interface PassOutcome {
   /** Some actions failed but may succeed later: the next pass comes sooner (back-off steps, at most poll). */
   retryableFailures: boolean;
+  /** Files were left for later because they were still being written: look again after this many ms. */
+  recheckInMs?: number | null;
 }
 
 export interface SchedulerOptions {
@@ -157,6 +159,8 @@ export class PairScheduler {
       const soon = retryDelay({ fatal: false, code: 'ACTIONS_FAILED', reason: '' }, this.softFailures, this.o.timing, this.random);
       if (soon < delay) [trigger2, delay] = ['retry', soon];
     }
+    const recheck = outcome?.recheckInMs;
+    if (recheck !== undefined && recheck !== null && recheck < delay) [trigger2, delay] = ['watch', recheck];
     this.arm(trigger2, delay, 'idle');
     return false;
   }

@@ -65,6 +65,11 @@ export interface PassOptions {
   localDirs?: string[];
   /** Reuse the previous remote listing when younger than this (ms) and the previous pass uploaded nothing. */
   reuseRemoteWithinMs?: number;
+  /**
+   * Leave a local file alone while it was modified less than this long ago (ms): a program may still be
+   * writing it (tar, rsync, a download). The daemon uses it; PassReport.recheckInMs says when to look again.
+   */
+  minFileAgeMs?: number;
   dryRun?: boolean;
   force?: boolean;
   now?: () => Date;
@@ -98,6 +103,10 @@ export interface PassReport {
   durationMs: number;
   /** Both sides agree: nothing failed, nothing blocked, no open issues. */
   converged: boolean;
+  /** Local files left for a later pass because they were still being written (see minFileAgeMs). */
+  deferred: string[];
+  /** When a deferred file is old enough to be looked at again (ms from the end of this pass), else null. */
+  recheckInMs: number | null;
 }
 
 /** Opens the pair's state and checks what can be checked before the first pass. */
@@ -228,6 +237,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (rt.readOnly && ctx.direction === 'both') plan = reconcile(base, local, listing.observation, { ...ctx, direction: 'download' });
   }
   plan = withheldForMetadata(plan, rt.metadata);
+  const deferral = deferRecentlyWritten(plan, opts.minFileAgeMs ?? 0, now().getTime());
+  plan = deferral.plan;
   const report: PassReport = {
     pair: rt.pair.name,
     plan,
@@ -238,6 +249,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     listingMethod: listing.method,
     durationMs: 0,
     converged: false,
+    deferred: deferral.deferred,
+    recheckInMs: deferral.recheckInMs,
   };
   if (dryRun) {
     report.durationMs = Date.now() - started;
@@ -253,6 +266,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     await removeVacatedDirs(rt, report.execution.vacatedDirs, listing.observation);
   }
   rememberObservations(rt, plan, local, listing, dryRun);
+  for (const p of deferral.deferred) rt.cache.touchedDirs.add(parentOf(p));
   const failures = report.execution?.failures ?? [];
   rt.store.transaction(() => {
     rt.store.replaceFolders([...listing.observation.folders.values()]);
@@ -265,7 +279,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   report.durationMs = Date.now() - started;
   // The service kept failing mid-pass: surface it as the pass's error so callers back off (sync exits 3).
   if (report.execution?.stoppedBy) throw report.execution.stoppedBy;
-  report.converged = plan.blocked === null && failures.length === 0 && plan.issues.every((i) => INFORMATIONAL.has(i.code));
+  report.converged =
+    plan.blocked === null && failures.length === 0 && deferral.deferred.length === 0 && plan.issues.every((i) => INFORMATIONAL.has(i.code));
   return report;
 }
 
@@ -374,6 +389,28 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
     ...(opts.onBytes ? { onBytes: opts.onBytes } : {}),
     ...(opts.onActionDone ? { onActionDone: opts.onActionDone } : {}),
   };
+}
+
+/**
+ * Drops the groups that would read a local file modified less than minAgeMs ago (uploads and conflicts): a file
+ * still being written is never uploaded half-done, and rsync's or sed's temp files are gone by the next look.
+ */
+function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number): { plan: Plan; deferred: string[]; recheckInMs: number | null } {
+  if (minAgeMs <= 0) return { plan, deferred: [], recheckInMs: null };
+  const deferred: string[] = [];
+  let youngest = -Infinity;
+  const groups = plan.groups.filter((group) => {
+    const reads = group.flatMap((a) => (a.kind === 'upload' || a.kind === 'conflict' ? [a.local] : []));
+    const recent = reads.filter((f) => nowMs - f.mtimeMs < minAgeMs);
+    if (recent.length === 0) return true;
+    for (const f of recent) {
+      deferred.push(f.relPath);
+      youngest = Math.max(youngest, f.mtimeMs);
+    }
+    return false;
+  });
+  if (deferred.length === 0) return { plan, deferred, recheckInMs: null };
+  return { plan: { ...plan, groups }, deferred, recheckInMs: Math.max(50, youngest + minAgeMs - nowMs + 50) };
 }
 
 /**

@@ -84,6 +84,8 @@ describe('pass report reading', () => {
     listingMethod: 'search',
     durationMs: 5,
     converged: true,
+    deferred: [],
+    recheckInMs: null,
   });
 
   it('counts planned transfers that were not done', () => {

@@ -1,0 +1,114 @@
+// Real programs writing into a watched folder: tar, sed -i, vim, rsync and a slow writer. Each file they
+// produce must reach the service exactly once, complete, and none of their temp files may become a document.
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorkspace, sha256, type Workspace } from './harness.js';
+import { eventually, msgHas, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
+
+let ws: Workspace | undefined;
+let daemon: DaemonProcess | undefined;
+let scratch: string | undefined;
+afterEach(async () => {
+  await daemon?.dispose();
+  await ws?.close();
+  if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
+  daemon = undefined;
+  ws = undefined;
+  scratch = undefined;
+});
+
+const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function started(): Promise<{ w: Workspace; d: DaemonProcess; folderId: string }> {
+  ws = await createWorkspace();
+  const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
+  writeRunConfig(ws);
+  daemon = startDaemonProcess(ws);
+  await daemon.waitForLog(msgHas('pass: '), 15_000, 'the first pass');
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'real-programs-'));
+  return { w: ws, d: daemon, folderId: folder.id };
+}
+
+/** fileName -> [sha256 of each version] for every document of the binder. */
+function remoteVersions(w: Workspace): Map<string, string[]> {
+  const c = w.emulator.control;
+  return new Map(c.listDocuments(w.binderId).map((doc) => [doc.fileName, c.listVersions(doc.id).map((v) => sha256(c.readContent(doc.id, v.id)))]));
+}
+
+describe('binder-sync run with real programs writing into the folder', () => {
+  it('tar x of 60 files uploads each once, complete', async () => {
+    const { w, d } = await started();
+    const src = path.join(scratch!, 'Docs');
+    fs.mkdirSync(src);
+    const want = new Map<string, string>();
+    for (let i = 0; i < 60; i++) {
+      const content = `file ${i} `.repeat(200 + i * 50);
+      fs.writeFileSync(path.join(src, `t${i}.txt`), content);
+      want.set(`t${i}.txt`, sha256(content));
+    }
+    execFileSync('tar', ['-cf', path.join(scratch!, 'docs.tar'), '-C', scratch!, 'Docs']);
+    execFileSync('tar', ['-xf', path.join(scratch!, 'docs.tar'), '-C', w.local]);
+    await eventually(() => remoteVersions(w).size === 60, 20_000, '60 documents', d.tail);
+    await sleep(2_500);
+    const remote = remoteVersions(w);
+    expect(remote.size, d.tail()).toBe(60);
+    for (const [name, hash] of want) expect(remote.get(name), name).toEqual([hash]);
+  });
+
+  it('sed -i and vim edits become one new version each; their temp and swap files never upload', async () => {
+    const { w, d } = await started();
+    const file = path.join(w.local, 'Docs', 'notes.txt');
+    fs.writeFileSync(file, 'alpha\nbeta\ngamma\n');
+    await eventually(() => remoteVersions(w).get('notes.txt')?.length === 1, 10_000, 'first upload', d.tail);
+
+    execFileSync('sed', ['-i', 's/beta/BETA/', file]);
+    await eventually(() => remoteVersions(w).get('notes.txt')?.length === 2, 10_000, 'sed edit uploaded', d.tail);
+
+    if (has('vim')) {
+      execFileSync('vim', ['-u', 'NONE', '-N', '-n', '-es', '-c', '%s/gamma/GAMMA/', '-c', 'wq', file], { stdio: 'ignore', timeout: 10_000 });
+      await eventually(() => remoteVersions(w).get('notes.txt')?.length === 3, 10_000, 'vim edit uploaded', d.tail);
+    }
+    await sleep(2_500);
+    const remote = remoteVersions(w);
+    expect([...remote.keys()], d.tail()).toEqual(['notes.txt']);
+    const versions = remote.get('notes.txt')!;
+    expect(versions.at(-1)).toBe(sha256(fs.readFileSync(file)));
+    expect(new Set(versions).size).toBe(versions.length);
+  });
+
+  it.skipIf(!has('rsync'))('rsync of a folder uploads each file once and none of its .name.XXXXXX temp files', async () => {
+    const { w, d } = await started();
+    const src = path.join(scratch!, 'src');
+    fs.mkdirSync(src);
+    const want = new Map<string, string>();
+    for (let i = 0; i < 30; i++) {
+      const content = Buffer.alloc(20_000 + i * 1000, i);
+      fs.writeFileSync(path.join(src, `r${i}.bin`), content);
+      want.set(`r${i}.bin`, sha256(content));
+    }
+    execFileSync('rsync', ['-a', `${src}/`, path.join(w.local, 'Docs') + '/']);
+    await eventually(() => remoteVersions(w).size === 30, 20_000, '30 documents', d.tail);
+    await sleep(2_500);
+    const remote = remoteVersions(w);
+    expect([...remote.keys()].sort(), d.tail()).toEqual([...want.keys()].sort());
+    for (const [name, hash] of want) expect(remote.get(name), name).toEqual([hash]);
+  });
+
+  it('a file written slowly over two seconds is uploaded once, complete', async () => {
+    const { w, d } = await started();
+    const file = path.join(w.local, 'Docs', 'slow.log');
+    const fd = fs.openSync(file, 'w');
+    for (let i = 0; i < 8; i++) {
+      fs.writeSync(fd, `chunk ${i}\n`.repeat(1000));
+      await sleep(250);
+    }
+    fs.closeSync(fd);
+    await eventually(() => remoteVersions(w).get('slow.log')?.length === 1, 10_000, 'slow file uploaded', d.tail);
+    await sleep(2_500);
+    expect(remoteVersions(w).get('slow.log'), d.tail()).toEqual([sha256(fs.readFileSync(file))]);
+  });
+});
