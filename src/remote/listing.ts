@@ -108,25 +108,36 @@ async function listDocumentsBySearch(
 ): Promise<Map<string, RawDoc> | null> {
   const docs = new Map<string, RawDoc>();
   const filters = [{ metadataElementId: 'GLOBAL_BinderId', valueId: opts.binderId }];
-  let pageNumber = 1;
-  let totalCount: number | null = null;
-  for (;;) {
+  const fetchPage = async (pageNumber: number, pageSize: number) => {
     opts.signal?.throwIfAborted();
     counter.requests++;
-    const page = await client.searchDocuments({ filters, pageSize: opts.pageSize, pageNumber });
-    if (totalCount === null) totalCount = page.totalCount;
-    else if (page.totalCount !== totalCount) return null; // changed during the walk
-    for (const d of page.items) {
+    return client.searchDocuments({ filters, pageSize, pageNumber });
+  };
+  const merge = (items: Awaited<ReturnType<typeof fetchPage>>['items']) => {
+    for (const d of items) {
       // Duplicates across pages are merged; a document is in this binder only if the server says so.
       if (d.binderId !== undefined && d.binderId !== opts.binderId) continue;
       docs.set(d.id, { documentId: d.id, fileName: d.fileName, folderId: d.folderId, versionId: d.latestVersionId });
     }
-    // The server may clamp pageSize: the step is the page size it answered with (spec 4.3 rule 8).
-    const effectiveSize = page.pageSize && page.pageSize > 0 ? page.pageSize : opts.pageSize;
-    if (pageNumber * effectiveSize >= totalCount) break;
-    if (page.items.length === 0) return null; // ran out of items before totalCount: inconsistent
-    pageNumber++;
-    if (pageNumber > 1_000_000) return null;
+  };
+  const first = await fetchPage(1, opts.pageSize);
+  const totalCount = first.totalCount;
+  merge(first.items);
+  // The server may clamp pageSize: the step is the page size it answered with (spec 4.3 rule 8), or the
+  // number of items it actually sent when that is smaller (a server that clamps without saying so).
+  const reported = first.pageSize > 0 ? first.pageSize : opts.pageSize;
+  const pageSize = first.items.length > 0 && first.items.length < Math.min(reported, totalCount) ? first.items.length : reported;
+  if (first.items.length === 0 && totalCount > 0) return null;
+  const pages = Math.ceil(totalCount / Math.max(1, pageSize));
+  if (pages > 1_000_000) return null;
+  // Pages 2..n in parallel (the client's queue bounds concurrency and rate). Each must report the same
+  // totalCount and, except the last, a full page; anything else means the binder changed during the walk.
+  const rest = await Promise.all(Array.from({ length: Math.max(0, pages - 1) }, (_, i) => fetchPage(i + 2, pageSize)));
+  for (const [i, page] of rest.entries()) {
+    if (page.totalCount !== totalCount) return null;
+    if (page.items.length === 0) return null; // ran out of items before totalCount
+    if (i + 2 < pages && page.items.length < pageSize) return null;
+    merge(page.items);
   }
   return docs.size === totalCount ? docs : null;
 }

@@ -130,10 +130,16 @@ async function commitOutbox(d: ExecutorDeps, row: OutboxRow): Promise<DocumentVe
 }
 
 async function findCommittedVersion(d: ExecutorDeps, row: OutboxRow): Promise<DocumentVersion | null> {
-  const docs = await d.client.listFolderDocuments(d.binderId, row.folderId);
-  const doc = docs.find((x) => x.fileName === row.fileName && (row.documentId === null || x.id === row.documentId));
-  if (!doc) return null;
-  const versions = await d.client.listVersions(doc.id);
+  // A new version of a known document: its versions tell, wherever the document was renamed or moved since.
+  // A new document: found by folder and file name (it cannot have been renamed before anyone knew its id...
+  // unless another user did it in between, in which case the upload is repeated: a duplicate, never a loss).
+  let documentId = row.documentId;
+  if (documentId === null) {
+    const docs = await d.client.listFolderDocuments(d.binderId, row.folderId);
+    documentId = docs.find((x) => x.fileName === row.fileName)?.id ?? null;
+  }
+  if (documentId === null) return null;
+  const versions = await d.client.listVersions(documentId);
   return versions.find((v) => v.version === row.versionLabel) ?? null;
 }
 

@@ -1,0 +1,99 @@
+// The remote listing: complete or nothing. Paging with clamped page sizes, duplicates across pages, a binder
+// that changes during the walk (falls back to the per-folder endpoint), and deletes confirmed by GET.
+import { describe, expect, it } from 'vitest';
+import { listRemote, type ListingClient } from '../../src/remote/listing.js';
+import type { BaseEntry } from '../../src/sync/model.js';
+
+interface Doc { id: string; fileName: string; folderId: string; binderId?: string; latestVersionId: string }
+
+function fakeClient(docs: Doc[], o: { maxPageSize?: number; silentClamp?: boolean; totalDrift?: number; dupes?: boolean; gone?: Set<string> } = {}) {
+  const calls = { search: 0, folderDocs: 0, getDocument: 0 };
+  const client: ListingClient = {
+    async listTopFolders() {
+      return [{ id: 'F1', name: 'Tab', parentId: null }];
+    },
+    async listSubFolders(_b: string, id: string) {
+      return id === 'F1' ? [{ id: 'F2', name: 'Sub', parentId: 'F1' }] : [];
+    },
+    async listFolderDocuments(_b: string, folderId: string) {
+      calls.folderDocs++;
+      return docs.filter((d) => d.folderId === folderId);
+    },
+    async getDocument(id: string) {
+      calls.getDocument++;
+      return o.gone?.has(id) ? null : (docs.find((d) => d.id === id) ?? null);
+    },
+    async searchDocuments(q: { pageSize?: number; pageNumber?: number }) {
+      calls.search++;
+      const size = Math.min(q.pageSize ?? 50, o.maxPageSize ?? Infinity);
+      const n = q.pageNumber ?? 1;
+      let items = docs.slice((n - 1) * size, n * size);
+      if (o.dupes && n > 1) items = [docs[0]!, ...items.slice(1)];
+      const drift = o.totalDrift !== undefined && n > 1 ? o.totalDrift : 0;
+      return { items, totalCount: docs.length + drift, pageNumber: n, pageSize: o.silentClamp ? (q.pageSize ?? 50) : size };
+    },
+  } as unknown as ListingClient;
+  return { client, calls };
+}
+
+const docs = (n: number): Doc[] =>
+  Array.from({ length: n }, (_, i) => ({ id: `d${String(i).padStart(3, '0')}`, fileName: `f${i}.txt`, folderId: i % 2 ? 'F1' : 'F2', binderId: 'B', latestVersionId: `v${i}` }));
+
+const opts = (base: Map<string, BaseEntry> = new Map()) => ({ binderId: 'B', pageSize: 10, caseInsensitive: false, base });
+
+describe('listRemote', () => {
+  it('walks every page and maps every document into its folder path', async () => {
+    const { client, calls } = fakeClient(docs(35));
+    const r = await listRemote(client, opts());
+    expect(r.method).toBe('search');
+    expect(calls.search).toBe(4);
+    expect(r.observation.docs.size).toBe(35);
+    expect(r.observation.docs.get('d000')?.relPath).toBe('Tab/Sub/f0.txt');
+    expect(r.observation.docs.get('d001')?.relPath).toBe('Tab/f1.txt');
+  });
+
+  it('follows a page size the server clamped, whether it says so or not', async () => {
+    for (const silentClamp of [false, true]) {
+      const { client } = fakeClient(docs(23), { maxPageSize: 4, silentClamp });
+      const r = await listRemote(client, opts());
+      expect(r.method).toBe('search');
+      expect(r.observation.docs.size).toBe(23);
+    }
+  });
+
+  it('falls back to the per-folder listing when the binder changes during the walk', async () => {
+    const { client, calls } = fakeClient(docs(25), { totalDrift: 1 });
+    const r = await listRemote(client, opts());
+    expect(r.method).toBe('per-folder');
+    expect(calls.folderDocs).toBe(2);
+    expect(r.observation.docs.size).toBe(25);
+  });
+
+  it('falls back when pages overlap and skip documents (unstable order)', async () => {
+    const { client } = fakeClient(docs(25), { dupes: true });
+    const r = await listRemote(client, opts());
+    expect(r.method).toBe('per-folder');
+    expect(r.observation.docs.size).toBe(25);
+  });
+
+  it('a synced document missing from the listing is gone only when GET confirms it', async () => {
+    const all = docs(5);
+    const base = new Map<string, BaseEntry>();
+    for (const id of ['d001', 'x-gone', 'x-lagging']) {
+      base.set(id, { documentId: id, versionId: 'v', versionLabel: null, folderId: 'F1', fileName: `${id}.txt`, relPath: `Tab/${id}.txt`, key: `Tab/${id}.txt`, size: 1, mtimeMs: 1, inode: 1, sha256: 'h' });
+    }
+    const lagging: Doc = { id: 'x-lagging', fileName: 'lag.txt', folderId: 'F1', binderId: 'B', latestVersionId: 'v9' };
+    const { client, calls } = fakeClient(all, { gone: new Set(['x-gone']) });
+    const c2 = { ...client, getDocument: async (id: string) => (id === 'x-lagging' ? lagging : client.getDocument(id)) } as ListingClient;
+    const r = await listRemote(c2, opts(base));
+    expect([...r.observation.gone]).toEqual(['x-gone']);
+    expect(r.observation.docs.get('x-lagging')?.versionId).toBe('v9');
+    expect(calls.search).toBe(1);
+  });
+
+  it('a listing error is thrown, never turned into an empty listing', async () => {
+    const { client } = fakeClient(docs(5));
+    const failing = { ...client, searchDocuments: async () => { throw new Error('HTTP 503'); } } as unknown as ListingClient;
+    await expect(listRemote(failing, opts())).rejects.toThrow('503');
+  });
+});
