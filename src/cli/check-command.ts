@@ -11,7 +11,8 @@ import { liveLockOwner } from '../daemon/status-file.js';
 import { BinderSyncError, describeError } from '../errors.js';
 import { DAEMON_FILE_PREFIX } from '../local/ignore.js';
 import { createLogger } from '../log.js';
-import { ServiceClient, ServiceError, type Binder } from '../service/index.js';
+import { ServiceError, type Binder, type ServiceClient } from '../service/index.js';
+import { serviceClientFor } from './common.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules } from '../sync/metadata-rules.js';
 import { ExitCode } from './exit-codes.js';
@@ -95,23 +96,10 @@ function failure(subject: string, err: unknown, exit: number): CheckResult {
 async function serviceChecks(config: Config, add: (r: CheckResult) => void): Promise<void> {
   const s = config.service;
   // Few retries and a short timeout: a check should answer in seconds, not wait out a long outage.
-  const client = new ServiceClient(
-    {
-      baseUrl: s.baseUrl,
-      authUrl: s.authUrl,
-      tenantId: s.tenantId,
-      clientId: s.clientId,
-      clientSecret: s.clientSecret,
-      tenantHeader: s.tenantHeader,
-      scope: s.scope,
-      maxConcurrentRequests: s.maxConcurrentRequests,
-      requestsPerSecond: s.requestsPerSecond,
-      maxConcurrentTransfers: s.maxConcurrentTransfers,
-      requestTimeoutMs: Math.min(s.requestTimeout, 20_000),
-      retry: { maxAttempts: 2, baseDelayMs: 250, maxDelayMs: 2000 },
-    },
-    { logger: createLogger({ level: 'silent', destination: process.stderr }) },
-  );
+  const client = serviceClientFor(config, createLogger({ level: 'silent', destination: process.stderr }), undefined, {
+    requestTimeoutMs: Math.min(s.requestTimeout, 20_000),
+    retry: { maxAttempts: 2, baseDelayMs: 250, maxDelayMs: 2000 },
+  });
   const skipAll = (why: string) => {
     add({ outcome: 'SKIP', subject: 'access', message: why });
     for (const p of config.pairs) add({ outcome: 'SKIP', subject: `binder ${p.binderId} (pair ${p.name})`, message: why });

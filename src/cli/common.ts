@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { BinderSyncError, describeError } from '../errors.js';
-import { ServiceClient, ServiceError } from '../service/index.js';
+import { ServiceClient, ServiceError, type ServiceSettings } from '../service/index.js';
 import { ExitCode } from './exit-codes.js';
 
 export function loadConfigOrExplain(file: string, log?: Logger): LoadedConfig {
@@ -16,7 +16,8 @@ export function loadConfigOrExplain(file: string, log?: Logger): LoadedConfig {
   return loaded;
 }
 
-export function serviceClientFor(config: Config, log: Logger, signal?: AbortSignal): ServiceClient {
+/** The service client for a config; `overrides` adjust settings (e.g. `check` wants few retries). */
+export function serviceClientFor(config: Config, log: Logger, signal?: AbortSignal, overrides: Partial<ServiceSettings> = {}): ServiceClient {
   const s = config.service;
   return new ServiceClient(
     {
@@ -31,6 +32,7 @@ export function serviceClientFor(config: Config, log: Logger, signal?: AbortSign
       requestsPerSecond: s.requestsPerSecond,
       maxConcurrentTransfers: s.maxConcurrentTransfers,
       requestTimeoutMs: s.requestTimeout,
+      ...overrides,
     },
     { logger: log, ...(signal ? { signal } : {}) },
   );
