@@ -14,6 +14,7 @@ export interface ApiSettings {
   bindersShape: 'array' | 'items';
   downloadLinkPaths: Array<'raw' | 'downloadlink'>;
   commitSpelling: 'reference' | 'walkthrough' | 'both';
+  repeatCommitAnswer: 'version' | 'no-content' | 'conflict';
   maxPageSize: number | undefined;
   defaultPageSize: number;
   uploadUrlLifetimeMs: number;
@@ -103,6 +104,8 @@ export function createApiHandlers(store: Store, signer: Signer, view: ViewContex
         // Idempotency (spec 4.9): a repeat creates nothing and answers 200 with the version it created.
         const existing = upload.versionId ? store.versions.get(upload.versionId) : undefined;
         if (!existing) throw new HttpProblem(409, 'this upload was committed; its version has since been deleted');
+        if (settings.repeatCommitAnswer === 'conflict') throw new HttpProblem(409, `upload ${body.uploadId} was already committed`);
+        if (settings.repeatCommitAnswer === 'no-content') return { kind: 'empty', status: 204 };
         return json(200, versionView(view, existing));
       }
       if (upload.state !== 'stored') throw new HttpProblem(409, 'upload content missing: PUT the bytes to the presignedUrl first');

@@ -79,6 +79,7 @@ export async function startEmulator(opts: EmulatorOptions = {}, hooks: EmulatorH
     bindersShape: opts.bindersShape ?? 'array',
     downloadLinkPaths: opts.downloadLinkPaths ?? ['raw', 'downloadlink'],
     commitSpelling: opts.commitSpelling ?? 'both',
+    repeatCommitAnswer: opts.repeatCommitAnswer ?? 'version',
     maxPageSize: opts.maxPageSize,
     defaultPageSize: opts.defaultPageSize ?? 50,
     uploadUrlLifetimeMs: (opts.uploadUrlLifetimeSeconds ?? 3600) * 1000,

@@ -53,6 +53,11 @@ export interface EmulatorOptions {
   downloadLinkPaths?: Array<'raw' | 'downloadlink'>;
   /** Which commit body spelling is accepted; default 'both'. */
   commitSpelling?: 'reference' | 'walkthrough' | 'both';
+  /**
+   * How a second commit of an already committed uploadId answers ("not shown" by the spec, 4.9): 200 with the
+   * version (default), 204 with no body, or 409. It never creates anything.
+   */
+  repeatCommitAnswer?: 'version' | 'no-content' | 'conflict';
   /** Clamp pageSize (the answer carries the clamped value); default no clamp. */
   maxPageSize?: number;
   /** pageSize when the query does not give one; default 50. */

@@ -177,7 +177,8 @@ export class ServiceClient {
     try {
       return await this.core.api({ method: 'GET', template: '/documents/{documentId}', params: { documentId }, schema: DocumentSchema });
     } catch (err) {
-      if (err instanceof ServiceError && err.status === 404) return null;
+      // 404 per the spec's usual reading; 410 Gone is the other way a server may say "deleted".
+      if (err instanceof ServiceError && (err.status === 404 || err.status === 410)) return null;
       throw err;
     }
   }

@@ -119,6 +119,14 @@ async function commitOutbox(d: ExecutorDeps, row: OutboxRow): Promise<DocumentVe
     });
   } catch (err) {
     if (!(err instanceof ServiceError) || err.retryable) throw err;
+    // "What the second call returns: not shown" (spec 4.9): a 2xx that is not a version (204, an empty or
+    // other body) still means the uploadId is committed; the version is found by its label.
+    const accepted = err.status !== undefined && err.status >= 200 && err.status <= 299;
+    if (accepted) {
+      const found = await findCommittedVersion(d, row);
+      if (found) return found;
+      throw err;
+    }
     if (err.status === 409) {
       const found = await findCommittedVersion(d, row);
       if (found) return found;
