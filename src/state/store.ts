@@ -227,8 +227,10 @@ export class StateStore {
       // user_version reads the header: garbage files fail here (SQLITE_NOTADB).
       const version = db.pragma('user_version', { simple: true }) as number;
       if (version > SCHEMA_VERSION) migrate(db, file); // throws STATE_TOO_NEW without writing anything
-      if (version < SCHEMA_VERSION) {
-        throw new BinderSyncError(`State DB ${file} has schema version ${version}, older than this binder-sync reads (${SCHEMA_VERSION})`, {
+      // Older schemas are readable: everything `status` reads exists since version 1 (later versions only
+      // added tables the sync itself uses), so a daemon not yet restarted after an upgrade still shows status.
+      if (version < 1) {
+        throw new BinderSyncError(`State DB ${file} has no schema yet (version ${version})`, {
           code: 'STATE_TOO_OLD',
           retryable: false,
           context: { file, found: version, supported: SCHEMA_VERSION },

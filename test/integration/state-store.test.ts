@@ -293,3 +293,22 @@ describe('conflicts, issues, folders, meta, counters', () => {
     expect(() => s.getMeta('x')).toThrow();
   });
 });
+
+describe('read-only open for status', () => {
+  it('reads a DB of an older schema version (a daemon not yet restarted after an upgrade)', () => {
+    const s = StateStore.open(dbFile);
+    s.setMeta('lastPassAt', '2026-01-01T00:00:00.000Z');
+    s.close();
+    const raw = new Database(dbFile);
+    raw.pragma('user_version = 1');
+    raw.close();
+    const ro = StateStore.openReadOnly(dbFile);
+    open.push(ro);
+    expect(ro.getMeta('lastPassAt')).toBe('2026-01-01T00:00:00.000Z');
+  });
+
+  it('refuses a file with no schema at all', () => {
+    new Database(dbFile).close();
+    expect(() => StateStore.openReadOnly(dbFile)).toThrow(BinderSyncError);
+  });
+});
