@@ -216,8 +216,9 @@ export class StateStore {
 
   /**
    * Opens an existing state DB read-only, for `status` while a daemon writes it (WAL lets readers run beside
-   * the writer). No migrations run: a DB with a newer schema throws STATE_TOO_NEW, an older one STATE_TOO_OLD
-   * (the next `sync` or `run` upgrades it); a missing file throws STATE_OPEN, a damaged one STATE_CORRUPT.
+   * the writer). No migrations run: a DB with a newer schema throws STATE_TOO_NEW, one with no schema at all
+   * STATE_TOO_OLD; older schemas are read as they are. A missing file throws STATE_OPEN, a damaged one
+   * STATE_CORRUPT.
    */
   static openReadOnly(file: string): StateStore {
     let db: Database.Database | undefined;

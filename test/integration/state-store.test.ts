@@ -308,6 +308,7 @@ describe('read-only open for status', () => {
   });
 
   it('refuses a file with no schema at all', () => {
+    fs.mkdirSync(path.dirname(dbFile), { recursive: true });
     new Database(dbFile).close();
     expect(() => StateStore.openReadOnly(dbFile)).toThrow(BinderSyncError);
   });
