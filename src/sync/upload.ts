@@ -115,7 +115,7 @@ async function commitOutbox(d: ExecutorDeps, row: OutboxRow): Promise<DocumentVe
       fileName: row.fileName,
       versionLabel: row.versionLabel,
       uploadId,
-      metadata: d.metadata.forPath(row.relPath),
+      metadata: metadataOrNone(d, row.relPath),
     });
   } catch (err) {
     if (!(err instanceof ServiceError) || err.retryable) throw err;
@@ -134,6 +134,19 @@ async function commitOutbox(d: ExecutorDeps, row: OutboxRow): Promise<DocumentVe
     }
     if (err.status === 404 || err.status === 400) return null;
     throw err;
+  }
+}
+
+/**
+ * The metadata of a commit being repeated after a restart. Rules may have changed since: a repeat of a done
+ * commit needs none (nothing new is created), and a commit that never happened is refused for missing
+ * metadata (400), dropped, and planned again under the current rules.
+ */
+function metadataOrNone(d: ExecutorDeps, relPath: string): Array<{ metadataElementId: string; value: string }> {
+  try {
+    return d.metadata.forPath(relPath);
+  } catch {
+    return [];
   }
 }
 
