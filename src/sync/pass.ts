@@ -272,8 +272,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     rt.store.replaceFolders([...listing.observation.folders.values()]);
     rt.store.replaceIssues(plan.issues);
     rt.store.setMeta('lastPassAt', now().toISOString());
-    rt.store.setMeta('lastScanAt', now().toISOString());
-    rt.store.setMeta('lastPollAt', now().toISOString());
+    if (subtrees === undefined) rt.store.setMeta('lastScanAt', now().toISOString()); // a full local scan
+    if (!reuse) rt.store.setMeta('lastPollAt', now().toISOString()); // a fresh remote listing
     if (!plan.blocked) rt.store.setMeta('lastError', failures.length > 0 ? `${failures.length} action(s) failed; first: ${failures[0]?.message ?? ''}` : '');
   });
   report.durationMs = Date.now() - started;
