@@ -1,5 +1,6 @@
 // Remote scan: the binder's folder tree (drives endpoints) and every document (paged search), turned into
 // one RemoteObservation. A listing is used only when it is complete; anything else is an error, never "empty".
+import { createHash } from 'node:crypto';
 import type { ServiceClient } from '../service/index.js';
 import type { BaseEntry, RemoteObservation } from '../sync/model.js';
 import { mapRemoteTree } from './path-map.js';
@@ -37,8 +38,23 @@ interface RawDoc {
   versionId: string;
 }
 
+/** The binder as fetched, before deletes are confirmed and names mapped (see observeRemote). */
+export interface RawListing {
+  folders: RawFolder[];
+  docs: Map<string, RawDoc>;
+  method: RemoteListing['method'];
+  requests: number;
+  /** Changes whenever any folder or document (id, name, parent, version) changes: a quiet poll is one hash. */
+  digest: string;
+}
+
 /** Lists the whole binder. Throws (retryable) when the listing cannot be made complete. */
 export async function listRemote(client: ListingClient, opts: ListRemoteOptions): Promise<RemoteListing> {
+  return observeRemote(client, await fetchRemote(client, opts), opts);
+}
+
+/** Fetches the folder tree and every document; complete or a thrown error. */
+export async function fetchRemote(client: ListingClient, opts: Pick<ListRemoteOptions, 'binderId' | 'pageSize' | 'signal'>): Promise<RawListing> {
   const counter = { requests: 0 };
   const folders = await listFolderTree(client, opts.binderId, counter, opts.signal);
   let method: RemoteListing['method'] = 'search';
@@ -52,9 +68,16 @@ export async function listRemote(client: ListingClient, opts: ListRemoteOptions)
     method = 'per-folder';
     docs = await listDocumentsPerFolder(client, opts.binderId, folders, counter, opts.signal);
   }
+  return { folders, docs, method, requests: counter.requests, digest: digestOf(folders, docs) };
+}
+
+/** Confirms deletes of base documents missing from the listing and maps every name to a local path. */
+export async function observeRemote(client: ListingClient, raw: RawListing, opts: ListRemoteOptions): Promise<RemoteListing> {
+  const counter = { requests: raw.requests };
+  const docs = new Map(raw.docs);
   const gone = await confirmGone(client, opts, docs, counter);
   const mapped = mapRemoteTree({
-    folders,
+    folders: raw.folders,
     docs: [...docs.values()],
     caseInsensitive: opts.caseInsensitive,
     preferredPath: (id) => opts.base.get(id)?.relPath,
@@ -62,9 +85,19 @@ export async function listRemote(client: ListingClient, opts: ListRemoteOptions)
   });
   return {
     observation: { docs: mapped.docs, folders: mapped.folders, gone, unmappable: mapped.unmappable },
-    method,
+    method: raw.method,
     requests: counter.requests,
   };
+}
+
+function digestOf(folders: RawFolder[], docs: Map<string, RawDoc>): string {
+  const lines: string[] = [];
+  for (const f of folders) lines.push(`f\0${f.id}\0${f.name}\0${f.parentId ?? ''}`);
+  for (const d of docs.values()) lines.push(`d\0${d.documentId}\0${d.fileName}\0${d.folderId}\0${d.versionId}`);
+  lines.sort();
+  const h = createHash('sha256');
+  for (const l of lines) h.update(l).update('\n');
+  return h.digest('hex');
 }
 
 /** Breadth-first walk of the drive. The parent of each folder is taken from the walk itself, not from the
@@ -103,7 +136,7 @@ async function listFolderTree(
 /** Walks the search pages. Returns null when the walk was inconsistent (caller retries or falls back). */
 async function listDocumentsBySearch(
   client: ListingClient,
-  opts: ListRemoteOptions,
+  opts: Pick<ListRemoteOptions, 'binderId' | 'pageSize' | 'signal'>,
   counter: { requests: number },
 ): Promise<Map<string, RawDoc> | null> {
   const docs = new Map<string, RawDoc>();

@@ -9,13 +9,13 @@ import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../loca
 import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { coveringSubtrees, mergeScan, scanLocal } from '../local/scanner.js';
-import { listRemote, type RemoteListing } from '../remote/listing.js';
+import { fetchRemote, observeRemote, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
 import { executePlan, type ExecutionReport } from './executor.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { compileMetadataRules, type MetadataResolver } from './metadata-rules.js';
-import type { Action, Issue, LocalObservation, Plan, ReconcileContext, RemoteObservation } from './model.js';
+import type { Action, BaseEntry, Issue, LocalObservation, Plan, ReconcileContext, RemoteObservation } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
@@ -54,6 +54,12 @@ export interface PairRuntime {
     remoteAt: number;
     /** False once the previous pass sent anything to the service. */
     remoteFresh: boolean;
+    /** Digest of the last fresh remote listing (see fetchRemote). */
+    remoteDigest: string | null;
+    /** The last pass planned nothing and left nothing for later: an unchanged world needs no new plan. */
+    quiet: boolean;
+    /** Its issues (what a quiet pass reports again). */
+    issues: Issue[];
   };
 }
 
@@ -131,7 +137,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       metadata,
       caseInsensitive,
       readOnly: null,
-      cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false },
+      cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, remoteDigest: null, quiet: false, issues: [] },
     };
   } catch (err) {
     store.close();
@@ -181,27 +187,40 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (steps > 0) rt.log.info({ steps }, 'finished local steps interrupted by a restart');
     const rec = await recoverOutbox(deps);
     if (rec.finished + rec.dropped > 0) rt.log.info(rec, 'recovered the upload outbox');
+    if (steps + rec.finished + rec.dropped > 0) rt.cache.quiet = false; // the base changed: plan again
   }
-  const base = rt.store.loadBase();
-  const byKey = new Map([...base.values()].map((b) => [b.key, b]));
   let hashed = 0;
   const subtrees = localSubtrees(rt, opts);
-  const scanned = await scanLocal({
-    root: rt.pair.localPath,
-    caseInsensitive: rt.caseInsensitive,
-    ignore: rt.ignore,
-    prior: (key) => byKey.get(key),
-    onHash: () => hashed++,
-    ...(subtrees ? { subtrees } : {}),
-    ...(opts.signal ? { signal: opts.signal } : {}),
-  });
+  // Nothing local to look at (the watcher saw nothing, the last pass wrote nothing): no scan, no base load yet.
+  const noLocalWork = subtrees !== undefined && subtrees.length === 0;
+  let baseMap: Map<string, BaseEntry> | null = null;
+  const loadBase = () => (baseMap ??= rt.store.loadBase());
+  let byKey: Map<string, BaseEntry> | null = null;
+  const scanned = noLocalWork
+    ? { files: new Map(), dirs: new Map(), problems: [] }
+    : await scanLocal({
+        root: rt.pair.localPath,
+        caseInsensitive: rt.caseInsensitive,
+        ignore: rt.ignore,
+        prior: (key) => (byKey ??= new Map([...loadBase().values()].map((b) => [b.key, b]))).get(key),
+        onHash: () => hashed++,
+        ...(subtrees ? { subtrees } : {}),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
   const previousLocal = rt.cache.local;
   const local = subtrees && previousLocal ? mergeScan(previousLocal, scanned, subtrees) : scanned;
   const reuse = opts.reuseRemoteWithinMs !== undefined && rt.cache.remote !== null && rt.cache.remoteFresh &&
     Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs;
-  const listing: RemoteListing = reuse && rt.cache.remote
+  const raw = reuse ? null : await fetchRemote(rt.client, { binderId: rt.pair.binderId, pageSize: rt.pair.pageSize, ...(opts.signal ? { signal: opts.signal } : {}) });
+  if (raw && noLocalWork && !dryRun && opts.force !== true && rt.cache.quiet && rt.cache.remote !== null && raw.digest === rt.cache.remoteDigest) {
+    // Quiet poll: the last pass planned nothing, nothing local changed, and the binder is exactly as listed
+    // then. Every input of reconcile is the same, so its plan would be empty again: skip the work.
+    return quietPass(rt, raw, now, started);
+  }
+  const base = loadBase();
+  const listing: RemoteListing = raw === null && rt.cache.remote
     ? { ...rt.cache.remote, requests: 0 }
-    : await listRemote(rt.client, {
+    : await observeRemote(rt.client, raw as RawListing, {
         binderId: rt.pair.binderId,
         pageSize: rt.pair.pageSize,
         caseInsensitive: rt.caseInsensitive,
@@ -209,10 +228,14 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
         isIgnored: (p, isDir) => rt.ignore.ignores(p, isDir),
         ...(opts.signal ? { signal: opts.signal } : {}),
       });
-  if (!reuse) rt.cache.remoteAt = Date.now();
+  if (raw) {
+    rt.cache.remoteAt = Date.now();
+    rt.cache.remoteDigest = raw.digest;
+  }
   // Until this pass has run, neither cache may be trusted (a throw below leaves them invalid).
   rt.cache.local = null;
   rt.cache.remote = null;
+  rt.cache.quiet = false;
   const ctx: ReconcileContext = {
     direction: rt.readOnly === true && rt.pair.direction === 'both' ? 'download' : rt.pair.direction,
     conflictPolicy: rt.pair.conflictPolicy,
@@ -267,6 +290,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   }
   rememberObservations(rt, plan, local, listing, dryRun);
   for (const p of deferral.deferred) rt.cache.touchedDirs.add(parentOf(p));
+  rt.cache.quiet = !dryRun && plan.blocked === null && plan.groups.length === 0 && deferral.deferred.length === 0;
+  rt.cache.issues = plan.issues;
   const failures = report.execution?.failures ?? [];
   rt.store.transaction(() => {
     rt.store.replaceFolders([...listing.observation.folders.values()]);
@@ -299,6 +324,26 @@ async function removeVacatedDirs(rt: PairRuntime, dirs: ReadonlySet<string>, rem
       dir = parentOf(dir);
     }
   }
+}
+
+/** The report of a poll that found nothing new anywhere (see runPass). */
+function quietPass(rt: PairRuntime, raw: RawListing, now: () => Date, started: number): PassReport {
+  rt.cache.remoteAt = Date.now();
+  rt.store.setMeta('lastPollAt', now().toISOString());
+  const issues = rt.cache.issues;
+  return {
+    pair: rt.pair.name,
+    plan: { groups: [], issues, blocked: null },
+    execution: null,
+    issues,
+    hashed: 0,
+    remoteRequests: raw.requests,
+    listingMethod: raw.method,
+    durationMs: Date.now() - started,
+    converged: issues.every((i) => INFORMATIONAL.has(i.code)),
+    deferred: [],
+    recheckInMs: null,
+  };
 }
 
 /**

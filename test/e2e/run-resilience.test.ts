@@ -1,6 +1,8 @@
 // `binder-sync run` end to end, trouble: a service outage is survived, logged once and recovered from; SIGTERM
 // in the middle of a transfer exits 0 quickly and the next start finishes without duplicates; a second SIGINT
 // exits at once with 130.
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, readLocal, sha256, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
@@ -60,10 +62,11 @@ describe('binder-sync run: trouble', () => {
     const big = Buffer.alloc(6 * 1024 * 1024, 7);
     big.write('unique header for this test');
     writeLocal(w, 'Big/large.bin', big);
+    ageFile(w, 'Big/large.bin'); // written a while ago: the daemon uploads it at once (no settle delay)
     // Every storage PUT hangs for 30 s: the upload is in flight when SIGTERM arrives.
     c.injectFault({ route: 'storage-put', latencyMs: 30_000 });
     const d1 = start(w, { args: ['--shutdown-timeout', '1s'] });
-    await eventually(() => c.counters()['presignedupload'] > 0, 15_000, 'the upload to start', d1.tail);
+    await eventually(() => c.counters()['storage-put'] > 0, 15_000, 'the upload to start', d1.tail);
     await new Promise((r) => setTimeout(r, 300));
     const t0 = Date.now();
     d1.kill('SIGTERM');
@@ -95,9 +98,10 @@ describe('binder-sync run: trouble', () => {
     c.createFolder(w.binderId, { name: 'Big' });
     writeRunConfig(w);
     writeLocal(w, 'Big/large.bin', Buffer.alloc(1024 * 1024, 1));
+    ageFile(w, 'Big/large.bin');
     c.injectFault({ route: 'storage-put', latencyMs: 30_000 });
     const d = start(w); // default grace: 10 s
-    await eventually(() => c.counters()['presignedupload'] > 0, 15_000, 'the upload to start', d.tail);
+    await eventually(() => c.counters()['storage-put'] > 0, 15_000, 'the upload to start', d.tail);
     d.kill('SIGINT');
     await d.waitForLog(msgIs('shutting down'), 5_000, 'shutdown to begin');
     const t0 = Date.now();
@@ -107,3 +111,9 @@ describe('binder-sync run: trouble', () => {
     expect(Date.now() - t0).toBeLessThan(2_000);
   }, 30_000);
 });
+
+/** Gives a local file an mtime a minute in the past (the daemon leaves files younger than a second alone). */
+function ageFile(w: Workspace, rel: string): void {
+  const past = new Date(Date.now() - 60_000);
+  fs.utimesSync(path.join(w.local, rel), past, past);
+}

@@ -1,0 +1,89 @@
+// Incremental passes against the emulator (real HTTP, real SQLite, real files): a quiet poll costs the listing
+// and nothing else, a remote change is still found, a hinted local change is found by a partial scan, and a full
+// pass finds what no hint announced.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load.js';
+import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { ServiceClient } from '../../src/service/index.js';
+import { openPair, runPass, type PairRuntime } from '../../src/sync/pass.js';
+
+let dir: string;
+let emu: Emulator;
+let client: ServiceClient;
+let rt: PairRuntime;
+let binderId: string;
+let folderId: string;
+let loadBaseCalls = 0;
+
+beforeEach(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pass-incremental-'));
+  emu = await startEmulator({ quiet: true });
+  binderId = emu.control.createBinder({ name: 'B' }).id;
+  folderId = emu.control.createFolder(binderId, { name: 'Docs' }).id;
+  for (let i = 0; i < 5; i++) emu.control.addDocument(binderId, folderId, `d${i}.txt`, `doc ${i}`);
+  const c = emu.credentials;
+  const yaml = `service: { baseUrl: ${emu.baseUrl}, authUrl: ${emu.authUrl}, tenantId: ${c.tenantId}, clientId: ${c.clientId}, clientSecret: ${c.clientSecret} }
+stateDir: ./state
+pairs: [{ name: p, localPath: ./local, binderId: ${binderId} }]`;
+  const { config } = parseConfigText(yaml, { baseDir: dir, env: {} });
+  client = new ServiceClient({ ...config.service, requestTimeoutMs: 10_000 });
+  rt = await openPair(config.pairs[0]!, config.stateDir, client, pino({ level: 'silent' }));
+  const load = rt.store.loadBase.bind(rt.store);
+  rt.store.loadBase = () => {
+    loadBaseCalls++;
+    return load();
+  };
+});
+
+afterEach(async () => {
+  rt.store.close();
+  await client.close();
+  await emu.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const local = (rel: string) => path.join(dir, 'local', rel);
+
+describe('incremental passes', () => {
+  it('a quiet poll only lists; remote and hinted local changes are still found', async () => {
+    expect((await runPass(rt)).execution?.done.download).toBe(5);
+    // The pass after one that did work plans from scratch (nothing to do), then polls are quiet.
+    expect((await runPass(rt, { localDirs: [] })).plan.groups).toEqual([]);
+    loadBaseCalls = 0;
+    emu.control.resetCounters();
+    const quiet = await runPass(rt, { localDirs: [] });
+    expect(quiet.plan.groups).toEqual([]);
+    expect(quiet.converged).toBe(true);
+    expect(loadBaseCalls).toBe(0);
+    const counters = emu.control.counters();
+    expect(counters.search).toBeGreaterThan(0);
+    expect(counters.document + counters.versions + counters.commit + counters['storage-get']).toBe(0);
+
+    // A remote change changes the listing's digest: planned and downloaded.
+    const [doc] = emu.control.listDocuments(binderId);
+    emu.control.addVersion(doc!.id, 'remote edit');
+    const pulled = await runPass(rt, { localDirs: [] });
+    expect(pulled.execution?.done.download).toBe(1);
+    expect(fs.readFileSync(local(`Docs/${doc!.fileName}`), 'utf8')).toBe('remote edit');
+
+    // A local change in a hinted folder is found by rescanning just that folder.
+    await runPass(rt, { localDirs: [] });
+    fs.writeFileSync(local('Docs/new.txt'), 'new local file');
+    const pushed = await runPass(rt, { localDirs: ['Docs'] });
+    expect(pushed.execution?.done.upload).toBe(1);
+    expect(emu.control.listDocuments(binderId).map((d) => d.fileName)).toContain('new.txt');
+  });
+
+  it('a change no hint announced waits for the next full pass, which finds it', async () => {
+    await runPass(rt);
+    await runPass(rt, { localDirs: [] });
+    fs.writeFileSync(local('Docs/d0.txt'), 'edited while the watcher was not looking');
+    expect((await runPass(rt, { localDirs: [] })).plan.groups).toEqual([]);
+    const full = await runPass(rt);
+    expect(full.execution?.done.upload).toBe(1);
+  });
+});
