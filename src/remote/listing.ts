@@ -26,12 +26,12 @@ export interface RemoteListing {
   requests: number;
 }
 
-interface RawFolder {
+export interface RawFolder {
   id: string;
   name: string;
   parentId: string | null;
 }
-interface RawDoc {
+export interface RawDoc {
   documentId: string;
   fileName: string;
   folderId: string;
@@ -46,6 +46,19 @@ export interface RawListing {
   requests: number;
   /** Changes whenever any folder or document (id, name, parent, version) changes: a quiet poll is one hash. */
   digest: string;
+  /** The same over the documents alone (decides whether a cached folder tree may be reused). */
+  docsDigest: string;
+  /** False when the folder tree was reused from `knownFolders` instead of walked. */
+  walkedTree: boolean;
+}
+
+export interface FetchRemoteOptions extends Pick<ListRemoteOptions, 'binderId' | 'pageSize' | 'signal'> {
+  /**
+   * A folder tree walked recently. It is reused (saving one request per folder) only while the documents are
+   * exactly as last time (`previousDocsDigest`) and all sit in known folders; any document change walks again.
+   */
+  knownFolders?: RawFolder[] | null;
+  previousDocsDigest?: string | null;
 }
 
 /** Lists the whole binder. Throws (retryable) when the listing cannot be made complete. */
@@ -54,9 +67,10 @@ export async function listRemote(client: ListingClient, opts: ListRemoteOptions)
 }
 
 /** Fetches the folder tree and every document; complete or a thrown error. */
-export async function fetchRemote(client: ListingClient, opts: Pick<ListRemoteOptions, 'binderId' | 'pageSize' | 'signal'>): Promise<RawListing> {
+export async function fetchRemote(client: ListingClient, opts: FetchRemoteOptions): Promise<RawListing> {
   const counter = { requests: 0 };
-  const folders = await listFolderTree(client, opts.binderId, counter, opts.signal);
+  let folders: RawFolder[] | null = null;
+  const walk = async () => (folders ??= await listFolderTree(client, opts.binderId, counter, opts.signal));
   let method: RemoteListing['method'] = 'search';
   let docs = await listDocumentsBySearch(client, opts, counter);
   if (docs === null) {
@@ -66,9 +80,20 @@ export async function fetchRemote(client: ListingClient, opts: Pick<ListRemoteOp
   }
   if (docs === null) {
     method = 'per-folder';
-    docs = await listDocumentsPerFolder(client, opts.binderId, folders, counter, opts.signal);
+    docs = await listDocumentsPerFolder(client, opts.binderId, await walk(), counter, opts.signal);
   }
-  return { folders, docs, method, requests: counter.requests, digest: digestOf(folders, docs) };
+  const docsDigest = digestOf([], docs);
+  const known = opts.knownFolders;
+  const reusable =
+    folders === null && known && opts.previousDocsDigest === docsDigest && allInKnownFolders(docs, known);
+  const tree = reusable ? known : await walk();
+  return { folders: tree, docs, method, requests: counter.requests, digest: digestOf(tree, docs), docsDigest, walkedTree: !reusable };
+}
+
+function allInKnownFolders(docs: Map<string, RawDoc>, folders: RawFolder[]): boolean {
+  const ids = new Set(folders.map((f) => f.id));
+  for (const d of docs.values()) if (!ids.has(d.folderId)) return false;
+  return true;
 }
 
 /** Confirms deletes of base documents missing from the listing and maps every name to a local path. */

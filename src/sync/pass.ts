@@ -9,7 +9,7 @@ import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../loca
 import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { coveringSubtrees, mergeScan, scanLocal } from '../local/scanner.js';
-import { fetchRemote, observeRemote, type RawListing, type RemoteListing } from '../remote/listing.js';
+import { fetchRemote, observeRemote, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
 import { executePlan, type ExecutionReport } from './executor.js';
@@ -20,6 +20,13 @@ import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
 import { recoverOutbox } from './upload.js';
+
+/**
+ * How long a walked folder tree may stand in for a new walk (one request per folder: 85% of a poll's requests
+ * in a binder of 1,100 folders). Any change of the documents walks the tree again at once; a change of folders
+ * alone (a rename, a new empty folder) is seen within this time.
+ */
+const FOLDER_TREE_MAX_AGE_MS = 10 * 60_000;
 
 /**
  * Issues that follow from the user's own configuration and leave nothing pending: a pass with only these
@@ -56,6 +63,10 @@ export interface PairRuntime {
     remoteFresh: boolean;
     /** Digest of the last fresh remote listing (see fetchRemote). */
     remoteDigest: string | null;
+    /** The folder tree last walked, when, and the documents' digest then (see FOLDER_TREE_MAX_AGE_MS). */
+    folders: RawFolder[] | null;
+    foldersAt: number;
+    docsDigest: string | null;
     /** The last pass planned nothing and left nothing for later: an unchanged world needs no new plan. */
     quiet: boolean;
     /** Its issues (what a quiet pass reports again). */
@@ -137,7 +148,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       metadata,
       caseInsensitive,
       readOnly: null,
-      cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, remoteDigest: null, quiet: false, issues: [] },
+      cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, remoteDigest: null, folders: null, foldersAt: 0, docsDigest: null, quiet: false, issues: [] },
     };
   } catch (err) {
     store.close();
@@ -211,7 +222,25 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const local = subtrees && previousLocal ? mergeScan(previousLocal, scanned, subtrees) : scanned;
   const reuse = opts.reuseRemoteWithinMs !== undefined && rt.cache.remote !== null && rt.cache.remoteFresh &&
     Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs;
-  const raw = reuse ? null : await fetchRemote(rt.client, { binderId: rt.pair.binderId, pageSize: rt.pair.pageSize, ...(opts.signal ? { signal: opts.signal } : {}) });
+  // Reused only while nothing waits for a remote folder to appear (then every poll walks the tree).
+  const treeFresh = rt.cache.folders !== null && Date.now() - rt.cache.foldersAt < FOLDER_TREE_MAX_AGE_MS && opts.dryRun !== true &&
+    !rt.cache.issues.some((i) => i.code === 'waiting-for-remote-folder');
+  const raw = reuse
+    ? null
+    : await fetchRemote(rt.client, {
+        binderId: rt.pair.binderId,
+        pageSize: rt.pair.pageSize,
+        knownFolders: treeFresh ? rt.cache.folders : null,
+        previousDocsDigest: rt.cache.docsDigest,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
+  if (raw) {
+    if (raw.walkedTree) {
+      rt.cache.folders = raw.folders;
+      rt.cache.foldersAt = Date.now();
+    }
+    rt.cache.docsDigest = raw.docsDigest;
+  }
   if (raw && noLocalWork && !dryRun && opts.force !== true && rt.cache.quiet && rt.cache.remote !== null && raw.digest === rt.cache.remoteDigest) {
     // Quiet poll: the last pass planned nothing, nothing local changed, and the binder is exactly as listed
     // then. Every input of reconcile is the same, so its plan would be empty again: skip the work.

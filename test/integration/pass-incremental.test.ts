@@ -86,4 +86,31 @@ describe('incremental passes', () => {
     const full = await runPass(rt);
     expect(full.execution?.done.upload).toBe(1);
   });
+
+  it('a quiet poll reuses the folder tree; a document change or a file waiting for a folder walks it again', async () => {
+    await runPass(rt);
+    await runPass(rt, { localDirs: [] });
+    emu.control.resetCounters();
+    await runPass(rt, { localDirs: [] });
+    let counters = emu.control.counters();
+    expect(counters.search).toBeGreaterThan(0);
+    expect(counters.folders + counters.subfolders).toBe(0);
+
+    const [doc] = emu.control.listDocuments(binderId);
+    emu.control.renameDocument(doc!.id, 'renamed.txt');
+    emu.control.resetCounters();
+    await runPass(rt, { localDirs: [] });
+    counters = emu.control.counters();
+    expect(counters.folders).toBe(1);
+    expect(fs.existsSync(local('Docs/renamed.txt'))).toBe(true);
+
+    // A local file waits for a remote folder: polls walk the tree until it appears, then upload.
+    fs.mkdirSync(local('Later'));
+    fs.writeFileSync(local('Later/x.txt'), 'waiting');
+    const waiting = await runPass(rt, { localDirs: ['Later'] });
+    expect(waiting.issues.map((i) => i.code)).toContain('waiting-for-remote-folder');
+    emu.control.createFolder(binderId, { name: 'Later' });
+    const uploaded = await runPass(rt, { localDirs: [] });
+    expect(uploaded.execution?.done.upload).toBe(1);
+  });
 });
