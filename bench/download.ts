@@ -22,10 +22,12 @@ export interface SetSpec {
 }
 
 export function downloadSets(env: BenchEnv): SetSpec[] {
+  // A set of 0 files is skipped (BENCH_LARGE_FILES=0): there is nothing to time, and rclone fails on the
+  // served directory that was never created ("directory not found", exit 3).
   return [
     { label: `${env.smallFiles} x ${(env.smallSize / 1024).toFixed(0)} KiB`, files: flatSet('small', env.smallFiles, env.smallSize), target: 1.5, runs: env.runs },
     { label: `${env.largeFiles} x ${mib(env.largeSize)}`, files: flatSet('large', env.largeFiles, env.largeSize), target: 1.1, runs: env.longRuns },
-  ];
+  ].filter((s) => s.files.length > 0 && s.runs > 0);
 }
 
 export interface Sample {
@@ -47,6 +49,7 @@ export async function benchDownload(env: BenchEnv, log: (s: string) => void): Pr
       const t0 = Date.now();
       seedRemote(emu, binderId, set.files);
       const served = path.join(work, 'served');
+      fs.mkdirSync(served, { recursive: true });
       if (rcloneOk) writeTree(served, set.files);
       log(`download ${set.label}: seeded in ${Date.now() - t0} ms`);
       const srv = rcloneOk ? await serveDirectory(served) : null;

@@ -21,7 +21,10 @@ function list(name: string, full: string, quickValue: string): number[] {
 
 export interface BenchEnv {
   quick: boolean;
-  /** Which benchmarks to run: download, upload, noop, poll, profile (comma-separated BENCH_ONLY). */
+  /**
+   * Which benchmarks to run: download, upload, noop, poll, latency, idle, profile (comma-separated BENCH_ONLY).
+   * Without BENCH_ONLY everything but idle runs (idle alone takes 10+ minutes: set BENCH_ONLY=idle).
+   */
   only: Set<string> | null;
   smallFiles: number;
   smallSize: number;
@@ -35,6 +38,15 @@ export interface BenchEnv {
   noopFiles: number;
   pollDocs: number[];
   pollPageSizes: number[];
+  /** Benchmark 5a: sequential edits each way, burst size, and the daemon's poll interval (env override). */
+  latencyEdits: number;
+  latencyBurst: number;
+  latencyPollMs: number;
+  /** Benchmark 5b: files of the idle tree, idle seconds measured, sample period, and which watchers. */
+  idleFiles: number;
+  idleSeconds: number;
+  idleSampleSeconds: number;
+  idleWatchers: string[];
   /** Where the generated section is written; empty = do not write. */
   docFile: string;
 }
@@ -54,10 +66,20 @@ export function benchEnv(): BenchEnv {
     noopFiles: num('BENCH_NOOP_FILES', 20000, 1000),
     pollDocs: list('BENCH_POLL_DOCS', '10000,100000', '1000,3000'),
     pollPageSizes: list('BENCH_POLL_PAGE_SIZES', '500,1000', '500,1000'),
+    latencyEdits: num('BENCH_LATENCY_EDITS', 100, 10),
+    latencyBurst: num('BENCH_LATENCY_BURST', 50, 10),
+    latencyPollMs: num('BENCH_LATENCY_POLL_MS', 1000, 1000),
+    idleFiles: num('BENCH_IDLE_FILES', 100000, 2000),
+    idleSeconds: num('BENCH_IDLE_SECONDS', 300, 20),
+    idleSampleSeconds: num('BENCH_IDLE_SAMPLE_SECONDS', 10, 2),
+    idleWatchers: (process.env.BENCH_IDLE_WATCHERS ?? 'auto').split(',').map((s) => s.trim()).filter((s) => s !== ''),
     docFile: process.env.BENCH_DOC ?? (quick ? '' : 'docs/BENCHMARKS.md'),
   };
 }
 
+/** Benchmarks that run only when BENCH_ONLY names them. */
+const OPT_IN = new Set(['idle']);
+
 export function wants(env: BenchEnv, name: string): boolean {
-  return env.only === null || env.only.has(name);
+  return env.only === null ? !OPT_IN.has(name) : env.only.has(name);
 }

@@ -44,8 +44,10 @@ export function summarizeProfile(file: string, root: string, top = 15): string {
   const ms = (h: number) => ((wallMs * h) / total).toFixed(0);
   const frames = [...byFrame.entries()].sort((a, b) => b[1] - a[1]).slice(0, top);
   const modules = [...byModule.entries()].sort((a, b) => b[1] - a[1]).slice(0, 10);
+  // Idle samples mean the process waited; what it cost is the rest (a daemon is idle most of the time).
+  const idle = byFrame.get('(idle)') ?? 0;
   return [
-    `Profile ${path.basename(file)}: ${wallMs.toFixed(0)} ms sampled.`,
+    `Profile ${path.basename(file)}: ${wallMs.toFixed(0)} ms sampled, ${ms(total - idle)} ms of them busy (not \`(idle)\`).`,
     '',
     table(['self %', 'self ms', 'frame'], frames.map(([f, h]) => [pct(h), ms(h), `\`${f}\``])),
     '',

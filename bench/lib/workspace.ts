@@ -58,6 +58,8 @@ export interface PairSetup {
   limits: Limits;
   direction?: 'both' | 'download' | 'upload';
   pageSize?: number;
+  /** More pair options (watcher, pollInterval, ...) for the daemon benchmarks. */
+  pairOptions?: Record<string, unknown>;
 }
 
 /** Writes a config file for one pair next to the state dir and returns its path. */
@@ -75,7 +77,7 @@ export function writeConfig(dir: string, s: PairSetup): string {
     stateDir: s.stateDir,
     // The default level: what a user gets (one line per transferred file, to stderr with --json).
     log: { level: 'info' },
-    pairs: [{ name: 'main', localPath: s.localPath, binderId: s.binderId, direction: s.direction ?? 'both', pageSize: s.pageSize ?? 500 }],
+    pairs: [{ name: 'main', localPath: s.localPath, binderId: s.binderId, direction: s.direction ?? 'both', pageSize: s.pageSize ?? 500, ...s.pairOptions }],
   };
   const file = path.join(dir, 'sync.yaml');
   fs.writeFileSync(file, stringify(config), { mode: 0o600 });
