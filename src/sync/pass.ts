@@ -19,6 +19,7 @@ import type { Action, BaseEntry, Issue, LocalObservation, Plan, ReconcileContext
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
+import { deferRecentlyWritten, wantsUpload, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
 
 /**
@@ -426,10 +427,6 @@ function rememberObservations(rt: PairRuntime, plan: Plan, local: LocalObservati
   rt.cache.remoteFresh = !wroteRemote;
 }
 
-function wantsUpload(a: Action): boolean {
-  return a.kind === 'upload' || (a.kind === 'conflict' && (a.uploadConflictCopy || a.policy === 'local-wins'));
-}
-
 async function probeReadOnly(rt: PairRuntime): Promise<boolean> {
   try {
     await rt.client.getPresignedUpload();
@@ -463,50 +460,6 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
     ...(opts.onBytes ? { onBytes: opts.onBytes } : {}),
     ...(opts.onActionDone ? { onActionDone: opts.onActionDone } : {}),
   };
-}
-
-/**
- * Drops the groups that would read a local file modified less than minAgeMs ago (uploads and conflicts): a file
- * still being written is never uploaded half-done, and rsync's or sed's temp files are gone by the next look.
- */
-function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number): { plan: Plan; deferred: string[]; recheckInMs: number | null } {
-  if (minAgeMs <= 0) return { plan, deferred: [], recheckInMs: null };
-  const deferred: string[] = [];
-  let youngest = -Infinity;
-  const groups = plan.groups.filter((group) => {
-    const reads = group.flatMap((a) => (a.kind === 'upload' || a.kind === 'conflict' ? [a.local] : []));
-    const recent = reads.filter((f) => nowMs - f.mtimeMs < minAgeMs);
-    if (recent.length === 0) return true;
-    for (const f of recent) {
-      deferred.push(f.relPath);
-      youngest = Math.max(youngest, f.mtimeMs);
-    }
-    return false;
-  });
-  if (deferred.length === 0) return { plan, deferred, recheckInMs: null };
-  return { plan: { ...plan, groups }, deferred, recheckInMs: Math.max(50, youngest + minAgeMs - nowMs + 50) };
-}
-
-/**
- * Uploads whose required metadata no rule supplies are withheld before anything runs: the group is dropped
- * and an issue says which element is missing (the rest of the pass goes on).
- */
-function withheldForMetadata(plan: Plan, metadata: MetadataResolver): Plan {
-  const issues = [...plan.issues];
-  const groups = plan.groups.filter((group) => {
-    const uploads = group.flatMap((a: Action) =>
-      a.kind === 'upload' ? [a.relPath] : a.kind === 'conflict' && a.uploadConflictCopy ? [a.conflictPath] : [],
-    );
-    for (const relPath of uploads) {
-      const missing = metadata.missingFor(relPath);
-      if (missing.length > 0) {
-        issues.push({ relPath, code: 'metadata-missing', detail: `required metadata without a value: ${missing.join(', ')}; add a metadata rule for it` });
-        return false;
-      }
-    }
-    return true;
-  });
-  return { ...plan, groups, issues };
 }
 
 /** "2026-11-22 001623" in UTC: sortable, greppable, safe in file names. */

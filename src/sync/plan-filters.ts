@@ -1,0 +1,53 @@
+// Pure filters applied to a plan before it runs: which groups wait for metadata rules, which wait until the
+// local file they read has stopped changing. No I/O; the clock is a parameter.
+import type { MetadataResolver } from './metadata-rules.js';
+import type { Action, Plan } from './model.js';
+
+/** The action sends local content to the service (an upload, or a conflict that uploads a copy or the local side). */
+export function wantsUpload(a: Action): boolean {
+  return a.kind === 'upload' || (a.kind === 'conflict' && (a.uploadConflictCopy || a.policy === 'local-wins'));
+}
+
+/**
+ * Drops the groups that would read a local file modified less than minAgeMs ago (uploads and conflicts): a file
+ * still being written is never uploaded half-done, and rsync's or sed's temp files are gone by the next look.
+ */
+export function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number): { plan: Plan; deferred: string[]; recheckInMs: number | null } {
+  if (minAgeMs <= 0) return { plan, deferred: [], recheckInMs: null };
+  const deferred: string[] = [];
+  let youngest = -Infinity;
+  const groups = plan.groups.filter((group) => {
+    const reads = group.flatMap((a) => (a.kind === 'upload' || a.kind === 'conflict' ? [a.local] : []));
+    const recent = reads.filter((f) => nowMs - f.mtimeMs < minAgeMs);
+    if (recent.length === 0) return true;
+    for (const f of recent) {
+      deferred.push(f.relPath);
+      youngest = Math.max(youngest, f.mtimeMs);
+    }
+    return false;
+  });
+  if (deferred.length === 0) return { plan, deferred, recheckInMs: null };
+  return { plan: { ...plan, groups }, deferred, recheckInMs: Math.max(50, youngest + minAgeMs - nowMs + 50) };
+}
+
+/**
+ * Uploads whose required metadata no rule supplies are withheld before anything runs: the group is dropped
+ * and an issue says which element is missing (the rest of the pass goes on).
+ */
+export function withheldForMetadata(plan: Plan, metadata: MetadataResolver): Plan {
+  const issues = [...plan.issues];
+  const groups = plan.groups.filter((group) => {
+    const uploads = group.flatMap((a: Action) =>
+      a.kind === 'upload' ? [a.relPath] : a.kind === 'conflict' && a.uploadConflictCopy ? [a.conflictPath] : [],
+    );
+    for (const relPath of uploads) {
+      const missing = metadata.missingFor(relPath);
+      if (missing.length > 0) {
+        issues.push({ relPath, code: 'metadata-missing', detail: `required metadata without a value: ${missing.join(', ')}; add a metadata rule for it` });
+        return false;
+      }
+    }
+    return true;
+  });
+  return { ...plan, groups, issues };
+}

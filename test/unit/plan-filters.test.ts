@@ -1,0 +1,36 @@
+// The plan filters: files still being written wait for a later pass; uploads without required metadata wait
+// with an issue. Everything else passes through untouched.
+import { describe, expect, it } from 'vitest';
+import type { MetadataResolver } from '../../src/sync/metadata-rules.js';
+import type { Action, LocalFile, Plan } from '../../src/sync/model.js';
+import { deferRecentlyWritten, withheldForMetadata } from '../../src/sync/plan-filters.js';
+
+const file = (relPath: string, mtimeMs: number): LocalFile => ({ relPath, key: relPath, size: 1, mtimeMs, inode: 1, sha256: 'h' });
+const upload = (f: LocalFile): Action => ({ kind: 'upload', relPath: f.relPath, key: f.key, local: f, target: { documentId: null, folderId: 'F', fileName: 'x' }, reason: 'new-local', replacesBase: null });
+const mkdir = (relPath: string): Action => ({ kind: 'mkdir-local', relPath, key: relPath, folderId: 'F' });
+const plan = (groups: Action[][]): Plan => ({ groups, issues: [], blocked: null });
+
+describe('deferRecentlyWritten', () => {
+  it('drops the groups reading a file younger than the minimum age and says when to look again', () => {
+    const now = 10_000;
+    const r = deferRecentlyWritten(plan([[upload(file('A/old.txt', 5_000))], [upload(file('A/new.txt', 9_700))], [mkdir('B')]]), 1_000, now);
+    expect(r.plan.groups.map((g) => g[0]!.kind + ' ' + (g[0] as { relPath: string }).relPath)).toEqual(['upload A/old.txt', 'mkdir-local B']);
+    expect(r.deferred).toEqual(['A/new.txt']);
+    expect(r.recheckInMs).toBe(9_700 + 1_000 - now + 50);
+  });
+
+  it('does nothing with a zero minimum age (the sync command)', () => {
+    const p = plan([[upload(file('A/new.txt', 10_000))]]);
+    expect(deferRecentlyWritten(p, 0, 10_000)).toEqual({ plan: p, deferred: [], recheckInMs: null });
+  });
+});
+
+describe('withheldForMetadata', () => {
+  it('holds back uploads whose required metadata has no rule, with an issue naming the element', () => {
+    const resolver: MetadataResolver = { forPath: () => [], missingFor: (p) => (p.startsWith('A/') ? ['Department'] : []) };
+    const r = withheldForMetadata(plan([[upload(file('A/x.txt', 1))], [upload(file('B/y.txt', 1))]]), resolver);
+    expect(r.groups).toHaveLength(1);
+    expect((r.groups[0]![0] as { relPath: string }).relPath).toBe('B/y.txt');
+    expect(r.issues).toEqual([{ relPath: 'A/x.txt', code: 'metadata-missing', detail: expect.stringContaining('Department') }]);
+  });
+});
