@@ -190,14 +190,19 @@ async function listDocumentsBySearch(
   if (pages > 1_000_000) return null;
   // Pages 2..n in parallel (the client's queue bounds concurrency and rate). Each must report the same
   // totalCount and, except the last, a full page; anything else means the binder changed during the walk.
-  const rest = await Promise.all(Array.from({ length: Math.max(0, pages - 1) }, (_, i) => fetchPage(i + 2, pageSize)));
-  for (const [i, page] of rest.entries()) {
-    if (page.totalCount !== totalCount) return null;
-    if (page.items.length === 0) return null; // ran out of items before totalCount
-    if (i + 2 < pages && page.items.length < pageSize) return null;
-    merge(page.items);
-  }
-  return docs.size === totalCount ? docs : null;
+  // Each page is merged as it arrives, so a 100k-document listing never holds all pages at once.
+  let consistent = true;
+  await Promise.all(
+    Array.from({ length: Math.max(0, pages - 1) }, async (_, i) => {
+      const n = i + 2;
+      const page = await fetchPage(n, pageSize);
+      if (page.totalCount !== totalCount) consistent = false;
+      else if (page.items.length === 0) consistent = false; // ran out of items before totalCount
+      else if (n < pages && page.items.length < pageSize) consistent = false;
+      else merge(page.items);
+    }),
+  );
+  return consistent && docs.size === totalCount ? docs : null;
 }
 
 async function listDocumentsPerFolder(
