@@ -48,7 +48,7 @@ export function seededRng(envName: string): Rng {
 }
 
 /**
- * Secrets, tokens and presigned signatures found in text (same patterns as test/e2e/security.test.ts):
+ * Secrets, tokens and presigned signatures found in text (used by the chaos, kill and security tests):
  * emulator tokens are `base64url(JSON payload).base64url(HMAC-SHA256)` whose payload starts with {"cid"
  * ("eyJjaWQi"); presigned URLs carry `exp` and `sig` in the query string (src/emulator/signing.ts).
  */

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, readLocal, runCli, secretOf, sync, writeLocal, type CliResult, type Workspace } from './harness.js';
 import { eventually, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
+import { leaksIn } from './reliability-helpers.js';
 
 let ws: Workspace | undefined;
 let daemon: DaemonProcess | undefined;
@@ -17,30 +18,6 @@ afterEach(async () => {
 });
 
 const TRACE = { BINDER_SYNC_LOG_LEVEL: 'trace' };
-
-/**
- * What a leak would look like. Emulator tokens are `base64url(JSON payload).base64url(HMAC-SHA256)`
- * (src/emulator/auth.ts): the payload starts with {"cid": ("eyJjaWQi" in base64url) and the HMAC is 43
- * characters. Presigned URLs carry `exp` and `sig` in the query string (src/emulator/signing.ts).
- */
-function leaksIn(text: string, w: Workspace): string[] {
-  const found: string[] = [];
-  const around = (i: number) => JSON.stringify(text.slice(Math.max(0, i - 60), i + 80));
-  const check = (what: string, re: RegExp) => {
-    for (const m of text.matchAll(re)) found.push(`${what} at ${around(m.index)}`);
-  };
-  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  check('client secret', new RegExp(escape(secretOf(w)), 'g'));
-  check('read-only client secret', new RegExp(escape(secretOf(w, true)), 'g'));
-  check('token payload', /eyJjaWQi/g);
-  check('token-shaped string', /[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g);
-  check('presigned signature', /[?&]sig=|\bsig=[A-Za-z0-9_-]/g);
-  check('presigned expiry', /[?&]exp=\d/g);
-  // Any http(s) URL that still has a query string which is not the redaction marker.
-  check('URL query string', /https?:\/\/[^\s"'<>?#]+[?#](?!\[redacted\])/g);
-  check('bearer token', /bearer\s+(?!\[redacted\])[A-Za-z0-9._~+/=-]{8,}/gi);
-  return found;
-}
 
 function allOutput(results: CliResult[]): string {
   return results.map((r) => `${r.stdout}\n${r.stderr}`).join('\n');
