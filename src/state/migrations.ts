@@ -77,6 +77,7 @@ export const MIGRATIONS: readonly string[] = [
     value         TEXT NOT NULL
   ) STRICT;
 
+  -- counters: unused since the transfer history moved to metrics; kept because shipped entries never change.
   CREATE TABLE counters (
     name          TEXT PRIMARY KEY,
     value         INTEGER NOT NULL

@@ -162,10 +162,6 @@ export class StateStore {
       getMeta: db.prepare('SELECT value FROM meta WHERE key = ?').pluck(true),
       setMeta: db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value'),
       deleteMeta: db.prepare('DELETE FROM meta WHERE key = ?'),
-      addCounter: db.prepare(
-        'INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + excluded.value',
-      ),
-      listCounters: db.prepare('SELECT name, value FROM counters').raw(true),
     };
   }
 
@@ -264,11 +260,6 @@ export class StateStore {
   /** Runs fn in one transaction (nested calls become savepoints); any throw rolls it back. fn must be synchronous. */
   transaction<T>(fn: () => T): T {
     return this.db.transaction(fn)();
-  }
-
-  /** `PRAGMA quick_check`: true when SQLite finds no damage (for `status`/diagnostics, not run at open). */
-  quickCheck(): boolean {
-    return this.db.pragma('quick_check', { simple: true }) === 'ok';
   }
 
   // ---- base (the archive) ----
@@ -483,19 +474,6 @@ export class StateStore {
 
   deleteMeta(key: string): void {
     this.stmts.deleteMeta.run(key);
-  }
-
-  /** Adds to named counters (e.g. { uploads: 1, bytesUp: 1234 }) in one transaction. */
-  addCounters(deltas: Record<string, number>): void {
-    this.transaction(() => {
-      for (const [name, value] of Object.entries(deltas)) this.stmts.addCounter.run(name, Math.trunc(value));
-    });
-  }
-
-  getCounters(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const [name, value] of this.stmts.listCounters.all() as Array<[string, number]>) out[name] = value;
-    return out;
   }
 }
 

@@ -169,7 +169,7 @@ function ensureRoot(pair: PairConfig, store: StateStore): void {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw rootError(pair, `cannot be read (${(err as Error).message})`);
   }
   if (st === null) {
-    if (store.loadBase().size > 0) throw rootError(pair, 'is missing, but this pair has synced before');
+    if (store.countBase() > 0) throw rootError(pair, 'is missing, but this pair has synced before');
     fs.mkdirSync(pair.localPath, { recursive: true });
     return;
   }

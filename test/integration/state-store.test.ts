@@ -77,7 +77,6 @@ describe('open and migrations', () => {
     const again = openStore();
     expect(again.getBase('doc-1')).toEqual(base(1));
     expect(again.getMeta('binderId')).toBe('B-1');
-    expect(again.quickCheck()).toBe(true);
   });
 
   it('refuses a DB written by a newer schema version', () => {
@@ -280,10 +279,6 @@ describe('conflicts, issues, folders, meta, counters', () => {
     expect(s.getMeta('lastPoll')).toBe('2');
     s.deleteMeta('lastPoll');
     expect(s.getMeta('lastPoll')).toBeUndefined();
-
-    s.addCounters({ uploads: 1, bytesUp: 100 });
-    s.addCounters({ uploads: 2, downloads: 1 });
-    expect(s.getCounters()).toEqual({ uploads: 3, bytesUp: 100, downloads: 1 });
   });
 
   it('close is idempotent and a closed store refuses work', () => {
