@@ -12,7 +12,7 @@ import { BinderSyncError, describeError } from '../errors.js';
 import { DAEMON_FILE_PREFIX } from '../local/ignore.js';
 import { createLogger } from '../log.js';
 import { ServiceError, type Binder, type ServiceClient } from '../service/index.js';
-import { serviceClientFor } from './common.js';
+import { serviceClientFor } from '../service/from-config.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules } from '../sync/metadata-rules.js';
 import { ExitCode } from './exit-codes.js';

@@ -2,9 +2,8 @@
 // errors to exit codes.
 import type { Logger } from 'pino';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
-import type { Config } from '../config/schema.js';
 import { BinderSyncError, describeError } from '../errors.js';
-import { ServiceClient, ServiceError, type ServiceSettings } from '../service/index.js';
+import { ServiceError } from '../service/index.js';
 import { ExitCode } from './exit-codes.js';
 
 export function loadConfigOrExplain(file: string, log?: Logger): LoadedConfig {
@@ -14,28 +13,6 @@ export function loadConfigOrExplain(file: string, log?: Logger): LoadedConfig {
     else process.stderr.write(`warning: ${w}\n`);
   }
   return loaded;
-}
-
-/** The service client for a config; `overrides` adjust settings (e.g. `check` wants few retries). */
-export function serviceClientFor(config: Config, log: Logger, signal?: AbortSignal, overrides: Partial<ServiceSettings> = {}): ServiceClient {
-  const s = config.service;
-  return new ServiceClient(
-    {
-      baseUrl: s.baseUrl,
-      authUrl: s.authUrl,
-      tenantId: s.tenantId,
-      clientId: s.clientId,
-      clientSecret: s.clientSecret,
-      tenantHeader: s.tenantHeader,
-      scope: s.scope,
-      maxConcurrentRequests: s.maxConcurrentRequests,
-      requestsPerSecond: s.requestsPerSecond,
-      maxConcurrentTransfers: s.maxConcurrentTransfers,
-      requestTimeoutMs: s.requestTimeout,
-      ...overrides,
-    },
-    { logger: log, ...(signal ? { signal } : {}) },
-  );
 }
 
 /** Exit code for an error that ended a command. */

@@ -5,7 +5,8 @@ import { acquireStateLock } from '../state/lock.js';
 import { openPair, runPass, type PassReport } from '../sync/pass.js';
 import { describePlan, summarizeReport } from './report-format.js';
 import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
-import { exitCodeFor, loadConfigOrExplain, printError, serviceClientFor } from './common.js';
+import { serviceClientFor } from '../service/from-config.js';
+import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
 import { ExitCode } from './exit-codes.js';
 
 interface SyncOptions {

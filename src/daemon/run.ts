@@ -1,6 +1,6 @@
 // The daemon's lifecycle (`binder-sync run`): lock, service client, one worker per pair, metrics endpoint, status
 // file, config reload (SIGHUP) and the bounded shutdown. Signals themselves are wired in cli/run-command.ts.
-import { serviceClientFor } from '../cli/common.js';
+import { serviceClientFor } from '../service/from-config.js';
 import { loadConfig } from '../config/load.js';
 import type { Config, PairConfig } from '../config/schema.js';
 import { BinderSyncError, describeError } from '../errors.js';
