@@ -4,10 +4,10 @@ import type { IncomingMessage } from 'node:http';
 import { authorize, type Caller } from './auth.js';
 import { HttpProblem, json, readJson, type FieldErrors, type Reply } from './http-util.js';
 import { fieldErrors, referenceCommitSchema, searchBodySchema, walkthroughCommitSchema } from './schemas.js';
-import { isEnumerated, parsePageQuery, search } from './search.js';
+import { isEnumerated, matchingSorted, pageOf, parsePageQuery } from './search.js';
 import type { Signer } from './signing.js';
 import { GLOBAL_BINDER, GLOBAL_TAB, type Store } from './store.js';
-import type { BinderRecord, MetadataElement, MetadataValue } from './types.js';
+import type { BinderRecord, DocumentView, MetadataElement, MetadataValue } from './types.js';
 import { binderView, documentView, downloadUrl, folderView, versionView, type ViewContext } from './views.js';
 
 export interface ApiSettings {
@@ -35,6 +35,7 @@ export function createApiHandlers(store: Store, signer: Signer, view: ViewContex
     return store.binder(id, caller.tenantId);
   };
 
+  let searchMemo: { generation: number; key: string; matching: DocumentView[] } | null = null;
   const tenantBinders = (tenantId: string) => [...store.binders.values()].filter((b) => b.tenantId === tenantId);
 
   const handlers: Record<string, Handler> = {
@@ -62,8 +63,14 @@ export function createApiHandlers(store: Store, signer: Signer, view: ViewContex
       for (const id of [GLOBAL_BINDER, GLOBAL_TAB, 'GLOBAL_Category']) {
         if (!elements.has(id)) elements.set(id, { id, label: id, dataType: 'Enum', allowedValues: [], required: false });
       }
-      const docs = [...store.documents.values()].filter((d) => ids.has(d.binderId)).map(documentView);
-      return json(200, search(docs, elements, parsed.data, page));
+      // Walking a big binder asks for the same result page after page: the sorted result is kept while the
+      // store is unchanged (same generation, tenant, body and term), so a page costs a slice, not a sort.
+      const key = JSON.stringify([caller.tenantId, parsed.data, page.searchTerm]);
+      if (searchMemo?.generation !== store.generation || searchMemo.key !== key) {
+        const docs = [...store.documents.values()].filter((d) => ids.has(d.binderId)).map(documentView);
+        searchMemo = { generation: store.generation, key, matching: matchingSorted(docs, elements, parsed.data, page.searchTerm) };
+      }
+      return json(200, pageOf(searchMemo.matching, page));
     },
 
     async folders(req, p) {

@@ -52,6 +52,22 @@ export interface SearchResult {
  * Unknown filter/sort element ids are a 400; `value` on an enumerated element is a 400 (rule 2/3).
  */
 export function search(docs: DocumentView[], elements: Map<string, MetadataElement>, body: SearchBody, page: PageQuery): SearchResult {
+  return pageOf(matchingSorted(docs, elements, body, page.searchTerm), page);
+}
+
+/** One page of an already filtered and sorted result. */
+export function pageOf(matching: readonly DocumentView[], page: PageQuery): SearchResult {
+  const start = (page.pageNumber - 1) * page.pageSize;
+  return {
+    items: matching.slice(start, start + page.pageSize),
+    totalCount: matching.length,
+    pageNumber: page.pageNumber,
+    pageSize: page.pageSize,
+  };
+}
+
+/** Every document matching the filters and term, in the requested order (400 for unknown elements). */
+export function matchingSorted(docs: DocumentView[], elements: Map<string, MetadataElement>, body: SearchBody, searchTerm: string): DocumentView[] {
   const errors: Record<string, string[]> = {};
   const filters = body.MetadataFilters ?? [];
   filters.forEach((f, i) => {
@@ -67,7 +83,7 @@ export function search(docs: DocumentView[], elements: Map<string, MetadataEleme
   });
   if (Object.keys(errors).length > 0) throw new HttpProblem(400, 'invalid search request', { errors });
 
-  const term = page.searchTerm.toLowerCase();
+  const term = searchTerm.toLowerCase();
   const valueOf = (d: DocumentView, elementId: string) => d.metadata.find((m) => m.metadataElementId === elementId)?.valueId;
   const matching = docs.filter(
     (d) =>
@@ -82,13 +98,7 @@ export function search(docs: DocumentView[], elements: Map<string, MetadataEleme
     }
     return compare(a.id, b.id);
   });
-  const start = (page.pageNumber - 1) * page.pageSize;
-  return {
-    items: matching.slice(start, start + page.pageSize),
-    totalCount: matching.length,
-    pageNumber: page.pageNumber,
-    pageSize: page.pageSize,
-  };
+  return matching;
 }
 
 function compare(a: string | undefined, b: string | undefined): number {

@@ -108,8 +108,15 @@ export class Store {
   /** Set by close(): a request still settling must not overwrite the file a restarted emulator now owns. */
   closed = false;
 
+  /**
+   * Bumped by every mutation (see changed()): what was computed from the store at one generation is still
+   * true while the generation is the same (the search handler memoizes its sorted result on it).
+   */
+  generation = 0;
+
   /** Call after every mutation: persists when a dataDir is set. */
   changed(): void {
+    this.generation++;
     if (!this.statePath || this.batchDepth > 0 || this.closed) return;
     const state: StateFile = {
       format: 1,

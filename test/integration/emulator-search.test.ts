@@ -183,4 +183,23 @@ describe('emulator search', () => {
     expect((await search(undefined)).status).toBe(400);
     expect((await search({}, '', 'text/plain')).status).toBe(415);
   });
+
+  it('answers every page from the store as it is now (the sorted result is memoized per store generation)', async () => {
+    const b = emu.control.createBinder({ name: 'Memo' }).id;
+    const f = emu.control.createFolder(b, { name: 'T' }).id;
+    const ids = ['m1', 'm2', 'm3'].map((n) => emu.control.addDocument(b, f, `${n}.txt`, n).document.id);
+    const filter = { MetadataFilters: [{ metadataElementId: 'GLOBAL_BinderId', valueId: b }] };
+    const page = async () => (await search(filter, '?pageSize=10')).body as { totalCount: number; items: Array<{ id: string; fileName: string; latestVersionId: string }> };
+    const first = await page();
+    expect(first.totalCount).toBe(3);
+    expect((await page()).items).toEqual(first.items); // unchanged store: the same answer
+    emu.control.renameDocument(ids[0] as string, 'renamed.txt');
+    expect((await page()).items.map((d) => d.fileName)).toContain('renamed.txt');
+    const v = emu.control.addVersion(ids[1] as string, 'new content');
+    expect((await page()).items.find((d) => d.id === ids[1])?.latestVersionId).toBe(v.id);
+    emu.control.deleteDocument(ids[2] as string);
+    expect((await page()).totalCount).toBe(2);
+    emu.control.addDocument(b, f, 'm4.txt', 'm4');
+    expect((await page()).totalCount).toBe(3);
+  });
 });
