@@ -1,6 +1,5 @@
 // Remote scan: the binder's folder tree (drives endpoints) and every document (paged search), turned into
 // one RemoteObservation. A listing is used only when it is complete; anything else is an error, never "empty".
-import { createHash } from 'node:crypto';
 import type { ServiceClient } from '../service/index.js';
 import type { BaseEntry, RemoteObservation } from '../sync/model.js';
 import { mapRemoteTree } from './path-map.js';
@@ -44,21 +43,28 @@ export interface RawListing {
   docs: Map<string, RawDoc>;
   method: RemoteListing['method'];
   requests: number;
-  /** Changes whenever any folder or document (id, name, parent, version) changes: a quiet poll is one hash. */
-  digest: string;
-  /** The same over the documents alone (decides whether a cached folder tree may be reused). */
-  docsDigest: string;
-  /** False when the folder tree was reused from `knownFolders` instead of walked. */
+  /**
+   * Exactly the same folders and documents (id, name, parent, version) as `previous`: a quiet poll needs
+   * nothing more. Compared field by field, never by a hash that could hide a change.
+   */
+  unchanged: boolean;
+  /** The documents alone are unchanged (decides whether a cached folder tree may stand in for a walk). */
+  docsUnchanged: boolean;
+  /** False when the folder tree was reused from `previous` instead of walked. */
   walkedTree: boolean;
 }
 
 export interface FetchRemoteOptions extends Pick<ListRemoteOptions, 'binderId' | 'pageSize' | 'signal'> {
   /**
-   * A folder tree walked recently. It is reused (saving one request per folder) only while the documents are
-   * exactly as last time (`previousDocsDigest`) and all sit in known folders; any document change walks again.
+   * The last complete listing. Its document records are reused where nothing changed (a quiet poll of a
+   * 100k-document binder then allocates almost nothing that outlives it), and it is what `unchanged` compares to.
    */
-  knownFolders?: RawFolder[] | null;
-  previousDocsDigest?: string | null;
+  previous?: RawListing | null;
+  /**
+   * May the previous listing's folder tree stand in for a walk (one request per folder)? Only while the
+   * documents are exactly as then and all sit in known folders; any document change walks again.
+   */
+  reuseFolders?: boolean;
 }
 
 /** Lists the whole binder. Throws (retryable) when the listing cannot be made complete. */
@@ -69,31 +75,61 @@ export async function listRemote(client: ListingClient, opts: ListRemoteOptions)
 /** Fetches the folder tree and every document; complete or a thrown error. */
 export async function fetchRemote(client: ListingClient, opts: FetchRemoteOptions): Promise<RawListing> {
   const counter = { requests: 0 };
+  const previous = opts.previous ?? null;
   let folders: RawFolder[] | null = null;
   const walk = async () => (folders ??= await listFolderTree(client, opts.binderId, counter, opts.signal));
   let method: RemoteListing['method'] = 'search';
-  let docs = await listDocumentsBySearch(client, opts, counter);
+  let docs = await listDocumentsBySearch(client, opts, counter, previous);
   if (docs === null) {
     // The paged walk was inconsistent (totalCount changed, or pages overlapped and skipped items because
     // the server's order is not stable). Try once more, then fall back to the unpaged per-folder endpoint.
-    docs = await listDocumentsBySearch(client, opts, counter);
+    docs = await listDocumentsBySearch(client, opts, counter, previous);
   }
   if (docs === null) {
     method = 'per-folder';
-    docs = await listDocumentsPerFolder(client, opts.binderId, await walk(), counter, opts.signal);
+    docs = await listDocumentsPerFolder(client, opts.binderId, await walk(), counter, previous, opts.signal);
   }
-  const docsDigest = digestOf([], docs);
-  const known = opts.knownFolders;
-  const reusable =
-    folders === null && known && opts.previousDocsDigest === docsDigest && allInKnownFolders(docs, known);
-  const tree = reusable ? known : await walk();
-  return { folders: tree, docs, method, requests: counter.requests, digest: digestOf(tree, docs), docsDigest, walkedTree: !reusable };
+  const docsUnchanged = previous !== null && sameDocs(docs, previous.docs);
+  const reusable = folders === null && opts.reuseFolders === true && previous !== null && docsUnchanged && allInKnownFolders(docs, previous.folders);
+  const tree = reusable && previous ? previous.folders : await walk();
+  const unchanged = docsUnchanged && previous !== null && (tree === previous.folders || sameFolders(tree, previous.folders));
+  return { folders: tree, docs, method, requests: counter.requests, unchanged, docsUnchanged, walkedTree: !reusable };
 }
 
 function allInKnownFolders(docs: Map<string, RawDoc>, folders: RawFolder[]): boolean {
   const ids = new Set(folders.map((f) => f.id));
   for (const d of docs.values()) if (!ids.has(d.folderId)) return false;
   return true;
+}
+
+/** Same ids with the same records. Records equal to the previous ones are the previous objects (see reuse). */
+function sameDocs(a: Map<string, RawDoc>, b: Map<string, RawDoc>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [id, d] of a) {
+    const p = b.get(id);
+    if (p !== d && (p === undefined || !sameDoc(p, d))) return false;
+  }
+  return true;
+}
+
+function sameDoc(a: RawDoc, b: RawDoc): boolean {
+  return a.documentId === b.documentId && a.fileName === b.fileName && a.folderId === b.folderId && a.versionId === b.versionId;
+}
+
+function sameFolders(a: RawFolder[], b: RawFolder[]): boolean {
+  if (a.length !== b.length) return false;
+  const byId = new Map(b.map((f) => [f.id, f]));
+  return a.every((f) => {
+    const p = byId.get(f.id);
+    return p !== undefined && p.name === f.name && p.parentId === f.parentId;
+  });
+}
+
+/** The previous record when nothing in it changed (kept, so the fresh copy dies young), else a new one. */
+function reuse(previous: RawListing | null, fresh: { id: string; fileName: string; folderId: string; latestVersionId: string }): RawDoc {
+  const p = previous?.docs.get(fresh.id);
+  if (p && p.fileName === fresh.fileName && p.folderId === fresh.folderId && p.versionId === fresh.latestVersionId) return p;
+  return { documentId: fresh.id, fileName: fresh.fileName, folderId: fresh.folderId, versionId: fresh.latestVersionId };
 }
 
 /** Confirms deletes of base documents missing from the listing and maps every name to a local path. */
@@ -113,16 +149,6 @@ export async function observeRemote(client: ListingClient, raw: RawListing, opts
     method: raw.method,
     requests: counter.requests,
   };
-}
-
-function digestOf(folders: RawFolder[], docs: Map<string, RawDoc>): string {
-  const lines: string[] = [];
-  for (const f of folders) lines.push(`f\0${f.id}\0${f.name}\0${f.parentId ?? ''}`);
-  for (const d of docs.values()) lines.push(`d\0${d.documentId}\0${d.fileName}\0${d.folderId}\0${d.versionId}`);
-  lines.sort();
-  const h = createHash('sha256');
-  for (const l of lines) h.update(l).update('\n');
-  return h.digest('hex');
 }
 
 /** Breadth-first walk of the drive. The parent of each folder is taken from the walk itself, not from the
@@ -163,6 +189,7 @@ async function listDocumentsBySearch(
   client: ListingClient,
   opts: Pick<ListRemoteOptions, 'binderId' | 'pageSize' | 'signal'>,
   counter: { requests: number },
+  previous: RawListing | null,
 ): Promise<Map<string, RawDoc> | null> {
   const docs = new Map<string, RawDoc>();
   const filters = [{ metadataElementId: 'GLOBAL_BinderId', valueId: opts.binderId }];
@@ -174,8 +201,8 @@ async function listDocumentsBySearch(
   const merge = (items: Awaited<ReturnType<typeof fetchPage>>['items']) => {
     for (const d of items) {
       // Duplicates across pages are merged; a document is in this binder only if the server says so.
-      if (d.binderId !== undefined && d.binderId !== opts.binderId) continue;
-      docs.set(d.id, { documentId: d.id, fileName: d.fileName, folderId: d.folderId, versionId: d.latestVersionId });
+      if (d.binderId != null && d.binderId !== opts.binderId) continue;
+      docs.set(d.id, reuse(previous, d));
     }
   };
   const first = await fetchPage(1, opts.pageSize);
@@ -210,6 +237,7 @@ async function listDocumentsPerFolder(
   binderId: string,
   folders: RawFolder[],
   counter: { requests: number },
+  previous: RawListing | null,
   signal?: AbortSignal,
 ): Promise<Map<string, RawDoc>> {
   const docs = new Map<string, RawDoc>();
@@ -221,7 +249,7 @@ async function listDocumentsPerFolder(
     }),
   );
   for (const list of lists) {
-    for (const d of list) docs.set(d.id, { documentId: d.id, fileName: d.fileName, folderId: d.folderId, versionId: d.latestVersionId });
+    for (const d of list) docs.set(d.id, reuse(previous, d));
   }
   return docs;
 }

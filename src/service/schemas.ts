@@ -68,9 +68,23 @@ export const DocumentVersionSchema = z.object({
   thumbnailUrl: opt(z.string()),
 });
 
+/**
+ * A search hit: the Document fields a listing uses, validated as strictly as DocumentSchema; the rest
+ * (metadata) is dropped unread. A daemon re-reads every page of the binder on each poll (100k documents
+ * = 40 MB of JSON), so this schema avoids per-item preprocessing and nested arrays.
+ */
+export const SearchItemSchema = z.object({
+  id: nonEmptyId,
+  fileName: z.string().min(1),
+  folderId: nonEmptyId,
+  // null or absent: the server did not say (the document is taken as this binder's, like DocumentSchema's).
+  binderId: z.string().nullish(),
+  latestVersionId: nonEmptyId,
+});
+
 /** Search result page; pageNumber/pageSize may be absent and then fall back to the requested ones. */
 export const SearchPageSchema = z.object({
-  items: z.array(DocumentSchema),
+  items: z.array(SearchItemSchema),
   totalCount: z.number().int().nonnegative(),
   pageNumber: opt(z.number().int()),
   pageSize: opt(z.number().int()),
@@ -112,6 +126,7 @@ export type MetadataElement = z.infer<typeof MetadataElementSchema>;
 export type Folder = z.infer<typeof FolderSchema>;
 export type Document = z.infer<typeof DocumentSchema>;
 export type DocumentVersion = z.infer<typeof DocumentVersionSchema>;
+export type SearchItem = z.infer<typeof SearchItemSchema>;
 export type SearchPage = z.infer<typeof SearchPageSchema>;
 export type DownloadLink = z.infer<typeof DownloadLinkSchema>;
 export type PresignedUpload = z.infer<typeof PresignedUploadSchema>;

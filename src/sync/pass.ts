@@ -9,7 +9,7 @@ import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../loca
 import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { coveringSubtrees, mergeScan, scanLocal } from '../local/scanner.js';
-import { fetchRemote, observeRemote, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
+import { fetchRemote, observeRemote, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
 import { executePlan, type ExecutionReport } from './executor.js';
@@ -53,6 +53,8 @@ export interface PairRuntime {
    * pair download-only with one warning.
    */
   readOnly: boolean | null;
+  /** Stale temp files were looked for since the pair was opened (see runPass). */
+  tempsCleaned: boolean;
   /** Observations of the previous pass, reused by passes that ask for it (see PassOptions). */
   cache: {
     local: LocalObservation | null;
@@ -62,12 +64,10 @@ export interface PairRuntime {
     remoteAt: number;
     /** False once the previous pass sent anything to the service. */
     remoteFresh: boolean;
-    /** Digest of the last fresh remote listing (see fetchRemote). */
-    remoteDigest: string | null;
-    /** The folder tree last walked, when, and the documents' digest then (see FOLDER_TREE_MAX_AGE_MS). */
-    folders: RawFolder[] | null;
+    /** The last fresh remote listing as fetched: what the next one is compared to (see fetchRemote). */
+    raw: RawListing | null;
+    /** When its folder tree was walked (see FOLDER_TREE_MAX_AGE_MS). */
     foldersAt: number;
-    docsDigest: string | null;
     /** The last pass planned nothing and left nothing for later: an unchanged world needs no new plan. */
     quiet: boolean;
     /** Its issues (what a quiet pass reports again). */
@@ -149,7 +149,8 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       metadata,
       caseInsensitive,
       readOnly: null,
-      cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, remoteDigest: null, folders: null, foldersAt: 0, docsDigest: null, quiet: false, issues: [] },
+      tempsCleaned: false,
+      cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, quiet: false, issues: [] },
     };
   } catch (err) {
     store.close();
@@ -191,10 +192,16 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const dryRun = opts.dryRun === true;
   ensureRoot(rt.pair, rt.store);
   const deps = executorDeps(rt, opts, now);
+  const subtrees = localSubtrees(rt, opts);
   if (!dryRun) {
     await rt.trash.purgeOlderThan(rt.pair.trashRetentionDays);
-    const stale = await cleanStaleTemps(rt.pair.localPath);
-    if (stale > 0) rt.log.info({ removed: stale }, 'removed temp files left by an interrupted run');
+    // Temp files are left only by a run that was killed (this process removes its own), so the walk of the
+    // whole tree that finds them runs once per start and with every full scan, not on each poll.
+    if (subtrees === undefined || !rt.tempsCleaned) {
+      const stale = await cleanStaleTemps(rt.pair.localPath);
+      rt.tempsCleaned = true;
+      if (stale > 0) rt.log.info({ removed: stale }, 'removed temp files left by an interrupted run');
+    }
     const steps = await recoverIntents(rt.store, rt.pair.localPath, rt.log);
     if (steps > 0) rt.log.info({ steps }, 'finished local steps interrupted by a restart');
     const rec = await recoverOutbox(deps);
@@ -202,7 +209,6 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (steps + rec.finished + rec.dropped > 0) rt.cache.quiet = false; // the base changed: plan again
   }
   let hashed = 0;
-  const subtrees = localSubtrees(rt, opts);
   // Nothing local to look at (the watcher saw nothing, the last pass wrote nothing): no scan, no base load yet.
   const noLocalWork = subtrees !== undefined && subtrees.length === 0;
   let baseMap: Map<string, BaseEntry> | null = null;
@@ -224,25 +230,19 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const reuse = opts.reuseRemoteWithinMs !== undefined && rt.cache.remote !== null && rt.cache.remoteFresh &&
     Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs;
   // Reused only while nothing waits for a remote folder to appear (then every poll walks the tree).
-  const treeFresh = rt.cache.folders !== null && Date.now() - rt.cache.foldersAt < FOLDER_TREE_MAX_AGE_MS && opts.dryRun !== true &&
+  const treeFresh = rt.cache.raw !== null && Date.now() - rt.cache.foldersAt < FOLDER_TREE_MAX_AGE_MS && opts.dryRun !== true &&
     !rt.cache.issues.some((i) => i.code === 'waiting-for-remote-folder');
   const raw = reuse
     ? null
     : await fetchRemote(rt.client, {
         binderId: rt.pair.binderId,
         pageSize: rt.pair.pageSize,
-        knownFolders: treeFresh ? rt.cache.folders : null,
-        previousDocsDigest: rt.cache.docsDigest,
+        previous: rt.cache.raw,
+        reuseFolders: treeFresh,
         ...(opts.signal ? { signal: opts.signal } : {}),
       });
-  if (raw) {
-    if (raw.walkedTree) {
-      rt.cache.folders = raw.folders;
-      rt.cache.foldersAt = Date.now();
-    }
-    rt.cache.docsDigest = raw.docsDigest;
-  }
-  if (raw && noLocalWork && !dryRun && opts.force !== true && rt.cache.quiet && rt.cache.remote !== null && raw.digest === rt.cache.remoteDigest) {
+  if (raw?.walkedTree) rt.cache.foldersAt = Date.now();
+  if (raw && noLocalWork && !dryRun && opts.force !== true && rt.cache.quiet && rt.cache.remote !== null && raw.unchanged) {
     // Quiet poll: the last pass planned nothing, nothing local changed, and the binder is exactly as listed
     // then. Every input of reconcile is the same, so its plan would be empty again: skip the work.
     return quietPass(rt, raw, now, started);
@@ -260,7 +260,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
       });
   if (raw) {
     rt.cache.remoteAt = Date.now();
-    rt.cache.remoteDigest = raw.digest;
+    rt.cache.raw = raw;
   }
   // Until this pass has run, neither cache may be trusted (a throw below leaves them invalid).
   rt.cache.local = null;
@@ -359,6 +359,7 @@ async function removeVacatedDirs(rt: PairRuntime, dirs: ReadonlySet<string>, rem
 /** The report of a poll that found nothing new anywhere (see runPass). */
 function quietPass(rt: PairRuntime, raw: RawListing, now: () => Date, started: number): PassReport {
   rt.cache.remoteAt = Date.now();
+  rt.cache.raw = raw;
   rt.store.setMeta('lastPollAt', now().toISOString());
   const issues = rt.cache.issues;
   return {

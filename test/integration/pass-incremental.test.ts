@@ -63,7 +63,7 @@ describe('incremental passes', () => {
     expect(counters.search).toBeGreaterThan(0);
     expect(counters.document + counters.versions + counters.commit + counters['storage-get']).toBe(0);
 
-    // A remote change changes the listing's digest: planned and downloaded.
+    // A remote change makes the listing differ from the last one: planned and downloaded.
     const [doc] = emu.control.listDocuments(binderId);
     emu.control.addVersion(doc!.id, 'remote edit');
     const pulled = await runPass(rt, { localDirs: [] });
@@ -113,4 +113,20 @@ describe('incremental passes', () => {
     const uploaded = await runPass(rt, { localDirs: [] });
     expect(uploaded.execution?.done.upload).toBe(1);
   });
+
+  it('looks for stale temp files on the first pass and on full scans, not on every poll', async () => {
+    fs.mkdirSync(local('Docs'), { recursive: true });
+    fs.writeFileSync(local('Docs/.binder-sync-tmp-0000000000000001'), 'left by a killed run');
+    await runPass(rt);
+    expect(fs.existsSync(local('Docs/.binder-sync-tmp-0000000000000001'))).toBe(false);
+    await runPass(rt, { localDirs: [] });
+    // Appearing later (a killed helper process, say): an incremental poll does not walk the tree for it ...
+    fs.writeFileSync(local('Docs/.binder-sync-tmp-0000000000000002'), 'partial');
+    await runPass(rt, { localDirs: [] });
+    expect(fs.existsSync(local('Docs/.binder-sync-tmp-0000000000000002'))).toBe(true);
+    // ... the next full scan (the daemon's periodic rescan) removes it.
+    await runPass(rt);
+    expect(fs.existsSync(local('Docs/.binder-sync-tmp-0000000000000002'))).toBe(false);
+  });
 });
+

@@ -1,7 +1,7 @@
 // The remote listing: complete or nothing. Paging with clamped page sizes, duplicates across pages, a binder
 // that changes during the walk (falls back to the per-folder endpoint), and deletes confirmed by GET.
 import { describe, expect, it } from 'vitest';
-import { listRemote, type ListingClient } from '../../src/remote/listing.js';
+import { fetchRemote, listRemote, type ListingClient } from '../../src/remote/listing.js';
 import type { BaseEntry } from '../../src/sync/model.js';
 
 interface Doc { id: string; fileName: string; folderId: string; binderId?: string; latestVersionId: string }
@@ -95,5 +95,62 @@ describe('listRemote', () => {
     const { client } = fakeClient(docs(5));
     const failing = { ...client, searchDocuments: async () => { throw new Error('HTTP 503'); } } as unknown as ListingClient;
     await expect(listRemote(failing, opts())).rejects.toThrow('503');
+  });
+
+  describe('fetchRemote against the previous listing', () => {
+    const raw = (client: ListingClient, previous: Awaited<ReturnType<typeof fetchRemote>> | null, reuseFolders = false) =>
+      fetchRemote(client, { binderId: 'B', pageSize: 10, previous, reuseFolders });
+
+    it('says unchanged only when every document and folder is exactly as before, and reuses unchanged records', async () => {
+      const list = docs(25);
+      const { client } = fakeClient(list);
+      const first = await raw(client, null);
+      expect(first.unchanged).toBe(false); // nothing to compare with
+      const second = await raw(client, first);
+      expect(second.unchanged).toBe(true);
+      expect(second.docs.get('d007')).toBe(first.docs.get('d007')); // the same object: the fresh copy dies young
+      // Each kind of change, one at a time, is seen.
+      const changes: Array<(d: Doc[]) => void> = [
+        (d) => (d[3]!.latestVersionId = 'v-new'),
+        (d) => (d[4]!.fileName = 'renamed.txt'),
+        (d) => (d[5]!.folderId = d[5]!.folderId === 'F1' ? 'F2' : 'F1'),
+        (d) => d.pop(),
+        (d) => d.push({ id: 'd999', fileName: 'new.txt', folderId: 'F1', binderId: 'B', latestVersionId: 'v999' }),
+        (d) => (d[6]!.id = 'd-other'), // same count, one id swapped for another
+      ];
+      for (const change of changes) {
+        const changed = docs(25);
+        change(changed);
+        const next = await raw(fakeClient(changed).client, second);
+        expect(next.unchanged).toBe(false);
+        expect(next.docsUnchanged).toBe(false);
+        expect(next.docs.size).toBe(changed.length);
+        for (const d of changed) expect(next.docs.get(d.id)).toMatchObject({ fileName: d.fileName, folderId: d.folderId, versionId: d.latestVersionId });
+      }
+    });
+
+    it('reuses the folder tree only when asked and the documents are unchanged; a folder rename is seen on a walk', async () => {
+      const list = docs(12);
+      const { client } = fakeClient(list);
+      let subfolderCalls = 0;
+      const counting = { ...client, listSubFolders: async (b: string, id: string) => (subfolderCalls++, client.listSubFolders(b, id)) } as ListingClient;
+      const first = await raw(counting, null, true);
+      expect(first.walkedTree).toBe(true);
+      const calls = subfolderCalls;
+      const reused = await raw(counting, first, true);
+      expect(reused.walkedTree).toBe(false);
+      expect(subfolderCalls).toBe(calls);
+      expect(reused.unchanged).toBe(true);
+      // Not asked to reuse: walks; a renamed folder makes the listing changed although no document changed.
+      const renamed = { ...counting, listTopFolders: async () => [{ id: 'F1', name: 'Renamed' }] } as ListingClient;
+      const walked = await raw(renamed, reused, false);
+      expect(walked.walkedTree).toBe(true);
+      expect(walked.docsUnchanged).toBe(true);
+      expect(walked.unchanged).toBe(false);
+      // A document change walks the tree even when reuse is allowed.
+      list[0]!.latestVersionId = 'v-changed';
+      const afterDocChange = await raw(counting, walked, true);
+      expect(afterDocChange.walkedTree).toBe(true);
+    });
   });
 });

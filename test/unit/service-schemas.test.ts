@@ -43,7 +43,15 @@ describe('service schemas', () => {
   });
 
   it('search page: items and integer totalCount >= 0 required, paging fields optional', () => {
-    expect(SearchPageSchema.parse({ items: [doc], totalCount: 1 })).toEqual({ items: [doc], totalCount: 1 });
+    // A search hit keeps the fields a listing uses; metadata is dropped unread (see SearchItemSchema).
+    const { metadata: _unused, ...hit } = doc;
+    expect(SearchPageSchema.parse({ items: [doc], totalCount: 1 })).toEqual({ items: [hit], totalCount: 1 });
+    expect(SearchPageSchema.parse({ items: [{ ...hit, binderId: null }], totalCount: 1 }).items[0]?.binderId).toBeNull();
+    for (const missing of ['id', 'fileName', 'folderId', 'latestVersionId'] as const) {
+      const { [missing]: _gone, ...partial } = hit;
+      expect(SearchPageSchema.safeParse({ items: [partial], totalCount: 1 }).success).toBe(false);
+      expect(SearchPageSchema.safeParse({ items: [{ ...hit, [missing]: '' }], totalCount: 1 }).success).toBe(false);
+    }
     expect(SearchPageSchema.safeParse({ items: [doc] }).success).toBe(false);
     expect(SearchPageSchema.safeParse({ items: [], totalCount: -1 }).success).toBe(false);
     expect(SearchPageSchema.safeParse({ items: [], totalCount: 1.5 }).success).toBe(false);
