@@ -23,6 +23,8 @@ interface Round {
   pageSize?: number;
   watcher?: string;
   env?: Record<string, string>;
+  /** More node flags for the daemon (e.g. --trace-gc; its lines are saved with the log). */
+  nodeArgs?: string[];
 }
 
 const ctl = process.env.IDLE_LAB_CTL ?? '/tmp/idle-lab';
@@ -37,6 +39,7 @@ const local = path.join(work, 'local');
 const stateDir = path.join(work, 'state');
 let t0 = Date.now();
 await runSync(writeConfig(work, { emu, binderId, localPath: local, stateDir, limits: { requestsPerSecond: 1000, maxConcurrentRequests: 16, maxConcurrentTransfers: 16 } }), emu);
+fs.writeFileSync(path.join(ctl, 'secret'), emu.credentials.clientSecret, { mode: 0o600 });
 console.log(`setup: ${n} files synced in ${Date.now() - t0} ms; work dir ${work}; waiting for ${ctl}/go`);
 for (;;) {
   const go = path.join(ctl, 'go');
@@ -65,7 +68,7 @@ for (;;) {
   const cfg = writeConfig(work, { emu, binderId, localPath: local, stateDir, limits: limitsAt(100), pairOptions: { watcher: round.watcher ?? 'auto' } });
   const profDir = path.join(work, `prof-${Date.now()}`);
   fs.mkdirSync(profDir);
-  const nodeArgs = [...(round.profile ? ['--cpu-prof', '--cpu-prof-dir', profDir] : []), ...(round.heapSignal ? ['--heapsnapshot-signal=SIGUSR2'] : [])];
+  const nodeArgs = [...(round.nodeArgs ?? []), ...(round.profile ? ['--cpu-prof', '--cpu-prof-dir', profDir] : []), ...(round.heapSignal ? ['--heapsnapshot-signal=SIGUSR2'] : [])];
   emu.control.resetCounters();
   t0 = performance.now();
   const d = startDaemon(cfg, emu, { nodeArgs, env: { BINDER_SYNC_LOG_LEVEL: 'info', ...(round.pollMs ? { BINDER_SYNC_POLL_INTERVAL_MS: String(round.pollMs) } : {}), ...round.env } });

@@ -2,6 +2,7 @@
 // one RemoteObservation. A listing is used only when it is complete; anything else is an error, never "empty".
 import type { ServiceClient } from '../service/index.js';
 import type { BaseEntry, RemoteObservation } from '../sync/model.js';
+import { DocMerger } from './doc-merge.js';
 import { mapRemoteTree } from './path-map.js';
 
 export type ListingClient = Pick<
@@ -102,8 +103,9 @@ function allInKnownFolders(docs: Map<string, RawDoc>, folders: RawFolder[]): boo
   return true;
 }
 
-/** Same ids with the same records. Records equal to the previous ones are the previous objects (see reuse). */
+/** Same ids with the same records. Records equal to the previous ones are the previous objects (see DocMerger). */
 function sameDocs(a: Map<string, RawDoc>, b: Map<string, RawDoc>): boolean {
+  if (a === b) return true;
   if (a.size !== b.size) return false;
   for (const [id, d] of a) {
     const p = b.get(id);
@@ -123,13 +125,6 @@ function sameFolders(a: RawFolder[], b: RawFolder[]): boolean {
     const p = byId.get(f.id);
     return p !== undefined && p.name === f.name && p.parentId === f.parentId;
   });
-}
-
-/** The previous record when nothing in it changed (kept, so the fresh copy dies young), else a new one. */
-function reuse(previous: RawListing | null, fresh: { id: string; fileName: string; folderId: string; latestVersionId: string }): RawDoc {
-  const p = previous?.docs.get(fresh.id);
-  if (p && p.fileName === fresh.fileName && p.folderId === fresh.folderId && p.versionId === fresh.latestVersionId) return p;
-  return { documentId: fresh.id, fileName: fresh.fileName, folderId: fresh.folderId, versionId: fresh.latestVersionId };
 }
 
 /** Confirms deletes of base documents missing from the listing and maps every name to a local path. */
@@ -191,7 +186,7 @@ async function listDocumentsBySearch(
   counter: { requests: number },
   previous: RawListing | null,
 ): Promise<Map<string, RawDoc> | null> {
-  const docs = new Map<string, RawDoc>();
+  const merger = new DocMerger(previous?.docs ?? null);
   const filters = [{ metadataElementId: 'GLOBAL_BinderId', valueId: opts.binderId }];
   const fetchPage = async (pageNumber: number, pageSize: number) => {
     opts.signal?.throwIfAborted();
@@ -202,7 +197,7 @@ async function listDocumentsBySearch(
     for (const d of items) {
       // Duplicates across pages are merged; a document is in this binder only if the server says so.
       if (d.binderId != null && d.binderId !== opts.binderId) continue;
-      docs.set(d.id, reuse(previous, d));
+      merger.add(d);
     }
   };
   const first = await fetchPage(1, opts.pageSize);
@@ -229,7 +224,9 @@ async function listDocumentsBySearch(
       else merge(page.items);
     }),
   );
-  return consistent && docs.size === totalCount ? docs : null;
+  if (!consistent) return null;
+  const docs = merger.result();
+  return docs.size === totalCount ? docs : null;
 }
 
 async function listDocumentsPerFolder(
@@ -240,7 +237,7 @@ async function listDocumentsPerFolder(
   previous: RawListing | null,
   signal?: AbortSignal,
 ): Promise<Map<string, RawDoc>> {
-  const docs = new Map<string, RawDoc>();
+  const merger = new DocMerger(previous?.docs ?? null);
   const lists = await Promise.all(
     folders.map(async (f) => {
       signal?.throwIfAborted();
@@ -249,9 +246,9 @@ async function listDocumentsPerFolder(
     }),
   );
   for (const list of lists) {
-    for (const d of list) docs.set(d.id, reuse(previous, d));
+    for (const d of list) merger.add(d);
   }
-  return docs;
+  return merger.result();
 }
 
 /**

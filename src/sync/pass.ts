@@ -226,8 +226,9 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
         ...(opts.signal ? { signal: opts.signal } : {}),
       });
   const previousLocal = rt.cache.local;
-  const local = subtrees && previousLocal ? mergeScan(previousLocal, scanned, subtrees) : scanned;
-  const reuse = opts.reuseRemoteWithinMs !== undefined && rt.cache.remote !== null && rt.cache.remoteFresh &&
+  // Nothing rescanned: the previous observation stands as it is (merging would copy 100k entries per poll).
+  const local = subtrees && previousLocal ? (noLocalWork ? previousLocal : mergeScan(previousLocal, scanned, subtrees)) : scanned;
+  const reuse = opts.reuseRemoteWithinMs !== undefined && (rt.cache.remote !== null || rt.cache.raw !== null) && rt.cache.remoteFresh &&
     Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs;
   // Reused only while nothing waits for a remote folder to appear (then every poll walks the tree).
   const treeFresh = rt.cache.raw !== null && Date.now() - rt.cache.foldersAt < FOLDER_TREE_MAX_AGE_MS && opts.dryRun !== true &&
@@ -242,15 +243,16 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
         ...(opts.signal ? { signal: opts.signal } : {}),
       });
   if (raw?.walkedTree) rt.cache.foldersAt = Date.now();
-  if (raw && noLocalWork && !dryRun && opts.force !== true && rt.cache.quiet && rt.cache.remote !== null && raw.unchanged) {
+  if (raw && noLocalWork && !dryRun && opts.force !== true && rt.cache.quiet && raw.unchanged) {
     // Quiet poll: the last pass planned nothing, nothing local changed, and the binder is exactly as listed
     // then. Every input of reconcile is the same, so its plan would be empty again: skip the work.
     return quietPass(rt, raw, now, started);
   }
   const base = loadBase();
+  // A reused listing is the observation of the last pass, or (dropped after a quiet poll) rebuilt from the raw one.
   const listing: RemoteListing = raw === null && rt.cache.remote
     ? { ...rt.cache.remote, requests: 0 }
-    : await observeRemote(rt.client, raw as RawListing, {
+    : await observeRemote(rt.client, raw ?? { ...(rt.cache.raw as RawListing), requests: 0 }, {
         binderId: rt.pair.binderId,
         pageSize: rt.pair.pageSize,
         caseInsensitive: rt.caseInsensitive,
@@ -360,6 +362,9 @@ async function removeVacatedDirs(rt: PairRuntime, dirs: ReadonlySet<string>, rem
 function quietPass(rt: PairRuntime, raw: RawListing, now: () => Date, started: number): PassReport {
   rt.cache.remoteAt = Date.now();
   rt.cache.raw = raw;
+  // The mapped observation (~25 MB at 100k documents) is dropped while idle; a pass that reuses the listing
+  // rebuilds it from `raw`, which holds the same documents.
+  rt.cache.remote = null;
   rt.store.setMeta('lastPollAt', now().toISOString());
   const issues = rt.cache.issues;
   return {

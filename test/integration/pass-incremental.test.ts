@@ -128,5 +128,19 @@ describe('incremental passes', () => {
     await runPass(rt);
     expect(fs.existsSync(local('Docs/.binder-sync-tmp-0000000000000002'))).toBe(false);
   });
+
+  it('after a quiet poll drops the mapped listing, a hinted pass rebuilds it from the raw listing without listing again', async () => {
+    await runPass(rt);
+    await runPass(rt, { localDirs: [] });
+    await runPass(rt, { localDirs: [] }); // quiet
+    expect(rt.cache.remote).toBeNull();
+    expect(rt.cache.raw?.docs.size).toBe(5);
+    fs.writeFileSync(local('Docs/after-quiet.txt'), 'local');
+    emu.control.resetCounters();
+    const pushed = await runPass(rt, { localDirs: ['Docs'], reuseRemoteWithinMs: 60_000 });
+    expect(pushed.execution?.done.upload).toBe(1);
+    expect(pushed.plan.groups.flat().map((a) => a.kind)).toEqual(['upload']); // the 5 synced files stay put
+    expect(emu.control.counters().search).toBe(0);
+  });
 });
 

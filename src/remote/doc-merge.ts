@@ -1,0 +1,80 @@
+// Merges the documents of a listing, page by page as they arrive, against the previous listing. A document
+// exactly as before is only marked as seen (no new record, no new map entry): a quiet poll of a 100k-document
+// binder returns the previous map itself and leaves almost nothing behind for the garbage collector.
+import type { RawDoc } from './listing.js';
+
+/** What a listing page says about one document (the fields the listing keeps). */
+export interface ListedDoc {
+  id: string;
+  fileName: string;
+  folderId: string;
+  latestVersionId: string;
+}
+
+interface Index {
+  ids: Map<string, number>;
+  recs: RawDoc[];
+}
+
+/** Position of every record of a previous map, built once per map (an unchanged listing keeps its map). */
+const indexes = new WeakMap<Map<string, RawDoc>, Index>();
+
+function indexOf(docs: Map<string, RawDoc>): Index {
+  let ix = indexes.get(docs);
+  if (!ix) {
+    ix = { ids: new Map(), recs: [] };
+    for (const [id, d] of docs) {
+      ix.ids.set(id, ix.recs.length);
+      ix.recs.push(d);
+    }
+    indexes.set(docs, ix);
+  }
+  return ix;
+}
+
+export class DocMerger {
+  private readonly prev: Index | null;
+  private readonly seen: Uint8Array;
+  private matched = 0;
+  /** Documents that are new or differ from the previous listing (the last sighting wins). */
+  private readonly changed = new Map<string, RawDoc>();
+  /** One string per folder id instead of one copy per document. */
+  private readonly folderIds = new Map<string, string>();
+
+  constructor(private readonly previous: Map<string, RawDoc> | null) {
+    this.prev = previous ? indexOf(previous) : null;
+    this.seen = new Uint8Array(this.prev?.recs.length ?? 0);
+  }
+
+  add(d: ListedDoc): void {
+    const i = this.prev?.ids.get(d.id);
+    if (i !== undefined) {
+      const p = (this.prev as Index).recs[i] as RawDoc;
+      if (p.fileName === d.fileName && p.folderId === d.folderId && p.versionId === d.latestVersionId) {
+        if (this.seen[i] === 0) {
+          this.seen[i] = 1;
+          this.matched++;
+        }
+        return;
+      }
+    }
+    let folderId = this.folderIds.get(d.folderId);
+    if (folderId === undefined) this.folderIds.set(d.folderId, (folderId = d.folderId));
+    this.changed.set(d.id, { documentId: d.id, fileName: d.fileName, folderId, versionId: d.latestVersionId });
+  }
+
+  /** Every document added: the previous map itself when it is exactly that, else a new map. */
+  result(): Map<string, RawDoc> {
+    const prev = this.prev;
+    if (prev && this.previous && this.changed.size === 0 && this.matched === prev.recs.length) return this.previous;
+    const out = new Map<string, RawDoc>();
+    if (prev) {
+      for (let i = 0; i < prev.recs.length; i++) {
+        const rec = prev.recs[i] as RawDoc;
+        if (this.seen[i] === 1 && !this.changed.has(rec.documentId)) out.set(rec.documentId, rec);
+      }
+    }
+    for (const [id, d] of this.changed) out.set(id, d);
+    return out;
+  }
+}
