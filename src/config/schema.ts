@@ -112,6 +112,14 @@ const pairSchema = z.strictObject({
     .describe('A pass stops when it would trash more than this share of the local files (0 < x <= 1).'),
   ignore: z.array(nonEmpty()).default([]).describe('Globs of local paths never synced.'),
   pollInterval: duration(5000, 86_400_000).prefault('60s').describe('How often the remote side is listed.'),
+  pollCpuBudget: z
+    .number()
+    .min(0)
+    .max(100)
+    .default(1)
+    .describe(
+      'Most CPU (percent of one core) quiet polls may use: when listing the binder costs more than this share of pollInterval, polls are spaced out (at most 5x pollInterval). 0 = poll every pollInterval regardless.',
+    ),
   fullRescanInterval: duration(60_000, 7 * 86_400_000).prefault('1h').describe('How often the whole local tree is rescanned.'),
   watcher: z.enum(WATCHERS).default('auto').describe('Local change detection: auto, chokidar, native or off (rescans only).'),
   trashRetentionDays: z.number().int().min(1).max(3650).default(30).describe('Days replaced/removed local files stay in the trash.'),

@@ -64,6 +64,8 @@ export class PairWorker {
     this.log = d.log.child({ pair: d.pair.name });
     this.scheduler = new PairScheduler({
       pollIntervalMs: d.timing.pollIntervalOverrideMs ?? d.pair.pollInterval,
+      // A test's (or operator's) BINDER_SYNC_POLL_INTERVAL_MS is meant literally: no spacing out then.
+      pollCpuBudgetPercent: d.timing.pollIntervalOverrideMs === undefined ? d.pair.pollCpuBudget : 0,
       rescanIntervalMs: d.timing.rescanIntervalOverrideMs ?? d.pair.fullRescanInterval,
       timing: d.timing,
       log: this.log,
@@ -129,6 +131,7 @@ export class PairWorker {
     this.log.debug({ trigger }, 'pass starting');
     const obs = this.d.observer;
     let report: PassReport | null = null;
+    const cpuBefore = process.cpuUsage();
     try {
       report = await runPass(rt, {
         ...this.scope(trigger),
@@ -161,7 +164,15 @@ export class PairWorker {
         hint: 'check the local root and the binder; if the change is intended run `binder-sync sync --force` once',
       });
     }
-    return { retryableFailures: (report.execution?.failures ?? []).some((f) => f.retryable), recheckInMs: report.recheckInMs };
+    // What a poll that found nothing costs (the process's CPU, so a pass of another pair running at the same
+    // time counts too: the budget errs towards polling less).
+    const cpu = process.cpuUsage(cpuBefore);
+    const quietPoll = trigger === 'poll' && report.plan.groups.length === 0 && report.deferred.length === 0;
+    return {
+      retryableFailures: (report.execution?.failures ?? []).some((f) => f.retryable),
+      recheckInMs: report.recheckInMs,
+      quietPollCpuMs: quietPoll ? (cpu.user + cpu.system) / 1000 : null,
+    };
   }
 
   /**

@@ -16,10 +16,21 @@ export interface PassOutcome {
   retryableFailures: boolean;
   /** Files were left for later because they were still being written: look again after this many ms. */
   recheckInMs?: number | null;
+  /** CPU time (ms) of a pass that only listed and found nothing to do; what spacing polls out is based on. */
+  quietPollCpuMs?: number | null;
 }
+
+/** Polls are never spaced out further than this many pollIntervals by the CPU budget. */
+export const MAX_POLL_STRETCH = 5;
 
 export interface SchedulerOptions {
   pollIntervalMs: number;
+  /**
+   * Percent of one core that quiet polls may use (0 = off). A binder so large that one listing costs more than
+   * this share of pollIntervalMs is polled every cost/budget instead (at most MAX_POLL_STRETCH x pollIntervalMs):
+   * the service has no change feed, so a 100k-document listing is ~1 s of JSON to parse each time.
+   */
+  pollCpuBudgetPercent?: number;
   rescanIntervalMs: number;
   timing: DaemonTiming;
   /** Runs one pass; throws when the pass (or opening the pair) failed as a whole. */
@@ -53,6 +64,9 @@ export class PairScheduler {
   private failures = 0;
   private softFailures = 0;
   private readonly health: HealthLog;
+  /** Smoothed CPU cost of a quiet poll (ms), and the poll spacing last announced in the log. */
+  private pollCostMs: number | null = null;
+  private announcedIntervalMs: number;
   private readonly random: () => number;
   private readonly now: () => number;
 
@@ -60,6 +74,36 @@ export class PairScheduler {
     this.random = o.random ?? Math.random;
     this.now = o.now ?? Date.now;
     this.health = new HealthLog(o.log, this.now);
+    this.announcedIntervalMs = o.pollIntervalMs;
+  }
+
+  /**
+   * The poll interval in force: pollIntervalMs, or longer while quiet polls cost more than the CPU budget.
+   * Changes are logged when the spacing starts, ends, or moves by more than a quarter.
+   */
+  get pollIntervalMs(): number {
+    const budget = this.o.pollCpuBudgetPercent ?? 0;
+    const base = this.o.pollIntervalMs;
+    const wanted = budget > 0 && this.pollCostMs !== null ? (this.pollCostMs * 100) / budget : 0;
+    return Math.round(Math.min(base * MAX_POLL_STRETCH, Math.max(base, wanted)));
+  }
+
+  private notePollCost(cpuMs: number): void {
+    // Smoothed, so one slow poll (GC, a busy machine) does not swing the schedule.
+    this.pollCostMs = this.pollCostMs === null ? cpuMs : 0.5 * this.pollCostMs + 0.5 * cpuMs;
+    const interval = this.pollIntervalMs;
+    const last = this.announcedIntervalMs;
+    const base = this.o.pollIntervalMs;
+    if (interval === last || (interval !== base && last !== base && Math.abs(interval - last) <= last / 4)) return;
+    this.announcedIntervalMs = interval;
+    const fields = { pollCpuMs: Math.round(this.pollCostMs), pollIntervalMs: interval, configuredMs: base, pollCpuBudget: this.o.pollCpuBudgetPercent };
+    if (interval === base) this.o.log.info(fields, 'polling every pollInterval again: a listing now costs less than the poll CPU budget');
+    else {
+      this.o.log.info(
+        fields,
+        `polling every ${(interval / 1000).toFixed(0)} s instead of ${(base / 1000).toFixed(0)} s: one listing of this binder costs ${(this.pollCostMs / 1000).toFixed(2)} s of CPU, more than pollCpuBudget (${this.o.pollCpuBudgetPercent}%) allows (set pollCpuBudget: 0 to poll every pollInterval regardless)`,
+      );
+    }
   }
 
   get current(): PairState {
@@ -152,8 +196,9 @@ export class PairScheduler {
     this.failures = 0;
     this.health.succeeded();
     this.softFailures = outcome?.retryableFailures ? this.softFailures + 1 : 0;
+    if (typeof outcome?.quietPollCpuMs === 'number') this.notePollCost(outcome.quietPollCpuMs);
     if (this.dirty) return true;
-    const poll = jitter(this.o.pollIntervalMs, this.random);
+    const poll = jitter(this.pollIntervalMs, this.random);
     let [trigger2, delay]: [Trigger, number] = poll <= this.o.rescanIntervalMs ? ['poll', poll] : ['rescan', this.o.rescanIntervalMs];
     if (this.softFailures > 0) {
       const soon = retryDelay({ fatal: false, code: 'ACTIONS_FAILED', reason: '' }, this.softFailures, this.o.timing, this.random);

@@ -78,6 +78,7 @@ describe('valid configs', () => {
           maxDeleteShare: 0.5,
           ignore: [],
           pollInterval: 60_000,
+          pollCpuBudget: 1,
           fullRescanInterval: 3_600_000,
           watcher: 'auto',
           trashRetentionDays: 30,

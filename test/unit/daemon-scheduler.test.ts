@@ -21,7 +21,7 @@ interface Deferred {
   reject(err: unknown): void;
 }
 
-function setup(opts: { poll?: number; rescan?: number } = {}) {
+function setup(opts: { poll?: number; rescan?: number; budget?: number } = {}) {
   const records: LogRecord[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -35,6 +35,7 @@ function setup(opts: { poll?: number; rescan?: number } = {}) {
   const s = new PairScheduler({
     pollIntervalMs: opts.poll ?? 60_000,
     rescanIntervalMs: opts.rescan ?? 3_600_000,
+    ...(opts.budget !== undefined ? { pollCpuBudgetPercent: opts.budget } : {}),
     timing: DEFAULT_TIMING,
     log,
     random: () => 0.5, // jitter factor exactly 1.0
@@ -272,4 +273,52 @@ describe('PairScheduler', () => {
     await vi.advanceTimersByTimeAsync(600_000);
     expect(passes).toHaveLength(1);
   });
+
+  describe('poll CPU budget', () => {
+    /** Runs the first pass and then quiet polls costing cpuMs each; returns the delays armed after each. */
+    async function delaysFor(budget: number, costs: number[]) {
+      const t = setup({ poll: 60_000, budget });
+      t.s.start();
+      t.last().resolve();
+      await settle();
+      const delays: number[] = [];
+      for (const cpu of costs) {
+        await vi.advanceTimersByTimeAsync(t.s.pollIntervalMs);
+        expect(t.last().trigger).toBe('poll');
+        t.last().resolve({ retryableFailures: false, quietPollCpuMs: cpu });
+        await settle();
+        delays.push((t.states.at(-1)?.nextAt as number) - Date.now());
+      }
+      await t.s.stop();
+      return { delays, t };
+    }
+
+    it('keeps pollInterval while a quiet poll costs less than the budget', async () => {
+      const { delays, t } = await delaysFor(1, [300, 500, 600]);
+      expect(delays).toEqual([60_000, 60_000, 60_000]);
+      expect(t.logs(30).filter((m) => m.includes('polling every'))).toEqual([]);
+    });
+
+    it('spaces polls out to cost/budget (smoothed), at most 5x pollInterval, logs once, and comes back', async () => {
+      const { delays, t } = await delaysFor(1, [1_200, 1_200, 1_300, 10_000, 10_000, 10_000, 100, 100, 100, 100, 100, 100]);
+      expect(delays.slice(0, 3)).toEqual([120_000, 120_000, 125_000]);
+      expect(delays[5]).toBe(300_000); // capped at 5 x 60 s
+      expect(delays.at(-1)).toBe(60_000); // cheap again: back to pollInterval
+      const notes = t.logs(30).filter((m) => m.startsWith('polling every'));
+      expect(notes[0]).toMatch(/^polling every 120 s instead of 60 s: one listing of this binder costs 1\.20 s of CPU/);
+      expect(notes.at(-1)).toMatch(/^polling every pollInterval again/);
+      expect(notes.length).toBeLessThan(delays.length / 2); // on changes of more than a quarter, not per poll
+    });
+
+    it('is off at 0, and ignores passes that were not quiet polls', async () => {
+      expect((await delaysFor(0, [5_000, 5_000])).delays).toEqual([60_000, 60_000]);
+      const t = setup({ poll: 60_000, budget: 1 });
+      t.s.start();
+      t.last().resolve({ retryableFailures: false, quietPollCpuMs: null }); // a pass that did work
+      await settle();
+      expect((t.states.at(-1)?.nextAt as number) - Date.now()).toBe(60_000);
+      await t.s.stop();
+    });
+  });
 });
+
