@@ -1,5 +1,10 @@
 // The only code that writes into the sync root: safe path resolution, temp files committed by atomic
 // rename, no-clobber moves, and the trash under stateDir that keeps every local content we replace or remove.
+// The per-file hot path of a download (commitTempFile, fsyncDir) makes its quick metadata calls (lstat,
+// chmod, link, unlink, opening and closing a directory) synchronously: each takes microseconds on a local
+// disk, several times less CPU than the thread-pool round trip of an async call (measured ~2.5x), which
+// matters for thousands of small files. Creating a file, data writes and fsyncs, which can take
+// milliseconds, stay asynchronous.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp, { type FileHandle } from 'node:fs/promises';
@@ -71,11 +76,11 @@ const NO_LINK = new Set(['EXDEV', 'EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK', 'E
 
 /** Mode of a directory, cached for a few seconds: a burst of downloads into one folder stats it once. */
 const dirModes = new Map<string, { mode: number; at: number }>();
-async function dirMode(dir: string): Promise<number> {
+function dirMode(dir: string): number {
   const now = Date.now();
   const hit = dirModes.get(dir);
   if (hit && now - hit.at < 5_000) return hit.mode;
-  const mode = (await fsp.stat(dir)).mode;
+  const mode = fs.statSync(dir).mode;
   if (dirModes.size > 1_000) dirModes.clear();
   dirModes.set(dir, { mode, at: now });
   return mode;
@@ -90,18 +95,64 @@ async function fsyncFile(abs: string): Promise<void> {
   }
 }
 
-/** Makes a rename/link/unlink in dir durable. Some platforms cannot fsync a directory: best effort there. */
-async function fsyncDir(dir: string): Promise<void> {
-  let h: FileHandle | undefined;
+/**
+ * Makes a rename/link/unlink in dir durable. Some platforms cannot fsync a directory: best effort there.
+ * Concurrent calls for one directory share fsyncs (group commit): a caller joins the next fsync that starts
+ * after its call, never one already running (that one may predate the caller's change). Eight downloads
+ * committing into one folder then cost about two fsyncs instead of eight, each an open + fsync + close.
+ */
+export function fsyncDir(dir: string): Promise<void> {
+  let slot = dirSyncs.get(dir);
+  if (slot === undefined) {
+    slot = { running: null, next: null };
+    dirSyncs.set(dir, slot);
+  }
+  const s = slot;
+  if (s.next !== null) return s.next; // queued behind the running one: it starts after this call
+  const start = (): Promise<void> => {
+    s.next = null;
+    const p = fsyncDirNow(dir).finally(() => {
+      s.running = null;
+      if (s.next === null) dirSyncs.delete(dir);
+    });
+    s.running = p;
+    return p;
+  };
+  if (s.running === null) return start();
+  // A failure of the running fsync is that caller's; the queued one runs regardless.
+  s.next = s.running.then(start, start);
+  return s.next;
+}
+
+interface DirSyncSlot {
+  /** The fsync in flight, if any. */
+  running: Promise<void> | null;
+  /** The fsync that starts when `running` ends, shared by everyone who asked meanwhile. */
+  next: Promise<void> | null;
+}
+const dirSyncs = new Map<string, DirSyncSlot>();
+
+async function fsyncDirNow(dir: string): Promise<void> {
+  let fd: number | undefined;
   try {
-    h = await fsp.open(dir, 'r');
-    await h.sync();
+    fd = fs.openSync(dir, 'r');
+    await fsyncFd(fd);
   } catch (err) {
     const code = errnoOf(err);
     if (code !== 'EISDIR' && code !== 'EINVAL' && code !== 'EPERM' && code !== 'EBADF') throw err;
   } finally {
-    await h?.close();
+    if (fd !== undefined) fs.closeSync(fd);
   }
+}
+
+/** open(2) through the callback API: a plain descriptor, lighter than a FileHandle. */
+function openFd(p: string, flags: string, mode: number): Promise<number> {
+  return new Promise((resolve, reject) => fs.open(p, flags, mode, (err, fd) => (err ? reject(err) : resolve(fd))));
+}
+
+/** fsync(2) on a descriptor, through the callback API (lighter than a FileHandle for one call). */
+function fsyncFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fsync(fd, (err) => (err ? reject(err) : resolve())));
 }
 
 /** Copies src to a new file dest (never overwriting) and fsyncs it: the fallback when link/rename cannot. */
@@ -143,7 +194,9 @@ export function resolveInside(root: string, relPath: string): string {
   const abs = path.join(root, ...segments);
   let realRoot: string;
   try {
-    realRoot = fs.realpathSync(root);
+    // .native: one realpath(3) call instead of a JS lstat per path component (this runs once per file
+    // transferred, twice with the probe below).
+    realRoot = fs.realpathSync.native(root);
   } catch (err) {
     throw new BinderSyncError(`Sync root ${root} cannot be resolved (${errnoOf(err)})`, {
       code: 'LOCAL_ROOT',
@@ -157,7 +210,7 @@ export function resolveInside(root: string, relPath: string): string {
   let probe = path.dirname(abs);
   for (;;) {
     try {
-      const real = fs.realpathSync(probe);
+      const real = fs.realpathSync.native(probe);
       if (!isInside(realRoot, real)) refuse('it leads outside the sync root through a symbolic link');
       break;
     } catch (err) {
@@ -180,6 +233,48 @@ export async function createTempFileIn(dirAbs: string): Promise<{ path: string; 
 }
 
 /**
+ * Creates a temp file like createTempFileIn (O_EXCL, mode 0600 until commitTempFile gives it its final mode)
+ * for content that will be committed into dirAbs, and returns its open descriptor, which the caller must
+ * close. dirAbs (and its parents) is created when missing. The directory is not checked first: the open
+ * itself says when it is missing (ENOENT), which saves a mkdir per file when many files go into one folder.
+ */
+export async function createTempFor(dirAbs: string): Promise<{ path: string; fd: number }> {
+  let madeDir = false;
+  for (let taken = 0; ; ) {
+    // Unique without a random draw per file: a random tag per process plus a counter (O_EXCL guards anyway).
+    const p = path.join(dirAbs, `${TEMP_PREFIX}${PROCESS_TAG}${(++tempCounter >>> 0).toString(16).padStart(8, '0')}`);
+    try {
+      // Asynchronous, unlike the other metadata calls here: creating a file allocates an inode, which was
+      // measured at ~0.7 ms on ext4 after many deletions (it searches for a reusable inode).
+      return { path: p, fd: await openFd(p, 'wx', 0o600) };
+    } catch (err) {
+      const code = errnoOf(err);
+      if (code === 'EEXIST' && ++taken < 3) continue; // a leftover of another run: take the next name
+      if (code !== 'ENOENT' || madeDir) throw localIo(err, 'create temp file', dirAbs);
+      madeDir = true;
+      try {
+        fs.mkdirSync(dirAbs, { recursive: true });
+      } catch (mkdirErr) {
+        throw localIo(mkdirErr, 'mkdir', dirAbs);
+      }
+    }
+  }
+}
+
+const PROCESS_TAG = randomBytes(4).toString('hex');
+let tempCounter = 0;
+
+/** fsyncs a written temp file through its descriptor (LOCAL_IO on failure). */
+export async function syncTempFile(fd: number, tempPath: string): Promise<void> {
+  await guard('fsync temp file', tempPath, () => fsyncFd(fd));
+}
+
+/** Mode of a new file in a directory of mode dirMode: the directory's read/write bits. */
+function newFileMode(dirModeBits: number): number {
+  return dirModeBits & 0o666;
+}
+
+/**
  * Moves a finished temp file to destAbs atomically. expect null: dest must not exist, and the commit
  * never clobbers (hard link, which fails if something appeared; plain check+rename where links are
  * unsupported). expect a stat: dest must still match it exactly, then the temp is renamed over it —
@@ -197,21 +292,27 @@ export async function commitTempFile(
   return guard('commit', destAbs, async () => {
     let committed: FileStat;
     try {
-      const cur = await lstatOrNull(destAbs);
-      if (expect === null && cur !== null) throw localChanged(destAbs, 'a file appeared at the target');
-      if (expect !== null && (cur === null || !statMatches(toFileStat(cur), expect))) {
-        throw localChanged(destAbs, cur === null ? 'it was removed' : 'it was modified');
+      // A new file (expect null) needs no look at the target first: linkNoClobber refuses one that exists.
+      let mode: number;
+      if (expect === null) mode = newFileMode(dirMode(path.dirname(destAbs)));
+      else {
+        const cur = fs.lstatSync(destAbs, { throwIfNoEntry: false });
+        if (cur === undefined || !statMatches(toFileStat(cur), expect)) {
+          throw localChanged(destAbs, cur === undefined ? 'it was removed' : 'it was modified');
+        }
+        mode = cur.mode & 0o7777;
       }
-      const mode = cur !== null ? cur.mode & 0o7777 : (await dirMode(path.dirname(destAbs))) & 0o666;
-      await fsp.chmod(tempPath, mode);
-      // `synced`: the writer already fsynced the temp through its own descriptor (saves an open + close).
-      if (opts.synced !== true) await fsyncFile(tempPath);
       // The stat is taken from the temp BEFORE it becomes visible (link and rename keep inode and mtime): a
       // stat of the destination afterwards could already describe a user's edit, which the base would then
       // pair with the downloaded content's hash, and the edit would never be seen as a change.
-      committed = toFileStat(await fsp.lstat(tempPath));
+      const st = fs.lstatSync(tempPath);
+      committed = toFileStat(st);
+      // chmod and fsync change neither size, mtime nor inode, so `committed` stays right.
+      if ((st.mode & 0o7777) !== mode) fs.chmodSync(tempPath, mode);
+      // `synced`: the writer already fsynced the temp through its own descriptor (saves an open + close).
+      if (opts.synced !== true) await fsyncFile(tempPath);
       if (expect === null) await linkNoClobber(tempPath, destAbs);
-      else await fsp.rename(tempPath, destAbs);
+      else fs.renameSync(tempPath, destAbs);
     } catch (err) {
       await fsp.rm(tempPath, { force: true });
       throw err;
@@ -224,7 +325,7 @@ export async function commitTempFile(
 /** Moves src to a new name dest that must not exist, without ever overwriting what may appear there. */
 async function linkNoClobber(src: string, dest: string): Promise<void> {
   try {
-    await fsp.link(src, dest);
+    fs.linkSync(src, dest);
   } catch (err) {
     const code = errnoOf(err);
     if (code === 'EEXIST') throw localChanged(dest, 'a file appeared at the target');
@@ -234,7 +335,7 @@ async function linkNoClobber(src: string, dest: string): Promise<void> {
     await fsp.rename(src, dest);
     return;
   }
-  await fsp.unlink(src);
+  fs.unlinkSync(src);
 }
 
 /**

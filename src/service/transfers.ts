@@ -18,7 +18,9 @@ export class HashMeter extends Transform {
   bytes = 0;
   private readonly hash = createHash('sha256');
   constructor(private readonly onBytes?: (n: number) => void) {
-    super();
+    // Buffers of 1 MiB on both sides (the default is 16 KiB): an upload reads its file in chunks of up to
+    // 1 MiB, and a smaller buffer would stop the stream after every chunk.
+    super({ highWaterMark: 1 << 20 });
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.bytes += chunk.length;
@@ -26,6 +28,21 @@ export class HashMeter extends Transform {
     this.onBytes?.(chunk.length);
     cb(null, chunk);
   }
+  digest(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+/** Counts and hashes chunks handed to update(); the download's variant of HashMeter, without a stream. */
+class HashTap {
+  bytes = 0;
+  private readonly hash = createHash('sha256');
+  constructor(private readonly onBytes?: (n: number) => void) {}
+  readonly update = (chunk: Buffer): void => {
+    this.bytes += chunk.length;
+    this.hash.update(chunk);
+    this.onBytes?.(chunk.length);
+  };
   digest(): string {
     return this.hash.digest('hex');
   }
@@ -210,7 +227,11 @@ async function streamLink(core: HttpCore, url: string, dest: Writable, signal: A
   }
   const lengthHeader = res.headers['content-length'];
   const expected = typeof lengthHeader === 'string' && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
-  const meter = new HashMeter(onBytes);
+  // Counted and hashed from a 'data' listener rather than a Transform between body and dest: one stream stage
+  // less per chunk. It is added right before pipeline() attaches dest in the same tick, so it sees every
+  // chunk, in order, and dest's backpressure pauses both.
+  const meter = new HashTap(onBytes);
+  res.body.on('data', meter.update);
   // Which side failed first? Registered before pipeline() so these run before pipeline tears the others down.
   let firstFailure: 'body' | 'dest' | undefined;
   let destError: unknown;
@@ -223,7 +244,7 @@ async function streamLink(core: HttpCore, url: string, dest: Writable, signal: A
     destError = e;
   });
   try {
-    await pipeline(res.body, meter, dest, { signal });
+    await pipeline(res.body, dest, { signal });
   } catch (err) {
     // From here on `dest` has been written to and destroyed: never retried in this call.
     if (firstFailure === 'dest' && !signal.aborted) {

@@ -154,7 +154,13 @@ async function download(a: Extract<Action, { kind: 'download' }>, d: ExecutorDep
   const abs = resolveInside(d.root, a.relPath);
   const tmp = await downloadToTemp(d, a.doc, abs);
   failpoint('download-after-temp');
-  const intent = recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
+  let intent;
+  try {
+    intent = await recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
+  } catch (err) {
+    await fs.rm(tmp.tempPath, { force: true });
+    throw err;
+  }
   let stat;
   try {
     stat = a.expectLocal === null
@@ -165,7 +171,8 @@ async function download(a: Extract<Action, { kind: 'download' }>, d: ExecutorDep
     throw err;
   }
   failpoint('download-after-rename');
-  d.store.transaction(() => {
+  // Group committed with the downloads finishing alongside; until it commits, the intent above covers a crash.
+  await d.store.transactionSoon(() => {
     d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
     d.store.deleteForgotten(a.doc.documentId);
     d.store.deleteIntent(intent);
@@ -202,7 +209,7 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
         throw err;
       }
       failpoint('conflict-after-move');
-      const intent = recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
+      const intent = await recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
       let stat;
       try {
         stat = await commitTempFile(tmp.tempPath, abs, null, { synced: true });
@@ -231,7 +238,7 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
       return;
     }
     case 'remote-wins': {
-      const intent = recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
+      const intent = await recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
       let replaced;
       try {
         replaced = await replaceFile(tmp.tempPath, abs, a.local, d.trash, a.relPath);

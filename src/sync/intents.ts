@@ -30,8 +30,12 @@ const DownloadIntentSchema = z.object({ base: BaseSchema });
 /** A file about to move from `from` to base.relPath (inode = the file's inode; base keeps its old stat). */
 const MoveIntentSchema = z.object({ from: z.string(), inode: z.number(), base: BaseSchema });
 
-export function recordDownloadIntent(store: StateStore, base: BaseEntry): number {
-  return store.addIntent('download', { base } satisfies z.infer<typeof DownloadIntentSchema>);
+/**
+ * Records a download intent; resolves once it is committed, so the caller may then touch the file. Group
+ * committed (transactionSoon) with the other downloads finishing at the same moment.
+ */
+export function recordDownloadIntent(store: StateStore, base: BaseEntry): Promise<number> {
+  return store.transactionSoon(() => store.addIntent('download', { base } satisfies z.infer<typeof DownloadIntentSchema>));
 }
 
 export function recordMoveIntent(store: StateStore, from: string, inode: number, base: BaseEntry): number {

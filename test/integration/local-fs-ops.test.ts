@@ -4,13 +4,15 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BinderSyncError } from '../../src/errors.js';
 import {
   cleanStaleTemps,
   commitTempFile,
   createTempFileIn,
+  createTempFor,
   ensureDir,
+  fsyncDir,
   moveFile,
   removeDirIfEmpty,
   replaceFile,
@@ -148,6 +150,57 @@ describe('temp files and commitTempFile', () => {
     expect(await codeOf(commitTempFile(t2, dest, expect1))).toBe('LOCAL_CHANGED'); // stale expectation
     expect(read(dest)).toBe('v2');
     expect(fs.existsSync(t2)).toBe(false);
+  });
+});
+
+describe('createTempFor and fsyncDir (the download hot path)', () => {
+  async function tempForWith(dir: string, content: string): Promise<string> {
+    const t = await createTempFor(dir);
+    fs.writeSync(t.fd, content);
+    fs.closeSync(t.fd);
+    return t.path;
+  }
+
+  it('createTempFor creates a missing folder; the temp stays 0600 until the commit gives it the folder mode', async () => {
+    const dir = path.join(root, 'new', 'deep');
+    const t = await tempForWith(dir, 'downloaded');
+    expect(path.basename(t)).toMatch(/^\.binder-sync-tmp-[0-9a-f]{16}$/);
+    expect(read(t)).toBe('downloaded');
+    expect(fs.statSync(t).mode & 0o777).toBe(0o600);
+    fs.chmodSync(dir, 0o750);
+    const dest = path.join(dir, 'a.txt');
+    await commitTempFile(t, dest, null, { synced: true });
+    expect(fs.statSync(dest).mode & 0o777).toBe(0o640);
+  });
+
+  it('createTempFor recreates a folder removed after it was used (its cached mode notwithstanding)', async () => {
+    const dir = path.join(root, 'gone');
+    fs.rmSync(await tempForWith(dir, 'a'));
+    fs.rmSync(dir, { recursive: true });
+    const t = await tempForWith(dir, 'b');
+    expect(read(t)).toBe('b');
+  });
+
+  it('createTempFor refuses to create a folder where a file is (no retry loop, LOCAL_IO)', async () => {
+    fs.writeFileSync(path.join(root, 'file'), 'x');
+    expect(await codeOf(createTempFor(path.join(root, 'file', 'sub')))).toBe('LOCAL_IO');
+  });
+
+  it('fsyncDir: concurrent calls for one folder share fsyncs, but never one that began before the call', async () => {
+    const fsync = vi.spyOn(fs, 'fsync');
+    try {
+      const first = fsyncDir(root); // starts at once
+      // Queued while the first runs (it may predate their changes): they share one fsync after it.
+      const calls: number[] = [];
+      const joined = [fsyncDir(root), fsyncDir(root), fsyncDir(root)].map((p) => p.then(() => calls.push(fsync.mock.calls.length)));
+      await Promise.all([first, ...joined]);
+      expect(fsync).toHaveBeenCalledTimes(2);
+      expect(calls).toEqual([2, 2, 2]);
+      await fsyncDir(root); // nothing running: a fresh one
+      expect(fsync).toHaveBeenCalledTimes(3);
+    } finally {
+      fsync.mockRestore();
+    }
   });
 });
 

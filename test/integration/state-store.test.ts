@@ -177,6 +177,69 @@ describe('transactions', () => {
   });
 });
 
+describe('transactionSoon (group commit)', () => {
+  const walSize = () => fs.statSync(`${dbFile}-wal`).size;
+
+  it('commits the writes of one event-loop turn in one transaction, settling each promise after the commit', async () => {
+    const s = openStore();
+    s.putBase(base(0)); // the WAL exists and the base pages are in it
+    // Four writes queued together, then the same four one turn apart: the shared commit writes each touched
+    // page once, four commits write them four times.
+    let before = walSize();
+    const ids = await Promise.all([1, 2, 3, 4].map((n) => s.transactionSoon(() => s.addIntent('download', { n }))));
+    const together = walSize() - before;
+    before = walSize();
+    for (const n of [5, 6, 7, 8]) await s.transactionSoon(() => s.addIntent('download', { n }));
+    const apart = walSize() - before;
+    expect(together).toBeLessThan(apart);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b)); // queued order is kept
+    // Committed, not merely pending: another connection sees every row.
+    const reader = StateStore.openReadOnly(dbFile);
+    open.push(reader);
+    expect(reader.listIntents().map((i) => i.payload)).toEqual([1, 2, 3, 4, 5, 6, 7, 8].map((n) => ({ n })));
+  });
+
+  it('rolls back and rejects only the write that threw', async () => {
+    const s = openStore();
+    const results = await Promise.allSettled([
+      s.transactionSoon(() => s.putBase(base(1))),
+      s.transactionSoon(() => {
+        s.putBase(base(2));
+        throw new Error('boom');
+      }),
+      s.transactionSoon(() => {
+        s.putBase(base(3));
+        return 'three';
+      }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ message: 'boom' });
+    expect((results[2] as PromiseFulfilledResult<string>).value).toBe('three');
+    expect([...s.loadBase().keys()].sort()).toEqual(['doc-1', 'doc-3']);
+  });
+
+  it('a write alone rolls back alone too', async () => {
+    const s = openStore();
+    await expect(
+      s.transactionSoon(() => {
+        s.putBase(base(1));
+        throw new Error('alone');
+      }),
+    ).rejects.toThrow('alone');
+    expect(s.getBase('doc-1')).toBeUndefined();
+  });
+
+  it('close() commits what is still queued; writes queued after it reject', async () => {
+    const s = openStore();
+    const queued = s.transactionSoon(() => s.putBase(base(1)));
+    s.close();
+    await expect(queued).resolves.toBeUndefined();
+    await expect(s.transactionSoon(() => 1)).rejects.toThrow(/closed/);
+    const again = openStore();
+    expect(again.getBase('doc-1')).toEqual(base(1));
+  });
+});
+
 describe('outbox', () => {
   const planned = {
     relPath: 'Reports/q1.pdf',
