@@ -50,6 +50,8 @@ export class PairWorker {
   /** Folders the watcher named since the last pass started; `hintedFull` when it lost track. */
   private readonly hintedDirs = new Set<string>();
   private hintedFull = false;
+  /** Process CPU at the start of the last pass, when that pass was a quiet poll (see quietPollCost). */
+  private quietPollStartCpu: NodeJS.CpuUsage | null = null;
   private readonly scheduler: PairScheduler;
   private readonly log: Logger;
   private activity: PairActivityView = { state: 'starting', since: Date.now(), nextPassAt: null };
@@ -164,15 +166,29 @@ export class PairWorker {
         hint: 'check the local root and the binder; if the change is intended run `binder-sync sync --force` once',
       });
     }
-    // What a poll that found nothing costs (the process's CPU, so a pass of another pair running at the same
-    // time counts too: the budget errs towards polling less).
-    const cpu = process.cpuUsage(cpuBefore);
-    const quietPoll = trigger === 'poll' && report.plan.groups.length === 0 && report.deferred.length === 0;
     return {
       retryableFailures: (report.execution?.failures ?? []).some((f) => f.retryable),
       recheckInMs: report.recheckInMs,
-      quietPollCpuMs: quietPoll ? (cpu.user + cpu.system) / 1000 : null,
+      quietPollCpuMs: this.quietPollCost(trigger, report, cpuBefore),
     };
+  }
+
+  /**
+   * What polling costs while idle, for the poll CPU budget: the process's CPU over a whole cycle from the start
+   * of the previous quiet poll to the start of this one (the listing, plus the garbage collection after it,
+   * which runs after the pass has returned), or over this pass alone for the first quiet poll. Process-wide,
+   * so other pairs' work counts too: the budget errs towards polling less. Null unless this was a quiet poll.
+   */
+  private quietPollCost(trigger: Trigger, report: PassReport, startCpu: NodeJS.CpuUsage): number | null {
+    const quiet = trigger === 'poll' && report.plan.groups.length === 0 && report.deferred.length === 0;
+    const cycleStart = this.quietPollStartCpu;
+    this.quietPollStartCpu = quiet ? startCpu : null;
+    if (!quiet) return null;
+    const cpu = process.cpuUsage(cycleStart ?? startCpu);
+    const untilNow = (cpu.user + cpu.system) / 1000;
+    if (cycleStart === null) return untilNow;
+    const thisPass = process.cpuUsage(startCpu);
+    return untilNow - (thisPass.user + thisPass.system) / 1000;
   }
 
   /**

@@ -84,7 +84,8 @@ export class PairScheduler {
   get pollIntervalMs(): number {
     const budget = this.o.pollCpuBudgetPercent ?? 0;
     const base = this.o.pollIntervalMs;
-    const wanted = budget > 0 && this.pollCostMs !== null ? (this.pollCostMs * 100) / budget : 0;
+    // x1.1: the poll jitter (±10%) may shorten an interval; the budget must hold for the shortest one too.
+    const wanted = budget > 0 && this.pollCostMs !== null ? (this.pollCostMs * 100 * 1.1) / budget : 0;
     return Math.round(Math.min(base * MAX_POLL_STRETCH, Math.max(base, wanted)));
   }
 

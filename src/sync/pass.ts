@@ -461,7 +461,9 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
     metadata: rt.metadata,
     versionLabelScheme: rt.pair.versionLabel.scheme,
     now,
-    concurrency: opts.concurrency ?? 8,
+    // Files in flight through the executor (download, fsync, commit): more than the client's request (8) and
+    // transfer (4) slots, so the local fsyncs of some files overlap the network time of others.
+    concurrency: opts.concurrency ?? 16,
     ...(opts.signal ? { signal: opts.signal } : {}),
     ...(opts.onBytes ? { onBytes: opts.onBytes } : {}),
     ...(opts.onActionDone ? { onActionDone: opts.onActionDone } : {}),
