@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readDaemonStatus } from '../../src/daemon/status-file.js';
 import { StateStore } from '../../src/state/store.js';
-import { createWorkspace, readLocal, runCli, type Workspace } from './harness.js';
+import { createWorkspace, readLocal, runCli, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
 
 let ws: Workspace | undefined;
@@ -101,6 +101,38 @@ describe('binder-sync run: operation', () => {
     expect((await d.exited).code).toBe(0);
     expect(fs.existsSync(path.join(w.stateDir, 'binder-sync.lock'))).toBe(false);
     expect(readDaemonStatus(w.stateDir)).toBeNull();
+  }, 60_000);
+
+  it('on SIGHUP with other service credentials, restarts the pairs on a new client (read-only: download-only)', async () => {
+    ws = await createWorkspace({ readOnly: true });
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    const { document: doc } = c.addDocument(w.binderId, folder.id, 'remote.txt', 'v1');
+    writeRunConfig(w);
+    daemon = startDaemonProcess(w);
+    const d = daemon;
+    await d.waitForLog((l) => l.msg === 'downloaded' && l.relPath === 'Docs/remote.txt', 15_000, 'first sync');
+    // The read/write client uploads.
+    writeLocal(w, 'Docs/before.txt', 'uploaded with the read/write client');
+    await eventually(() => c.listDocuments(w.binderId).some((x) => x.fileName === 'before.txt'), 15_000, 'upload before reload', d.tail);
+
+    // Switch to the read-only client (its secret written into the config, which is 0600).
+    const creds = w.emulator.credentials;
+    writeRunConfig(w, { service: { clientId: creds.readOnlyClientId, clientSecret: creds.readOnlyClientSecret } });
+    d.kill('SIGHUP');
+    const reloaded = await d.waitForLog(msgIs('config reloaded'), 10_000, 'reload');
+    expect(reloaded.serviceChanged).toBe(true);
+    expect(reloaded.restarted).toEqual(['main']);
+    // The new client is in use: a new local file meets the read-only probe, and remote changes still arrive.
+    writeLocal(w, 'Docs/after.txt', 'stays local');
+    await d.waitForLog(msgHas('read-only'), 15_000, 'the read-only warning from the new client');
+    c.addVersion(doc.id, 'v2');
+    await eventually(fileIs(w, 'Docs/remote.txt', 'v2'), 15_000, 'remote change after reload', d.tail);
+    expect(c.listDocuments(w.binderId).map((x) => x.fileName).sort()).toEqual(['before.txt', 'remote.txt']);
+    expect(d.count((l) => JSON.stringify(l).includes(creds.readOnlyClientSecret))).toBe(0);
+    d.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
   }, 60_000);
 
   it('keeps a pair whose binder does not exist in the error state while the other pair syncs', async () => {
