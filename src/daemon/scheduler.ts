@@ -90,8 +90,9 @@ export class PairScheduler {
   }
 
   private notePollCost(cpuMs: number): void {
-    // Smoothed, so one slow poll (GC, a busy machine) does not swing the schedule.
-    this.pollCostMs = this.pollCostMs === null ? cpuMs : 0.5 * this.pollCostMs + 0.5 * cpuMs;
+    // A higher cost counts at once (the budget is a ceiling); a lower one by halves, so one cheap poll does
+    // not pull the schedule back in.
+    this.pollCostMs = this.pollCostMs === null ? cpuMs : Math.max(cpuMs, 0.5 * this.pollCostMs + 0.5 * cpuMs);
     const interval = this.pollIntervalMs;
     const last = this.announcedIntervalMs;
     const base = this.o.pollIntervalMs;

@@ -34,6 +34,9 @@ export interface ScanOptions {
 
 const UNREADABLE = new Set(['EACCES', 'EPERM', 'EIO']);
 
+/** Directories walked between two yields to the event loop. */
+const YIELD_EVERY_DIRS = 32;
+
 function errnoOf(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | null)?.code;
 }
@@ -87,7 +90,11 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
       }
     }
   }
+  let dirsWalked = 0;
   while (stack.length > 0) {
+    // The walk is synchronous (fast), but lets the event loop run every few directories: the remote listing
+    // proceeds meanwhile, and a daemon stays responsive to signals during a 100k-file rescan.
+    if (++dirsWalked % YIELD_EVERY_DIRS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     signal?.throwIfAborted();
     const { rel, entries } = stack.pop() as { rel: string; entries: fs.Dirent[] };
     // Sorted so the same tree always yields the same observation (and the same collision winner).

@@ -214,6 +214,24 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   let baseMap: Map<string, BaseEntry> | null = null;
   const loadBase = () => (baseMap ??= rt.store.loadBase());
   let byKey: Map<string, BaseEntry> | null = null;
+  const reuse = opts.reuseRemoteWithinMs !== undefined && (rt.cache.remote !== null || rt.cache.raw !== null) && rt.cache.remoteFresh &&
+    Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs;
+  // Reused only while nothing waits for a remote folder to appear (then every poll walks the tree).
+  const treeFresh = rt.cache.raw !== null && Date.now() - rt.cache.foldersAt < FOLDER_TREE_MAX_AGE_MS && opts.dryRun !== true &&
+    !rt.cache.issues.some((i) => i.code === 'waiting-for-remote-folder');
+  // The remote listing (bound by the service's request rate) runs while the local tree is walked (bound by the
+  // disk; the walk yields now and then): the two observations are independent, and the executor checks every
+  // local file again before it touches it.
+  const listing$ = reuse
+    ? Promise.resolve(null)
+    : fetchRemote(rt.client, {
+        binderId: rt.pair.binderId,
+        pageSize: rt.pair.pageSize,
+        previous: rt.cache.raw,
+        reuseFolders: treeFresh,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
+  listing$.catch(() => undefined); // awaited below; a failed scan must not leave an unhandled rejection behind
   const scanned = noLocalWork
     ? { files: new Map(), dirs: new Map(), problems: [] }
     : await scanLocal({
@@ -228,20 +246,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const previousLocal = rt.cache.local;
   // Nothing rescanned: the previous observation stands as it is (merging would copy 100k entries per poll).
   const local = subtrees && previousLocal ? (noLocalWork ? previousLocal : mergeScan(previousLocal, scanned, subtrees)) : scanned;
-  const reuse = opts.reuseRemoteWithinMs !== undefined && (rt.cache.remote !== null || rt.cache.raw !== null) && rt.cache.remoteFresh &&
-    Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs;
-  // Reused only while nothing waits for a remote folder to appear (then every poll walks the tree).
-  const treeFresh = rt.cache.raw !== null && Date.now() - rt.cache.foldersAt < FOLDER_TREE_MAX_AGE_MS && opts.dryRun !== true &&
-    !rt.cache.issues.some((i) => i.code === 'waiting-for-remote-folder');
-  const raw = reuse
-    ? null
-    : await fetchRemote(rt.client, {
-        binderId: rt.pair.binderId,
-        pageSize: rt.pair.pageSize,
-        previous: rt.cache.raw,
-        reuseFolders: treeFresh,
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      });
+  const raw = await listing$;
   if (raw?.walkedTree) rt.cache.foldersAt = Date.now();
   if (raw && noLocalWork && !dryRun && opts.force !== true && rt.cache.quiet && raw.unchanged) {
     // Quiet poll: the last pass planned nothing, nothing local changed, and the binder is exactly as listed

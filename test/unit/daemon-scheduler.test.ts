@@ -299,9 +299,9 @@ describe('PairScheduler', () => {
       expect(t.logs(30).filter((m) => m.includes('polling every'))).toEqual([]);
     });
 
-    it('spaces polls out to cost/budget (smoothed), at most 5x pollInterval, logs once, and comes back', async () => {
+    it('spaces polls out to cost/budget (up at once, down by halves), at most 5x pollInterval, logs on change, and comes back', async () => {
       const { delays, t } = await delaysFor(1, [1_200, 1_200, 1_300, 10_000, 10_000, 10_000, 100, 100, 100, 100, 100, 100]);
-      expect(delays.slice(0, 3)).toEqual([132_000, 132_000, 137_500]); // cost / 1% x 1.1 (room for the jitter)
+      expect(delays.slice(0, 3)).toEqual([132_000, 132_000, 143_000]); // a higher cost counts at once // cost / 1% x 1.1 (room for the jitter)
       expect(delays[5]).toBe(300_000); // capped at 5 x 60 s
       expect(delays.at(-1)).toBe(60_000); // cheap again: back to pollInterval
       const notes = t.logs(30).filter((m) => m.startsWith('polling every'));
