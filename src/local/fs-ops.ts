@@ -223,18 +223,10 @@ export function resolveInside(root: string, relPath: string): string {
   return abs;
 }
 
-/** Creates `.binder-sync-tmp-<random>` in dirAbs (O_EXCL, mode 0600). The caller writes and closes the handle. */
-export async function createTempFileIn(dirAbs: string): Promise<{ path: string; handle: FileHandle }> {
-  return guard('create temp file', dirAbs, async () => {
-    const p = path.join(dirAbs, `${TEMP_PREFIX}${randomBytes(8).toString('hex')}`);
-    const handle = await fsp.open(p, 'wx', 0o600);
-    return { path: p, handle };
-  });
-}
 
 /**
- * Creates a temp file like createTempFileIn (O_EXCL, mode 0600 until commitTempFile gives it its final mode)
- * for content that will be committed into dirAbs, and returns its open descriptor, which the caller must
+ * Creates a temp file (O_EXCL, named with TEMP_PREFIX, which scans ignore; mode 0600 until commitTempFile gives
+ * it its final mode) for content that will be committed into dirAbs, and returns its open descriptor, which the caller must
  * close. dirAbs (and its parents) is created when missing. The directory is not checked first: the open
  * itself says when it is missing (ENOENT), which saves a mkdir per file when many files go into one folder.
  */

@@ -9,7 +9,6 @@ import { BinderSyncError } from '../../src/errors.js';
 import {
   cleanStaleTemps,
   commitTempFile,
-  createTempFileIn,
   createTempFor,
   ensureDir,
   fsyncDir,
@@ -43,9 +42,9 @@ async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<string> {
 }
 
 async function tempWith(dir: string, content: string): Promise<string> {
-  const t = await createTempFileIn(dir);
-  await t.handle.writeFile(content);
-  await t.handle.close();
+  const t = await createTempFor(dir);
+  fs.writeFileSync(t.fd, content);
+  fs.closeSync(t.fd);
   return t.path;
 }
 
@@ -107,10 +106,10 @@ describe('resolveInside', () => {
 
 describe('temp files and commitTempFile', () => {
   it('creates 0600 exclusive temps with the daemon prefix', async () => {
-    const a = await createTempFileIn(root);
-    const b = await createTempFileIn(root);
-    await a.handle.close();
-    await b.handle.close();
+    const a = await createTempFor(root);
+    const b = await createTempFor(root);
+    fs.closeSync(a.fd);
+    fs.closeSync(b.fd);
     expect(a.path).not.toBe(b.path);
     expect(path.basename(a.path)).toMatch(/^\.binder-sync-tmp-[0-9a-f]{16}$/);
     expect(fs.statSync(a.path).mode & 0o777).toBe(0o600);
