@@ -11,7 +11,7 @@ const pair = config.pairs[0]!;
 const client = serviceClientFor(config, createLogger({ level: 'warn' }));
 let previous: RawListing | null = null;
 // POLL_BALLAST=N keeps N small records alive, like the daemon's caches (its live heap is ~90 MB at 100k files).
-const ballast = Array.from({ length: Number(process.env.POLL_BALLAST ?? 0) }, (_, i) => ({ relPath: `dir-${i % 1000}/file-${i}.txt`, key: `k${i}`, size: i, mtimeMs: i * 1.5, sha256: `${i}`.padStart(64, '0') }));
+(globalThis as { ballast?: unknown }).ballast = Array.from({ length: Number(process.env.POLL_BALLAST ?? 0) }, (_, i) => ({ relPath: `dir-${i % 1000}/file-${i}.txt`, key: `k${i}`, size: i, mtimeMs: i * 1.5, sha256: `${i}`.padStart(64, '0') }));
 for (let i = 0; i < Number(nArg ?? 5); i++) {
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -21,6 +21,5 @@ for (let i = 0; i < Number(nArg ?? 5); i++) {
   const mem = process.memoryUsage();
   console.log(`poll ${i + 1}: ${raw.docs.size} docs, unchanged ${raw.unchanged}, ${raw.requests} requests, ${(performance.now() - t0).toFixed(0)} ms wall, cpu ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms, heapUsed ${(mem.heapUsed / 2 ** 20).toFixed(0)} MiB, rss ${(mem.rss / 2 ** 20).toFixed(0)} MiB`);
 }
-if (ballast.length < 0) console.log(ballast);
 await client.close();
 process.exit(0);

@@ -184,11 +184,11 @@ export class PairWorker {
     const cycleStart = this.quietPollStartCpu;
     this.quietPollStartCpu = quiet ? startCpu : null;
     if (!quiet) return null;
-    const cpu = process.cpuUsage(cycleStart ?? startCpu);
-    const untilNow = (cpu.user + cpu.system) / 1000;
-    if (cycleStart === null) return untilNow;
-    const thisPass = process.cpuUsage(startCpu);
-    return untilNow - (thisPass.user + thisPass.system) / 1000;
+    if (cycleStart === null) {
+      const pass = process.cpuUsage(startCpu);
+      return (pass.user + pass.system) / 1000;
+    }
+    return (startCpu.user - cycleStart.user + startCpu.system - cycleStart.system) / 1000;
   }
 
   /**

@@ -90,7 +90,8 @@ export async function fetchRemote(client: ListingClient, opts: FetchRemoteOption
     method = 'per-folder';
     docs = await listDocumentsPerFolder(client, opts.binderId, await walk(), counter, previous, opts.signal);
   }
-  const docsUnchanged = previous !== null && sameDocs(docs, previous.docs);
+  // DocMerger hands back the previous map itself exactly when every document is as it was: no second compare.
+  const docsUnchanged = previous !== null && docs === previous.docs;
   const reusable = folders === null && opts.reuseFolders === true && previous !== null && docsUnchanged && allInKnownFolders(docs, previous.folders);
   const tree = reusable && previous ? previous.folders : await walk();
   const unchanged = docsUnchanged && previous !== null && (tree === previous.folders || sameFolders(tree, previous.folders));
@@ -101,21 +102,6 @@ function allInKnownFolders(docs: Map<string, RawDoc>, folders: RawFolder[]): boo
   const ids = new Set(folders.map((f) => f.id));
   for (const d of docs.values()) if (!ids.has(d.folderId)) return false;
   return true;
-}
-
-/** Same ids with the same records. Records equal to the previous ones are the previous objects (see DocMerger). */
-function sameDocs(a: Map<string, RawDoc>, b: Map<string, RawDoc>): boolean {
-  if (a === b) return true;
-  if (a.size !== b.size) return false;
-  for (const [id, d] of a) {
-    const p = b.get(id);
-    if (p !== d && (p === undefined || !sameDoc(p, d))) return false;
-  }
-  return true;
-}
-
-function sameDoc(a: RawDoc, b: RawDoc): boolean {
-  return a.documentId === b.documentId && a.fileName === b.fileName && a.folderId === b.folderId && a.versionId === b.versionId;
 }
 
 function sameFolders(a: RawFolder[], b: RawFolder[]): boolean {
