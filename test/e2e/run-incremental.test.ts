@@ -38,4 +38,25 @@ describe('binder-sync run: incremental passes', () => {
     expect(counters.commit).toBe(1);
     expect(c.readContent(doc.id).toString()).toBe('v2 from a local save');
   });
+
+  it('spaces polls out when a quiet poll costs more than pollCpuBudget, and says so once', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const docs = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, docs.id, 'a.txt', 'v1');
+    // A budget so small that any poll exceeds it: the spacing goes to its cap, 5 x pollInterval.
+    writeRunConfig(w, { pairs: [{ name: 'main', localPath: './local', binderId: w.binderId, pollInterval: '5s', pollCpuBudget: 0.000001 }] });
+    // No poll-interval override: the budget applies only to the configured interval.
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '' } });
+    const d = daemon;
+    const note = await d.waitForLog(msgHas('polling every'), 15_000, 'the poll spacing note');
+    expect(note.msg).toMatch(/^polling every 25 s instead of 5 s: one listing of this binder costs/);
+    expect(note).toMatchObject({ pollIntervalMs: 25_000, configuredMs: 5_000 });
+    c.resetCounters();
+    await new Promise((r) => setTimeout(r, 7_000)); // more than 5 s + 10% jitter: an unspaced poll would list
+    expect(c.counters().search, d.tail()).toBe(0);
+    expect(d.count(msgHas('polling every'))).toBe(1);
+  }, 40_000);
 });
+
