@@ -222,6 +222,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   // The remote listing (bound by the service's request rate) runs while the local tree is walked (bound by the
   // disk; the walk yields now and then): the two observations are independent, and the executor checks every
   // local file again before it touches it.
+  const listingAbort = new AbortController();
   const listing$ = reuse
     ? Promise.resolve(null)
     : fetchRemote(rt.client, {
@@ -229,7 +230,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
         pageSize: rt.pair.pageSize,
         previous: rt.cache.raw,
         reuseFolders: treeFresh,
-        ...(opts.signal ? { signal: opts.signal } : {}),
+        signal: opts.signal ? AbortSignal.any([opts.signal, listingAbort.signal]) : listingAbort.signal,
       });
   listing$.catch(() => undefined); // awaited below; a failed scan must not leave an unhandled rejection behind
   const scanned = noLocalWork
@@ -242,6 +243,9 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
         onHash: () => hashed++,
         ...(subtrees ? { subtrees } : {}),
         ...(opts.signal ? { signal: opts.signal } : {}),
+      }).catch((err: unknown) => {
+        listingAbort.abort(err); // the pass is over: stop listing (a retry lists again)
+        throw err;
       });
   const previousLocal = rt.cache.local;
   // Nothing rescanned: the previous observation stands as it is (merging would copy 100k entries per poll).
