@@ -70,6 +70,13 @@ export class Counter extends Family {
     if (!(n >= 0)) throw new Error(`${this.name}: a counter cannot be increased by ${n}`);
     this.slot(labels).value += n;
   }
+
+  /** Sets the running total read from elsewhere (e.g. the process's CPU time); it may only grow. */
+  setTotal(labels: Labels, total: number): void {
+    const s = this.slot(labels);
+    if (!(total >= s.value)) throw new Error(`${this.name}: a counter cannot go down from ${s.value} to ${total}`);
+    s.value = total;
+  }
 }
 
 export class Gauge extends Family {
@@ -90,6 +97,7 @@ export class Gauge extends Family {
 
 export class MetricsRegistry {
   private readonly families = new Map<string, Family>();
+  private readonly collectors: Array<() => void> = [];
 
   counter(name: string, help: string, labelNames: readonly string[] = []): Counter {
     return this.register(new Counter(name, help, labelNames));
@@ -99,8 +107,14 @@ export class MetricsRegistry {
     return this.register(new Gauge(name, help, labelNames));
   }
 
+  /** Runs fn before every render: for values read on demand (memory, CPU time) rather than fed by events. */
+  onCollect(fn: () => void): void {
+    this.collectors.push(fn);
+  }
+
   /** The whole registry in the text exposition format 0.0.4, families in registration order. */
   render(): string {
+    for (const collect of this.collectors) collect();
     return [...this.families.values()].map((f) => f.render()).join('');
   }
 
@@ -126,7 +140,7 @@ export interface SyncMetrics {
 }
 
 export function createSyncMetrics(registry = new MetricsRegistry()): SyncMetrics {
-  return {
+  const metrics: SyncMetrics = {
     registry,
     filesTransferred: registry.counter('binder_sync_files_transferred_total', 'Files uploaded or downloaded.', ['pair', 'direction']),
     bytesTransferred: registry.counter('binder_sync_bytes_transferred_total', 'Bytes of content uploaded or downloaded.', ['pair', 'direction']),
@@ -136,6 +150,29 @@ export function createSyncMetrics(registry = new MetricsRegistry()): SyncMetrics
     conflicts: registry.counter('binder_sync_conflicts_total', 'Conflicts resolved by the conflict policy.', ['pair']),
     passDuration: registry.gauge('binder_sync_pass_duration_seconds', 'Duration of the last sync pass.', ['pair']),
   };
+  registerProcessMetrics(registry);
+  return metrics;
+}
+
+/**
+ * The daemon's own footprint under the names Prometheus client libraries use (process_*, nodejs_*), so the
+ * usual dashboards and alerts work; read at each scrape.
+ */
+function registerProcessMetrics(registry: MetricsRegistry): void {
+  const cpu = registry.counter('process_cpu_seconds_total', 'User and system CPU time spent by the daemon, in seconds.');
+  const rss = registry.gauge('process_resident_memory_bytes', 'Resident memory (RSS) of the daemon, in bytes.');
+  const heapUsed = registry.gauge('nodejs_heap_size_used_bytes', 'JavaScript heap in use, in bytes.');
+  const heapTotal = registry.gauge('nodejs_heap_size_total_bytes', 'JavaScript heap reserved, in bytes.');
+  const external = registry.gauge('nodejs_external_memory_bytes', 'Memory of buffers and native objects held by JavaScript, in bytes.');
+  registry.onCollect(() => {
+    const usage = process.cpuUsage();
+    cpu.setTotal({}, (usage.user + usage.system) / 1e6);
+    const mem = process.memoryUsage();
+    rss.set({}, mem.rss);
+    heapUsed.set({}, mem.heapUsed);
+    heapTotal.set({}, mem.heapTotal);
+    external.set({}, mem.external);
+  });
 }
 
 /** Label values escape backslash, double quote and line feed (format 0.0.4). */

@@ -106,12 +106,41 @@ describe('rendering', () => {
       'binder_sync_last_poll_timestamp_seconds gauge',
       'binder_sync_conflicts_total counter',
       'binder_sync_pass_duration_seconds gauge',
+      'process_cpu_seconds_total counter',
+      'process_resident_memory_bytes gauge',
+      'nodejs_heap_size_used_bytes gauge',
+      'nodejs_heap_size_total_bytes gauge',
+      'nodejs_external_memory_bytes gauge',
     ]);
     expect(text).toContain('binder_sync_files_transferred_total{pair="p",direction="download"} 3\n');
     expect(text).toContain('binder_sync_bytes_transferred_total{pair="p",direction="upload"} 1024\n');
     expect(text).toContain('binder_sync_queue_depth{pair="p"} 7\n');
     expect(text).toContain('binder_sync_last_poll_timestamp_seconds{pair="p"} 1750000000.5\n');
     expect(text).toContain('binder_sync_pass_duration_seconds{pair="p"} 0.125\n');
+  });
+
+  it("reads the process's CPU time and memory at each render", () => {
+    const m = createSyncMetrics();
+    const sample = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(m.registry.render())?.[1]);
+    const cpu0 = sample('process_cpu_seconds_total');
+    const until = performance.now() + 30;
+    while (performance.now() < until); // burn a little CPU
+    expect(sample('process_cpu_seconds_total')).toBeGreaterThan(cpu0);
+    expect(cpu0).toBeGreaterThan(0);
+    const rss = sample('process_resident_memory_bytes');
+    expect(rss).toBeGreaterThan(10 * 2 ** 20);
+    expect(Math.abs(rss - process.memoryUsage().rss)).toBeLessThan(64 * 2 ** 20);
+    expect(sample('nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    expect(sample('nodejs_heap_size_used_bytes')).toBeLessThanOrEqual(sample('nodejs_heap_size_total_bytes'));
+    expect(sample('nodejs_external_memory_bytes')).toBeGreaterThan(0);
+  });
+
+  it('refuses a running total that goes down', () => {
+    const r = new MetricsRegistry();
+    const c = r.counter('t_total', 'h');
+    c.setTotal({}, 5);
+    expect(() => c.setTotal({}, 4)).toThrow(/cannot go down/);
+    expect(c.get()).toBe(5);
   });
 });
 
