@@ -22,6 +22,8 @@ export interface Daemon {
   /** SIGTERM and wait for the exit (SIGKILL after timeoutMs). */
   stop(timeoutMs?: number): Promise<number | null>;
   stderr(): string;
+  /** stdout lines that are not JSON log lines (e.g. `--trace-gc` output), last 20,000 kept. */
+  otherLines: string[];
 }
 
 export function startDaemon(configFile: string, emu: Emulator, opts: { env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {}): Daemon {
@@ -32,6 +34,7 @@ export function startDaemon(configFile: string, emu: Emulator, opts: { env?: Nod
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: LogLine[] = [];
+  const otherLines: string[] = [];
   let partial = '';
   let err = '';
   const waiters: Array<{ match: (l: LogLine) => boolean; from: number; resolve: (l: LogLine) => void }> = [];
@@ -40,7 +43,10 @@ export function startDaemon(configFile: string, emu: Emulator, opts: { env?: Nod
     const parts = partial.split('\n');
     partial = parts.pop() ?? '';
     for (const raw of parts) {
-      if (!raw.startsWith('{')) continue;
+      if (!raw.startsWith('{')) {
+        if (otherLines.push(raw) > 20_000) otherLines.shift();
+        continue;
+      }
       let line: LogLine;
       try {
         line = JSON.parse(raw) as LogLine;
@@ -69,6 +75,7 @@ export function startDaemon(configFile: string, emu: Emulator, opts: { env?: Nod
   );
   const tail = () => `${lines.slice(-10).map((l) => JSON.stringify(l)).join('\n')}\nstderr: ${err.slice(-2000)}`;
   return {
+    otherLines,
     child,
     pid: child.pid as number,
     lines,

@@ -103,6 +103,7 @@ for (;;) {
   console.log(`round: ${polls} log lines mentioning pass; last lines: ${d.lines.slice(-3).map((l) => l.msg).join(' | ')}`);
   await d.stop(60_000);
   fs.writeFileSync(path.join(ctl, 'daemon-log.jsonl'), d.lines.map((l) => JSON.stringify(l)).join('\n'));
+  fs.writeFileSync(path.join(ctl, 'daemon-stdout-other.txt'), d.otherLines.join('\n'));
   if (round.profile) console.log(summarizeProfile(newestProfile(profDir), ROOT, 30));
   console.log('round: done');
 }

@@ -46,21 +46,42 @@ export class DocMerger {
     this.seen = new Uint8Array(this.prev?.recs.length ?? 0);
   }
 
-  add(d: ListedDoc): void {
+  /** Merges one listed document; returns its record (the previous one when nothing differs). */
+  add(d: ListedDoc): RawDoc {
     const i = this.prev?.ids.get(d.id);
     if (i !== undefined) {
       const p = (this.prev as Index).recs[i] as RawDoc;
       if (p.fileName === d.fileName && p.folderId === d.folderId && p.versionId === d.latestVersionId) {
-        if (this.seen[i] === 0) {
-          this.seen[i] = 1;
-          this.matched++;
-        }
-        return;
+        this.markSeen(i);
+        return p;
       }
     }
     let folderId = this.folderIds.get(d.folderId);
     if (folderId === undefined) this.folderIds.set(d.folderId, (folderId = d.folderId));
-    this.changed.set(d.id, { documentId: d.id, fileName: d.fileName, folderId, versionId: d.latestVersionId });
+    const rec: RawDoc = { documentId: d.id, fileName: d.fileName, folderId, versionId: d.latestVersionId };
+    this.changed.set(d.id, rec);
+    return rec;
+  }
+
+  /**
+   * Merges a record returned by add() during an earlier listing (a search page that came back the same). In
+   * a complete listing every document appears once, so the record is the previous map's own; the field
+   * compare below is for a listing that was not.
+   */
+  addRecord(rec: RawDoc): RawDoc {
+    const i = this.prev?.ids.get(rec.documentId);
+    if (i !== undefined && (this.prev as Index).recs[i] === rec) {
+      this.markSeen(i);
+      return rec;
+    }
+    return this.add({ id: rec.documentId, fileName: rec.fileName, folderId: rec.folderId, latestVersionId: rec.versionId });
+  }
+
+  private markSeen(i: number): void {
+    if (this.seen[i] === 0) {
+      this.seen[i] = 1;
+      this.matched++;
+    }
   }
 
   /** Every document added: the previous map itself when it is exactly that, else a new map. */

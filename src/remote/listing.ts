@@ -7,7 +7,7 @@ import { mapRemoteTree } from './path-map.js';
 
 export type ListingClient = Pick<
   ServiceClient,
-  'searchDocuments' | 'listTopFolders' | 'listSubFolders' | 'listFolderDocuments' | 'getDocument'
+  'searchPage' | 'listTopFolders' | 'listSubFolders' | 'listFolderDocuments' | 'getDocument'
 >;
 
 export interface ListRemoteOptions {
@@ -53,6 +53,23 @@ export interface RawListing {
   docsUnchanged: boolean;
   /** False when the folder tree was reused from `previous` instead of walked. */
   walkedTree: boolean;
+  /** The search pages this listing was made of (null when it was listed per folder). */
+  pages: SearchPageMemo[] | null;
+}
+
+/**
+ * One search page as answered: the digest of its body and what that body said. The next listing asks with
+ * the digest, and a page that comes back byte for byte the same is merged from `recs` without being parsed
+ * again: a quiet poll of 100k documents no longer parses and validates ~40 MB of JSON.
+ */
+export interface SearchPageMemo {
+  digest: string;
+  totalCount: number;
+  pageSize: number;
+  /** Items on the page, including any the binder filter dropped. */
+  itemCount: number;
+  /** The merged records of its items, in page order. */
+  recs: RawDoc[];
 }
 
 export interface FetchRemoteOptions extends Pick<ListRemoteOptions, 'binderId' | 'pageSize' | 'signal'> {
@@ -80,22 +97,25 @@ export async function fetchRemote(client: ListingClient, opts: FetchRemoteOption
   let folders: RawFolder[] | null = null;
   const walk = async () => (folders ??= await listFolderTree(client, opts.binderId, counter, opts.signal));
   let method: RemoteListing['method'] = 'search';
-  let docs = await listDocumentsBySearch(client, opts, counter, previous);
-  if (docs === null) {
+  let searched = await listDocumentsBySearch(client, opts, counter, previous);
+  if (searched === null) {
     // The paged walk was inconsistent (totalCount changed, or pages overlapped and skipped items because
     // the server's order is not stable). Try once more, then fall back to the unpaged per-folder endpoint.
-    docs = await listDocumentsBySearch(client, opts, counter, previous);
+    searched = await listDocumentsBySearch(client, opts, counter, previous);
   }
-  if (docs === null) {
+  let docs: Map<string, RawDoc>;
+  if (searched === null) {
     method = 'per-folder';
     docs = await listDocumentsPerFolder(client, opts.binderId, await walk(), counter, previous, opts.signal);
+  } else {
+    docs = searched.docs;
   }
   // DocMerger hands back the previous map itself exactly when every document is as it was: no second compare.
   const docsUnchanged = previous !== null && docs === previous.docs;
   const reusable = folders === null && opts.reuseFolders === true && previous !== null && docsUnchanged && allInKnownFolders(docs, previous.folders);
   const tree = reusable && previous ? previous.folders : await walk();
   const unchanged = docsUnchanged && previous !== null && (tree === previous.folders || sameFolders(tree, previous.folders));
-  return { folders: tree, docs, method, requests: counter.requests, unchanged, docsUnchanged, walkedTree: !reusable };
+  return { folders: tree, docs, method, requests: counter.requests, unchanged, docsUnchanged, walkedTree: !reusable, pages: searched?.pages ?? null };
 }
 
 function allInKnownFolders(docs: Map<string, RawDoc>, folders: RawFolder[]): boolean {
@@ -171,48 +191,57 @@ async function listDocumentsBySearch(
   opts: Pick<ListRemoteOptions, 'binderId' | 'pageSize' | 'signal'>,
   counter: { requests: number },
   previous: RawListing | null,
-): Promise<Map<string, RawDoc> | null> {
+): Promise<{ docs: Map<string, RawDoc>; pages: SearchPageMemo[] } | null> {
   const merger = new DocMerger(previous?.docs ?? null);
   const filters = [{ metadataElementId: 'GLOBAL_BinderId', valueId: opts.binderId }];
-  const fetchPage = async (pageNumber: number, pageSize: number) => {
+  const before = previous?.pages ?? [];
+  const pages: SearchPageMemo[] = [];
+  /** Fetches and merges page n; a body identical to the previous listing's page n is merged from its memo. */
+  const fetchPage = async (pageNumber: number, pageSize: number): Promise<SearchPageMemo> => {
     opts.signal?.throwIfAborted();
     counter.requests++;
-    return client.searchDocuments({ filters, pageSize, pageNumber });
-  };
-  const merge = (items: Awaited<ReturnType<typeof fetchPage>>['items']) => {
-    for (const d of items) {
+    const old = before[pageNumber - 1];
+    const { digest, page } = await client.searchPage({ filters, pageSize, pageNumber }, old?.digest);
+    if (page === null) {
+      const memo = old as SearchPageMemo;
+      for (const rec of memo.recs) merger.addRecord(rec);
+      return memo;
+    }
+    const recs: RawDoc[] = [];
+    for (const d of page.items) {
       // Duplicates across pages are merged; a document is in this binder only if the server says so.
       if (d.binderId != null && d.binderId !== opts.binderId) continue;
-      merger.add(d);
+      recs.push(merger.add(d));
     }
+    return { digest, totalCount: page.totalCount, pageSize: page.pageSize, itemCount: page.items.length, recs };
   };
   const first = await fetchPage(1, opts.pageSize);
+  pages[0] = first;
   const totalCount = first.totalCount;
-  merge(first.items);
   // The server may clamp pageSize: the step is the page size it answered with (spec 4.3 rule 8), or the
   // number of items it actually sent when that is smaller (a server that clamps without saying so).
   const reported = first.pageSize > 0 ? first.pageSize : opts.pageSize;
-  const pageSize = first.items.length > 0 && first.items.length < Math.min(reported, totalCount) ? first.items.length : reported;
-  if (first.items.length === 0 && totalCount > 0) return null;
-  const pages = Math.ceil(totalCount / Math.max(1, pageSize));
-  if (pages > 1_000_000) return null;
+  const pageSize = first.itemCount > 0 && first.itemCount < Math.min(reported, totalCount) ? first.itemCount : reported;
+  if (first.itemCount === 0 && totalCount > 0) return null;
+  const count = Math.ceil(totalCount / Math.max(1, pageSize));
+  if (count > 1_000_000) return null;
   // Pages 2..n in parallel (the client's queue bounds concurrency and rate). Each must report the same
   // totalCount and, except the last, a full page; anything else means the binder changed during the walk.
   // Each page is merged as it arrives, so a 100k-document listing never holds all pages at once.
   let consistent = true;
   await Promise.all(
-    Array.from({ length: Math.max(0, pages - 1) }, async (_, i) => {
+    Array.from({ length: Math.max(0, count - 1) }, async (_, i) => {
       const n = i + 2;
       const page = await fetchPage(n, pageSize);
+      pages[n - 1] = page;
       if (page.totalCount !== totalCount) consistent = false;
-      else if (page.items.length === 0) consistent = false; // ran out of items before totalCount
-      else if (n < pages && page.items.length < pageSize) consistent = false;
-      else merge(page.items);
+      else if (page.itemCount === 0) consistent = false; // ran out of items before totalCount
+      else if (n < count && page.itemCount < pageSize) consistent = false;
     }),
   );
   if (!consistent) return null;
   const docs = merger.result();
-  return docs.size === totalCount ? docs : null;
+  return docs.size === totalCount ? { docs, pages } : null;
 }
 
 async function listDocumentsPerFolder(

@@ -74,22 +74,35 @@ export class ServiceClient {
 
   /** POST /documents: one page. Read-only, so it is retried like a GET. */
   async searchDocuments(q: SearchQuery): Promise<SearchResult> {
-    const page = await this.core.api({
-      method: 'POST',
-      template: '/documents',
-      query: { pageSize: q.pageSize, pageNumber: q.pageNumber, searchTerm: q.searchTerm },
-      json: {
-        // The spec spells the body keys with capital first letters (4.3).
-        MetadataFilters: (q.filters ?? []).map((f) => ({
-          metadataElementId: f.metadataElementId,
-          ...(f.valueId !== undefined ? { valueId: f.valueId } : {}),
-          ...(f.value !== undefined ? { value: f.value } : {}),
-        })),
-        SortBy: (q.sortBy ?? []).map((s) => ({ metadataElementId: s.metadataElementId, direction: s.direction })),
+    return (await this.searchPage(q, undefined)).page as SearchResult;
+  }
+
+  /**
+   * One search page, and the digest of its body. `sameAs` is the digest of an earlier answer: a body identical
+   * to it is not parsed again and `page` is null (see HttpCore.apiUnlessSame); the listing of a quiet binder
+   * then costs little more than the transfer.
+   */
+  async searchPage(q: SearchQuery, sameAs: string | undefined): Promise<{ digest: string; page: SearchResult | null }> {
+    const { digest, value: page } = await this.core.apiUnlessSame(
+      {
+        method: 'POST',
+        template: '/documents',
+        query: { pageSize: q.pageSize, pageNumber: q.pageNumber, searchTerm: q.searchTerm },
+        json: {
+          // The spec spells the body keys with capital first letters (4.3).
+          MetadataFilters: (q.filters ?? []).map((f) => ({
+            metadataElementId: f.metadataElementId,
+            ...(f.valueId !== undefined ? { valueId: f.valueId } : {}),
+            ...(f.value !== undefined ? { value: f.value } : {}),
+          })),
+          SortBy: (q.sortBy ?? []).map((s) => ({ metadataElementId: s.metadataElementId, direction: s.direction })),
+        },
+        schema: SearchPageSchema,
       },
-      schema: SearchPageSchema,
-    });
-    return { ...page, pageNumber: page.pageNumber ?? q.pageNumber ?? 1, pageSize: page.pageSize ?? q.pageSize ?? page.items.length };
+      sameAs,
+    );
+    if (page === null) return { digest, page: null };
+    return { digest, page: { ...page, pageNumber: page.pageNumber ?? q.pageNumber ?? 1, pageSize: page.pageSize ?? q.pageSize ?? page.items.length } };
   }
 
   listTopFolders(binderId: string, domain = 'binders'): Promise<Folder[]> {

@@ -1,5 +1,6 @@
 // The one request path to the service: auth headers, rate queues, retry/backoff, response validation, and a
 // debug log line per attempt. Owns the undici Agent (keep-alive) and the two p-queues (API and storage).
+import { createHash } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
 import PQueue from 'p-queue';
@@ -112,7 +113,25 @@ export class HttpCore {
   }
 
   /** One API call: bearer token + tenant header, rate queue, retries, one token refresh on 401, zod validation. */
-  async api<T>(call: ApiCall<T>): Promise<T> {
+  api<T>(call: ApiCall<T>): Promise<T> {
+    return this.send(call, (request, res, context) => this.validate(request, res, call.schema, context));
+  }
+
+  /**
+   * api() for an answer that is often byte for byte what the same call answered before (a search page of a
+   * binder that did not change): the body's SHA-256 is compared with `sameAs`, the digest of a body that
+   * already passed validation, and an identical body is neither parsed nor validated again (value null: the
+   * caller still holds what that body said). Any other body is validated as by api().
+   */
+  apiUnlessSame<T>(call: ApiCall<T>, sameAs: string | undefined): Promise<{ digest: string; value: T | null }> {
+    return this.send(call, (request, res, context) => {
+      const digest = createHash('sha256').update(res.text).digest('base64');
+      return { digest, value: digest === sameAs ? null : this.validate(request, res, call.schema, context) };
+    });
+  }
+
+  /** The request loop of api(): `accept` turns a 2xx response into the result (or throws). */
+  private async send<T, R>(call: ApiCall<T>, accept: (request: string, res: RawResponse, context?: Record<string, unknown>) => R): Promise<R> {
     const request = `${call.method} ${call.template}`;
     const signal = this.joinSignal(call.signal);
     const url = this.settings.baseUrl + fillTemplate(call.template, call.params) + queryString(call.query);
@@ -128,11 +147,18 @@ export class HttpCore {
           accept: 'application/json',
         };
         if (body !== undefined) headers['content-type'] = 'application/json';
-        const res = await this.apiQueue
-          .add(() => this.exchange({ request, template: call.template, url, method: call.method, headers, body, signal, attempt, context }), { signal })
+        // p-queue keeps finished entries of its queue (and through them each task's result) until the queue
+        // drains or compacts, so the response travels in a holder that is emptied once read: a 100k-document
+        // listing otherwise kept dozens of ~200 KB search pages alive while the daemon idled.
+        const holder = await this.apiQueue
+          .add(async () => ({ res: await this.exchange({ request, template: call.template, url, method: call.method, headers, body, signal, attempt, context }) as RawResponse | undefined }), {
+            signal,
+          })
           .catch((err: unknown) => {
             throw err instanceof ServiceError ? err : abortedError(request);
           });
+        const res = holder.res as RawResponse;
+        holder.res = undefined;
         // A 401 means the token died early (revoked, server restarted, clock skew): refresh once, then give up.
         if (res.status === 401 && !authRetried) {
           authRetried = true;
@@ -140,7 +166,7 @@ export class HttpCore {
           continue;
         }
         if (res.status < 200 || res.status > 299) throw this.failure(request, res, context);
-        return this.validate(request, res, call.schema, context);
+        return accept(request, res, context);
       }
     });
   }

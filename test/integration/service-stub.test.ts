@@ -270,6 +270,27 @@ describe('endpoints', () => {
     });
   });
 
+  it('searchPage skips parsing only a body identical to the one it names; any other body is validated', async () => {
+    let body: unknown = { items: [doc('d1')], totalCount: 1 };
+    let status = 200;
+    const s = await stub((r) => (r.path === '/api/v1/documents' ? { status, body } : undef));
+    const c = client(s.origin, { retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 } });
+    const q = { pageSize: 5, pageNumber: 1 };
+    const first = await c.searchPage(q, undefined);
+    expect(first.page).toEqual({ items: [doc('d1')], totalCount: 1, pageNumber: 1, pageSize: 5 });
+    expect(first.digest).toBe(createHash('sha256').update(JSON.stringify(body)).digest('base64'));
+    expect(await c.searchPage(q, first.digest)).toEqual({ digest: first.digest, page: null });
+    // A different body is parsed and validated as usual, even when asked with a digest...
+    body = { items: [doc('d1'), doc('d2')], totalCount: 2 };
+    expect((await c.searchPage(q, first.digest)).page?.items).toHaveLength(2);
+    body = { items: [{ id: 'x' }], totalCount: 1 };
+    await expect(c.searchPage(q, first.digest)).rejects.toMatchObject({ code: 'SERVICE_INVALID_RESPONSE' });
+    // ...and the status is checked before any digest: an error page is never "the same as before".
+    body = { items: [doc('d1')], totalCount: 1 };
+    status = 500;
+    await expect(c.searchPage(q, first.digest)).rejects.toMatchObject({ status: 500 });
+  });
+
   it('path parameters are URL-encoded and the domain defaults to binders', async () => {
     const s = await stub((r) => (r.path.startsWith('/api/') ? { status: 200, body: [] } : undef));
     const c = client(s.origin);

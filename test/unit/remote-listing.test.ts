@@ -1,5 +1,7 @@
 // The remote listing: complete or nothing. Paging with clamped page sizes, duplicates across pages, a binder
 // that changes during the walk (falls back to the per-folder endpoint), and deletes confirmed by GET.
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fetchRemote, listRemote, type ListingClient } from '../../src/remote/listing.js';
 import type { BaseEntry } from '../../src/sync/model.js';
@@ -7,7 +9,7 @@ import type { BaseEntry } from '../../src/sync/model.js';
 interface Doc { id: string; fileName: string; folderId: string; binderId?: string; latestVersionId: string }
 
 function fakeClient(docs: Doc[], o: { maxPageSize?: number; silentClamp?: boolean; totalDrift?: number; dupes?: boolean; gone?: Set<string> } = {}) {
-  const calls = { search: 0, folderDocs: 0, getDocument: 0 };
+  const calls = { search: 0, folderDocs: 0, getDocument: 0, sameBody: 0 };
   const client: ListingClient = {
     async listTopFolders() {
       return [{ id: 'F1', name: 'Tab', parentId: null }];
@@ -23,14 +25,18 @@ function fakeClient(docs: Doc[], o: { maxPageSize?: number; silentClamp?: boolea
       calls.getDocument++;
       return o.gone?.has(id) ? null : (docs.find((d) => d.id === id) ?? null);
     },
-    async searchDocuments(q: { pageSize?: number; pageNumber?: number }) {
+    // Like ServiceClient.searchPage: the body's digest, and no page when it equals `sameAs`.
+    async searchPage(q: { pageSize?: number; pageNumber?: number }, sameAs: string | undefined) {
       calls.search++;
       const size = Math.min(q.pageSize ?? 50, o.maxPageSize ?? Infinity);
       const n = q.pageNumber ?? 1;
       let items = docs.slice((n - 1) * size, n * size);
       if (o.dupes && n > 1) items = [docs[0]!, ...items.slice(1)];
       const drift = o.totalDrift !== undefined && n > 1 ? o.totalDrift : 0;
-      return { items, totalCount: docs.length + drift, pageNumber: n, pageSize: o.silentClamp ? (q.pageSize ?? 50) : size };
+      const page = { items, totalCount: docs.length + drift, pageNumber: n, pageSize: o.silentClamp ? (q.pageSize ?? 50) : size };
+      const digest = createHash('sha256').update(JSON.stringify(page)).digest('base64');
+      if (digest === sameAs) calls.sameBody++;
+      return { digest, page: digest === sameAs ? null : structuredClone(page) };
     },
   } as unknown as ListingClient;
   return { client, calls };
@@ -93,7 +99,7 @@ describe('listRemote', () => {
 
   it('a listing error is thrown, never turned into an empty listing', async () => {
     const { client } = fakeClient(docs(5));
-    const failing = { ...client, searchDocuments: async () => { throw new Error('HTTP 503'); } } as unknown as ListingClient;
+    const failing = { ...client, searchPage: async () => { throw new Error('HTTP 503'); } } as unknown as ListingClient;
     await expect(listRemote(failing, opts())).rejects.toThrow('503');
   });
 
@@ -127,6 +133,66 @@ describe('listRemote', () => {
         expect(next.docs.size).toBe(changed.length);
         for (const d of changed) expect(next.docs.get(d.id)).toMatchObject({ fileName: d.fileName, folderId: d.folderId, versionId: d.latestVersionId });
       }
+    });
+
+    it('merges a search page that comes back byte for byte the same from its memo, without parsing it', async () => {
+      const list = docs(25); // pages of 10: 3 pages
+      const { client, calls } = fakeClient(list);
+      const first = await raw(client, null);
+      expect(first.pages).toHaveLength(3);
+      expect(calls.sameBody).toBe(0);
+      const second = await raw(client, first);
+      expect(calls.sameBody).toBe(3);
+      expect(second.unchanged).toBe(true);
+      expect(second.docs).toBe(first.docs);
+      // One version changes on page 2: that page is parsed, pages 1 and 3 are taken from the memo.
+      list[14]!.latestVersionId = 'v-new';
+      const third = await raw(client, second);
+      expect(calls.sameBody).toBe(5);
+      expect(third.unchanged).toBe(false);
+      expect(third.docs.get('d014')?.versionId).toBe('v-new');
+      expect(third.docs.get('d003')).toBe(first.docs.get('d003'));
+      expect([...third.docs.keys()].sort()).toEqual(list.map((d) => d.id).sort());
+      // Quiet again: all three pages from the memo, including the one that carries the new record.
+      const fourth = await raw(client, third);
+      expect(calls.sameBody).toBe(8);
+      expect(fourth.unchanged).toBe(true);
+      expect(fourth.docs).toBe(third.docs);
+      // A delete on page 1 shifts every later item: all pages differ, and the result is still exact.
+      list.splice(2, 1);
+      const fifth = await raw(client, fourth);
+      expect(calls.sameBody).toBe(8);
+      expect([...fifth.docs.keys()].sort()).toEqual(list.map((d) => d.id).sort());
+    });
+
+    it('gives the same documents with page memos as a fresh listing, over any history of changes', async () => {
+      type Op = { kind: 'version' | 'rename' | 'move' | 'delete' | 'add'; at: number };
+      const op = fc.record({ kind: fc.constantFrom<Op['kind']>('version', 'rename', 'move', 'delete', 'add'), at: fc.nat(1000) });
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 0, max: 35 }), fc.array(fc.array(op, { maxLength: 4 }), { minLength: 1, maxLength: 8 }), fc.boolean(), async (n, rounds, dupes) => {
+          const list = docs(n);
+          let next = 1000;
+          let previous: Awaited<ReturnType<typeof fetchRemote>> | null = null;
+          for (const round of rounds) {
+            for (const o of round) {
+              const i = list.length === 0 ? -1 : o.at % list.length;
+              if (o.kind === 'add' || i < 0) list.splice(Math.max(0, i), 0, { id: `n${next}`, fileName: `n${next}.txt`, folderId: 'F1', binderId: 'B', latestVersionId: `v${next++}` });
+              else if (o.kind === 'delete') list.splice(i, 1);
+              else if (o.kind === 'version') list[i]!.latestVersionId = `v${next++}`;
+              else if (o.kind === 'rename') list[i]!.fileName = `r${next++}.txt`;
+              else list[i]!.folderId = list[i]!.folderId === 'F1' ? 'F2' : 'F1';
+            }
+            const client = fakeClient(list, { dupes }).client;
+            const memo = await raw(client, previous);
+            const fresh = await raw(client, null);
+            const content = (m: typeof memo.docs) => [...m.values()].map((d) => `${d.documentId}|${d.fileName}|${d.folderId}|${d.versionId}`).sort();
+            expect(content(memo.docs)).toEqual(content(fresh.docs));
+            if (previous) expect(memo.docsUnchanged).toBe(JSON.stringify(content(previous.docs)) === JSON.stringify(content(fresh.docs)));
+            previous = memo;
+          }
+        }),
+        { numRuns: 150 },
+      );
     });
 
     it('reuses the folder tree only when asked and the documents are unchanged; a folder rename is seen on a walk', async () => {
