@@ -26,7 +26,22 @@ export interface ApiCall<T> {
 export interface RawResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  text: string;
+  /** SHA-256 (base64) of the body. */
+  digest: string;
+  /** The body decoded as UTF-8, on first use: a body that is only compared by digest is never decoded. */
+  readonly text: string;
+}
+
+function rawResponse(status: number, headers: RawResponse['headers'], body: { chunks: Buffer[]; size: number; digest: string }): RawResponse {
+  let text: string | undefined;
+  return {
+    status,
+    headers,
+    digest: body.digest,
+    get text() {
+      return (text ??= Buffer.concat(body.chunks, body.size).toString('utf8'));
+    },
+  };
 }
 
 const TOKEN_REQUEST = 'POST /connect/token';
@@ -125,8 +140,7 @@ export class HttpCore {
    */
   apiUnlessSame<T>(call: ApiCall<T>, sameAs: string | undefined): Promise<{ digest: string; value: T | null }> {
     return this.send(call, (request, res, context) => {
-      const digest = createHash('sha256').update(res.text).digest('base64');
-      return { digest, value: digest === sameAs ? null : this.validate(request, res, call.schema, context) };
+      return { digest: res.digest, value: res.digest === sameAs ? null : this.validate(request, res, call.schema, context) };
     });
   }
 
@@ -226,7 +240,7 @@ export class HttpCore {
     });
   }
 
-  failure(request: string, res: RawResponse, context?: Record<string, unknown>): ServiceError {
+  failure(request: string, res: Pick<RawResponse, 'status' | 'headers' | 'text'>, context?: Record<string, unknown>): ServiceError {
     const err = errorFromResponse({ request, status: res.status, bodyText: res.text, headers: res.headers, secrets: this.secrets(), ...(context ? { context } : {}) });
     const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
     if (retryAfterMs !== undefined) err.retryAfterMs = retryAfterMs;
@@ -260,9 +274,9 @@ export class HttpCore {
         headersTimeout: this.settings.requestTimeoutMs,
         bodyTimeout: this.settings.requestTimeoutMs,
       });
-      const text = await readBodyCapped(res.body, MAX_JSON_BODY_BYTES, o.request);
+      const body = await readBodyCapped(res.body, MAX_JSON_BODY_BYTES, o.request);
       this.log.debug({ method: o.method, path: o.template, status: res.statusCode, ms: Math.round(performance.now() - started), attempt: o.attempt }, 'service request');
-      return { status: res.statusCode, headers: res.headers, text };
+      return rawResponse(res.statusCode, res.headers, body);
     } catch (err) {
       if (err instanceof ServiceError) throw err; // already classified (e.g. an oversized body)
       const ms = Math.round(performance.now() - started);
@@ -341,9 +355,13 @@ function queryString(query: Record<string, string | number | undefined> | undefi
 /** Largest JSON answer read from the API: a search page of 1,000 documents is well under 1 MiB. */
 export const MAX_JSON_BODY_BYTES = 64 * 1024 * 1024;
 
-/** Reads a response body as UTF-8 text, failing (without buffering the rest) once it passes `max` bytes. */
-async function readBodyCapped(body: Dispatcher.ResponseData['body'], max: number, request: string): Promise<string> {
+/**
+ * Reads a response body and hashes it on the way (no second pass, no joined copy until the text is wanted),
+ * failing (without buffering the rest) once it passes `max` bytes.
+ */
+async function readBodyCapped(body: Dispatcher.ResponseData['body'], max: number, request: string): Promise<{ chunks: Buffer[]; size: number; digest: string }> {
   const chunks: Buffer[] = [];
+  const hash = createHash('sha256');
   let size = 0;
   for await (const chunk of body) {
     const buf = chunk as Buffer;
@@ -357,7 +375,8 @@ async function readBodyCapped(body: Dispatcher.ResponseData['body'], max: number
         hint: 'the service (or something in front of it) sent an answer far larger than any valid one',
       });
     }
+    hash.update(buf);
     chunks.push(buf);
   }
-  return Buffer.concat(chunks, size).toString('utf8');
+  return { chunks, size, digest: hash.digest('base64') };
 }

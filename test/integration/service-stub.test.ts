@@ -286,6 +286,12 @@ describe('endpoints', () => {
     body = { items: [{ id: 'x' }], totalCount: 1 };
     await expect(c.searchPage(q, first.digest)).rejects.toMatchObject({ code: 'SERVICE_INVALID_RESPONSE' });
     // ...and the status is checked before any digest: an error page is never "the same as before".
+    // A body that arrives in many chunks is hashed whole.
+    body = { items: Array.from({ length: 4000 }, (_, i) => doc(`d${i}`)), totalCount: 4000 };
+    const big = await c.searchPage(q, first.digest);
+    expect(JSON.stringify(body).length).toBeGreaterThan(256 * 1024);
+    expect(big.digest).toBe(createHash('sha256').update(JSON.stringify(body)).digest('base64'));
+    expect(big.page?.items).toHaveLength(4000);
     body = { items: [doc('d1')], totalCount: 1 };
     status = 500;
     await expect(c.searchPage(q, first.digest)).rejects.toMatchObject({ status: 500 });
