@@ -70,6 +70,11 @@ export interface PairRuntime {
     foldersAt: number;
     /** The last pass planned nothing and left nothing for later: an unchanged world needs no new plan. */
     quiet: boolean;
+    /**
+     * `local` was dropped by a quiet poll (see quietPass): nothing local has happened since, and the next pass
+     * that needs a local observation scans the whole tree.
+     */
+    localParked: boolean;
     /** Its issues (what a quiet pass reports again). */
     issues: Issue[];
   };
@@ -150,7 +155,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       caseInsensitive,
       readOnly: null,
       tempsCleaned: false,
-      cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, quiet: false, issues: [] },
+      cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, quiet: false, localParked: false, issues: [] },
     };
   } catch (err) {
     store.close();
@@ -193,11 +198,14 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   ensureRoot(rt.pair, rt.store);
   const deps = executorDeps(rt, opts, now);
   const subtrees = localSubtrees(rt, opts);
+  // A poll with no local hint while the local observation is parked: the tree is scanned (whole) only if the
+  // remote side turns out to have changed.
+  const parked = subtrees === undefined && rt.cache.localParked && opts.localDirs?.length === 0 && rt.cache.touchedDirs.size === 0 && !dryRun;
   if (!dryRun) {
     await rt.trash.purgeOlderThan(rt.pair.trashRetentionDays);
     // Temp files are left only by a run that was killed (this process removes its own), so the walk of the
     // whole tree that finds them runs once per start and with every full scan, not on each poll.
-    if (subtrees === undefined || !rt.tempsCleaned) {
+    if ((subtrees === undefined && !parked) || !rt.tempsCleaned) {
       const stale = await cleanStaleTemps(rt.pair.localPath);
       rt.tempsCleaned = true;
       if (stale > 0) rt.log.info({ removed: stale }, 'removed temp files left by an interrupted run');
@@ -210,7 +218,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   }
   let hashed = 0;
   // Nothing local to look at (the watcher saw nothing, the last pass wrote nothing): no scan, no base load yet.
-  const noLocalWork = subtrees !== undefined && subtrees.length === 0;
+  const noLocalWork = parked || (subtrees !== undefined && subtrees.length === 0);
   let baseMap: Map<string, BaseEntry> | null = null;
   const loadBase = () => (baseMap ??= rt.store.loadBase());
   let byKey: Map<string, BaseEntry> | null = null;
@@ -233,23 +241,23 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
         signal: opts.signal ? AbortSignal.any([opts.signal, listingAbort.signal]) : listingAbort.signal,
       });
   listing$.catch(() => undefined); // awaited below; a failed scan must not leave an unhandled rejection behind
-  const scanned = noLocalWork
-    ? { files: new Map(), dirs: new Map(), problems: [] }
-    : await scanLocal({
-        root: rt.pair.localPath,
-        caseInsensitive: rt.caseInsensitive,
-        ignore: rt.ignore,
-        prior: (key) => (byKey ??= new Map([...loadBase().values()].map((b) => [b.key, b]))).get(key),
-        onHash: () => hashed++,
-        ...(subtrees ? { subtrees } : {}),
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      }).catch((err: unknown) => {
-        listingAbort.abort(err); // the pass is over: stop listing (a retry lists again)
-        throw err;
-      });
+  const scan = (within: string[] | undefined) =>
+    scanLocal({
+      root: rt.pair.localPath,
+      caseInsensitive: rt.caseInsensitive,
+      ignore: rt.ignore,
+      prior: (key) => (byKey ??= new Map([...loadBase().values()].map((b) => [b.key, b]))).get(key),
+      onHash: () => hashed++,
+      ...(within ? { subtrees: within } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    }).catch((err: unknown) => {
+      listingAbort.abort(err); // the pass is over: stop listing (a retry lists again)
+      throw err;
+    });
+  const scanned = noLocalWork ? { files: new Map(), dirs: new Map(), problems: [] } : await scan(subtrees);
   const previousLocal = rt.cache.local;
   // Nothing rescanned: the previous observation stands as it is (merging would copy 100k entries per poll).
-  const local = subtrees && previousLocal ? (noLocalWork ? previousLocal : mergeScan(previousLocal, scanned, subtrees)) : scanned;
+  let local = subtrees && previousLocal ? (noLocalWork ? previousLocal : mergeScan(previousLocal, scanned, subtrees)) : scanned;
   const raw = await listing$;
   if (raw?.walkedTree) rt.cache.foldersAt = Date.now();
   if (raw && noLocalWork && !dryRun && opts.force !== true && rt.cache.quiet && raw.unchanged) {
@@ -257,6 +265,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     // then. Every input of reconcile is the same, so its plan would be empty again: skip the work.
     return quietPass(rt, raw, now, started);
   }
+  if (parked) local = await scan(undefined); // the remote changed: now the whole local tree is needed
   const base = loadBase();
   // A reused listing is the observation of the last pass, or (dropped after a quiet poll) rebuilt from the raw one.
   const listing: RemoteListing = raw === null && rt.cache.remote
@@ -275,6 +284,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   }
   // Until this pass has run, neither cache may be trusted (a throw below leaves them invalid).
   rt.cache.local = null;
+  rt.cache.localParked = false;
   rt.cache.remote = null;
   rt.cache.quiet = false;
   const ctx: ReconcileContext = {
@@ -374,6 +384,13 @@ function quietPass(rt: PairRuntime, raw: RawListing, now: () => Date, started: n
   // The mapped observation (~25 MB at 100k documents) is dropped while idle; a pass that reuses the listing
   // rebuilds it from `raw`, which holds the same documents.
   rt.cache.remote = null;
+  // So is the local one (~25 MB): a quiet poll means nothing happened on either side since the last pass, which
+  // itself found nothing to do. The next local change or remote change costs one whole scan (0.6 s at 100k
+  // files, nothing re-hashed) instead of a partial one; an idle daemon keeps only what a poll needs.
+  if (rt.cache.touchedDirs.size === 0) {
+    rt.cache.local = null;
+    rt.cache.localParked = true;
+  }
   rt.store.setMeta('lastPollAt', now().toISOString());
   const issues = rt.cache.issues;
   return {

@@ -129,6 +129,38 @@ describe('incremental passes', () => {
     expect(fs.existsSync(local('Docs/.binder-sync-tmp-0000000000000002'))).toBe(false);
   });
 
+  it('a quiet poll parks the local observation; the next pass that needs one scans the whole tree', async () => {
+    await runPass(rt);
+    await runPass(rt, { localDirs: [] });
+    await runPass(rt, { localDirs: [] }); // quiet: parks
+    expect(rt.cache.local).toBeNull();
+    expect(rt.cache.localParked).toBe(true);
+    // Parked and still quiet: no scan, no base load, nothing planned.
+    loadBaseCalls = 0;
+    fs.writeFileSync(local('Docs/d1.txt'), 'edited, no hint (1)');
+    expect((await runPass(rt, { localDirs: [] })).plan.groups).toEqual([]);
+    expect(loadBaseCalls).toBe(0);
+    expect(rt.cache.localParked).toBe(true);
+    // The remote changes: the whole tree is scanned, so the unhinted local edit is found with it.
+    const [doc] = emu.control.listDocuments(binderId).filter((d) => d.fileName === 'd3.txt');
+    emu.control.addVersion(doc!.id, 'remote edit');
+    const both = await runPass(rt, { localDirs: [] });
+    expect(both.execution?.done.download).toBe(1);
+    expect(both.execution?.done.upload).toBe(1);
+    expect(fs.readFileSync(local('Docs/d3.txt'), 'utf8')).toBe('remote edit');
+    expect(rt.cache.localParked).toBe(false);
+    expect(rt.cache.local?.files.size).toBe(5);
+    // Parked again, then a hinted pass: a whole scan too (an edit outside the hinted folder is found).
+    await runPass(rt, { localDirs: [] });
+    await runPass(rt, { localDirs: [] });
+    expect(rt.cache.localParked).toBe(true);
+    fs.mkdirSync(local('Other'));
+    fs.writeFileSync(local('Docs/d2.txt'), 'edited, no hint (2)');
+    const hinted = await runPass(rt, { localDirs: ['Other'], reuseRemoteWithinMs: 60_000 });
+    expect(hinted.execution?.done.upload).toBe(1);
+    expect(hinted.plan.groups.flat().map((a) => a.kind === 'upload' && a.relPath)).toContain('Docs/d2.txt');
+  });
+
   it('after a quiet poll drops the mapped listing, a hinted pass rebuilds it from the raw listing without listing again', async () => {
     await runPass(rt);
     await runPass(rt, { localDirs: [] });
