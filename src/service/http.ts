@@ -2,6 +2,7 @@
 // debug log line per attempt. Owns the undici Agent (keep-alive) and the two p-queues (API and storage).
 import { createHash } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
+import { StringDecoder } from 'node:string_decoder';
 import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
 import PQueue from 'p-queue';
 import type { z } from 'zod';
@@ -39,7 +40,13 @@ function rawResponse(status: number, headers: RawResponse['headers'], body: { ch
     headers,
     digest: body.digest,
     get text() {
-      return (text ??= Buffer.concat(body.chunks, body.size).toString('utf8'));
+      // Decoded chunk by chunk (a character split between chunks is carried over): no joined copy of a
+      // 200 KB page outside the JS heap, where freed blocks fragment the allocator and stay resident.
+      if (text === undefined) {
+        const decoder = new StringDecoder('utf8');
+        text = body.chunks.map((c) => decoder.write(c)).join('') + decoder.end();
+      }
+      return text;
     },
   };
 }

@@ -297,6 +297,23 @@ describe('endpoints', () => {
     await expect(c.searchPage(q, first.digest)).rejects.toMatchObject({ status: 500 });
   });
 
+  it('decodes a body whose multi-byte characters are split between network chunks', async () => {
+    const name = 'Répertoire — 日本語 🎉.txt';
+    const bytes = Buffer.from(JSON.stringify({ items: [{ ...doc('d1'), fileName: name }], totalCount: 1 }));
+    const cut = bytes.indexOf(Buffer.from('🎉')) + 2; // inside the 4-byte emoji
+    const s = await stub((r) =>
+      r.path === '/api/v1/documents'
+        ? (res: ServerResponse) => {
+            res.writeHead(200, { 'content-type': 'application/json' });
+            res.write(bytes.subarray(0, cut));
+            setTimeout(() => res.end(bytes.subarray(cut)), 30);
+          }
+        : undef,
+    );
+    const page = await client(s.origin).searchDocuments({ pageSize: 5, pageNumber: 1 });
+    expect(page.items[0]?.fileName).toBe(name);
+  });
+
   it('path parameters are URL-encoded and the domain defaults to binders', async () => {
     const s = await stub((r) => (r.path.startsWith('/api/') ? { status: 200, body: [] } : undef));
     const c = client(s.origin);
