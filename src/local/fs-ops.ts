@@ -256,9 +256,15 @@ export async function createTempFor(dirAbs: string): Promise<{ path: string; fd:
 const PROCESS_TAG = randomBytes(4).toString('hex');
 let tempCounter = 0;
 
-/** fsyncs a written temp file through its descriptor (LOCAL_IO on failure). */
-export async function syncTempFile(fd: number, tempPath: string): Promise<void> {
-  await guard('fsync temp file', tempPath, () => fsyncFd(fd));
+/**
+ * fsyncs a written temp file through its descriptor (LOCAL_IO on failure). `before`: earlier flushes of the
+ * same descriptor to wait for first; their failure fails this sync like its own would.
+ */
+export async function syncTempFile(fd: number, tempPath: string, before?: () => Promise<void>): Promise<void> {
+  await guard('fsync temp file', tempPath, async () => {
+    await before?.();
+    await fsyncFd(fd);
+  });
 }
 
 /** Mode of a new file in a directory of mode dirMode: the directory's read/write bits. */

@@ -26,15 +26,55 @@ const ATTEMPTS = 3;
 const WRITE_BUFFER = 1 << 20;
 
 /**
- * The file functions the temp's stream uses: node:fs's, except close, which is synchronous. Closing a file
- * fsynced just before takes microseconds; a thread-pool round trip per file costs more. (The stream calls it
- * only once no write is in flight.)
+ * Written bytes after which the temp file's data is flushed early (fdatasync, in the background, one at a time
+ * per file) while the download goes on. A download must be fsynced before it is committed, and without these
+ * the disk would only start writing a file once its last byte arrived: the final fsync of a large file then
+ * waits for all of it (measured on 20 x 50 MiB: the fsyncs made up most of the gap to the floor, which never
+ * fsyncs). Early flushes keep the disk busy during the transfer, so the final fsync finds little left to write.
+ * Files smaller than this are not affected.
  */
-const SYNC_CLOSE = {
-  open: fs.open,
-  write: fs.write,
-  writev: fs.writev,
-  close(fd: number, cb: (err: NodeJS.ErrnoException | null) => void): void {
+const EARLY_FLUSH_BYTES = 8 << 20;
+
+type WriteCb = (err: NodeJS.ErrnoException | null, written: number, buffer: unknown) => void;
+type CloseCb = (err: NodeJS.ErrnoException | null) => void;
+
+/** The file functions a WriteStream calls (its `fs` option). */
+interface StreamFs {
+  open: typeof fs.open;
+  write(fd: number, buffer: Buffer, offset: number, length: number, position: number | null, cb: WriteCb): void;
+  writev(fd: number, buffers: Buffer[], position: number | null, cb: WriteCb): void;
+  close(fd: number, cb: CloseCb): void;
+}
+
+/**
+ * The file functions of one temp file's stream: node:fs's, with an early fdatasync every EARLY_FLUSH_BYTES
+ * written, and a synchronous close (closing a file fsynced just before takes microseconds; a thread-pool
+ * round trip per file costs more). The descriptor is never closed while an early flush is in flight (its
+ * number could be reused by another open before the flush runs), and a flush's error is kept and reported by
+ * settle(): once an fdatasync has reported a write-back error, Linux does not report it again to the final
+ * fsync on the same descriptor, so ignoring it could commit a file whose data never reached the disk.
+ */
+export function tempFileFs(earlyFlushBytes = EARLY_FLUSH_BYTES): {
+  fs: StreamFs;
+  /** Waits for the early flush in flight, if any; rejects with the first early flush's error. */
+  settle(): Promise<void>;
+} {
+  let unflushed = 0;
+  let inFlight: Promise<void> | null = null;
+  let failure: NodeJS.ErrnoException | null = null;
+  const wrote = (fd: number, n: number): void => {
+    unflushed += n;
+    if (inFlight !== null || unflushed < earlyFlushBytes) return;
+    unflushed = 0;
+    inFlight = new Promise((resolve) => {
+      fs.fdatasync(fd, (err) => {
+        failure ??= err;
+        inFlight = null;
+        resolve();
+      });
+    });
+  };
+  const closeNow = (fd: number, cb: CloseCb): void => {
     let err: NodeJS.ErrnoException | null = null;
     try {
       fs.closeSync(fd);
@@ -42,8 +82,33 @@ const SYNC_CLOSE = {
       err = e as NodeJS.ErrnoException;
     }
     process.nextTick(cb, err);
-  },
-};
+  };
+  return {
+    fs: {
+      open: fs.open,
+      write(fd: number, buffer: Buffer, offset: number, length: number, position: number | null, cb: WriteCb): void {
+        fs.write(fd, buffer, offset, length, position, (err, n, b) => {
+          if (err === null) wrote(fd, n);
+          cb(err, n, b);
+        });
+      },
+      writev(fd: number, buffers: Buffer[], position: number | null, cb: WriteCb): void {
+        fs.writev(fd, buffers, position, (err, n, b) => {
+          if (err === null) wrote(fd, n);
+          cb(err, n, b);
+        });
+      },
+      close(fd: number, cb: CloseCb): void {
+        if (inFlight === null) closeNow(fd, cb);
+        else void inFlight.then(() => closeNow(fd, cb));
+      },
+    },
+    async settle(): Promise<void> {
+      while (inFlight !== null) await inFlight;
+      if (failure !== null) throw failure;
+    },
+  };
+}
 
 /**
  * Downloads doc's version next to destAbs (its folder is created when missing). The temp is fsynced and
@@ -57,15 +122,16 @@ export async function downloadToTemp(d: ExecutorDeps, doc: RemoteDoc, destAbs: s
     // The stream owns the descriptor from here on: it is closed only through it (closeStream), never
     // behind a write it may still have in flight. autoClose false: the stream finishes once the last byte is
     // written, which ends the transfer and frees its slot in the client's transfer queue; the fsync (slow for
-    // a large file) happens after that. WRITE_BUFFER: see there.
-    const out = fs.createWriteStream(tempPath, { fd, autoClose: false, highWaterMark: WRITE_BUFFER, fs: SYNC_CLOSE });
+    // a large file) happens after that. WRITE_BUFFER and early flushes: see there.
+    const temp = tempFileFs();
+    const out = fs.createWriteStream(tempPath, { fd, autoClose: false, highWaterMark: WRITE_BUFFER, fs: temp.fs });
     try {
       const res = await d.client.downloadVersionTo(doc.documentId, doc.versionId, out, {
         ...(d.signal ? { signal: d.signal } : {}),
         ...(d.onBytes ? { onBytes: d.onBytes } : {}),
       });
       if (out.bytesWritten !== res.bytes) throw new Error(`wrote ${out.bytesWritten} bytes of ${res.bytes}`);
-      await syncTempFile(fd, tempPath);
+      await syncTempFile(fd, tempPath, temp.settle);
       await closeStream(out);
       return { tempPath, sha256: res.sha256, bytes: res.bytes };
     } catch (err) {
