@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BinderSyncError } from '../../src/errors.js';
 import { SCHEMA_VERSION } from '../../src/state/migrations.js';
-import { StateStore } from '../../src/state/store.js';
+import { PAGE_CACHE_KIB, StateStore } from '../../src/state/store.js';
 import type { BaseEntry, Issue, RemoteFolder } from '../../src/sync/model.js';
 
 let tmp: string;
@@ -67,6 +67,13 @@ describe('open and migrations', () => {
     const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
     expect(tables).toEqual(expect.arrayContaining(['base', 'outbox', 'conflicts', 'issues', 'folders', 'meta', 'counters']));
     raw.close();
+  });
+
+  it('keeps a small page cache (the 16 MB default of better-sqlite3 stays resident in an idle daemon)', () => {
+    const s = openStore();
+    const db = (s as unknown as { db: Database.Database }).db;
+    expect(db.pragma('cache_size', { simple: true })).toBe(-PAGE_CACHE_KIB);
+    expect(PAGE_CACHE_KIB).toBeLessThanOrEqual(4000);
   });
 
   it('reopens an existing DB without re-running migrations and keeps its data', () => {
