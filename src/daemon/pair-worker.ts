@@ -138,6 +138,8 @@ export class PairWorker {
       report = await runPass(rt, {
         ...this.scope(trigger),
         minFileAgeMs: MIN_FILE_AGE_MS,
+        // A restart within minutes of the last folder walk does not walk again (see there).
+        reuseSavedFolderTree: true,
         signal: this.signal,
         ...(obs?.onPlan ? { onPlan: obs.onPlan } : {}),
         ...(obs?.onActionDone ? { onActionDone: obs.onActionDone } : {}),

@@ -9,7 +9,7 @@ import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../loca
 import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { coveringSubtrees, mergeScan, scanLocal } from '../local/scanner.js';
-import { fetchRemote, observeRemote, type RawListing, type RemoteListing } from '../remote/listing.js';
+import { fetchRemote, observeRemote, type RawDoc, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
 import { executePlan, type ExecutionReport } from './executor.js';
@@ -28,6 +28,9 @@ import { recoverOutbox } from './upload.js';
  * alone (a rename, a new empty folder) is seen within this time.
  */
 const FOLDER_TREE_MAX_AGE_MS = 10 * 60_000;
+
+/** Meta key: when the folder tree saved in the state DB was walked (ISO time). */
+const TREE_WALKED_AT = 'folderTreeWalkedAt';
 
 /**
  * Issues that follow from the user's own configuration and leave nothing pending: a pass with only these
@@ -88,6 +91,13 @@ export interface PassOptions {
   localDirs?: string[];
   /** Reuse the previous remote listing when younger than this (ms) and the previous pass uploaded nothing. */
   reuseRemoteWithinMs?: number;
+  /**
+   * The daemon's first pass: the folder tree saved by an earlier process may stand in for a walk under the rule
+   * that holds within one process (walked less than FOLDER_TREE_MAX_AGE_MS ago, documents exactly as in the
+   * base, all in known folders, nothing waiting for a folder). A restart then costs the search pages, not one
+   * request per folder. A one-shot `sync` always walks.
+   */
+  reuseSavedFolderTree?: boolean;
   /**
    * Leave a local file alone while it was modified less than this long ago (ms): a program may still be
    * writing it (tar, rsync, a download). The daemon uses it; PassReport.recheckInMs says when to look again.
@@ -222,6 +232,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   let baseMap: Map<string, BaseEntry> | null = null;
   const loadBase = () => (baseMap ??= rt.store.loadBase());
   let byKey: Map<string, BaseEntry> | null = null;
+  if (opts.reuseSavedFolderTree === true && rt.cache.raw === null && !dryRun) resumeSavedListing(rt, loadBase());
   const reuse = opts.reuseRemoteWithinMs !== undefined && (rt.cache.remote !== null || rt.cache.raw !== null) && rt.cache.remoteFresh &&
     Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs;
   // Reused only while nothing waits for a remote folder to appear (then every poll walks the tree).
@@ -347,6 +358,11 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   rt.store.transaction(() => {
     rt.store.replaceFolders([...listing.observation.folders.values()]);
     rt.store.replaceIssues(plan.issues);
+    if (raw?.walkedTree) {
+      // The saved folders are the mapped ones: the walked tree itself only when every folder could be mapped.
+      if (listing.observation.unmappable.every((u) => u.folderId === undefined)) rt.store.setMeta(TREE_WALKED_AT, new Date(rt.cache.foldersAt).toISOString());
+      else rt.store.deleteMeta(TREE_WALKED_AT);
+    }
     rt.store.setMeta('lastPassAt', now().toISOString());
     if (subtrees === undefined) rt.store.setMeta('lastScanAt', now().toISOString()); // a full local scan
     if (!reuse) rt.store.setMeta('lastPollAt', now().toISOString()); // a fresh remote listing
@@ -377,6 +393,28 @@ async function removeVacatedDirs(rt: PairRuntime, dirs: ReadonlySet<string>, rem
   }
 }
 
+/**
+ * Stands the state DB in for the previous listing of a process that has just started (see
+ * PassOptions.reuseSavedFolderTree): the saved folder tree, and the documents as the base last saw them. The
+ * next listing is compared with it like with one of this process: any document that differs from the base (a
+ * new version, a rename, a document not synced yet) or sits in an unknown folder makes it walk the tree. Only
+ * the folder tree is trusted, and only while it is as fresh as a running daemon would trust it.
+ */
+function resumeSavedListing(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry>): void {
+  const walkedAt = Date.parse(rt.store.getMeta(TREE_WALKED_AT) ?? '');
+  const age = Date.now() - walkedAt;
+  if (!(age >= 0 && age < FOLDER_TREE_MAX_AGE_MS)) return;
+  const issues = rt.store.listIssues();
+  if (issues.some((i) => i.code === 'waiting-for-remote-folder')) return;
+  const docs = new Map<string, RawDoc>();
+  for (const b of base.values()) docs.set(b.documentId, { documentId: b.documentId, fileName: b.fileName, folderId: b.folderId, versionId: b.versionId });
+  const folders = rt.store.loadFolders().map((f) => ({ id: f.folderId, name: f.name, parentId: f.parentId }));
+  rt.cache.raw = { folders, docs, method: 'search', requests: 0, unchanged: false, docsUnchanged: false, walkedTree: true, pages: null };
+  rt.cache.foldersAt = walkedAt;
+  rt.cache.issues = issues;
+  rt.log.debug({ folders: folders.length, walkedAt: new Date(walkedAt).toISOString() }, 'the saved folder tree may stand in for a walk');
+}
+
 /** The report of a poll that found nothing new anywhere (see runPass). */
 function quietPass(rt: PairRuntime, raw: RawListing, now: () => Date, started: number): PassReport {
   rt.cache.remoteAt = Date.now();
@@ -391,7 +429,11 @@ function quietPass(rt: PairRuntime, raw: RawListing, now: () => Date, started: n
     rt.cache.local = null;
     rt.cache.localParked = true;
   }
-  rt.store.setMeta('lastPollAt', now().toISOString());
+  rt.store.transaction(() => {
+    // The folders are exactly as saved by the last full pass (raw.unchanged): only the walk's time is new.
+    if (raw.walkedTree && rt.store.getMeta(TREE_WALKED_AT) !== undefined) rt.store.setMeta(TREE_WALKED_AT, new Date(rt.cache.foldersAt).toISOString());
+    rt.store.setMeta('lastPollAt', now().toISOString());
+  });
   const issues = rt.cache.issues;
   return {
     pair: rt.pair.name,

@@ -25,11 +25,7 @@ beforeEach(async () => {
   binderId = emu.control.createBinder({ name: 'B' }).id;
   folderId = emu.control.createFolder(binderId, { name: 'Docs' }).id;
   for (let i = 0; i < 5; i++) emu.control.addDocument(binderId, folderId, `d${i}.txt`, `doc ${i}`);
-  const c = emu.credentials;
-  const yaml = `service: { baseUrl: ${emu.baseUrl}, authUrl: ${emu.authUrl}, tenantId: ${c.tenantId}, clientId: ${c.clientId}, clientSecret: ${c.clientSecret} }
-stateDir: ./state
-pairs: [{ name: p, localPath: ./local, binderId: ${binderId} }]`;
-  const { config } = parseConfigText(yaml, { baseDir: dir, env: {} });
+  const { config } = pairConfig();
   client = new ServiceClient({ ...config.service, requestTimeoutMs: 10_000 });
   rt = await openPair(config.pairs[0]!, config.stateDir, client, pino({ level: 'silent' }));
   const load = rt.store.loadBase.bind(rt.store);
@@ -47,6 +43,30 @@ afterEach(async () => {
 });
 
 const local = (rel: string) => path.join(dir, 'local', rel);
+
+function pairConfig(pairExtra = ''): ReturnType<typeof parseConfigText> {
+  const c = emu.credentials;
+  const yaml = `service: { baseUrl: ${emu.baseUrl}, authUrl: ${emu.authUrl}, tenantId: ${c.tenantId}, clientId: ${c.clientId}, clientSecret: ${c.clientSecret} }
+stateDir: ./state
+pairs: [{ name: p, localPath: ./local, binderId: ${binderId}${pairExtra} }]`;
+  return parseConfigText(yaml, { baseDir: dir, env: {} });
+}
+
+/** A new process on the same state DB: the runtime is opened again, with nothing cached in memory. */
+async function restart(pairExtra = ''): Promise<PairRuntime> {
+  rt.store.close();
+  const { config } = pairConfig(pairExtra);
+  rt = await openPair(config.pairs[0]!, config.stateDir, client, pino({ level: 'silent' }));
+  return rt;
+}
+
+/** Folder-tree requests of one pass. */
+async function walksOf(pass: () => Promise<unknown>): Promise<number> {
+  emu.control.resetCounters();
+  await pass();
+  const c = emu.control.counters();
+  return c.folders + c.subfolders;
+}
 
 describe('incremental passes', () => {
   it('a quiet poll only lists; remote and hinted local changes are still found', async () => {
@@ -176,3 +196,68 @@ describe('incremental passes', () => {
   });
 });
 
+describe('the daemon restarting (reuseSavedFolderTree)', () => {
+  beforeEach(async () => {
+    emu.control.createFolder(binderId, { name: 'Sub', parentId: folderId });
+    expect((await runPass(rt)).execution?.done.download).toBe(5);
+  });
+
+  it('a restart soon after the last walk lists the documents only, and plans nothing', async () => {
+    await restart();
+    emu.control.resetCounters();
+    const first = await runPass(rt, { reuseSavedFolderTree: true });
+    const c = emu.control.counters();
+    expect(c.search).toBeGreaterThan(0);
+    expect(c.folders + c.subfolders).toBe(0);
+    expect(first.plan.groups).toEqual([]);
+    expect(first.converged).toBe(true);
+    // The saved tree is still the whole tree: mapping it again keeps every folder.
+    expect(rt.store.loadFolders().map((f) => f.relPath)).toEqual(['Docs', 'Docs/Sub']);
+  });
+
+  it('a one-shot sync (no option) always walks the tree', async () => {
+    await restart();
+    expect(await walksOf(() => runPass(rt))).toBe(3);
+  });
+
+  it('a document that changed while stopped walks the tree, and a folder renamed meanwhile arrives with it', async () => {
+    await restart();
+    const sub = emu.control.listFolders(binderId).find((f) => f.name === 'Sub')!;
+    emu.control.renameFolder(sub.id, 'Renamed');
+    emu.control.addDocument(binderId, sub.id, 'new.txt', 'new while stopped');
+    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(3);
+    expect(fs.readFileSync(local('Docs/Renamed/new.txt'), 'utf8')).toBe('new while stopped');
+  });
+
+  it('a tree walked too long ago, or a file waiting for a folder, walks again', async () => {
+    rt.store.setMeta('folderTreeWalkedAt', new Date(Date.now() - 11 * 60_000).toISOString());
+    await restart();
+    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(3);
+
+    fs.mkdirSync(local('Later'));
+    fs.writeFileSync(local('Later/x.txt'), 'waiting');
+    expect((await runPass(rt)).issues.map((i) => i.code)).toContain('waiting-for-remote-folder');
+    await restart();
+    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(3);
+  });
+
+  it('a walk with a folder that could not be mapped is not saved as the tree', async () => {
+    await restart(', ignore: ["Docs/Sub"]');
+    const pass = await runPass(rt);
+    expect(pass.plan.groups).toEqual([]);
+    expect(rt.store.getMeta('folderTreeWalkedAt')).toBeUndefined();
+    await restart(', ignore: ["Docs/Sub"]');
+    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(3);
+  });
+
+  it('a quiet poll that walks the tree again keeps the saved time current', async () => {
+    await runPass(rt, { localDirs: [] });
+    await runPass(rt, { localDirs: [] }); // quiet
+    rt.cache.foldersAt = 0; // the in-memory tree has aged out: the next quiet poll walks it
+    const before = Date.now();
+    expect(await walksOf(() => runPass(rt, { localDirs: [] }))).toBe(3);
+    expect(Date.parse(rt.store.getMeta('folderTreeWalkedAt') ?? '')).toBeGreaterThanOrEqual(before);
+    await restart();
+    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(0);
+  });
+});
