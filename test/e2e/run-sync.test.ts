@@ -149,4 +149,32 @@ describe('binder-sync run: syncing', () => {
     expect(d.count(msgIs('local change'))).toBe(0);
     expect(d.count(msgHas('watching for local changes'))).toBe(0);
   }, 30_000);
+
+  it('a restart soon after the last walk does not walk the folder tree again', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const docs = c.createFolder(w.binderId, { name: 'Docs' });
+    const sub = c.createFolder(w.binderId, { name: 'Sub', parentId: docs.id });
+    c.addDocument(w.binderId, sub.id, 'a.txt', 'remote v1');
+    writeRunConfig(w);
+    daemon = startDaemonProcess(w);
+    await daemon.waitForLog((l) => l.msg === 'downloaded' && l.relPath === 'Docs/Sub/a.txt', 15_000, 'first download');
+    await daemon.waitForLog(msgHas('pass: '), 5_000, 'the first pass summary');
+    daemon.kill('SIGTERM');
+    expect((await daemon.exited).code).toBe(0);
+
+    c.resetCounters();
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_LOG_LEVEL: 'debug' } });
+    const d = daemon;
+    await d.waitForLog(msgHas('the saved folder tree may stand in for a walk'), 10_000, 'saved tree');
+    await d.waitForLog((l) => l.msg === 'quiet pass' || (typeof l.msg === 'string' && l.msg.startsWith('pass: ')), 10_000, 'first pass');
+    const counters = c.counters();
+    expect(counters.search, d.tail()).toBeGreaterThan(0);
+    expect(counters.folders + counters.subfolders, d.tail()).toBe(0);
+    // A document change while running still walks the tree, so a folder renamed with it arrives.
+    c.renameFolder(sub.id, 'Renamed');
+    c.addVersion(c.listDocuments(w.binderId)[0]!.id, 'remote v2');
+    await eventually(() => fs.existsSync(path.join(w.local, 'Docs/Renamed/a.txt')) && readLocal(w, 'Docs/Renamed/a.txt') === 'remote v2', 8_000, 'rename and new version', d.tail);
+  }, 40_000);
 });
