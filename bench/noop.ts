@@ -1,11 +1,13 @@
-// Benchmark 3: a no-op pass over a tree already in sync (second `binder-sync sync`): wall time, files hashed
-// (must be 0), requests; side by side with unison's update detection (two local replicas) and `rclone check`.
+// Benchmark 3: a no-op pass over a tree already in sync (second `binder-sync sync`) and a daemon restart over
+// it (spawn of `binder-sync run` -> its first pass has ended): wall time, files hashed (must be 0), requests;
+// side by side with unison's update detection (two local replicas) and `rclone check`.
 // Setup seeds the binder through the control API and syncs once with raised limits (untimed).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { BenchEnv } from './lib/env.js';
 import { wants } from './lib/env.js';
+import { startDaemon } from './lib/daemon.js';
 import { toolVersion } from './lib/machine.js';
 import { newestProfile, summarizeProfile } from './lib/profile.js';
 import { run, tail } from './lib/proc.js';
@@ -46,6 +48,7 @@ export async function benchNoop(env: BenchEnv, log: (s: string) => void): Promis
 
     const rows: string[][] = [];
     const bsBy = new Map<number, { ms: number[]; hashed: number[]; requests: number[]; routes: string }>(env.rpsList.map((r) => [r, { ms: [], hashed: [], requests: [], routes: '' }]));
+    const restart = { ms: [] as number[], hashed: [] as number[], requests: [] as number[], routes: '' };
     const un: number[] = [];
     const rc: number[] = [];
     const runs = Math.max(1, env.runs);
@@ -62,6 +65,23 @@ export async function benchNoop(env: BenchEnv, log: (s: string) => void): Promis
         s.requests.push(totalRequests(counters));
         s.routes = countersText(counters);
       }
+      {
+        // The daemon restarting over the synced tree (the sync runs above walked the folder tree seconds ago).
+        emu.control.resetCounters();
+        const t = Date.now();
+        const d = startDaemon(config(limitsAt(1000)), emu, { env: { BINDER_SYNC_LOG_LEVEL: 'debug' } });
+        try {
+          const line = await d.waitFor((l) => l.msg === 'quiet pass' || (typeof l.msg === 'string' && l.msg.startsWith('pass: ')), 120_000, 'first pass');
+          if (line.msg !== 'quiet pass') throw new Error(`daemon restart did something: ${line.msg}`);
+          restart.ms.push(line.time - t);
+          restart.hashed.push(Number(line.hashed));
+          const counters = emu.control.counters();
+          restart.requests.push(totalRequests(counters));
+          restart.routes = countersText(counters);
+        } finally {
+          await d.stop();
+        }
+      }
       if (unisonOk) {
         const r = await run('unison', unisonArgs, { env: unisonEnv, stderrFile: path.join(work, 'unison.stderr') });
         if (r.code !== 0) throw new Error(`unison exited ${r.code}: ${tail(r.stderrFile)}`);
@@ -75,12 +95,13 @@ export async function benchNoop(env: BenchEnv, log: (s: string) => void): Promis
         if (r.code !== 0) throw new Error(`rclone check exited ${r.code}: ${tail(r.stderrFile)}`);
         rc.push(r.ms);
       }
-      log(`noop run ${i + 1}/${runs}: ${env.rpsList.map((r) => `binder-sync@${r} ${secs(bsBy.get(r)?.ms.at(-1) ?? NaN)} s`).join(', ')}${un.length ? `, unison ${secs(un.at(-1) ?? NaN)} s` : ''}${rc.length ? `, rclone check ${secs(rc.at(-1) ?? NaN)} s` : ''}`);
+      log(`noop run ${i + 1}/${runs}: ${env.rpsList.map((r) => `binder-sync@${r} ${secs(bsBy.get(r)?.ms.at(-1) ?? NaN)} s`).join(', ')}, daemon restart ${secs(restart.ms.at(-1) ?? NaN)} s${un.length ? `, unison ${secs(un.at(-1) ?? NaN)} s` : ''}${rc.length ? `, rclone check ${secs(rc.at(-1) ?? NaN)} s` : ''}`);
     }
     const ref = un.length > 0 ? median(un) : Number.NaN;
     for (const [rps, s] of bsBy) {
       rows.push([`binder-sync sync (2nd run, ${rps} req/s)`, secs(median(s.ms)), runsList(s.ms), String(Math.max(...s.hashed)), `${median(s.requests)} (${s.routes})`, ratio(median(s.ms), ref)]);
     }
+    rows.push(['binder-sync run: restart to first pass done (1000 req/s)', secs(median(restart.ms)), runsList(restart.ms), String(Math.max(...restart.hashed)), `${median(restart.requests)} (${restart.routes})`, ratio(median(restart.ms), ref)]);
     rows.push(unisonOk ? ['unison update detection (2 local replicas, -batch)', secs(ref), runsList(un), 'fastcheck', '-', '1.00x'] : ['unison', 'skipped: not installed', '', '', '', '']);
     rows.push(rcloneOk ? ['rclone check --size-only (2 local replicas)', secs(median(rc)), runsList(rc), '0', '-', ratio(median(rc), ref)] : ['rclone check', 'skipped: not installed', '', '', '', '']);
 

@@ -24,10 +24,14 @@ import { recoverOutbox } from './upload.js';
 
 /**
  * How long a walked folder tree may stand in for a new walk (one request per folder: 85% of a poll's requests
- * in a binder of 1,100 folders). Any change of the documents walks the tree again at once; a change of folders
- * alone (a rename, a new empty folder) is seen within this time.
+ * in a binder of 1,100 folders): one second per folder, at most 10 minutes. A small tree (up to 60 folders with
+ * the default poll interval of 60 s) is thus walked on every poll; a large one at most every 10 minutes, which
+ * bounds the walk to about one request per second. Any change of the documents walks the tree again at once;
+ * a change of folders alone (a rename, a new empty folder) is seen within this time.
  */
-const FOLDER_TREE_MAX_AGE_MS = 10 * 60_000;
+export function folderTreeMaxAgeMs(folders: number): number {
+  return Math.min(10 * 60_000, folders * 1_000);
+}
 
 /** Meta key: when the folder tree saved in the state DB was walked (ISO time). */
 const TREE_WALKED_AT = 'folderTreeWalkedAt';
@@ -69,7 +73,7 @@ export interface PairRuntime {
     remoteFresh: boolean;
     /** The last fresh remote listing as fetched: what the next one is compared to (see fetchRemote). */
     raw: RawListing | null;
-    /** When its folder tree was walked (see FOLDER_TREE_MAX_AGE_MS). */
+    /** When its folder tree was walked (see folderTreeMaxAgeMs). */
     foldersAt: number;
     /** The last pass planned nothing and left nothing for later: an unchanged world needs no new plan. */
     quiet: boolean;
@@ -93,7 +97,7 @@ export interface PassOptions {
   reuseRemoteWithinMs?: number;
   /**
    * The daemon's first pass: the folder tree saved by an earlier process may stand in for a walk under the rule
-   * that holds within one process (walked less than FOLDER_TREE_MAX_AGE_MS ago, documents exactly as in the
+   * that holds within one process (walked less than folderTreeMaxAgeMs ago, documents exactly as in the
    * base, all in known folders, nothing waiting for a folder). A restart then costs the search pages, not one
    * request per folder. A one-shot `sync` always walks.
    */
@@ -236,7 +240,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const reuse = opts.reuseRemoteWithinMs !== undefined && (rt.cache.remote !== null || rt.cache.raw !== null) && rt.cache.remoteFresh &&
     Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs;
   // Reused only while nothing waits for a remote folder to appear (then every poll walks the tree).
-  const treeFresh = rt.cache.raw !== null && Date.now() - rt.cache.foldersAt < FOLDER_TREE_MAX_AGE_MS && opts.dryRun !== true &&
+  const treeFresh = rt.cache.raw !== null && Date.now() - rt.cache.foldersAt < folderTreeMaxAgeMs(rt.cache.raw.folders.length) && opts.dryRun !== true &&
     !rt.cache.issues.some((i) => i.code === 'waiting-for-remote-folder');
   // The remote listing (bound by the service's request rate) runs while the local tree is walked (bound by the
   // disk; the walk yields now and then): the two observations are independent, and the executor checks every
@@ -403,12 +407,12 @@ async function removeVacatedDirs(rt: PairRuntime, dirs: ReadonlySet<string>, rem
 function resumeSavedListing(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry>): void {
   const walkedAt = Date.parse(rt.store.getMeta(TREE_WALKED_AT) ?? '');
   const age = Date.now() - walkedAt;
-  if (!(age >= 0 && age < FOLDER_TREE_MAX_AGE_MS)) return;
+  const folders = rt.store.loadFolders().map((f) => ({ id: f.folderId, name: f.name, parentId: f.parentId }));
+  if (!(age >= 0 && age < folderTreeMaxAgeMs(folders.length))) return;
   const issues = rt.store.listIssues();
   if (issues.some((i) => i.code === 'waiting-for-remote-folder')) return;
   const docs = new Map<string, RawDoc>();
   for (const b of base.values()) docs.set(b.documentId, { documentId: b.documentId, fileName: b.fileName, folderId: b.folderId, versionId: b.versionId });
-  const folders = rt.store.loadFolders().map((f) => ({ id: f.folderId, name: f.name, parentId: f.parentId }));
   rt.cache.raw = { folders, docs, method: 'search', requests: 0, unchanged: false, docsUnchanged: false, walkedTree: true, pages: null };
   rt.cache.foldersAt = walkedAt;
   rt.cache.issues = issues;

@@ -157,6 +157,7 @@ describe('binder-sync run: syncing', () => {
     const docs = c.createFolder(w.binderId, { name: 'Docs' });
     const sub = c.createFolder(w.binderId, { name: 'Sub', parentId: docs.id });
     c.addDocument(w.binderId, sub.id, 'a.txt', 'remote v1');
+    for (let i = 0; i < 40; i++) c.createFolder(w.binderId, { name: `Empty ${i}` }); // a tree reused for 42 s
     writeRunConfig(w);
     daemon = startDaemonProcess(w);
     await daemon.waitForLog((l) => l.msg === 'downloaded' && l.relPath === 'Docs/Sub/a.txt', 15_000, 'first download');

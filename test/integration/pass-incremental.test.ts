@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { ServiceClient } from '../../src/service/index.js';
-import { openPair, runPass, type PairRuntime } from '../../src/sync/pass.js';
+import { folderTreeMaxAgeMs, openPair, runPass, type PairRuntime } from '../../src/sync/pass.js';
 
 let dir: string;
 let emu: Emulator;
@@ -108,6 +108,7 @@ describe('incremental passes', () => {
   });
 
   it('a quiet poll reuses the folder tree; a document change or a file waiting for a folder walks it again', async () => {
+    for (let i = 0; i < 30; i++) emu.control.createFolder(binderId, { name: `Empty ${i}` }); // reused for 31 s
     await runPass(rt);
     await runPass(rt, { localDirs: [] });
     emu.control.resetCounters();
@@ -196,9 +197,30 @@ describe('incremental passes', () => {
   });
 });
 
+describe('folder tree reuse scales with its size', () => {
+  it('one second per folder, at most ten minutes', () => {
+    expect(folderTreeMaxAgeMs(1)).toBe(1_000);
+    expect(folderTreeMaxAgeMs(60)).toBe(60_000);
+    expect(folderTreeMaxAgeMs(1_109)).toBe(600_000);
+  });
+
+  it('a small tree is walked again by a quiet poll once it is older than its size allows', async () => {
+    await runPass(rt);
+    await runPass(rt, { localDirs: [] });
+    expect(await walksOf(() => runPass(rt, { localDirs: [] }))).toBe(0); // quiet, tree just walked
+    rt.cache.foldersAt = Date.now() - 1_500; // one folder: reused for 1 s
+    emu.control.renameFolder(folderId, 'Docs renamed'); // a change of folders alone
+    expect(await walksOf(() => runPass(rt, { localDirs: [] }))).toBe(2);
+    expect(fs.readFileSync(local('Docs renamed/d0.txt'), 'utf8')).toBe('doc 0');
+  });
+});
+
 describe('the daemon restarting (reuseSavedFolderTree)', () => {
+  /** Requests of a walk: top level, then each of Docs, Docs/Sub and 30 empty folders. */
+  const WALK = 33;
   beforeEach(async () => {
     emu.control.createFolder(binderId, { name: 'Sub', parentId: folderId });
+    for (let i = 0; i < 30; i++) emu.control.createFolder(binderId, { name: `Empty ${i}` }); // reused for 32 s
     expect((await runPass(rt)).execution?.done.download).toBe(5);
   });
 
@@ -212,12 +234,13 @@ describe('the daemon restarting (reuseSavedFolderTree)', () => {
     expect(first.plan.groups).toEqual([]);
     expect(first.converged).toBe(true);
     // The saved tree is still the whole tree: mapping it again keeps every folder.
-    expect(rt.store.loadFolders().map((f) => f.relPath)).toEqual(['Docs', 'Docs/Sub']);
+    expect(rt.store.loadFolders().map((f) => f.relPath)).toEqual(expect.arrayContaining(['Docs', 'Docs/Sub', 'Empty 29']));
+    expect(rt.store.loadFolders()).toHaveLength(32);
   });
 
   it('a one-shot sync (no option) always walks the tree', async () => {
     await restart();
-    expect(await walksOf(() => runPass(rt))).toBe(3);
+    expect(await walksOf(() => runPass(rt))).toBe(WALK);
   });
 
   it('a document that changed while stopped walks the tree, and a folder renamed meanwhile arrives with it', async () => {
@@ -225,20 +248,20 @@ describe('the daemon restarting (reuseSavedFolderTree)', () => {
     const sub = emu.control.listFolders(binderId).find((f) => f.name === 'Sub')!;
     emu.control.renameFolder(sub.id, 'Renamed');
     emu.control.addDocument(binderId, sub.id, 'new.txt', 'new while stopped');
-    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(3);
+    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(WALK);
     expect(fs.readFileSync(local('Docs/Renamed/new.txt'), 'utf8')).toBe('new while stopped');
   });
 
   it('a tree walked too long ago, or a file waiting for a folder, walks again', async () => {
     rt.store.setMeta('folderTreeWalkedAt', new Date(Date.now() - 11 * 60_000).toISOString());
     await restart();
-    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(3);
+    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(WALK);
 
     fs.mkdirSync(local('Later'));
     fs.writeFileSync(local('Later/x.txt'), 'waiting');
     expect((await runPass(rt)).issues.map((i) => i.code)).toContain('waiting-for-remote-folder');
     await restart();
-    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(3);
+    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(WALK);
   });
 
   it('a walk with a folder that could not be mapped is not saved as the tree', async () => {
@@ -247,7 +270,7 @@ describe('the daemon restarting (reuseSavedFolderTree)', () => {
     expect(pass.plan.groups).toEqual([]);
     expect(rt.store.getMeta('folderTreeWalkedAt')).toBeUndefined();
     await restart(', ignore: ["Docs/Sub"]');
-    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(3);
+    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(WALK);
   });
 
   it('a quiet poll that walks the tree again keeps the saved time current', async () => {
@@ -255,7 +278,7 @@ describe('the daemon restarting (reuseSavedFolderTree)', () => {
     await runPass(rt, { localDirs: [] }); // quiet
     rt.cache.foldersAt = 0; // the in-memory tree has aged out: the next quiet poll walks it
     const before = Date.now();
-    expect(await walksOf(() => runPass(rt, { localDirs: [] }))).toBe(3);
+    expect(await walksOf(() => runPass(rt, { localDirs: [] }))).toBe(WALK);
     expect(Date.parse(rt.store.getMeta('folderTreeWalkedAt') ?? '')).toBeGreaterThanOrEqual(before);
     await restart();
     expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(0);
