@@ -140,6 +140,7 @@ export class PairWorker {
         minFileAgeMs: MIN_FILE_AGE_MS,
         // A restart within minutes of the last folder walk does not walk again (see there).
         reuseSavedFolderTree: true,
+        parkWhenQuiet: true,
         signal: this.signal,
         ...(obs?.onPlan ? { onPlan: obs.onPlan } : {}),
         ...(obs?.onActionDone ? { onActionDone: obs.onActionDone } : {}),

@@ -103,6 +103,12 @@ export interface PassOptions {
    */
   reuseSavedFolderTree?: boolean;
   /**
+   * After a full pass that found nothing to do (the daemon's start over a tree in sync, a periodic rescan), drop
+   * the observations as a quiet poll does (see quietPass): an idle daemon keeps only what a poll needs, from
+   * its start on instead of from its first poll.
+   */
+  parkWhenQuiet?: boolean;
+  /**
    * Leave a local file alone while it was modified less than this long ago (ms): a program may still be
    * writing it (tar, rsync, a download). The daemon uses it; PassReport.recheckInMs says when to look again.
    */
@@ -357,6 +363,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   rememberObservations(rt, plan, local, listing, dryRun);
   for (const p of deferral.deferred) rt.cache.touchedDirs.add(parentOf(p));
   rt.cache.quiet = !dryRun && plan.blocked === null && plan.groups.length === 0 && deferral.deferred.length === 0;
+  if (rt.cache.quiet && opts.parkWhenQuiet === true && subtrees === undefined && rt.cache.raw !== null) park(rt);
   rt.cache.issues = plan.issues;
   const failures = report.execution?.failures ?? [];
   rt.store.transaction(() => {
@@ -419,20 +426,26 @@ function resumeSavedListing(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry
   rt.log.debug({ folders: folders.length, walkedAt: new Date(walkedAt).toISOString() }, 'the saved folder tree may stand in for a walk');
 }
 
-/** The report of a poll that found nothing new anywhere (see runPass). */
-function quietPass(rt: PairRuntime, raw: RawListing, now: () => Date, started: number): PassReport {
-  rt.cache.remoteAt = Date.now();
-  rt.cache.raw = raw;
-  // The mapped observation (~25 MB at 100k documents) is dropped while idle; a pass that reuses the listing
-  // rebuilds it from `raw`, which holds the same documents.
+/**
+ * Drops what an idle daemon does not need. The mapped remote observation (~25 MB at 100k documents): a pass
+ * that reuses the listing rebuilds it from `cache.raw`, which holds the same documents. And the local one
+ * (~25 MB), when the last pass found nothing to do and wrote nothing: nothing has happened on either side
+ * since, and the next local or remote change costs one whole scan (0.6 s at 100k files, nothing re-hashed)
+ * instead of a partial one.
+ */
+function park(rt: PairRuntime): void {
   rt.cache.remote = null;
-  // So is the local one (~25 MB): a quiet poll means nothing happened on either side since the last pass, which
-  // itself found nothing to do. The next local change or remote change costs one whole scan (0.6 s at 100k
-  // files, nothing re-hashed) instead of a partial one; an idle daemon keeps only what a poll needs.
   if (rt.cache.touchedDirs.size === 0) {
     rt.cache.local = null;
     rt.cache.localParked = true;
   }
+}
+
+/** The report of a poll that found nothing new anywhere (see runPass). */
+function quietPass(rt: PairRuntime, raw: RawListing, now: () => Date, started: number): PassReport {
+  rt.cache.remoteAt = Date.now();
+  rt.cache.raw = raw;
+  park(rt);
   rt.store.transaction(() => {
     // The folders are exactly as saved by the last full pass (raw.unchanged): only the walk's time is new.
     if (raw.walkedTree && rt.store.getMeta(TREE_WALKED_AT) !== undefined) rt.store.setMeta(TREE_WALKED_AT, new Date(rt.cache.foldersAt).toISOString());

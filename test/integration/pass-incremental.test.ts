@@ -150,6 +150,30 @@ describe('incremental passes', () => {
     expect(fs.existsSync(local('Docs/.binder-sync-tmp-0000000000000002'))).toBe(false);
   });
 
+  it('parkWhenQuiet: a full pass that finds nothing to do parks at once; one that did work, or a partial one, does not', async () => {
+    await runPass(rt, { parkWhenQuiet: true }); // downloads: keeps its observations
+    expect(rt.cache.local).not.toBeNull();
+    expect(rt.cache.localParked).toBe(false);
+    await runPass(rt, { localDirs: [], parkWhenQuiet: true }); // nothing to do, but a partial pass
+    expect(rt.cache.localParked).toBe(false);
+    expect(rt.cache.local?.files.size).toBe(5);
+    await runPass(rt); // a full pass with nothing to do, without the option
+    expect(rt.cache.local?.files.size).toBe(5);
+    expect(rt.cache.remote).not.toBeNull();
+    await runPass(rt, { parkWhenQuiet: true });
+    expect(rt.cache.local).toBeNull();
+    expect(rt.cache.remote).toBeNull();
+    expect(rt.cache.localParked).toBe(true);
+    // The next poll is quiet without a scan; a hinted local change is still found by a whole scan.
+    loadBaseCalls = 0;
+    expect((await runPass(rt, { localDirs: [] })).plan.groups).toEqual([]);
+    expect(loadBaseCalls).toBe(0);
+    fs.writeFileSync(local('Docs/d4.txt'), 'edited after the park');
+    fs.writeFileSync(local('Docs/d0.txt'), 'edited, no hint');
+    const pushed = await runPass(rt, { localDirs: ['Docs'] });
+    expect(pushed.execution?.done.upload).toBe(2);
+  });
+
   it('a quiet poll parks the local observation; the next pass that needs one scans the whole tree', async () => {
     await runPass(rt);
     await runPass(rt, { localDirs: [] });
