@@ -63,6 +63,9 @@ export interface PairSetup {
 }
 
 /** Writes a config file for one pair next to the state dir and returns its path. */
+/** The product's default pageSize (src/config/schema.ts), used by binder-sync and the floor alike. */
+const DEFAULT_PAGE_SIZE = 1000;
+
 export function writeConfig(dir: string, s: PairSetup): string {
   const c = s.emu.credentials;
   const config = {
@@ -77,7 +80,7 @@ export function writeConfig(dir: string, s: PairSetup): string {
     stateDir: s.stateDir,
     // The default level: what a user gets (one line per transferred file, to stderr with --json).
     log: { level: 'info' },
-    pairs: [{ name: 'main', localPath: s.localPath, binderId: s.binderId, direction: s.direction ?? 'both', pageSize: s.pageSize ?? 500, ...s.pairOptions }],
+    pairs: [{ name: 'main', localPath: s.localPath, binderId: s.binderId, direction: s.direction ?? 'both', pageSize: s.pageSize ?? DEFAULT_PAGE_SIZE, ...s.pairOptions }],
   };
   const file = path.join(dir, 'sync.yaml');
   fs.writeFileSync(file, stringify(config), { mode: 0o600 });
@@ -149,7 +152,7 @@ export async function runFloor(script: 'download' | 'upload', args: FloorArgs, e
   return { ...r, report: JSON.parse(r.stdout) as FloorReport };
 }
 
-export function floorArgs(emu: Emulator, binderId: string, dir: string, limits: Limits, pageSize = 500): FloorArgs {
+export function floorArgs(emu: Emulator, binderId: string, dir: string, limits: Limits, pageSize = DEFAULT_PAGE_SIZE): FloorArgs {
   const c = emu.credentials;
   return { baseUrl: emu.baseUrl, authUrl: emu.authUrl, tenantId: c.tenantId, clientId: c.clientId, binderId, dir, pageSize, limits, workers: 8 };
 }

@@ -52,7 +52,7 @@ for (;;) {
   if (round.quit) break;
   if (round.polls) {
     // N listings in a child process (no daemon): the client's cost of a quiet poll, profiled on demand.
-    const cfgPoll = writeConfig(work, { emu, binderId, localPath: local, stateDir, limits: limitsAt(round.rps ?? 100), pageSize: round.pageSize ?? 500 });
+    const cfgPoll = writeConfig(work, { emu, binderId, localPath: local, stateDir, limits: limitsAt(round.rps ?? 100), pageSize: round.pageSize ?? 1000 });
     const profPoll = path.join(work, `prof-poll-${Date.now()}`);
     fs.mkdirSync(profPoll);
     const child = path.join(ROOT, 'bench', '.out', 'bench', 'tools', 'poll-child.js');

@@ -31,7 +31,7 @@ describe('config/sync.config.schema.json', () => {
     expect(pair.required).toEqual(['name', 'localPath', 'binderId']);
     expect(pair.properties.direction.enum).toEqual(['both', 'download', 'upload']);
     expect(pair.properties.pollInterval.default).toBe('60s');
-    expect(pair.properties.pageSize).toMatchObject({ default: 500, minimum: 1, maximum: 1000 });
+    expect(pair.properties.pageSize).toMatchObject({ default: 1000, minimum: 1, maximum: 1000 });
   });
 });
 

@@ -84,7 +84,7 @@ describe('valid configs', () => {
           trashRetentionDays: 30,
           versionLabel: { scheme: 'integer' },
           metadata: [],
-          pageSize: 500,
+          pageSize: 1000,
         },
       ],
     };
