@@ -11,6 +11,12 @@ export interface ListedDoc {
   latestVersionId: string;
 }
 
+/** Where the records of a page sit in the index of one previous map (-1: not that map's own record). */
+export interface PagePositions {
+  of: Map<string, RawDoc>;
+  at: Int32Array;
+}
+
 interface Index {
   ids: Map<string, number>;
   recs: RawDoc[];
@@ -75,6 +81,35 @@ export class DocMerger {
       return rec;
     }
     return this.add({ id: rec.documentId, fileName: rec.fileName, folderId: rec.folderId, latestVersionId: rec.versionId });
+  }
+
+  /**
+   * Merges the records of a search page that came back byte for byte the same (see SearchPageMemo). Their
+   * positions in the previous map are looked up once per map and kept on the page's `positions`, so the quiet
+   * polls that follow (which keep the same map) only mark them seen: no lookup of 100k ids per poll.
+   */
+  addPage(page: { recs: readonly RawDoc[]; positions?: PagePositions }): void {
+    const prev = this.prev;
+    const previous = this.previous;
+    if (prev === null || previous === null) {
+      for (const rec of page.recs) this.addRecord(rec);
+      return;
+    }
+    let pos = page.positions;
+    if (pos === undefined || pos.of !== previous) {
+      const at = new Int32Array(page.recs.length);
+      for (let k = 0; k < at.length; k++) {
+        const rec = page.recs[k] as RawDoc;
+        const i = prev.ids.get(rec.documentId);
+        at[k] = i !== undefined && prev.recs[i] === rec ? i : -1;
+      }
+      pos = page.positions = { of: previous, at };
+    }
+    for (let k = 0; k < pos.at.length; k++) {
+      const i = pos.at[k] as number;
+      if (i >= 0) this.markSeen(i);
+      else this.addRecord(page.recs[k] as RawDoc);
+    }
   }
 
   private markSeen(i: number): void {

@@ -2,7 +2,7 @@
 // one RemoteObservation. A listing is used only when it is complete; anything else is an error, never "empty".
 import type { ServiceClient } from '../service/index.js';
 import type { BaseEntry, RemoteObservation } from '../sync/model.js';
-import { DocMerger } from './doc-merge.js';
+import { DocMerger, type PagePositions } from './doc-merge.js';
 import { mapRemoteTree } from './path-map.js';
 
 export type ListingClient = Pick<
@@ -70,6 +70,8 @@ export interface SearchPageMemo {
   itemCount: number;
   /** The merged records of its items, in page order. */
   recs: RawDoc[];
+  /** Cache of DocMerger.addPage: where `recs` sit in the previous map. */
+  positions?: PagePositions;
 }
 
 export interface FetchRemoteOptions extends Pick<ListRemoteOptions, 'binderId' | 'pageSize' | 'signal'> {
@@ -118,9 +120,14 @@ export async function fetchRemote(client: ListingClient, opts: FetchRemoteOption
   return { folders: tree, docs, method, requests: counter.requests, unchanged, docsUnchanged, walkedTree: !reusable, pages: searched?.pages ?? null };
 }
 
+/** The folder list each document map was last found to fit (a quiet poll keeps both: no 100k-doc check). */
+const fitsFolders = new WeakMap<Map<string, RawDoc>, RawFolder[]>();
+
 function allInKnownFolders(docs: Map<string, RawDoc>, folders: RawFolder[]): boolean {
+  if (fitsFolders.get(docs) === folders) return true;
   const ids = new Set(folders.map((f) => f.id));
   for (const d of docs.values()) if (!ids.has(d.folderId)) return false;
+  fitsFolders.set(docs, folders);
   return true;
 }
 
@@ -204,7 +211,7 @@ async function listDocumentsBySearch(
     const { digest, page } = await client.searchPage({ filters, pageSize, pageNumber }, old?.digest);
     if (page === null) {
       const memo = old as SearchPageMemo;
-      for (const rec of memo.recs) merger.addRecord(rec);
+      merger.addPage(memo);
       return memo;
     }
     const recs: RawDoc[] = [];

@@ -3,7 +3,7 @@
 // unchanged listing returns the previous map itself.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DocMerger, type ListedDoc } from '../../src/remote/doc-merge.js';
+import { DocMerger, type ListedDoc, type PagePositions } from '../../src/remote/doc-merge.js';
 import type { RawDoc } from '../../src/remote/listing.js';
 
 const listed = (id: string, v = 'v1', name = `${id}.txt`, folder = 'F'): ListedDoc => ({ id, fileName: name, folderId: folder, latestVersionId: v });
@@ -55,6 +55,62 @@ describe('DocMerger', () => {
         }
         expect(plain(got)).toEqual(plain(expected));
         expect(plain(prev)).toEqual(prevCopy); // the previous listing is never modified
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('addPage: a page of records of the previous map marks them seen once their positions are known', () => {
+    const first = mergeAll(null, [listed('a'), listed('b'), listed('c')]);
+    const page: { recs: RawDoc[]; positions?: PagePositions } = { recs: [first.get('b')!, first.get('a')!] };
+    const m1 = new DocMerger(first);
+    m1.addPage(page);
+    m1.add(listed('c'));
+    expect(m1.result()).toBe(first);
+    const cached = page.positions;
+    expect(cached?.of).toBe(first);
+    expect([...(cached?.at ?? [])]).toEqual([1, 0]);
+    // The next quiet listing against the same map reuses the positions as they are.
+    const m2 = new DocMerger(first);
+    m2.addPage(page);
+    m2.add(listed('c'));
+    expect(m2.result()).toBe(first);
+    expect(page.positions).toBe(cached);
+    // Against another map they are looked up again; a record that is not that map's own is merged by value.
+    const second = mergeAll(first, [listed('a', 'v2'), listed('b'), listed('c')]);
+    const m3 = new DocMerger(second);
+    m3.addPage(page); // page.recs[1] is first's 'a' (v1); second holds a v2 record for 'a'
+    m3.add(listed('c'));
+    expect(page.positions?.of).toBe(second);
+    expect([...(page.positions?.at ?? [])]).toEqual([0, -1]); // second holds b, c, then the new a
+    const got = m3.result();
+    expect(got).not.toBe(second);
+    expect(got.get('a')?.versionId).toBe('v1');
+    expect(got.get('b')).toBe(second.get('b'));
+  });
+
+  it('property: addPage merges a page exactly as addRecord does record by record', () => {
+    const doc = fc.record({ id: fc.constantFrom('a', 'b', 'c', 'd', 'e'), v: fc.constantFrom('1', '2'), name: fc.constantFrom('x', 'y') });
+    fc.assert(
+      fc.property(fc.array(doc, { maxLength: 10 }), fc.array(doc, { maxLength: 10 }), fc.array(doc, { maxLength: 10 }), fc.boolean(), (a, b, c, twice) => {
+        const older = mergeAll(null, a.map((d) => listed(d.id, d.v, d.name)));
+        const prev = mergeAll(older, b.map((d) => listed(d.id, d.v, d.name)));
+        // A page from an earlier listing: records of `older` and of `prev`, in any order.
+        const recs = [...older.values(), ...prev.values()].filter((_, i) => i % 2 === 0 || twice);
+        const rest = c.map((d) => listed(d.id, d.v, d.name));
+        const byRecord = new DocMerger(prev);
+        for (const r of recs) byRecord.addRecord(r);
+        for (const d of rest) byRecord.add(d);
+        const page: { recs: RawDoc[]; positions?: PagePositions } = { recs };
+        for (let round = 0; round < (twice ? 2 : 1); round++) {
+          const byPage = new DocMerger(prev);
+          byPage.addPage(page);
+          for (const d of rest) byPage.add(d);
+          const got = byPage.result();
+          const want = byRecord.result();
+          expect(plain(got)).toEqual(plain(want));
+          expect(got === prev).toBe(want === prev);
+        }
       }),
       { numRuns: 500 },
     );
