@@ -28,7 +28,7 @@ const spare: Buffer[] = [];
 export async function hashFile(absPath: string, signal?: AbortSignal): Promise<FileHash> {
   signal?.throwIfAborted();
   const hash = createHash('sha256');
-  const buf = spare.pop() ?? Buffer.allocUnsafe(CHUNK);
+  let buf: Buffer | undefined;
   let size = 0;
   const handle = await fsp.open(absPath, 'r');
   try {
@@ -37,6 +37,8 @@ export async function hashFile(absPath: string, signal?: AbortSignal): Promise<F
       const done = await pool.hashFd(handle.fd, signal);
       if (done !== null) return done;
     }
+    // Taken only when this thread reads: a file hashed by a worker needs no 1 MiB buffer here.
+    buf = spare.pop() ?? Buffer.allocUnsafe(CHUNK);
     for (;;) {
       const { bytesRead } = await handle.read(buf, 0, CHUNK, null);
       if (bytesRead === 0) break;
@@ -46,7 +48,7 @@ export async function hashFile(absPath: string, signal?: AbortSignal): Promise<F
     }
   } finally {
     await handle.close();
-    if (spare.length < 8) spare.push(buf);
+    if (buf && spare.length < 8) spare.push(buf);
   }
   return { sha256: hash.digest('hex'), size };
 }
