@@ -21,6 +21,7 @@ import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
 import { deferRecentlyWritten, wantsUpload, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
+import { encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds } from './in-sync-mark.js';
 
 /**
  * How long a walked folder tree may stand in for a new walk (one request per folder: 85% of a poll's requests
@@ -234,7 +235,10 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (steps > 0) rt.log.info({ steps }, 'finished local steps interrupted by a restart');
     const rec = await recoverOutbox(deps);
     if (rec.finished + rec.dropped > 0) rt.log.info(rec, 'recovered the upload outbox');
-    if (steps + rec.finished + rec.dropped > 0) rt.cache.quiet = false; // the base changed: plan again
+    if (steps + rec.finished + rec.dropped > 0) {
+      rt.cache.quiet = false; // the base changed: plan again
+      rt.store.deleteMeta(IN_SYNC_MARK);
+    }
   }
   let hashed = 0;
   // Nothing local to look at (the watcher saw nothing, the last pass wrote nothing): no scan, no base load yet.
@@ -242,7 +246,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   let baseMap: Map<string, BaseEntry> | null = null;
   const loadBase = () => (baseMap ??= rt.store.loadBase());
   let byKey: Map<string, BaseEntry> | null = null;
-  if (opts.reuseSavedFolderTree === true && rt.cache.raw === null && !dryRun) resumeSavedListing(rt, loadBase());
+  // A new process compares its first listing with the state DB's (see resumeSavedListing and in-sync-mark.ts).
+  const resumed = rt.cache.raw === null && !dryRun && resumeSavedListing(rt, loadBase(), opts.reuseSavedFolderTree === true);
   const reuse = opts.reuseRemoteWithinMs !== undefined && (rt.cache.remote !== null || rt.cache.raw !== null) && rt.cache.remoteFresh &&
     Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs;
   // Reused only while nothing waits for a remote folder to appear (then every poll walks the tree).
@@ -288,6 +293,18 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   }
   if (parked) local = await scan(undefined); // the remote changed: now the whole local tree is needed
   const base = loadBase();
+  const baseByKey = () => (byKey ??= new Map([...base.values()].map((b) => [b.key, b])));
+  if (raw && resumed && raw.unchanged && subtrees === undefined && opts.force !== true && rt.cache.issues.length === 0 &&
+    markHolds(rt.store.getMeta(IN_SYNC_MARK), rt.pair, rt.caseInsensitive, local) && localMatchesBase(local, base, baseByKey())) {
+    // Both sides are exactly as when a full pass last found nothing to do, under the same config: that plan
+    // would be empty again (in-sync-mark.ts), so mapping and reconciling 100k entries is skipped.
+    rt.cache.local = local;
+    rt.cache.localParked = false;
+    rt.cache.touchedDirs = new Set();
+    rt.cache.remoteFresh = true;
+    rt.cache.quiet = true;
+    return quietPass(rt, raw, now, started, true);
+  }
   // A reused listing is the observation of the last pass, or (dropped after a quiet poll) rebuilt from the raw one.
   const listing: RemoteListing = raw === null && rt.cache.remote
     ? { ...rt.cache.remote, requests: 0 }
@@ -357,6 +374,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     rt.log.error({ gate: plan.blocked.code }, plan.blocked.message);
   } else {
     opts.onPlan?.(plan);
+    // The base is about to change: a crash from here on must not leave the old in-sync mark behind.
+    if (plan.groups.length > 0) rt.store.deleteMeta(IN_SYNC_MARK);
     report.execution = await executePlan(plan, deps);
     await removeVacatedDirs(rt, report.execution.vacatedDirs, listing.observation);
   }
@@ -366,7 +385,14 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   if (rt.cache.quiet && opts.parkWhenQuiet === true && subtrees === undefined && rt.cache.raw !== null) park(rt);
   rt.cache.issues = plan.issues;
   const failures = report.execution?.failures ?? [];
+  // A pass whose reconcile found nothing to do, with both sides exactly as the base says, leaves the in-sync
+  // mark: proof that reconcile is empty for these inputs (in-sync-mark.ts). The inputs are checked as they were
+  // given to reconcile (a partial scan's merged observation too), so any such pass may write it; it is deleted
+  // only when the base changes (before a plan runs, on recovery).
+  const inSync = rt.cache.quiet && plan.issues.length === 0 && raw !== null && listing.observation.unmappable.length === 0 &&
+    listingMatchesBase(raw, base, listing.observation.folders) && localMatchesBase(local, base, baseByKey());
   rt.store.transaction(() => {
+    if (inSync) rt.store.setMeta(IN_SYNC_MARK, encodeMark(rt.pair, rt.caseInsensitive, local));
     rt.store.replaceFolders([...listing.observation.folders.values()]);
     rt.store.replaceIssues(plan.issues);
     if (raw?.walkedTree) {
@@ -405,25 +431,29 @@ async function removeVacatedDirs(rt: PairRuntime, dirs: ReadonlySet<string>, rem
 }
 
 /**
- * Stands the state DB in for the previous listing of a process that has just started (see
- * PassOptions.reuseSavedFolderTree): the saved folder tree, and the documents as the base last saw them. The
- * next listing is compared with it like with one of this process: any document that differs from the base (a
- * new version, a rename, a document not synced yet) or sits in an unknown folder makes it walk the tree. Only
- * the folder tree is trusted, and only while it is as fresh as a running daemon would trust it.
+ * Stands the state DB in for the previous listing of a process that has just started: the saved folder tree
+ * (when the last walk could map every folder), and the documents as the base last saw them. The next listing is
+ * compared with it like with one of this process (RawListing.unchanged, which the in-sync mark relies on).
+ * With `trustTree` (PassOptions.reuseSavedFolderTree) the saved tree may also stand in for a walk: only while it
+ * is as fresh as a running daemon would trust it, and any document that differs from the base (a new version, a
+ * rename, a document not synced yet) or sits in an unknown folder makes it walk the tree. Otherwise the tree is
+ * walked and only compared. Returns whether a listing was resumed.
  */
-function resumeSavedListing(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry>): void {
+function resumeSavedListing(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry>, trustTree: boolean): boolean {
   const walkedAt = Date.parse(rt.store.getMeta(TREE_WALKED_AT) ?? '');
+  if (Number.isNaN(walkedAt)) return false;
   const age = Date.now() - walkedAt;
   const folders = rt.store.loadFolders().map((f) => ({ id: f.folderId, name: f.name, parentId: f.parentId }));
-  if (!(age >= 0 && age < folderTreeMaxAgeMs(folders.length))) return;
   const issues = rt.store.listIssues();
-  if (issues.some((i) => i.code === 'waiting-for-remote-folder')) return;
   const docs = new Map<string, RawDoc>();
   for (const b of base.values()) docs.set(b.documentId, { documentId: b.documentId, fileName: b.fileName, folderId: b.folderId, versionId: b.versionId });
   rt.cache.raw = { folders, docs, method: 'search', requests: 0, unchanged: false, docsUnchanged: false, walkedTree: true, pages: null };
-  rt.cache.foldersAt = walkedAt;
   rt.cache.issues = issues;
-  rt.log.debug({ folders: folders.length, walkedAt: new Date(walkedAt).toISOString() }, 'the saved folder tree may stand in for a walk');
+  const trusted = trustTree && age >= 0 && age < folderTreeMaxAgeMs(folders.length) && !issues.some((i) => i.code === 'waiting-for-remote-folder');
+  // 0: as old as can be, so the first listing walks the tree (see treeFresh in runPass).
+  rt.cache.foldersAt = trusted ? walkedAt : 0;
+  if (trusted) rt.log.debug({ folders: folders.length, walkedAt: new Date(walkedAt).toISOString() }, 'the saved folder tree may stand in for a walk');
+  return true;
 }
 
 /**
@@ -441,15 +471,24 @@ function park(rt: PairRuntime): void {
   }
 }
 
-/** The report of a poll that found nothing new anywhere (see runPass). */
-function quietPass(rt: PairRuntime, raw: RawListing, now: () => Date, started: number): PassReport {
+/**
+ * The report of a pass that found nothing new anywhere (see runPass): a quiet poll, or (`scanned`) a full pass
+ * whose both sides are as the in-sync mark says.
+ */
+function quietPass(rt: PairRuntime, raw: RawListing, now: () => Date, started: number, scanned = false): PassReport {
   rt.cache.remoteAt = Date.now();
   rt.cache.raw = raw;
   park(rt);
   rt.store.transaction(() => {
     // The folders are exactly as saved by the last full pass (raw.unchanged): only the walk's time is new.
     if (raw.walkedTree && rt.store.getMeta(TREE_WALKED_AT) !== undefined) rt.store.setMeta(TREE_WALKED_AT, new Date(rt.cache.foldersAt).toISOString());
-    rt.store.setMeta('lastPollAt', now().toISOString());
+    const at = now().toISOString();
+    rt.store.setMeta('lastPollAt', at);
+    if (scanned) {
+      rt.store.setMeta('lastPassAt', at);
+      rt.store.setMeta('lastScanAt', at);
+      rt.store.setMeta('lastError', '');
+    }
   });
   const issues = rt.cache.issues;
   return {

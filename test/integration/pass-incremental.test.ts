@@ -5,11 +5,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseConfigText } from '../../src/config/load.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { ServiceClient } from '../../src/service/index.js';
 import { folderTreeMaxAgeMs, openPair, runPass, type PairRuntime } from '../../src/sync/pass.js';
+import { reconcile } from '../../src/sync/reconcile.js';
+
+// reconcile itself, counted: the in-sync mark's tests check when a pass skips it.
+vi.mock('../../src/sync/reconcile.js', async (importOriginal) => {
+  const mod = await importOriginal<typeof import('../../src/sync/reconcile.js')>();
+  return { ...mod, reconcile: vi.fn(mod.reconcile) };
+});
 
 let dir: string;
 let emu: Emulator;
@@ -306,5 +313,73 @@ describe('the daemon restarting (reuseSavedFolderTree)', () => {
     expect(Date.parse(rt.store.getMeta('folderTreeWalkedAt') ?? '')).toBeGreaterThanOrEqual(before);
     await restart();
     expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: true }))).toBe(0);
+  });
+});
+
+describe('the in-sync mark (a new process over a tree exactly as the base says)', () => {
+  const MARK = 'inSyncMark';
+  const reconciles = async (pass: () => Promise<unknown>): Promise<number> => {
+    vi.mocked(reconcile).mockClear();
+    await pass();
+    return vi.mocked(reconcile).mock.calls.length;
+  };
+  beforeEach(async () => {
+    emu.control.createFolder(binderId, { name: 'Empty' });
+    expect((await runPass(rt)).execution?.done.download).toBe(5);
+    // A pass that changed the base leaves no mark; the next one, finding nothing to do, does.
+    expect(rt.store.getMeta(MARK)).toBeUndefined();
+    expect((await runPass(rt)).plan.groups).toEqual([]);
+    expect(rt.store.getMeta(MARK)).toBeDefined();
+  });
+
+  it('a restart (daemon or one-shot sync) over an unchanged tree does not reconcile, and reports in sync', async () => {
+    await restart();
+    let report!: Awaited<ReturnType<typeof runPass>>;
+    expect(await reconciles(async () => (report = await runPass(rt, { reuseSavedFolderTree: true })))).toBe(0);
+    expect(report.converged).toBe(true);
+    expect(report.plan.groups).toEqual([]);
+    await restart();
+    expect(await walksOf(async () => expect(await reconciles(async () => (report = await runPass(rt)))).toBe(0))).toBe(3);
+    expect(report.converged).toBe(true);
+    expect(rt.store.getMeta('lastScanAt')).toBeDefined();
+    // Within one process the quiet-poll rule takes over; a full pass still scans and lists.
+    expect((await runPass(rt)).converged).toBe(true);
+  });
+
+  it('anything that differs from the mark reconciles: a local edit, a new local folder, a remote version, another config', async () => {
+    fs.writeFileSync(local('Docs/d0.txt'), 'edited while stopped');
+    await restart();
+    let report!: Awaited<ReturnType<typeof runPass>>;
+    expect(await reconciles(async () => (report = await runPass(rt)))).toBe(1);
+    expect(report.execution?.done.upload).toBe(1);
+
+    await runPass(rt); // quiet again: a new mark
+    expect(rt.store.getMeta(MARK)).toBeDefined();
+    fs.mkdirSync(local('Docs/New folder'));
+    await restart();
+    expect(await reconciles(() => runPass(rt))).toBe(1);
+
+    fs.rmdirSync(local('Docs/New folder'));
+    await runPass(rt);
+    const [doc] = emu.control.listDocuments(binderId);
+    emu.control.addVersion(doc!.id, 'remote edit while stopped');
+    await restart();
+    expect(await reconciles(async () => (report = await runPass(rt)))).toBe(1);
+    expect(report.execution?.done.download).toBe(1);
+
+    await runPass(rt);
+    await restart(', conflictPolicy: remote-wins');
+    expect(await reconciles(() => runPass(rt))).toBe(1);
+    await restart(', conflictPolicy: remote-wins');
+    expect(await reconciles(() => runPass(rt))).toBe(0); // the mark of the new config
+  });
+
+  it('the mark is gone before a plan runs (a crash mid-plan cannot leave it behind)', async () => {
+    fs.writeFileSync(local('Docs/d1.txt'), 'edited');
+    fs.writeFileSync(local('Docs/new.txt'), 'new');
+    const seen: Array<string | undefined> = [];
+    const report = await runPass(rt, { onActionDone: () => seen.push(rt.store.getMeta(MARK)) });
+    expect(report.execution?.done.upload).toBe(2);
+    expect(seen).toEqual([undefined, undefined]);
   });
 });

@@ -1,0 +1,91 @@
+// The "in sync" mark: what lets a new process (a daemon restart, the next `binder-sync sync`) skip mapping and
+// reconciling a large tree that is exactly as it was when a full pass last found nothing to do.
+//
+// Reconcile is a pure function of (base, local observation, remote observation, context). A full pass P0 that
+// planned nothing, left nothing and reported no issue, while every local file and every remote document was
+// exactly its base entry, proves that reconcile is empty for those inputs. The mark records that proof with what
+// is not implied by the base itself (the config, the local directories). A later pass P1 may reuse the proof when:
+// - the base has not changed since (the mark is deleted before any plan is executed and whenever an interrupted
+//   one is recovered: see runPass; the base and the forgotten table are written only by those steps);
+// - the config and the filesystem's case rule are the same (digest below);
+// - its fresh remote listing equals the base's documents and the saved folder tree field by field
+//   (RawListing.unchanged against the listing resumed from the state DB);
+// - its full local scan found every file with its base stat (nothing hashed, nothing else), the same
+//   directories, and no problem.
+// Then P1's inputs equal P0's, so P1's plan is empty too; anything else takes the normal path.
+import { createHash } from 'node:crypto';
+import type { PairConfig } from '../config/schema.js';
+import type { RawListing } from '../remote/listing.js';
+import type { BaseEntry, LocalObservation, PathKey, RemoteFolder } from './model.js';
+
+/** Meta key holding the mark (JSON). */
+export const IN_SYNC_MARK = 'inSyncMark';
+
+/** Bumped when what the mark means changes, so a mark written by another format is never trusted. */
+const FORMAT = 1;
+
+interface Mark {
+  format: number;
+  /** Digest of the pair's config and the case rule (see configDigest). */
+  config: string;
+  /** Digest of the local directories seen by P0 (see dirsDigest). */
+  dirs: string;
+}
+
+export function configDigest(pair: PairConfig, caseInsensitive: boolean): string {
+  return createHash('sha256').update(JSON.stringify({ pair, caseInsensitive })).digest('base64');
+}
+
+/** The local directories (keys and spellings), in a stable order. */
+export function dirsDigest(local: LocalObservation): string {
+  const h = createHash('sha256');
+  for (const [key, relPath] of [...local.dirs].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) h.update(`${key}\0${relPath}\0`);
+  return h.digest('base64');
+}
+
+export function encodeMark(pair: PairConfig, caseInsensitive: boolean, local: LocalObservation): string {
+  const mark: Mark = { format: FORMAT, config: configDigest(pair, caseInsensitive), dirs: dirsDigest(local) };
+  return JSON.stringify(mark);
+}
+
+/** Does the saved mark still describe this pair and these directories? */
+export function markHolds(saved: string | undefined, pair: PairConfig, caseInsensitive: boolean, local: LocalObservation): boolean {
+  if (saved === undefined) return false;
+  let mark: Partial<Mark>;
+  try {
+    mark = JSON.parse(saved) as Partial<Mark>;
+  } catch {
+    return false;
+  }
+  return mark.format === FORMAT && mark.config === configDigest(pair, caseInsensitive) && mark.dirs === dirsDigest(local);
+}
+
+/**
+ * Every local file is a base entry with its base stat (so its base hash), and every base entry has its file;
+ * no path could not be observed. `byKey` is the base by path key.
+ */
+export function localMatchesBase(local: LocalObservation, base: ReadonlyMap<string, BaseEntry>, byKey: ReadonlyMap<PathKey, BaseEntry>): boolean {
+  if (local.problems.length > 0 || local.files.size !== base.size || byKey.size !== base.size) return false;
+  for (const [key, f] of local.files) {
+    const b = byKey.get(key);
+    if (b === undefined || b.relPath !== f.relPath || b.size !== f.size || b.mtimeMs !== f.mtimeMs || b.inode !== f.inode || b.sha256 !== f.sha256) return false;
+  }
+  return true;
+}
+
+/**
+ * The listing's documents are exactly the base's (id, name, folder, version), and its folders exactly those the
+ * pass saves (all of them mapped, same names and parents): what a later listing is compared with.
+ */
+export function listingMatchesBase(raw: RawListing, base: ReadonlyMap<string, BaseEntry>, saved: ReadonlyMap<string, RemoteFolder>): boolean {
+  if (raw.docs.size !== base.size || raw.folders.length !== saved.size) return false;
+  for (const b of base.values()) {
+    const d = raw.docs.get(b.documentId);
+    if (d === undefined || d.fileName !== b.fileName || d.folderId !== b.folderId || d.versionId !== b.versionId) return false;
+  }
+  for (const f of raw.folders) {
+    const s = saved.get(f.id);
+    if (s === undefined || s.name !== f.name || s.parentId !== f.parentId) return false;
+  }
+  return true;
+}
