@@ -169,7 +169,10 @@ export function countersText(counters: Record<RouteName, number>): string {
     .join(', ');
 }
 
-/** Bytes and file count of a local tree. */
+/**
+ * Bytes and file count of a local tree. It may be read while a daemon writes into it: a temp file renamed or
+ * removed between readdir and stat is simply not counted.
+ */
 export function treeSize(dir: string): { files: number; bytes: number } {
   let files = 0;
   let bytes = 0;
@@ -178,8 +181,10 @@ export function treeSize(dir: string): { files: number; bytes: number } {
       const p = path.join(d, e.name);
       if (e.isDirectory()) walk(p);
       else if (e.isFile()) {
+        const st = fs.statSync(p, { throwIfNoEntry: false });
+        if (st === undefined) continue;
         files++;
-        bytes += fs.statSync(p).size;
+        bytes += st.size;
       }
     }
   };

@@ -69,6 +69,9 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
     problems.push({ relPath, key, reason, detail });
   };
 
+  // Entry names from readdir never contain a separator, '.' or '..': prefix + relPath is what path.join would
+  // return, without normalizing 100k strings.
+  const rootPrefix = root.endsWith(path.sep) ? root : root + path.sep;
   const rootEntries = readRoot(root);
   const stack: Array<{ rel: string; entries: fs.Dirent[] }> = [];
   if (opts.subtrees === undefined || opts.subtrees.includes('')) stack.push({ rel: '', entries: rootEntries });
@@ -115,7 +118,7 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
         problem(relPath, key, 'name-not-representable', `collides with ${prev}`);
         continue;
       }
-      const abs = path.join(root, relPath);
+      const abs = rootPrefix + relPath;
       let st: fs.Stats | undefined;
       try {
         st = fs.lstatSync(abs, { throwIfNoEntry: false });

@@ -9,9 +9,8 @@ export const MAX_NAME_BYTES = 255;
 /** Extensions longer than this are not kept when a long name is shortened. */
 const MAX_KEPT_EXTENSION_BYTES = 32;
 
-const encoder = new TextEncoder();
 export function utf8Length(s: string): number {
-  return encoder.encode(s).length;
+  return Buffer.byteLength(s, 'utf8'); // counts without encoding a copy
 }
 
 /**
