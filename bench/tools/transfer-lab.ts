@@ -4,7 +4,8 @@
 // LAB_PROFILE=1 adds one --cpu-prof run per build and direction, summarized.
 // Usage: `npx tsc -p bench/tsconfig.json && LAB_BINS=base=/tmp/ab/base/bin/binder-sync.js,new=bin/binder-sync.js
 //   LAB_MODE=download,upload LAB_RUNS=5 node bench/.out/bench/tools/transfer-lab.js`
-// (BENCH_LARGE_FILES / BENCH_LARGE_SIZE set the file set, LAB_RPS the API rate, default 1000).
+// (BENCH_LARGE_FILES / BENCH_LARGE_SIZE set the file set, LAB_RPS the API rate, default 1000; LAB_KEEP_PROFILES=DIR
+// keeps the profiles).
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Emulator } from '../../src/emulator/index.js';
@@ -109,7 +110,14 @@ function uploadSides(source: string): Side[] {
 
 function printProfile(name: string, mode: string, profDir: string): void {
   console.log(`\n#### ${mode}: profile of ${name}\n`);
-  console.log(summarizeProfile(newestProfile(profDir), ROOT, 30));
+  const file = newestProfile(profDir);
+  console.log(summarizeProfile(file, ROOT, 30));
+  // LAB_KEEP_PROFILES=DIR keeps each profile (the run's temp dir is removed) for a look at its call tree.
+  const keep = process.env.LAB_KEEP_PROFILES;
+  if (keep) {
+    fs.mkdirSync(keep, { recursive: true });
+    fs.copyFileSync(file, path.join(keep, `${mode}-${name}.cpuprofile`));
+  }
 }
 
 async function measure(mode: string, sides: Side[]): Promise<void> {
