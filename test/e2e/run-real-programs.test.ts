@@ -96,6 +96,26 @@ describe('binder-sync run with real programs writing into the folder', () => {
     const remote = remoteVersions(w);
     expect([...remote.keys()].sort(), d.tail()).toEqual([...want.keys()].sort());
     for (const [name, hash] of want) expect(remote.get(name), name).toEqual([hash]);
+
+    // Updates: rsync -a (temp file + rename) and --inplace (same inode), both setting an mtime older than the
+    // synced copy's, one of the same size. Each changed file gets exactly one new version.
+    const history = new Map([...want].map(([name, hash]) => [name, [hash]]));
+    const edit = (name: string, content: Buffer) => {
+      fs.writeFileSync(path.join(src, name), content);
+      fs.utimesSync(path.join(src, name), new Date('2020-01-02T03:04:05Z'), new Date('2020-01-02T03:04:05Z'));
+      history.get(name)!.push(sha256(content));
+    };
+    edit('r1.bin', Buffer.alloc(21_000, 0xee)); // same size as before
+    edit('r2.bin', Buffer.alloc(5_000, 0xdd));
+    execFileSync('rsync', ['-a', `${src}/`, path.join(w.local, 'Docs') + '/']);
+    edit('r3.bin', Buffer.alloc(23_000, 0xcc)); // same size, written in place
+    execFileSync('rsync', ['-a', '--inplace', `${src}/`, path.join(w.local, 'Docs') + '/']);
+    const updated = ['r1.bin', 'r2.bin', 'r3.bin'];
+    await eventually(() => updated.every((n) => remoteVersions(w).get(n)?.length === 2), 20_000, 'three updates', d.tail);
+    await sleep(2_500);
+    const after = remoteVersions(w);
+    expect([...after.keys()].sort(), d.tail()).toEqual([...want.keys()].sort());
+    for (const [name, hashes] of history) expect(after.get(name), name).toEqual(hashes);
   });
 
   it('a file written slowly over two seconds is uploaded once, complete', async () => {
