@@ -5,6 +5,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseDuration } from '../config/duration.js';
 import { startDaemon, type Daemon } from '../daemon/run.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS, timingFromEnv } from '../daemon/timing.js';
+import { HEAP_GROWING_ENV, tuneHeapForPolling } from '../daemon/heap-tuning.js';
 import { createLogger } from '../log.js';
 import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
 import { ExitCode } from './exit-codes.js';
@@ -54,6 +55,12 @@ export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = proc
   }
   const levelOverride = env.BINDER_SYNC_LOG_LEVEL?.trim() || undefined;
   const log = createLogger({ level: levelOverride ?? loaded.config.log.level });
+  const heap = tuneHeapForPolling(env);
+  if (!heap.applied && heap.reason === 'invalid') {
+    log.warn({ value: heap.raw }, `${HEAP_GROWING_ENV} must be a whole number from 0 to 400; keeping V8's own heap sizing`);
+  } else {
+    log.debug({ heap }, 'heap tuning');
+  }
 
   // Signals are wired before the daemon starts: SIGHUP's default action would otherwise kill the process, and a
   // stop requested during start-up must still shut down cleanly once the pairs are running.
