@@ -17,6 +17,8 @@ interface Round {
   profile?: boolean;
   heapSignal?: boolean;
   quit?: boolean;
+  /** RSS sample period while idle (default 5000 ms); the printed list is then of max per 5 s. */
+  sampleMs?: number;
   /** A poll round: this many listings in a child process instead of a daemon. */
   polls?: number;
   rps?: number;
@@ -89,10 +91,16 @@ for (;;) {
   const rss: number[] = [];
   const end = start.at + (round.seconds ?? 60) * 1000;
   let last = start;
+  const every = round.sampleMs ?? 5000;
+  let window: number[] = [];
   while (performance.now() < end) {
-    await sleep(5000);
+    await sleep(every);
     last = sampleProc(d.pid);
-    rss.push(last.rssKiB / 1024);
+    window.push(last.rssKiB / 1024);
+    if (window.length * every >= 5000) {
+      rss.push(Math.max(...window));
+      window = [];
+    }
   }
   const cpu = last.cpuMs - start.cpuMs;
   const wall = last.at - start.at;

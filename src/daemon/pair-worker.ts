@@ -9,6 +9,7 @@ import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
 import { openPair, runPass, type PairRuntime, type PassObserver, type PassReport } from '../sync/pass.js';
+import { releaseMemorySoon } from './heap-tuning.js';
 import type { SyncMetrics } from './metrics.js';
 import { logPassSummary, pendingOf, recordPassMetrics } from './pass-summary.js';
 import { PairScheduler, type PairState, type PassOutcome, type Trigger } from './scheduler.js';
@@ -148,6 +149,9 @@ export class PairWorker {
       });
     } finally {
       obs?.onPassEnd?.(report);
+      // A full pass (start-up, rescan, retry) leaves a large heap of garbage behind; polls and watcher passes
+      // are left to V8's own collector.
+      if (trigger !== 'poll' && trigger !== 'watch') releaseMemorySoon();
     }
     const pending = pendingOf(report);
     logPassSummary(this.log, report, trigger);
