@@ -177,6 +177,7 @@ export class StateStore {
            document_id = COALESCE(@documentId, document_id), version_id = COALESCE(@versionId, version_id),
            updated_at = @now WHERE id = @id`,
       ),
+      setOutboxLabel: db.prepare('UPDATE outbox SET version_label = ?, updated_at = ? WHERE id = ?'),
       listOutbox: db.prepare('SELECT * FROM outbox ORDER BY id'),
       getOutbox: db.prepare('SELECT * FROM outbox WHERE id = ?'),
       deleteOutbox: db.prepare('DELETE FROM outbox WHERE id = ?'),
@@ -446,6 +447,11 @@ export class StateStore {
 
   deleteOutbox(id: number): void {
     this.stmts.deleteOutbox.run(id);
+  }
+
+  /** A new label for a commit not yet made (the service refused the first one as taken). */
+  setOutboxLabel(id: number, versionLabel: string): void {
+    this.stmts.setOutboxLabel.run(versionLabel, new Date().toISOString(), id);
   }
 
   // ---- conflicts (history) ----

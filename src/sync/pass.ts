@@ -377,6 +377,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     // The base is about to change: a crash from here on must not leave the old in-sync mark behind.
     if (plan.groups.length > 0) rt.store.deleteMeta(IN_SYNC_MARK);
     report.execution = await executePlan(plan, deps);
+    noticeReadOnly(rt, report.execution);
     await removeVacatedDirs(rt, report.execution.vacatedDirs, listing.observation);
   }
   rememberObservations(rt, plan, local, listing, dryRun);
@@ -555,6 +556,19 @@ function rememberObservations(rt: PairRuntime, plan: Plan, local: LocalObservati
   rt.cache.touchedDirs = touched;
   rt.cache.remote = listing;
   rt.cache.remoteFresh = !wroteRemote;
+}
+
+/**
+ * A server may hand out upload slots to any authenticated client (spec 3: "caller authenticated") and refuse
+ * only the commit: a commit answered 401/403 turns the pair download-only exactly as a refused slot does,
+ * so later passes stop sending bytes that can never be committed.
+ */
+function noticeReadOnly(rt: PairRuntime, execution: ExecutionReport): void {
+  if (rt.readOnly === true || !execution.failures.some((f) => f.code === 'SERVICE_READ_ONLY')) return;
+  rt.readOnly = true;
+  rt.log.warn(
+    'the service refused to commit an upload for lack of write access: this pair runs download-only from now on and local changes are not uploaded (grant read/write access to sync both ways)',
+  );
 }
 
 async function probeReadOnly(rt: PairRuntime): Promise<boolean> {

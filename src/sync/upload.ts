@@ -2,7 +2,8 @@
 // so a restart finishes a verified upload with the same uploadId (no duplicate version) and drops one
 // that was never verified (nothing was committed for it).
 import fs, { createReadStream } from 'node:fs';
-import { BinderSyncError } from '../errors.js';
+import { Writable } from 'node:stream';
+import { BinderSyncError, isRetryable } from '../errors.js';
 import { statMatches, toFileStat } from '../local/fs-ops.js';
 import { failpoint } from '../failpoints.js';
 import { ServiceError } from '../service/index.js';
@@ -78,23 +79,22 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
   });
   failpoint('upload-before-commit');
   if (!row) throw new Error(`outbox row ${id} vanished`);
-  const version = await commitOutbox(d, row);
+  const outcome = await commitOutbox(d, row);
   failpoint('upload-after-commit');
-  if (version === null) {
+  if (outcome.kind === 'refused') {
     d.store.deleteOutbox(id);
-    throw new BinderSyncError(`${req.relPath}: the service refused to commit the upload`, {
-      code: 'COMMIT_REFUSED',
-      retryable: true,
-      context: { pair: d.pair, relPath: req.relPath },
-    });
+    throw refusedError(d, row, outcome.error);
   }
-  return { base: await d.store.transactionSoon(() => finishOutbox(d, row, version)), bytes: sent.bytes };
+  return { base: await d.store.transactionSoon(() => finishOutbox(d, outcome.row, outcome.version)), bytes: sent.bytes };
 }
 
 /**
  * Finishes or drops the uploads a previous run left in the outbox. Stages 'planned' and 'slot' were never
  * verified (the PUT may be partial or torn), so they are dropped and the next plan uploads again; 'committing'
  * (content PUT and verified) is committed with the same uploadId, which the service makes idempotent.
+ * A row the service refuses for good is dropped with a warning (the local file is still there: the next plan
+ * uploads it again): one bad row must never block every later pass. Retryable trouble keeps the row and
+ * fails the pass, so that nothing is planned again for that file before its first commit is settled.
  */
 export async function recoverOutbox(d: ExecutorDeps): Promise<{ finished: number; dropped: number }> {
   let finished = 0;
@@ -105,51 +105,101 @@ export async function recoverOutbox(d: ExecutorDeps): Promise<{ finished: number
       dropped++;
       continue;
     }
-    const version = await commitOutbox(d, row);
-    if (version === null) {
+    let outcome: CommitOutcome;
+    try {
+      outcome = await commitOutbox(d, row);
+    } catch (err) {
+      if (isRetryable(err)) throw err;
+      outcome = { kind: 'refused', error: err };
+    }
+    if (outcome.kind === 'refused') {
       d.store.deleteOutbox(row.id);
       dropped++;
+      const e = refusedError(d, row, outcome.error);
+      d.log.warn({ relPath: row.relPath, code: e.code, err: e.message }, 'dropped an upload interrupted by a restart: the service refused its commit');
     } else {
-      finishOutbox(d, row, version);
+      finishOutbox(d, outcome.row, outcome.version);
       finished++;
-      d.log.info({ relPath: row.relPath, documentId: version.documentId }, 'finished an upload interrupted by a restart');
+      d.log.info({ relPath: row.relPath, documentId: outcome.version.documentId }, 'finished an upload interrupted by a restart');
     }
   }
   return { finished, dropped };
 }
 
+type CommitOutcome = { kind: 'committed'; version: DocumentVersion; row: OutboxRow } | { kind: 'refused'; error: unknown };
+
 /**
- * Commits row.uploadId. Returns null when the service has no usable content for it (never PUT, unknown
- * uploadId): nothing was created. A 409 may mean "already committed" (what a second commit returns is not
- * shown by the spec): the version is then looked up by folder, file name and our label.
+ * Commits row.uploadId. 'refused' when nothing was created for it (and the error that said so). The spec
+ * does not show what a repeated commit answers (4.9) nor any error (7): a 2xx that is not a version, a 409
+ * ("already committed", or "that label is taken"), a 400/404/422 to a repeat... each is settled by looking
+ * for the version our upload created, verified by its content (findCommittedVersion). A 409 whose label is
+ * taken by someone else's version is committed once more under a fresh label, with the same uploadId (the
+ * service keys commits by uploadId: no duplicate can come of it). A 403 means no write access.
  */
-async function commitOutbox(d: ExecutorDeps, row: OutboxRow): Promise<DocumentVersion | null> {
-  const uploadId = row.uploadId as string;
-  try {
-    return await d.client.commitUpload(d.binderId, row.folderId, {
-      fileName: row.fileName,
-      versionLabel: row.versionLabel,
-      uploadId,
-      metadata: metadataOrNone(d, row.relPath),
-    });
-  } catch (err) {
-    if (!(err instanceof ServiceError) || err.retryable) throw err;
-    // "What the second call returns: not shown" (spec 4.9): a 2xx that is not a version (204, an empty or
-    // other body) still means the uploadId is committed; the version is found by its label.
-    const accepted = err.status !== undefined && err.status >= 200 && err.status <= 299;
-    if (accepted) {
-      const found = await findCommittedVersion(d, row);
-      if (found) return found;
-      throw err;
+async function commitOutbox(d: ExecutorDeps, row: OutboxRow): Promise<CommitOutcome> {
+  let current = row;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const version = await commitAs(d, current);
+      return { kind: 'committed', version, row: current };
+    } catch (err) {
+      if (!(err instanceof ServiceError) || err.retryable) throw err;
+      if (err.status === 401 || err.status === 403) return { kind: 'refused', error: err };
+      const found = await findCommittedVersion(d, current);
+      if (found) return { kind: 'committed', version: found, row: current };
+      const accepted = err.status !== undefined && err.status >= 200 && err.status <= 299;
+      // Accepted, but no version with our content anywhere: someone replaced it at once. Nothing to finish;
+      // the file is planned again (at worst a second copy of the same bytes, never a loss).
+      if (accepted || err.status !== 409 || attempt > 0) return { kind: 'refused', error: err };
+      const relabelled = await freshLabel(d, current);
+      if (relabelled === null) return { kind: 'refused', error: err };
+      current = relabelled;
     }
-    if (err.status === 409) {
-      const found = await findCommittedVersion(d, row);
-      if (found) return found;
-      return null;
-    }
-    if (err.status === 404 || err.status === 400) return null;
-    throw err;
   }
+}
+
+function commitAs(d: ExecutorDeps, row: OutboxRow): Promise<DocumentVersion> {
+  return d.client.commitUpload(d.binderId, row.folderId, {
+    fileName: row.fileName,
+    versionLabel: row.versionLabel,
+    uploadId: row.uploadId as string,
+    metadata: metadataOrNone(d, row.relPath),
+  });
+}
+
+/** The row under a label no version of its document carries now (persisted first); null when ours is free. */
+async function freshLabel(d: ExecutorDeps, row: OutboxRow): Promise<OutboxRow | null> {
+  if (row.documentId === null) return null;
+  const labels = (await d.client.listVersions(row.documentId)).map((v) => v.version ?? '').filter((l) => l !== '');
+  if (!labels.includes(row.versionLabel)) return null;
+  const versionLabel = nextVersionLabel(labels, d.versionLabelScheme, d.now());
+  await d.store.transactionSoon(() => d.store.setOutboxLabel(row.id, versionLabel));
+  d.log.info({ relPath: row.relPath, taken: row.versionLabel, versionLabel }, 'version label taken meanwhile: committing under the next one');
+  return { ...row, versionLabel };
+}
+
+/** The service refused a commit: why, and whether trying again can help. */
+function refusedError(d: ExecutorDeps, row: OutboxRow, cause: unknown): BinderSyncError {
+  const status = cause instanceof ServiceError ? cause.status : undefined;
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  if (status === 401 || status === 403) {
+    return new BinderSyncError(`${row.relPath}: the service refused the commit (HTTP ${status}): the API client may not write`, {
+      code: 'SERVICE_READ_ONLY',
+      retryable: false,
+      context: { pair: d.pair, relPath: row.relPath, status },
+      hint: 'grant the API client read/write access, or set direction: download for this pair',
+      cause,
+    });
+  }
+  // 400/422: the service refuses this commit as such (a name, the metadata): the same upload would be refused again.
+  const permanent = status === 400 || status === 422;
+  return new BinderSyncError(`${row.relPath}: the service refused to commit the upload: ${reason}`, {
+    code: 'COMMIT_REFUSED',
+    retryable: !permanent,
+    context: { pair: d.pair, relPath: row.relPath, ...(status !== undefined ? { status } : {}) },
+    hint: permanent ? 'see the reason above (a file name or metadata the service does not accept?); the file is tried again when it changes or on the next pass' : 'the next pass uploads it again',
+    cause,
+  });
 }
 
 /**
@@ -165,18 +215,54 @@ function metadataOrNone(d: ExecutorDeps, relPath: string): Array<{ metadataEleme
   }
 }
 
+/**
+ * The version our upload created, if the service has one. Candidates: the versions carrying our label, and
+ * the document's latest version (a server that dropped the label); for a new document, those of the folder's
+ * documents with our file name. A candidate counts only if its content has our size and SHA-256: a label says
+ * nothing about who uploaded (another user may have taken the same one), and adopting someone else's version
+ * as ours would lose our edit. Downloads at most a few candidates; only repeated or refused commits get here.
+ */
 async function findCommittedVersion(d: ExecutorDeps, row: OutboxRow): Promise<DocumentVersion | null> {
-  // A new version of a known document: its versions tell, wherever the document was renamed or moved since.
-  // A new document: found by folder and file name (it cannot have been renamed before anyone knew its id...
-  // unless another user did it in between, in which case the upload is repeated: a duplicate, never a loss).
-  let documentId = row.documentId;
-  if (documentId === null) {
-    const docs = await d.client.listFolderDocuments(d.binderId, row.folderId);
-    documentId = docs.find((x) => x.fileName === row.fileName)?.id ?? null;
+  const docs = row.documentId !== null
+    ? [{ id: row.documentId, latestVersionId: null as string | null }]
+    : (await d.client.listFolderDocuments(d.binderId, row.folderId)).filter((x) => x.fileName === row.fileName).map((x) => ({ id: x.id, latestVersionId: x.latestVersionId as string | null }));
+  let downloads = 0;
+  for (const doc of docs.slice(0, MAX_CANDIDATE_DOCS)) {
+    const versions = await d.client.listVersions(doc.id);
+    const labelled = versions.filter((v) => v.version === row.versionLabel);
+    // The latest: the document's pointer when known, else (order not specified, spec 4.11) both ends of the list.
+    const latest = doc.latestVersionId !== null ? versions.filter((v) => v.id === doc.latestVersionId) : [versions[0], versions[versions.length - 1]];
+    const seen = new Set<string>();
+    for (const v of [...labelled.reverse(), ...latest]) {
+      if (v === undefined || seen.has(v.id)) continue;
+      seen.add(v.id);
+      if (++downloads > MAX_CANDIDATE_DOWNLOADS) return null;
+      if (await holdsContent(d, doc.id, v.id, row)) return { ...v, documentId: v.documentId || doc.id };
+    }
   }
-  if (documentId === null) return null;
-  const versions = await d.client.listVersions(documentId);
-  return versions.find((v) => v.version === row.versionLabel) ?? null;
+  return null;
+}
+
+const MAX_CANDIDATE_DOCS = 3;
+const MAX_CANDIDATE_DOWNLOADS = 4;
+
+/** Streams a version through SHA-256 (nothing written) and compares it with what we uploaded. */
+async function holdsContent(d: ExecutorDeps, documentId: string, versionId: string, row: OutboxRow): Promise<boolean> {
+  let seen = 0;
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      seen += chunk.length;
+      // More bytes than ours: not our content, no need to read the rest.
+      cb(seen > row.size ? new Error('larger than the upload') : null);
+    },
+  });
+  try {
+    const got = await d.client.downloadVersionTo(documentId, versionId, sink, d.signal ? { signal: d.signal } : {});
+    return got.bytes === row.size && got.sha256 === row.sha256;
+  } catch (err) {
+    if (seen > row.size) return false;
+    throw err;
+  }
 }
 
 /** Records the committed version as the new base and clears the outbox row, in one transaction (nests). */

@@ -133,6 +133,31 @@ describe('binder-sync run: syncing', () => {
     expect(d.child.exitCode).toBeNull();
   }, 30_000);
 
+  it('goes download-only with one warning when the service hands out upload slots but refuses the commit (403)', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, folder.id, 'remote.txt', 'from the binder');
+    writeLocal(w, 'Docs/local.txt', 'stays local');
+    c.injectFault({ route: 'commit', status: 403 });
+    writeRunConfig(w);
+    daemon = startDaemonProcess(w);
+    const d = daemon;
+    await d.waitForLog((l) => l.msg === 'downloaded' && l.relPath === 'Docs/remote.txt', 15_000, 'download');
+    await d.waitForLog(msgHas('lack of write access'), 10_000, 'the read-only warning');
+    const putsAfterWarning = c.counters()['storage-put'];
+    writeLocal(w, 'Docs/local2.txt', 'also local');
+    c.addVersion(c.listDocuments(w.binderId)[0]!.id, 'remote v2');
+    await eventually(() => readLocal(w, 'Docs/remote.txt') === 'remote v2', 10_000, 'a remote change still arrives', d.tail);
+    // No more bytes sent for uploads that can never be committed, and no document created.
+    expect(c.counters()['storage-put']).toBe(putsAfterWarning);
+    expect(c.listDocuments(w.binderId).map((x) => x.fileName)).toEqual(['remote.txt']);
+    expect(d.count(msgHas('lack of write access'))).toBe(1);
+    expect(readLocal(w, 'Docs/local.txt')).toBe('stays local');
+    expect(d.child.exitCode).toBeNull();
+  }, 40_000);
+
   it('with watcher: off finds local changes by polling', async () => {
     ws = await createWorkspace();
     const w = ws;

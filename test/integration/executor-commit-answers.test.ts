@@ -1,0 +1,270 @@
+// The commit step (upload step 3) against answers the spec leaves open (4.9 "what the second call returns: not
+// shown", 7 "error status codes: not shown"), over real HTTP against the emulator with a real state DB: the
+// client is the real one, wrapped so that its commit answers as such a server would (the emulator itself cannot
+// answer 409 to a label another user took). What must hold: a version is adopted as ours only when it holds our
+// bytes; a refused commit says why and leaves no outbox row that could block later passes.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { Trash, toFileStat } from '../../src/local/fs-ops.js';
+import { ServiceClient, ServiceError } from '../../src/service/index.js';
+import { StateStore } from '../../src/state/store.js';
+import type { ExecutorDeps } from '../../src/sync/executor-deps.js';
+import { executePlan } from '../../src/sync/executor.js';
+import type { LocalFile, Plan } from '../../src/sync/model.js';
+import { recoverOutbox } from '../../src/sync/upload.js';
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
+
+type CommitUpload = ServiceClient['commitUpload'];
+type CommitArgs = Parameters<CommitUpload>;
+
+interface Setup {
+  emu: Emulator;
+  d: ExecutorDeps;
+  root: string;
+  store: StateStore;
+  folderId: string;
+  /** Replaces the client's commit for this test: gets the real one and the arguments. */
+  answerCommit(fn: (real: CommitUpload, ...args: CommitArgs) => ReturnType<CommitUpload>): void;
+  commits: CommitArgs[];
+}
+
+async function setup(): Promise<Setup> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'exec-commit-'));
+  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const emu = await startEmulator({ quiet: true });
+  cleanups.push(() => emu.close());
+  const client = new ServiceClient({
+    baseUrl: emu.baseUrl,
+    authUrl: emu.authUrl,
+    tenantId: emu.credentials.tenantId,
+    clientId: emu.credentials.clientId,
+    clientSecret: emu.credentials.clientSecret,
+    retry: { maxAttempts: 2, baseDelayMs: 5, maxDelayMs: 20 },
+  });
+  cleanups.push(() => client.close());
+  const real: CommitUpload = client.commitUpload.bind(client);
+  const commits: CommitArgs[] = [];
+  let answer: (real: CommitUpload, ...args: CommitArgs) => ReturnType<CommitUpload> = (r, ...a) => r(...a);
+  client.commitUpload = (...args: CommitArgs) => {
+    commits.push(args);
+    return answer(real, ...args);
+  };
+  const binder = emu.control.createBinder({ name: 'B' });
+  const folder = emu.control.createFolder(binder.id, { name: 'Docs' });
+  const root = path.join(dir, 'root');
+  fs.mkdirSync(path.join(root, 'Docs'), { recursive: true });
+  const store = StateStore.open(path.join(dir, 'state.db'));
+  cleanups.push(() => store.close());
+  const d: ExecutorDeps = {
+    pair: 'p', root, binderId: binder.id, caseInsensitive: false, client, store,
+    trash: new Trash(path.join(dir, 'trash'), root), log: pino({ level: 'silent' }),
+    metadata: { forPath: () => [], missingFor: () => [] }, versionLabelScheme: 'integer', now: () => new Date(0), concurrency: 4,
+  };
+  return { emu, d, root, store, folderId: folder.id, answerCommit: (fn) => (answer = fn), commits };
+}
+
+function writeLocal(root: string, name: string, content: string): LocalFile {
+  const abs = path.join(root, 'Docs', name);
+  fs.writeFileSync(abs, content);
+  fs.utimesSync(abs, 1_700_000_000, 1_700_000_000);
+  return { relPath: `Docs/${name}`, key: `Docs/${name}`, ...toFileStat(fs.lstatSync(abs)), sha256: sha(content) };
+}
+
+function uploadPlan(local: LocalFile, folderId: string, documentId: string | null): Plan {
+  const fileName = path.posix.basename(local.relPath);
+  return {
+    groups: [[{ kind: 'upload', relPath: local.relPath, key: local.key, local, target: { documentId, folderId, fileName }, reason: documentId ? 'local-modified' : 'new-local', replacesBase: null }]],
+    issues: [],
+    blocked: null,
+  };
+}
+
+function conflict409(args: CommitArgs): ServiceError {
+  return new ServiceError('POST /documents/drives/{domain}/{id}/{folderId}/upload failed with HTTP 409: version label already exists', {
+    code: 'COMMIT_CONFLICT',
+    retryable: false,
+    request: 'POST /documents/drives/{domain}/{id}/{folderId}/upload',
+    status: 409,
+    context: { uploadId: args[2].uploadId },
+  });
+}
+
+function statusError(status: number, detail: string): ServiceError {
+  return new ServiceError(`POST /documents/drives/{domain}/{id}/{folderId}/upload failed with HTTP ${status}: ${detail}`, {
+    code: status === 403 ? 'SERVICE_FORBIDDEN' : 'SERVICE_BAD_REQUEST',
+    retryable: false,
+    request: 'POST /documents/drives/{domain}/{id}/{folderId}/upload',
+    status,
+  });
+}
+
+describe('commit answers the spec leaves open', () => {
+  it("409 because another user took our label meanwhile: their version is not adopted, ours is committed under the next label", async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    const local = writeLocal(s.root, 'a.txt', 'MY local edit');
+    let first = true;
+    s.answerCommit(async (real, ...args) => {
+      if (!first) return real(...args);
+      first = false;
+      // Someone else uploads version "2" just before our commit reaches the server, which then refuses ours.
+      c.addVersion(doc.id, 'THEIR content', { versionLabel: args[2].versionLabel });
+      throw conflict409(args);
+    });
+    const report = await executePlan(uploadPlan(local, s.folderId, doc.id), s.d);
+    expect(report.failures).toEqual([]);
+    const versions = c.listVersions(doc.id);
+    expect(versions.map((v) => [v.version, c.readContent(doc.id, v.id).toString()])).toEqual([
+      ['1', 'original'],
+      ['2', 'THEIR content'],
+      ['3', 'MY local edit'],
+    ]);
+    // Both commits used the same uploadId: the service could not have made two versions of it.
+    expect(s.commits.map((a) => a[2].uploadId)).toEqual([s.commits[0]![2].uploadId, s.commits[0]![2].uploadId]);
+    const base = s.store.loadBase().get(doc.id);
+    expect(base?.versionId).toBe(versions[2]!.id);
+    expect(base?.versionLabel).toBe('3');
+    expect(s.store.listOutbox()).toEqual([]);
+  });
+
+  it('a 409 that persists is a refused, retryable commit: nothing adopted, no outbox row left', async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    const local = writeLocal(s.root, 'a.txt', 'MY local edit');
+    s.answerCommit(async (_real, ...args) => {
+      // Every commit: someone else's version appears under the label we sent, and ours is refused.
+      c.addVersion(doc.id, `THEIRS under ${args[2].versionLabel}`, { versionLabel: args[2].versionLabel });
+      throw conflict409(args);
+    });
+    const report = await executePlan(uploadPlan(local, s.folderId, doc.id), s.d);
+    expect(report.failures).toHaveLength(1);
+    expect(report.failures[0]).toMatchObject({ code: 'COMMIT_REFUSED', retryable: true });
+    expect(report.failures[0]!.message).toContain('version label already exists');
+    expect(s.store.loadBase().size).toBe(0); // no one else's version recorded as ours
+    expect(s.store.listOutbox()).toEqual([]);
+  });
+
+  it('a 2xx without a version, from a server that dropped our label: the version is found by its content', async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    const local = writeLocal(s.root, 'a.txt', 'edited');
+    s.answerCommit(async (real, binderId, folderId, body, domain) => {
+      await real(binderId, folderId, { ...body, versionLabel: 'server-chosen' }, domain);
+      throw new ServiceError('POST upload answered 204 without a version', { code: 'SERVICE_INVALID_RESPONSE', retryable: false, request: 'POST upload', status: 204 });
+    });
+    const report = await executePlan(uploadPlan(local, s.folderId, doc.id), s.d);
+    expect(report.failures).toEqual([]);
+    const versions = c.listVersions(doc.id);
+    expect(versions).toHaveLength(2);
+    expect(s.store.loadBase().get(doc.id)?.versionId).toBe(versions[1]!.id);
+  });
+
+  it('a new document whose repeated commit is answered 404: found by folder, name and content, not refused', async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    const local = writeLocal(s.root, 'n.txt', 'mine');
+    s.answerCommit(async (real, ...args) => {
+      await real(...args);
+      throw statusError(404, 'upload not found'); // the first answer was lost; the repeat says "unknown uploadId"
+    });
+    const report = await executePlan(uploadPlan(local, s.folderId, null), s.d);
+    expect(report.failures).toEqual([]);
+    const [doc] = c.listDocuments(s.d.binderId);
+    expect(s.store.loadBase().get(doc!.id)?.sha256).toBe(sha('mine'));
+  });
+
+  it('a version with our label but other bytes is never taken for ours (2xx without a version)', async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    const local = writeLocal(s.root, 'a.txt', 'mine');
+    s.answerCommit(async (_real, ...args) => {
+      c.addVersion(doc.id, 'not mine', { versionLabel: args[2].versionLabel }); // ours never arrived
+      throw new ServiceError('POST upload answered 204 without a version', { code: 'SERVICE_INVALID_RESPONSE', retryable: false, request: 'POST upload', status: 204 });
+    });
+    const report = await executePlan(uploadPlan(local, s.folderId, doc.id), s.d);
+    expect(report.failures).toHaveLength(1);
+    expect(s.store.loadBase().size).toBe(0);
+    expect(s.store.listOutbox()).toEqual([]);
+  });
+
+  it('a 400 says the server\'s reason, is not retryable, and leaves no outbox row', async () => {
+    const s = await setup();
+    const local = writeLocal(s.root, 'b.txt', 'content');
+    s.answerCommit(async () => {
+      throw statusError(400, 'fileName contains a character that is not allowed');
+    });
+    const report = await executePlan(uploadPlan(local, s.folderId, null), s.d);
+    expect(report.failures).toHaveLength(1);
+    expect(report.failures[0]).toMatchObject({ code: 'COMMIT_REFUSED', retryable: false });
+    expect(report.failures[0]!.message).toContain('fileName contains a character that is not allowed');
+    expect(s.store.listOutbox()).toEqual([]);
+  });
+
+  it('a 403 at the commit (slots were handed out) is a read-only client', async () => {
+    const s = await setup();
+    const local = writeLocal(s.root, 'b.txt', 'content');
+    s.answerCommit(async () => {
+      throw statusError(403, 'client has read access only');
+    });
+    const report = await executePlan(uploadPlan(local, s.folderId, null), s.d);
+    expect(report.failures).toHaveLength(1);
+    expect(report.failures[0]).toMatchObject({ code: 'SERVICE_READ_ONLY', retryable: false });
+    expect(s.store.listOutbox()).toEqual([]);
+  });
+});
+
+describe('recovering the outbox after a restart', () => {
+  /** An upload killed before its commit: the bytes are PUT and the row waits at 'committing'. */
+  async function pendingRow(s: Setup, name: string): Promise<void> {
+    const content = `content of ${name}`;
+    const local = writeLocal(s.root, name, content);
+    const sent = await s.d.client.uploadContent(() => Readable.from([Buffer.from(content)]), local.size);
+    const id = s.store.addOutbox({
+      relPath: local.relPath, key: local.key, documentId: null, folderId: s.folderId, fileName: name, sha256: local.sha256,
+      size: local.size, mtimeMs: local.mtimeMs, inode: local.inode, versionLabel: '1', reason: 'new-local',
+    });
+    s.store.setOutboxStage(id, 'committing', { uploadId: sent.uploadId });
+  }
+
+  it('a row the service refuses for good (403) is dropped, and the other rows are still finished', async () => {
+    const s = await setup();
+    await pendingRow(s, 'refused.txt');
+    await pendingRow(s, 'fine.txt');
+    s.answerCommit(async (real, ...args) => {
+      if (args[2].fileName === 'refused.txt') throw statusError(403, 'no write access');
+      return real(...args);
+    });
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 1, dropped: 1 });
+    expect(s.store.listOutbox()).toEqual([]);
+    expect([...s.store.loadBase().values()].map((b) => b.relPath)).toEqual(['Docs/fine.txt']);
+    expect(s.emu.control.listDocuments(s.d.binderId).map((d) => d.fileName)).toEqual(['fine.txt']);
+  });
+
+  it('retryable trouble keeps the row (nothing may be planned for the file before its commit is settled)', async () => {
+    const s = await setup();
+    await pendingRow(s, 'later.txt');
+    s.answerCommit(async () => {
+      throw new ServiceError('POST upload failed with HTTP 503', { code: 'SERVICE_UNAVAILABLE', retryable: true, request: 'POST upload', status: 503 });
+    });
+    await expect(recoverOutbox(s.d)).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+    expect(s.store.listOutbox().map((r) => [r.fileName, r.stage])).toEqual([['later.txt', 'committing']]);
+    s.answerCommit((real, ...args) => real(...args));
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 1, dropped: 0 });
+  });
+});
