@@ -2,7 +2,6 @@
 // ("GET /documents/{documentId}") and never carrying a token, secret or presigned query string.
 import { BinderSyncError, type ErrorDetails } from '../errors.js';
 import { redactUrlsInText } from '../redact.js';
-import { ProblemDetailsSchema, type ProblemDetails } from './schemas.js';
 
 /** Stable codes of ServiceError. */
 export type ServiceErrorCode =
@@ -73,23 +72,145 @@ function hintForStatus(status: number): string | undefined {
   return undefined;
 }
 
-/** Removes known secrets (client secret, tokens) and URL query strings from server-supplied text. */
+/** Removes known secrets (client secret, tokens), URL query strings, bearer tokens, JWTs and key=secret pairs from server-supplied text. */
 export function scrubText(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const s of secrets) if (s.length >= 4) out = out.split(s).join('[redacted]');
-  return redactUrlsInText(out);
+  return redactUrlsInText(out)
+    .replace(/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, '[redacted]')
+    .replace(SECRET_PAIR, '$1$2[redacted]')
+    .replace(SECRET_JSON_PAIR, '$1[redacted]"');
 }
 
-/** Parses a non-2xx body as problem details (RFC 7807) or an OAuth error; undefined for HTML/other bodies. */
-export function parseProblem(bodyText: string): ProblemDetails | undefined {
+/** `name=value` of a credential or a presigned signature outside a URL (a query string echoed on its own). */
+const SECRET_PAIR = /\b(access_token|refresh_token|id_token|client_secret|clientSecret|password|secret|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)(\s*=\s*)(?!\[redacted\])[^\s&"',;<>]+/gi;
+const SECRET_JSON_PAIR = /("(?:access_token|refresh_token|id_token|client_secret|clientSecret|password|secret|token)"\s*:\s*")[^"]*"/gi;
+
+/** What a non-2xx body says, read field by field: spec 7 shows no error shape, so none is required. */
+export interface ProblemInfo {
+  title?: string;
+  detail?: string;
+  /** Field (or '' for a message naming none) -> messages. */
+  errors?: Record<string, string[]>;
+  traceId?: string;
+}
+
+/** Longest text kept from one field of an error body, and from a non-JSON body. */
+const MAX_FIELD_CHARS = 500;
+const MAX_SNIPPET_CHARS = 200;
+const MAX_ERROR_ENTRIES = 20;
+
+/**
+ * Reads whatever a non-2xx body tells, tolerantly: RFC 7807 (`title`, `detail`, `errors`), OAuth (`error`,
+ * `error_description`), `message`, `error: {code, message, details}`, `errors` as a record or an array of
+ * strings / objects with a message. A body that is not JSON yields a one-line snippet (HTML tags removed) as
+ * `detail`. Texts are returned raw: errorFromResponse scrubs them (before cutting them short).
+ */
+export function parseProblem(bodyText: string): ProblemInfo | undefined {
+  return readProblem(bodyText).info;
+}
+
+function readProblem(bodyText: string): { info: ProblemInfo | undefined; snippet: boolean } {
+  const trimmed = bodyText.trim();
+  if (trimmed === '') return { info: undefined, snippet: false };
   let json: unknown;
   try {
-    json = JSON.parse(bodyText);
+    json = JSON.parse(trimmed);
   } catch {
-    return undefined;
+    const text = snippetOf(trimmed);
+    return { info: text ? { detail: text } : undefined, snippet: true };
   }
-  const parsed = ProblemDetailsSchema.safeParse(json);
-  return parsed.success ? parsed.data : undefined;
+  return { info: problemOfJson(json), snippet: false };
+}
+
+function problemOfJson(json: unknown): ProblemInfo | undefined {
+  if (typeof json === 'string') return json.trim() ? { detail: json.trim() } : undefined;
+  if (Array.isArray(json)) {
+    const errors = errorsOf(json);
+    return errors ? { errors } : undefined;
+  }
+  if (!isRecord(json)) return undefined;
+  const o = json;
+  const err = o.error;
+  const errObj = isRecord(err) ? err : undefined;
+  const title = str(o.title) ?? str(err) ?? str(errObj?.code);
+  const details: string[] = [];
+  for (const d of [str(o.detail), str(o.message), str(errObj?.message), str(o.error_description), str(o.errorMessage)]) {
+    if (d !== undefined && d !== title && !details.includes(d)) details.push(d);
+  }
+  const errors = errorsOf(o.errors) ?? errorsOf(errObj?.details) ?? errorsOf(errObj?.errors);
+  const traceId = str(o.traceId) ?? str(o.trace_id) ?? str(o.requestId) ?? str(errObj?.traceId) ?? str(errObj?.requestId);
+  const out: ProblemInfo = {
+    ...(title !== undefined ? { title } : {}),
+    ...(details.length > 0 ? { detail: details.join(' - ') } : {}),
+    ...(errors ? { errors } : {}),
+    ...(traceId !== undefined ? { traceId } : {}),
+  };
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function str(v: unknown): string | undefined {
+  if (typeof v === 'string') return v.trim() === '' ? undefined : v.trim();
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return undefined;
+}
+
+/** The message of one error entry: a string, or an object's message / detail / description / title / code. */
+function messageOf(v: unknown): string | undefined {
+  if (isRecord(v)) return str(v.message) ?? str(v.msg) ?? str(v.detail) ?? str(v.description) ?? str(v.errorMessage) ?? str(v.title) ?? str(v.code);
+  return str(v);
+}
+
+/** `errors` as a record (field -> string | strings | objects) or an array (strings, or objects naming a field). */
+function errorsOf(v: unknown): Record<string, string[]> | undefined {
+  const out: Record<string, string[]> = {};
+  let n = 0;
+  const add = (key: string, msg: string | undefined) => {
+    if (msg === undefined || n >= MAX_ERROR_ENTRIES) return;
+    (out[key] ??= []).push(msg);
+    n++;
+  };
+  if (Array.isArray(v)) {
+    for (const item of v) {
+      const field = isRecord(item) ? (str(item.field) ?? str(item.propertyName) ?? str(item.property) ?? str(item.target) ?? str(item.path) ?? str(item.name) ?? str(item.key) ?? '') : '';
+      add(field, messageOf(item));
+    }
+  } else if (isRecord(v)) {
+    for (const [k, val] of Object.entries(v)) {
+      if (Array.isArray(val)) for (const m of val) add(k, messageOf(m));
+      else add(k, messageOf(val));
+    }
+  }
+  return n > 0 ? out : undefined;
+}
+
+/** One line of a non-JSON body: HTML reduced to its text, whitespace collapsed. Scrubbed and cut later. */
+function snippetOf(text: string): string | undefined {
+  let t = text.slice(0, 16 * 1024);
+  if (/^<|<\/?(html|body|head|title|h1|p|div|center)\b/i.test(t)) {
+    t = t
+      .replace(/<(script|style)\b[\s\S]*?(<\/\1\s*>|$)/gi, ' ')
+      .replace(/<!--[\s\S]*?(-->|$)/g, ' ')
+      .replace(/<[^>]*>/g, ' ')
+      .replace(/&nbsp;/g, ' ')
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&amp;/g, '&');
+  }
+  t = t.replace(/\s+/g, ' ').trim();
+  return t === '' ? undefined : t;
+}
+
+/** Scrubs, then cuts to `max` characters (cutting first could leave half a secret behind). */
+function clean(text: string, secrets: readonly string[], max: number): string {
+  const s = scrubText(text, secrets).replace(/\s+/g, ' ').trim();
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 
 export interface HttpFailure {
@@ -102,46 +223,46 @@ export interface HttpFailure {
   context?: Record<string, unknown>;
 }
 
-/** Builds the ServiceError for a non-2xx answer, with the problem details folded into the message. */
+/** Builds the ServiceError for a non-2xx answer, with what the body says folded into the message. */
 export function errorFromResponse(f: HttpFailure): ServiceError {
-  const problem = parseProblem(f.bodyText.slice(0, 64 * 1024));
+  const { info: raw, snippet } = readProblem(f.bodyText.slice(0, 64 * 1024));
+  const title = raw?.title !== undefined ? clean(raw.title, f.secrets, MAX_FIELD_CHARS) : undefined;
+  const detail = raw?.detail !== undefined ? clean(raw.detail, f.secrets, snippet ? MAX_SNIPPET_CHARS : MAX_FIELD_CHARS) : undefined;
+  const errors = raw?.errors ? cleanErrors(raw.errors, f.secrets) : undefined;
   const headerTrace = firstHeader(f.headers['x-trace-id']) ?? firstHeader(f.headers['x-request-id']);
-  const traceId = problem?.traceId ?? headerTrace;
-  const errors = normaliseErrors(problem?.errors);
+  const traceId = raw?.traceId ?? headerTrace;
   const parts: string[] = [];
-  const title = problem?.title ?? problem?.error;
-  const detail = problem?.detail ?? problem?.error_description;
   if (title) parts.push(title);
   if (detail && detail !== title) parts.push(detail);
-  if (errors) parts.push(Object.entries(errors).map(([k, v]) => `${k}: ${v.join(', ')}`).join('; '));
+  if (errors) parts.push(formatErrors(errors));
   let message = `${f.request} failed with HTTP ${f.status}`;
   if (parts.length > 0) message += `: ${parts.join(' - ')}`;
   if (traceId) message += ` (traceId ${traceId})`;
   const hint = hintForStatus(f.status);
-  const scrubbedProblem = problem
-    ? {
-        ...(title ? { title: scrubText(title, f.secrets) } : {}),
-        ...(detail ? { detail: scrubText(detail, f.secrets) } : {}),
-        ...(errors ? { errors } : {}),
-      }
-    : undefined;
+  const problem = title || detail || errors ? { ...(title ? { title } : {}), ...(detail ? { detail } : {}), ...(errors ? { errors } : {}) } : undefined;
   return new ServiceError(scrubText(message, f.secrets), {
     code: codeForStatus(f.status),
     retryable: isRetryableStatus(f.status),
     request: f.request,
     status: f.status,
-    ...(traceId ? { traceId: scrubText(traceId, f.secrets) } : {}),
-    ...(scrubbedProblem ? { problem: scrubbedProblem } : {}),
+    ...(traceId ? { traceId: clean(traceId, f.secrets, 200) } : {}),
+    ...(problem ? { problem } : {}),
     ...(hint ? { hint } : {}),
     ...(f.context ? { context: f.context } : {}),
   });
 }
 
-function normaliseErrors(errors: Record<string, string[] | string> | undefined): Record<string, string[]> | undefined {
-  if (!errors) return undefined;
+function cleanErrors(errors: Record<string, string[]>, secrets: readonly string[]): Record<string, string[]> {
   const out: Record<string, string[]> = {};
-  for (const [k, v] of Object.entries(errors)) out[k] = Array.isArray(v) ? v : [v];
-  return Object.keys(out).length > 0 ? out : undefined;
+  for (const [k, v] of Object.entries(errors)) out[clean(k, secrets, 200)] = v.map((m) => clean(m, secrets, MAX_FIELD_CHARS));
+  return out;
+}
+
+/** "field: a, b; other: c"; messages naming no field stand alone. */
+export function formatErrors(errors: Record<string, string[]>): string {
+  return Object.entries(errors)
+    .map(([k, v]) => (k === '' ? v.join(', ') : `${k}: ${v.join(', ')}`))
+    .join('; ');
 }
 
 function firstHeader(v: string | string[] | undefined): string | undefined {

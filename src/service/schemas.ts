@@ -107,19 +107,6 @@ export const TokenResponseSchema = z.object({
   token_type: opt(z.string()),
 });
 
-/** RFC 7807 problem details (spec 7 shows no error shape; this is what a well-behaved server sends). */
-export const ProblemDetailsSchema = z.object({
-  type: opt(z.string()),
-  title: opt(z.string()),
-  status: opt(z.number()),
-  detail: opt(z.string()),
-  traceId: opt(z.string()),
-  errors: opt(z.record(z.string(), z.union([z.array(z.string()), z.string()]))),
-  // OAuth error responses from the token endpoint.
-  error: opt(z.string()),
-  error_description: opt(z.string()),
-});
-
 export type MetadataValue = z.infer<typeof MetadataValueSchema>;
 export type Binder = z.infer<typeof BinderSchema>;
 export type MetadataElement = z.infer<typeof MetadataElementSchema>;
@@ -131,4 +118,3 @@ export type SearchPage = z.infer<typeof SearchPageSchema>;
 export type DownloadLink = z.infer<typeof DownloadLinkSchema>;
 export type PresignedUpload = z.infer<typeof PresignedUploadSchema>;
 export type TokenResponse = z.infer<typeof TokenResponseSchema>;
-export type ProblemDetails = z.infer<typeof ProblemDetailsSchema>;
