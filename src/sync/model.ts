@@ -195,7 +195,8 @@ export interface Issue {
     | 'special-file'
     | 'path-collision'
     | 'unknown-state'
-    | 'metadata-missing';
+    | 'metadata-missing'
+    | 'upload-refused';
   detail: string;
 }
 

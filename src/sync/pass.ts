@@ -19,7 +19,7 @@ import type { Action, BaseEntry, Issue, LocalObservation, Plan, ReconcileContext
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
-import { deferRecentlyWritten, wantsUpload, withheldForMetadata } from './plan-filters.js';
+import { deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
 import { encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds } from './in-sync-mark.js';
 
@@ -63,6 +63,11 @@ export interface PairRuntime {
   readOnly: boolean | null;
   /** Stale temp files were looked for since the pair was opened (see runPass). */
   tempsCleaned: boolean;
+  /**
+   * Uploads the service refused for good (400/422: a name or metadata it does not accept), by path key, with
+   * the content then: not sent again until the file changes or the pair is opened again (restart, reload).
+   */
+  refusedUploads: Map<string, { sha256: string; detail: string }>;
   /** Observations of the previous pass, reused by passes that ask for it (see PassOptions). */
   cache: {
     local: LocalObservation | null;
@@ -176,6 +181,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       caseInsensitive,
       readOnly: null,
       tempsCleaned: false,
+      refusedUploads: new Map(),
       cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, quiet: false, localParked: false, issues: [] },
     };
   } catch (err) {
@@ -349,6 +355,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (rt.readOnly && ctx.direction === 'both') plan = reconcile(base, local, listing.observation, { ...ctx, direction: 'download' });
   }
   plan = withheldForMetadata(plan, rt.metadata);
+  plan = withheldAsRefused(plan, rt.refusedUploads);
   const deferral = deferRecentlyWritten(plan, opts.minFileAgeMs ?? 0, now().getTime());
   plan = deferral.plan;
   const report: PassReport = {
@@ -378,6 +385,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (plan.groups.length > 0) rt.store.deleteMeta(IN_SYNC_MARK);
     report.execution = await executePlan(plan, deps);
     noticeReadOnly(rt, report.execution);
+    rememberRefused(rt, plan, report.execution);
     await removeVacatedDirs(rt, report.execution.vacatedDirs, listing.observation);
   }
   rememberObservations(rt, plan, local, listing, dryRun);
@@ -556,6 +564,18 @@ function rememberObservations(rt: PairRuntime, plan: Plan, local: LocalObservati
   rt.cache.touchedDirs = touched;
   rt.cache.remote = listing;
   rt.cache.remoteFresh = !wroteRemote;
+}
+
+/** Uploads refused for good this pass are remembered with their content (see withheldAsRefused). */
+function rememberRefused(rt: PairRuntime, plan: Plan, execution: ExecutionReport): void {
+  for (const f of execution.failures) {
+    if (f.kind !== 'upload' || f.code !== 'COMMIT_REFUSED' || f.retryable) continue;
+    for (const g of plan.groups) {
+      for (const a of g) {
+        if (a.kind === 'upload' && a.relPath === f.relPath) rt.refusedUploads.set(a.key, { sha256: a.local.sha256, detail: f.message });
+      }
+    }
+  }
 }
 
 /**

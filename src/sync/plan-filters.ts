@@ -51,3 +51,28 @@ export function withheldForMetadata(plan: Plan, metadata: MetadataResolver): Pla
   });
   return { ...plan, groups, issues };
 }
+
+/** Content the service refused to commit for good (400/422), by path key: what to hold back and why. */
+export type RefusedUploads = ReadonlyMap<string, { sha256: string; detail: string }>;
+
+/**
+ * Uploads of exactly the content the service refused before (same path, same SHA-256) are withheld with an
+ * issue: the same bytes under the same name would be refused again, and sending them on every poll wastes the
+ * bandwidth. A changed file is tried again.
+ */
+export function withheldAsRefused(plan: Plan, refused: RefusedUploads): Plan {
+  if (refused.size === 0) return plan;
+  const issues = [...plan.issues];
+  const groups = plan.groups.filter((group) => {
+    for (const a of group) {
+      if (a.kind !== 'upload') continue;
+      const r = refused.get(a.key);
+      if (r !== undefined && r.sha256 === a.local.sha256) {
+        issues.push({ relPath: a.relPath, code: 'upload-refused', detail: `${r.detail} (tried again when the file changes or the daemon restarts)` });
+        return false;
+      }
+    }
+    return true;
+  });
+  return { ...plan, groups, issues };
+}

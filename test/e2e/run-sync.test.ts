@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, readLocal, writeLocal, type Workspace } from './harness.js';
+import { createWorkspace, readLocal, runCli, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
 
 let ws: Workspace | undefined;
@@ -156,6 +156,30 @@ describe('binder-sync run: syncing', () => {
     expect(d.count(msgHas('lack of write access'))).toBe(1);
     expect(readLocal(w, 'Docs/local.txt')).toBe('stays local');
     expect(d.child.exitCode).toBeNull();
+  }, 40_000);
+
+  it('does not send a file again that the service refused to commit (400) until it changes, and says why in status', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    c.createFolder(w.binderId, { name: 'Docs' });
+    writeRunConfig(w);
+    c.injectFault({ route: 'commit', status: 400 });
+    writeLocal(w, 'Docs/refused.txt', 'the service will not take this');
+    daemon = startDaemonProcess(w);
+    const d = daemon;
+    await eventually(() => c.counters()['storage-put'] === 1, 10_000, 'the first upload', d.tail);
+    await d.waitForLog((l) => typeof l.msg === 'string' && /failed/.test(l.msg) && JSON.stringify(l).includes('refused.txt'), 10_000, 'the failure');
+    // Several polls (1.5 s apart) later the same bytes were not sent again.
+    await sleep(5_000);
+    expect(c.counters()['storage-put']).toBe(1);
+    const status = await runCli(w, ['status', '--config', w.configFile, '--json']);
+    expect(status.stdout).toContain('upload-refused');
+    // A changed file is tried again, and goes through once the service takes it.
+    c.clearFaults();
+    writeLocal(w, 'Docs/refused.txt', 'changed content');
+    await eventually(() => c.listDocuments(w.binderId).length === 1, 10_000, 'the changed file uploaded', d.tail);
+    expect(c.readContent(c.listDocuments(w.binderId)[0]!.id).toString()).toBe('changed content');
   }, 40_000);
 
   it('with watcher: off finds local changes by polling', async () => {

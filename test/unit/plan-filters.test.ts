@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MetadataResolver } from '../../src/sync/metadata-rules.js';
 import type { Action, LocalFile, Plan } from '../../src/sync/model.js';
-import { deferRecentlyWritten, withheldForMetadata } from '../../src/sync/plan-filters.js';
+import { deferRecentlyWritten, withheldAsRefused, withheldForMetadata } from '../../src/sync/plan-filters.js';
 
 const file = (relPath: string, mtimeMs: number): LocalFile => ({ relPath, key: relPath, size: 1, mtimeMs, inode: 1, sha256: 'h' });
 const upload = (f: LocalFile): Action => ({ kind: 'upload', relPath: f.relPath, key: f.key, local: f, target: { documentId: null, folderId: 'F', fileName: 'x' }, reason: 'new-local', replacesBase: null });
@@ -32,5 +32,18 @@ describe('withheldForMetadata', () => {
     expect(r.groups).toHaveLength(1);
     expect((r.groups[0]![0] as { relPath: string }).relPath).toBe('B/y.txt');
     expect(r.issues).toEqual([{ relPath: 'A/x.txt', code: 'metadata-missing', detail: expect.stringContaining('Department') }]);
+  });
+});
+
+describe('withheldAsRefused', () => {
+  it('holds back an upload of exactly the refused content, with the reason; other content and paths go on', () => {
+    const refused = new Map([['A/x.txt', { sha256: 'h', detail: 'the service refused: bad name' }]]);
+    const changed = { ...file('A/x.txt', 1), sha256: 'other' };
+    const r = withheldAsRefused(plan([[upload(file('A/x.txt', 1))], [upload(file('B/y.txt', 1))]]), refused);
+    expect(r.groups.map((g) => (g[0] as { relPath: string }).relPath)).toEqual(['B/y.txt']);
+    expect(r.issues).toEqual([{ relPath: 'A/x.txt', code: 'upload-refused', detail: expect.stringContaining('bad name') }]);
+    expect(withheldAsRefused(plan([[upload(changed)]]), refused).groups).toHaveLength(1);
+    const p = plan([[upload(file('A/x.txt', 1))]]);
+    expect(withheldAsRefused(p, new Map())).toBe(p);
   });
 });
