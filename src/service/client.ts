@@ -16,6 +16,7 @@ import {
   MetadataElementSchema,
   PresignedUploadSchema,
   SearchPageSchema,
+  VersionItemSchema,
   type Binder,
   type Document,
   type DocumentVersion,
@@ -24,6 +25,7 @@ import {
   type MetadataElement,
   type PresignedUpload,
   type SearchPage,
+  type VersionItem,
 } from './schemas.js';
 import { downloadToStream, putStream, uploadWithSlots } from './transfers.js';
 
@@ -196,13 +198,19 @@ export class ServiceClient {
     }
   }
 
-  /** Versions in the server's order (spec 4.11 leaves the direction open: do not rely on it). */
-  listVersions(documentId: string): Promise<DocumentVersion[]> {
-    return this.core.api({ method: 'GET', template: '/documents/{documentId}/versions', params: { documentId }, schema: z.array(DocumentVersionSchema) });
+  /**
+   * Versions in the server's order (spec 4.11 leaves the direction open: do not rely on it). An item without
+   * documentId gets the one of the path.
+   */
+  async listVersions(documentId: string): Promise<DocumentVersion[]> {
+    const items = await this.core.api({ method: 'GET', template: '/documents/{documentId}/versions', params: { documentId }, schema: z.array(VersionItemSchema) });
+    return items.map((v) => withDocumentId(v, documentId));
   }
 
-  getVersion(documentId: string, versionId: string): Promise<DocumentVersion> {
-    return this.core.api({ method: 'GET', template: '/documents/{documentId}/versions/{versionId}', params: { documentId, versionId }, schema: DocumentVersionSchema });
+  /** One version; without documentId in the answer, the one of the path. */
+  async getVersion(documentId: string, versionId: string): Promise<DocumentVersion> {
+    const v = await this.core.api({ method: 'GET', template: '/documents/{documentId}/versions/{versionId}', params: { documentId, versionId }, schema: VersionItemSchema });
+    return withDocumentId(v, documentId);
   }
 
   /**
@@ -262,4 +270,9 @@ export class ServiceClient {
   close(): Promise<void> {
     return this.core.close();
   }
+}
+
+/** A version item with documentId filled from the path when the server left it out. */
+function withDocumentId(v: VersionItem, documentId: string): DocumentVersion {
+  return v.documentId !== undefined ? (v as DocumentVersion) : { ...v, documentId };
 }

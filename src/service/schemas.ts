@@ -69,6 +69,12 @@ export const DocumentVersionSchema = z.object({
 });
 
 /**
+ * A version as read from GET .../versions and .../versions/{versionId}: the spec lists documentId (2.5) but a
+ * server may leave it out there, where the path names the document anyway; the client fills it from the path.
+ */
+export const VersionItemSchema = DocumentVersionSchema.extend({ documentId: opt(nonEmptyId) });
+
+/**
  * A search hit: the Document fields a listing uses, validated as strictly as DocumentSchema; the rest
  * (metadata) is dropped unread. A daemon re-reads every page of the binder on each poll (100k documents
  * = 40 MB of JSON), so this schema avoids per-item preprocessing and nested arrays.
@@ -113,6 +119,7 @@ export type MetadataElement = z.infer<typeof MetadataElementSchema>;
 export type Folder = z.infer<typeof FolderSchema>;
 export type Document = z.infer<typeof DocumentSchema>;
 export type DocumentVersion = z.infer<typeof DocumentVersionSchema>;
+export type VersionItem = z.infer<typeof VersionItemSchema>;
 export type SearchItem = z.infer<typeof SearchItemSchema>;
 export type SearchPage = z.infer<typeof SearchPageSchema>;
 export type DownloadLink = z.infer<typeof DownloadLinkSchema>;

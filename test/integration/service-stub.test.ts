@@ -329,6 +329,28 @@ describe('endpoints', () => {
     await expect(c.getDocument('bad')).rejects.toMatchObject({ code: 'SERVICE_FORBIDDEN', status: 403 });
   });
 
+  it('versions: items without documentId get the one of the path; other fields are still required', async () => {
+    const s = await stub((r) => {
+      if (r.path === '/api/v1/documents/d7/versions') return { status: 200, body: [{ id: 'v1', version: '1' }, { id: 'v2', documentId: 'd7', version: '2' }, { id: 'v3', documentId: null }] };
+      if (r.path === '/api/v1/documents/d7/versions/v1') return { status: 200, body: { id: 'v1', version: '1', status: 'active' } };
+      if (r.path === '/api/v1/documents/d8/versions') return { status: 200, body: [{ version: '1' }] };
+      return undef;
+    });
+    const c = client(s.origin);
+    expect(await c.listVersions('d7')).toEqual([
+      { id: 'v1', documentId: 'd7', version: '1' },
+      { id: 'v2', documentId: 'd7', version: '2' },
+      { id: 'v3', documentId: 'd7' },
+    ]);
+    expect(await c.getVersion('d7', 'v1')).toEqual({ id: 'v1', documentId: 'd7', version: '1', status: 'active' });
+    await expect(c.listVersions('d8')).rejects.toMatchObject({ code: 'SERVICE_INVALID_RESPONSE' });
+  });
+
+  it('commit: the answer must still name its documentId (a new document is known only from it)', async () => {
+    const s = await stub((r) => (r.path.endsWith('/upload') ? { status: 201, body: { id: 'v1', version: '1' } } : undef));
+    await expect(client(s.origin).commitUpload('b1', 'f1', { fileName: 'a', versionLabel: '1', uploadId: 'u', metadata: [] })).rejects.toMatchObject({ code: 'SERVICE_INVALID_RESPONSE' });
+  });
+
   it('commit: falls back to the walkthrough spelling on 400 and remembers it', async () => {
     const bodies: Record<string, unknown>[] = [];
     const s = await stub((r) => {
