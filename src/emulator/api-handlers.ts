@@ -14,6 +14,7 @@ export interface ApiSettings {
   bindersShape: 'array' | 'items';
   downloadLinkPaths: Array<'raw' | 'downloadlink'>;
   commitSpelling: 'reference' | 'walkthrough' | 'both';
+  ignoreUnknownCommitKeys: boolean;
   repeatCommitAnswer: 'version' | 'no-content' | 'conflict';
   maxPageSize: number | undefined;
   defaultPageSize: number;
@@ -104,7 +105,7 @@ export function createApiHandlers(store: Store, signer: Signer, view: ViewContex
       const caller = auth(req, WRITE);
       const binder = drive(caller, p.domain!, p.id!);
       const folder = store.folder(p.folderId!, binder.id);
-      const body = parseCommitBody(await readJson(req), settings.commitSpelling);
+      const body = parseCommitBody(await readJson(req), settings.commitSpelling, settings.ignoreUnknownCommitKeys);
       const upload = store.uploads.get(body.uploadId);
       if (!upload || upload.tenantId !== caller.tenantId) throw new HttpProblem(404, `upload ${body.uploadId} not found`);
       if (upload.state === 'committed') {
@@ -165,14 +166,25 @@ export function createApiHandlers(store: Store, signer: Signer, view: ViewContex
 
 interface CommitBody {
   fileName: string;
-  versionLabel: string;
+  /** Undefined only on a lenient server (ignoreUnknownCommitKeys) that did not find its label key: it numbers the version. */
+  versionLabel: string | undefined;
   uploadId: string;
   /** Normalised: the reference `value` and the walkthrough `valueId` both land in `value`. */
   metadata: Array<{ metadataElementId: string; value: string }>;
 }
 
-/** Accepts the spelling(s) allowed by `commitSpelling`; anything else (also a mix) is a 400 with `errors`. */
-export function parseCommitBody(body: unknown, spelling: ApiSettings['commitSpelling']): CommitBody {
+const REFERENCE_KEYS = ['fileName', 'version', 'uploadId', 'additionalMetadata'] as const;
+const WALKTHROUGH_KEYS = ['fileName', 'versionLabel', 'uploadId', 'metadata'] as const;
+
+/**
+ * Accepts the spelling(s) allowed by `commitSpelling`; anything else is a 400 with `errors`. With 'both', a body
+ * carrying both spellings completely (version + versionLabel, additionalMetadata + metadata) is taken when the
+ * two say the same; a partial mix is a 400. `ignoreUnknownKeys` models a lenient server (ASP.NET-style model
+ * binding): keys of the other spelling (and any unknown key) are dropped unread, and a missing label or
+ * metadata array is no error: the label is then the server's own (the version's number).
+ */
+export function parseCommitBody(body: unknown, spelling: ApiSettings['commitSpelling'], ignoreUnknownKeys = false): CommitBody {
+  if (ignoreUnknownKeys && spelling !== 'both') return parseLenient(body, spelling);
   let errors: FieldErrors = {};
   if (spelling !== 'walkthrough') {
     const r = referenceCommitSchema.safeParse(body);
@@ -191,7 +203,46 @@ export function parseCommitBody(body: unknown, spelling: ApiSettings['commitSpel
     const werrors = fieldErrors(w.error);
     if (spelling === 'walkthrough' || Object.keys(werrors).length < Object.keys(errors).length) errors = werrors;
   }
+  if (spelling === 'both') {
+    const dual = parseDual(body);
+    if (dual) return dual;
+  }
   throw new HttpProblem(400, 'invalid commit body', { errors });
+}
+
+/** Both spellings in one body (a server that knows both names binds both): taken only when they agree. */
+function parseDual(body: unknown): CommitBody | undefined {
+  if (typeof body !== 'object' || body === null || !('version' in body) || !('versionLabel' in body)) return undefined;
+  const o = body as Record<string, unknown>;
+  const r = referenceCommitSchema.safeParse(pick(o, REFERENCE_KEYS));
+  const w = walkthroughCommitSchema.safeParse(pick(o, WALKTHROUGH_KEYS));
+  const extra = Object.keys(o).filter((k) => !(REFERENCE_KEYS as readonly string[]).includes(k) && !(WALKTHROUGH_KEYS as readonly string[]).includes(k));
+  if (!r.success || !w.success || extra.length > 0) return undefined;
+  const fromW = (w.data.metadata ?? []).map((m) => ({ metadataElementId: m.metadataElementId, value: m.valueId }));
+  const same = r.data.version === w.data.versionLabel && JSON.stringify(r.data.additionalMetadata) === JSON.stringify(fromW);
+  if (!same) throw new HttpProblem(400, 'invalid commit body', { errors: { versionLabel: ['version and versionLabel, additionalMetadata and metadata must say the same.'] } });
+  return { fileName: r.data.fileName, versionLabel: r.data.version, uploadId: r.data.uploadId, metadata: r.data.additionalMetadata };
+}
+
+function pick(o: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) if (k in o) out[k] = o[k];
+  return out;
+}
+
+/** The lenient reading of one spelling: only its own keys are looked at; label and metadata may be missing. */
+function parseLenient(body: unknown, spelling: 'reference' | 'walkthrough'): CommitBody {
+  const o = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+  const own = pick(o, spelling === 'reference' ? REFERENCE_KEYS : WALKTHROUGH_KEYS);
+  if (spelling === 'reference') {
+    const r = referenceCommitSchema.partial({ version: true, additionalMetadata: true }).safeParse(own);
+    if (!r.success) throw new HttpProblem(400, 'invalid commit body', { errors: fieldErrors(r.error) });
+    return { fileName: r.data.fileName, versionLabel: r.data.version, uploadId: r.data.uploadId, metadata: r.data.additionalMetadata ?? [] };
+  }
+  const w = walkthroughCommitSchema.partial({ versionLabel: true }).safeParse(own);
+  if (!w.success) throw new HttpProblem(400, 'invalid commit body', { errors: fieldErrors(w.error) });
+  const metadata = (w.data.metadata ?? []).map((m) => ({ metadataElementId: m.metadataElementId, value: m.valueId }));
+  return { fileName: w.data.fileName, versionLabel: w.data.versionLabel, uploadId: w.data.uploadId, metadata };
 }
 
 /**

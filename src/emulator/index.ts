@@ -79,6 +79,7 @@ export async function startEmulator(opts: EmulatorOptions = {}, hooks: EmulatorH
     bindersShape: opts.bindersShape ?? 'array',
     downloadLinkPaths: opts.downloadLinkPaths ?? ['raw', 'downloadlink'],
     commitSpelling: opts.commitSpelling ?? 'both',
+    ignoreUnknownCommitKeys: opts.ignoreUnknownCommitKeys ?? false,
     repeatCommitAnswer: opts.repeatCommitAnswer ?? 'version',
     maxPageSize: opts.maxPageSize,
     defaultPageSize: opts.defaultPageSize ?? 50,

@@ -51,8 +51,17 @@ export interface EmulatorOptions {
   bindersShape?: 'array' | 'items';
   /** Which download-link suffixes exist; default both. */
   downloadLinkPaths?: Array<'raw' | 'downloadlink'>;
-  /** Which commit body spelling is accepted; default 'both'. */
+  /**
+   * Which commit body spelling is accepted; default 'both'. 'both' takes either, or a body carrying both
+   * spellings in full when they agree; 'reference' / 'walkthrough' refuse any key of the other (a strict server).
+   */
   commitSpelling?: 'reference' | 'walkthrough' | 'both';
+  /**
+   * With commitSpelling 'reference' or 'walkthrough': a lenient server (ASP.NET-style model binding) that
+   * ignores unknown commit keys instead of a 400, and numbers a version whose label key it did not find.
+   * A body in the other spelling then "succeeds" without label and metadata. Default false.
+   */
+  ignoreUnknownCommitKeys?: boolean;
   /**
    * How a second commit of an already committed uploadId answers ("not shown" by the spec, 4.9): 200 with the
    * version (default), 204 with no body, or 409. It never creates anything.

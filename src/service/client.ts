@@ -52,17 +52,24 @@ export interface CommitBody {
 export interface ServiceCapabilities {
   /** Which download-link suffix the server has; null until the first link was fetched. */
   downloadLinkSuffix: 'raw' | 'downloadlink' | null;
-  /** Which commit body spelling the server accepted; null until the first commit succeeded. */
-  commitSpelling: 'reference' | 'walkthrough' | null;
+  /**
+   * Which commit body spelling the server accepted: 'both' (one body carrying both spellings), 'reference' or
+   * 'walkthrough'; null until the first commit succeeded.
+   */
+  commitSpelling: CommitSpelling | null;
 }
+
+/** Commit body spellings (spec 4.9): both at once, the reference table's, the walkthrough's. */
+export type CommitSpelling = 'both' | 'reference' | 'walkthrough';
 
 export class ServiceClient {
   readonly capabilities: ServiceCapabilities = { downloadLinkSuffix: null, commitSpelling: null };
   private readonly core: HttpCore;
+  private readonly log: Logger;
 
   constructor(settings: ServiceSettings, opts: { logger?: Logger; signal?: AbortSignal } = {}) {
-    const log = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'service' });
-    this.core = new HttpCore(settings, log, opts.signal);
+    this.log = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'service' });
+    this.core = new HttpCore(settings, this.log, opts.signal);
   }
 
   /** GET /binders; accepts a bare array or {items: [...]} (spec 4.1). */
@@ -126,49 +133,59 @@ export class ServiceClient {
 
   /**
    * Commits an uploaded slot as a new version (step 3). Idempotent by uploadId (spec 3), hence retried.
-   * Spelling: the spec shows two bodies and does not say which the server takes. The remembered spelling (else
-   * the reference one) goes first; on 400 the other is tried (a 400 creates nothing). If both are refused with
-   * 400, the first error is thrown. A 409 throws COMMIT_CONFLICT: "already committed" on some servers, or
-   * "content missing"; the caller reconciles by looking for the version.
+   * Spelling: the spec shows two bodies and does not say which the server takes (4.9). Until one has worked,
+   * the first body carries both (version + versionLabel, additionalMetadata + metadata): a server that ignores
+   * unknown keys then finds its own and still gets label and metadata. A refusal (400/422 create nothing)
+   * falls back to the reference spelling, then the walkthrough one (walkthrough first when the refusal named
+   * only reference keys); the spelling that worked is remembered. When every spelling is refused, the first
+   * error is thrown. A 409 throws COMMIT_CONFLICT: "already committed" on
+   * some servers, or "content missing"; the caller reconciles by looking for the version.
    */
   async commitUpload(binderId: string, folderId: string, body: CommitBody, domain = 'binders'): Promise<DocumentVersion> {
-    const first = this.capabilities.commitSpelling ?? 'reference';
-    const second = first === 'reference' ? 'walkthrough' : 'reference';
-    // 422 is treated like 400: some servers use it for body validation, and it also creates nothing.
-    const refused = (e: unknown) => e instanceof ServiceError && (e.status === 400 || e.status === 422);
-    try {
-      return await this.commitAs(first, binderId, folderId, body, domain);
-    } catch (err) {
-      if (!refused(err)) throw err;
+    const known = this.capabilities.commitSpelling;
+    const tried: CommitSpelling[] = [];
+    const refusals: ServiceError[] = [];
+    for (let spelling: CommitSpelling | undefined = known ?? 'both'; spelling !== undefined; ) {
+      tried.push(spelling);
       try {
-        return await this.commitAs(second, binderId, folderId, body, domain);
-      } catch (err2) {
-        throw refused(err2) ? err : err2;
+        const version = await this.commitAs(spelling, binderId, folderId, body, domain);
+        this.capabilities.commitSpelling = spelling;
+        if (version.version !== undefined && version.version !== body.versionLabel) {
+          this.log.debug({ request: COMMIT_REQUEST, spelling, sent: body.versionLabel, answered: version.version }, 'commit answered another version label than the one sent');
+        }
+        return version;
+      } catch (err) {
+        // 422 is treated like 400: some servers use it for body validation, and it also creates nothing.
+        if (!(err instanceof ServiceError) || (err.status !== 400 && err.status !== 422)) throw err;
+        refusals.push(err);
+        spelling = nextSpelling(tried, refusalReason(err));
       }
     }
+    throw refusals[0]!;
   }
 
-  private async commitAs(spelling: 'reference' | 'walkthrough', binderId: string, folderId: string, body: CommitBody, domain: string): Promise<DocumentVersion> {
-    const json =
-      spelling === 'reference'
-        ? { fileName: body.fileName, version: body.versionLabel, uploadId: body.uploadId, additionalMetadata: body.metadata.map((m) => ({ metadataElementId: m.metadataElementId, value: m.value })) }
-        : {
-            fileName: body.fileName,
-            versionLabel: body.versionLabel,
-            uploadId: body.uploadId,
-            // The walkthrough leaves metadata optional; omit it when there is none.
-            ...(body.metadata.length > 0 ? { metadata: body.metadata.map((m) => ({ metadataElementId: m.metadataElementId, valueId: m.value })) } : {}),
-          };
+  private async commitAs(spelling: CommitSpelling, binderId: string, folderId: string, body: CommitBody, domain: string): Promise<DocumentVersion> {
+    const reference = { version: body.versionLabel, additionalMetadata: body.metadata.map((m) => ({ metadataElementId: m.metadataElementId, value: m.value })) };
+    // The walkthrough leaves metadata optional; omit it when there is none.
+    const walkthrough = {
+      versionLabel: body.versionLabel,
+      ...(body.metadata.length > 0 ? { metadata: body.metadata.map((m) => ({ metadataElementId: m.metadataElementId, valueId: m.value })) } : {}),
+    };
+    const json = {
+      fileName: body.fileName,
+      ...(spelling !== 'walkthrough' ? { version: reference.version } : {}),
+      ...(spelling !== 'reference' ? walkthrough : {}),
+      uploadId: body.uploadId,
+      ...(spelling !== 'walkthrough' ? { additionalMetadata: reference.additionalMetadata } : {}),
+    };
     try {
-      const version = await this.core.api({
+      return await this.core.api({
         method: 'POST',
-        template: '/documents/drives/{domain}/{id}/{folderId}/upload',
+        template: COMMIT_TEMPLATE,
         params: { domain, id: binderId, folderId },
         json,
         schema: DocumentVersionSchema,
       });
-      this.capabilities.commitSpelling = spelling;
-      return version;
     } catch (err) {
       if (err instanceof ServiceError && err.status === 409) {
         throw new ServiceError(err.message, {
@@ -275,4 +292,71 @@ export class ServiceClient {
 /** A version item with documentId filled from the path when the server left it out. */
 function withDocumentId(v: VersionItem, documentId: string): DocumentVersion {
   return v.documentId !== undefined ? (v as DocumentVersion) : { ...v, documentId };
+}
+
+const COMMIT_TEMPLATE = '/documents/drives/{domain}/{id}/{folderId}/upload';
+const COMMIT_REQUEST = `POST ${COMMIT_TEMPLATE}`;
+
+/** The keys in which the two commit spellings differ (spec 4.9). */
+const REFERENCE_KEYS = new Set(['version', 'additionalmetadata']);
+const WALKTHROUGH_KEYS = new Set(['versionlabel', 'metadata']);
+const SPELLING_FIELDS = new Set(['version', 'versionlabel', 'additionalmetadata', 'metadata', 'value', 'valueid']);
+
+/** What a refused commit complains about. */
+export interface RefusalReason {
+  /** It names fields (an `errors` record), so `other`/`spelling` are read from field names, not guessed from text. */
+  named: boolean;
+  /** Something besides the spelling fields: the file name, a metadata value, the upload... */
+  other: boolean;
+  /** One of the spelling fields themselves (unknown, missing, wrong type). */
+  spelling: boolean;
+  /** The spelling complaints name keys of the reference / walkthrough spelling. */
+  referenceKeys: boolean;
+  walkthroughKeys: boolean;
+}
+
+/**
+ * Reads a commit refusal: a field whose path is made of spelling fields only (`version`, `metadata[0].valueId`)
+ * is a spelling complaint; an entry of a metadata array (`metadata.0`: "unknown element") or any other field
+ * is a reason of its own. Without field names, texts that name a spelling field count as spelling complaints.
+ */
+export function refusalReason(err: ServiceError): RefusalReason {
+  const out: RefusalReason = { named: false, other: false, spelling: false, referenceKeys: false, walkthroughKeys: false };
+  const texts: string[] = [];
+  for (const [key, messages] of Object.entries(err.problem?.errors ?? {})) {
+    const segs = key
+      .replace(/^\$\.?/, '')
+      .split(/[.[\]/]+/)
+      .filter((x) => x !== '');
+    if (segs.length === 0) {
+      texts.push(...messages);
+      continue;
+    }
+    out.named = true;
+    const names = segs.filter((x) => !/^\d+$/.test(x)).map((x) => x.toLowerCase());
+    if (/^\d+$/.test(segs[segs.length - 1]!) || !names.every((n) => SPELLING_FIELDS.has(n))) {
+      out.other = true;
+      continue;
+    }
+    out.spelling = true;
+    if (REFERENCE_KEYS.has(names[0]!)) out.referenceKeys = true;
+    if (WALKTHROUGH_KEYS.has(names[0]!)) out.walkthroughKeys = true;
+  }
+  if (!out.named) texts.push(...[err.problem?.title, err.problem?.detail].filter((t): t is string => t !== undefined));
+  for (const t of texts) {
+    const ref = /\badditionalMetadata\b|["'`$.]version["'`]/i.test(t);
+    const walk = /\bversionLabel\b|["'`$.]metadata["'`]/i.test(t);
+    if (ref || walk || /\bvalueId\b|["'`$.]value["'`]/i.test(t)) {
+      out.spelling = true;
+      out.referenceKeys ||= ref;
+      out.walkthroughKeys ||= walk;
+    } else if (t.trim() !== '') out.other = true;
+  }
+  return out;
+}
+
+/** The next spelling to try after a refusal: reference before walkthrough, unless only reference keys were refused. */
+function nextSpelling(tried: readonly CommitSpelling[], r: RefusalReason): CommitSpelling | undefined {
+  const order: CommitSpelling[] = r.referenceKeys && !r.walkthroughKeys ? ['both', 'walkthrough', 'reference'] : ['both', 'reference', 'walkthrough'];
+  return order.find((s) => !tried.includes(s));
 }

@@ -257,7 +257,17 @@ describe('emulator commit spellings', () => {
       const walkthroughBare = await commit((uploadId) => ({ fileName: 'w2.txt', versionLabel: '1', uploadId }));
       const referenceBare = await commit((uploadId) => ({ fileName: 'r2.txt', version: '1', uploadId }));
       const mixed = await commit((uploadId) => ({ fileName: 'm.txt', version: '1', uploadId, metadata: [] }));
-      return { reference, walkthrough, walkthroughBare, referenceBare, mixed };
+      const dual = await commit((uploadId) => ({
+        fileName: 'd.txt',
+        version: 'D1',
+        versionLabel: 'D1',
+        uploadId,
+        additionalMetadata: [{ metadataElementId: 'GLOBAL_Category', value: 'report' }],
+        metadata: [{ metadataElementId: 'GLOBAL_Category', valueId: 'report' }],
+      }));
+      const dualBare = await commit((uploadId) => ({ fileName: 'd2.txt', version: 'D2', versionLabel: 'D2', uploadId, additionalMetadata: [] }));
+      const dualDisagree = await commit((uploadId) => ({ fileName: 'd3.txt', version: 'D3', versionLabel: 'other', uploadId, additionalMetadata: [] }));
+      return { reference, walkthrough, walkthroughBare, referenceBare, mixed, dual, dualBare, dualDisagree };
     } finally {
       await emu.close();
     }
@@ -270,6 +280,32 @@ describe('emulator commit spellings', () => {
     expect(r.referenceBare.status).toBe(400);
     expect(r.referenceBare.body.errors).toHaveProperty('additionalMetadata');
     expect(r.mixed.status).toBe(400);
+  });
+
+  it("'both' takes a body carrying both spellings in full when they agree", async () => {
+    const r = await spellings({});
+    expect([r.dual.status, r.dualBare.status]).toEqual([201, 201]);
+    expect(r.dual.body).toMatchObject({ version: 'D1', metadata: [{ metadataElementId: 'GLOBAL_Category', valueId: 'report' }] });
+    expect(r.dualBare.body.version).toBe('D2');
+    expect(r.dualDisagree.status).toBe(400);
+  });
+
+  it.each(['reference', 'walkthrough'] as const)("'%s' (strict) refuses a body carrying both spellings", async (commitSpelling) => {
+    const r = await spellings({ commitSpelling });
+    expect([r.dual.status, r.dualBare.status]).toEqual([400, 400]);
+    expect(Object.keys(r.dual.body.errors)).toEqual(commitSpelling === 'reference' ? ['versionLabel', 'metadata'] : ['version', 'additionalMetadata']);
+  });
+
+  it.each(['reference', 'walkthrough'] as const)("'%s' with ignoreUnknownCommitKeys reads its own keys only and numbers a version it finds no label for", async (commitSpelling) => {
+    const r = await spellings({ commitSpelling, ignoreUnknownCommitKeys: true });
+    expect(r.dual.status).toBe(201);
+    expect(r.dual.body).toMatchObject({ version: 'D1', metadata: [{ metadataElementId: 'GLOBAL_Category', valueId: 'report' }] });
+    // The other spelling is not refused: it "works" without label and metadata (the data loss this models).
+    const other = commitSpelling === 'reference' ? r.walkthrough : r.reference;
+    expect(other.status).toBe(201);
+    expect(other.body.version).toBe('1');
+    expect(other.body.metadata).toEqual([]);
+    expect(r.mixed.status).toBe(201);
   });
 
   it("'reference' refuses the walkthrough spelling", async () => {

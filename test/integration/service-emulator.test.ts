@@ -153,15 +153,59 @@ describe('every endpoint against the emulator', () => {
     expect(links).toEqual(['raw', 'downloadlink', 'downloadlink']);
   });
 
-  it.each(['walkthrough', 'reference'] as const)('commits to a server that only takes the %s spelling', async (spelling) => {
-    const { client, c, binder, top } = await setup({ commitSpelling: spelling });
+  it.each(['walkthrough', 'reference'] as const)('commits to a strict server that only takes the %s spelling: 2 requests for the first commit, 1 after', async (spelling) => {
+    const { emu, client, c, binder, top } = await setup({ commitSpelling: spelling });
     c.addMetadataElement(binder.id, { id: 'Department', label: 'Department', dataType: 'enum', allowedValues: [{ id: 'ops', label: 'Ops' }] });
-    for (const [i, name] of ['x.txt', 'y.txt'].entries()) {
-      const up = await client.uploadContent(() => Readable.from([Buffer.from(name)]), name.length);
-      const v = await client.commitUpload(binder.id, top.id, { fileName: name, versionLabel: '1', uploadId: up.uploadId, metadata: i === 0 ? [{ metadataElementId: 'Department', value: 'ops' }] : [] });
-      expect(c.readContent(v.documentId).toString()).toBe(name);
+    const commits: number[] = [];
+    for (const [i, name] of ['x.txt', 'y.txt', 'x.txt'].entries()) {
+      emu.control.resetCounters();
+      const up = await client.uploadContent(() => Readable.from([Buffer.from(`${name} ${i}`)]), `${name} ${i}`.length);
+      const v = await client.commitUpload(binder.id, top.id, { fileName: name, versionLabel: `L${i}`, uploadId: up.uploadId, metadata: i !== 1 ? [{ metadataElementId: 'Department', value: 'ops' }] : [] });
+      commits.push(emu.control.counters().commit);
+      expect(c.readContent(v.documentId).toString()).toBe(`${name} ${i}`);
+      expect(c.listVersions(v.documentId).at(-1)).toMatchObject({ version: `L${i}`, metadata: i !== 1 ? [{ metadataElementId: 'Department', valueId: 'ops' }] : [] });
     }
+    expect(commits).toEqual([2, 1, 1]);
     expect(client.capabilities.commitSpelling).toBe(spelling);
+  });
+
+  it('a server taking both spellings takes the one body carrying both: 1 request per commit', async () => {
+    const { emu, client, c, binder, top } = await setup();
+    c.addMetadataElement(binder.id, { id: 'Ref', label: 'Ref', dataType: 'Text' });
+    const up = await client.uploadContent(() => Readable.from([Buffer.from('b')]), 1);
+    const v = await client.commitUpload(binder.id, top.id, { fileName: 'b.txt', versionLabel: 'B1', uploadId: up.uploadId, metadata: [{ metadataElementId: 'Ref', value: 'R-1' }] });
+    expect(v.version).toBe('B1');
+    expect(c.listVersions(v.documentId)[0]!.metadata).toEqual([{ metadataElementId: 'Ref', valueId: 'R-1' }]);
+    expect(emu.control.counters().commit).toBe(1);
+    expect(client.capabilities.commitSpelling).toBe('both');
+  });
+
+  it.each(['walkthrough', 'reference'] as const)('a lenient %s-only server that ignores unknown keys keeps label and metadata (new document and new version)', async (spelling) => {
+    const { emu, client, c, binder, top } = await setup({ commitSpelling: spelling, ignoreUnknownCommitKeys: true });
+    c.addMetadataElement(binder.id, { id: 'Ref', label: 'Ref', dataType: 'Text' });
+    c.addMetadataElement(binder.id, { id: 'Department', label: 'Department', dataType: 'enum', allowedValues: [{ id: 'ops', label: 'Ops' }] });
+    const meta = [
+      { metadataElementId: 'Ref', value: 'R-42' },
+      { metadataElementId: 'Department', value: 'ops' },
+    ];
+    const labels = ['first-label', 'second-label'];
+    let documentId = '';
+    for (const [i, label] of labels.entries()) {
+      const up = await client.uploadContent(() => Readable.from([Buffer.from(label)]), label.length);
+      const v = await client.commitUpload(binder.id, top.id, { fileName: 'a.txt', versionLabel: label, uploadId: up.uploadId, metadata: i === 0 ? meta : [meta[0]!] });
+      expect(v.version).toBe(label);
+      documentId = v.documentId;
+    }
+    const versions = c.listVersions(documentId);
+    expect(versions.map((v) => v.version)).toEqual(labels);
+    expect(versions[0]!.metadata).toEqual([
+      { metadataElementId: 'Ref', valueId: 'R-42' },
+      { metadataElementId: 'Department', valueId: 'ops' },
+    ]);
+    expect(versions[1]!.metadata).toEqual([{ metadataElementId: 'Ref', valueId: 'R-42' }]);
+    expect(c.listDocuments(binder.id)[0]!.metadata).toEqual(expect.arrayContaining([{ metadataElementId: 'Ref', valueId: 'R-42' }, { metadataElementId: 'Department', valueId: 'ops' }]));
+    expect(emu.control.counters().commit).toBe(2);
+    expect(client.capabilities.commitSpelling).toBe('both');
   });
 
   it('a read-only client gets SERVICE_FORBIDDEN on upload', async () => {

@@ -351,33 +351,82 @@ describe('endpoints', () => {
     await expect(client(s.origin).commitUpload('b1', 'f1', { fileName: 'a', versionLabel: '1', uploadId: 'u', metadata: [] })).rejects.toMatchObject({ code: 'SERVICE_INVALID_RESPONSE' });
   });
 
-  it('commit: falls back to the walkthrough spelling on 400 and remembers it', async () => {
+  /** A strict walkthrough-only server: any other key is a 400 naming it (ASP.NET-style validation problem). */
+  const strictWalkthrough = (bodies: Record<string, unknown>[], status = 400) => (r: Seen): Answer => {
+    if (!r.path.endsWith('/upload')) return undef;
+    const b = JSON.parse(r.body.toString()) as Record<string, unknown>;
+    bodies.push(b);
+    const unknown = Object.keys(b).filter((k) => !['fileName', 'versionLabel', 'uploadId', 'metadata'].includes(k));
+    if (unknown.length > 0) return { status, body: { title: 'One or more validation errors occurred.', errors: Object.fromEntries(unknown.map((k) => [k, ['unknown field']])) } };
+    return { status: 201, body: version };
+  };
+
+  it('commit: one body with both spellings first; a strict walkthrough server gets the walkthrough one next, remembered', async () => {
     const bodies: Record<string, unknown>[] = [];
-    const s = await stub((r) => {
-      if (!r.path.endsWith('/upload')) return undef;
-      const b = JSON.parse(r.body.toString()) as Record<string, unknown>;
-      bodies.push(b);
-      return 'versionLabel' in b ? { status: 201, body: version } : { status: 400, body: { title: 'One or more validation errors occurred.', errors: { version: ['unknown field'] } } };
-    });
+    const s = await stub(strictWalkthrough(bodies));
     const c = client(s.origin);
     const meta = [{ metadataElementId: 'Department', value: 'eng' }];
     expect(await c.commitUpload('b1', 'f1', { fileName: 'a.txt', versionLabel: '2', uploadId: 'u1', metadata: meta })).toEqual(version);
     expect(c.capabilities.commitSpelling).toBe('walkthrough');
     await c.commitUpload('b1', 'f1', { fileName: 'a.txt', versionLabel: '3', uploadId: 'u2', metadata: [] });
     expect(bodies).toEqual([
-      { fileName: 'a.txt', version: '2', uploadId: 'u1', additionalMetadata: [{ metadataElementId: 'Department', value: 'eng' }] },
+      { fileName: 'a.txt', version: '2', versionLabel: '2', uploadId: 'u1', additionalMetadata: [{ metadataElementId: 'Department', value: 'eng' }], metadata: [{ metadataElementId: 'Department', valueId: 'eng' }] },
       { fileName: 'a.txt', versionLabel: '2', uploadId: 'u1', metadata: [{ metadataElementId: 'Department', valueId: 'eng' }] },
       { fileName: 'a.txt', versionLabel: '3', uploadId: 'u2' },
     ]);
     expect(s.api()[0]!.path).toBe('/api/v1/documents/drives/binders/b1/f1/upload');
   });
 
-  it('commit: when both spellings get 400 the first error is thrown', async () => {
+  it('commit: without metadata the dual body sends additionalMetadata [] and no metadata; a 422 refusal falls back to reference, then walkthrough', async () => {
+    const bodies: Record<string, unknown>[] = [];
+    // Refusals without field names: the spelling cannot be told from them, so reference comes before walkthrough.
+    const s = await stub((r) => {
+      if (!r.path.endsWith('/upload')) return undef;
+      const b = JSON.parse(r.body.toString()) as Record<string, unknown>;
+      bodies.push(b);
+      return 'version' in b ? { status: 422, body: 'Unprocessable Entity' } : { status: 201, body: version };
+    });
+    const c = client(s.origin);
+    await c.commitUpload('b1', 'f1', { fileName: 'a.txt', versionLabel: '2', uploadId: 'u1', metadata: [] });
+    expect(bodies).toEqual([
+      { fileName: 'a.txt', version: '2', versionLabel: '2', uploadId: 'u1', additionalMetadata: [] },
+      { fileName: 'a.txt', version: '2', uploadId: 'u1', additionalMetadata: [] },
+      { fileName: 'a.txt', versionLabel: '2', uploadId: 'u1' },
+    ]);
+    expect(c.capabilities.commitSpelling).toBe('walkthrough');
+  });
+
+  it('commit: a server that ignores unknown keys takes the dual body at once ("both"), and keeps it', async () => {
+    const bodies: Record<string, unknown>[] = [];
+    const s = await stub((r) => {
+      if (!r.path.endsWith('/upload')) return undef;
+      bodies.push(JSON.parse(r.body.toString()) as Record<string, unknown>);
+      return { status: 201, body: { ...version, version: bodies.at(-1)!.versionLabel ?? 'server default' } };
+    });
+    const c = client(s.origin);
+    for (const id of ['u1', 'u2']) await c.commitUpload('b1', 'f1', { fileName: 'a.txt', versionLabel: '2', uploadId: id, metadata: [{ metadataElementId: 'Ref', value: 'R' }] });
+    expect(c.capabilities.commitSpelling).toBe('both');
+    expect(bodies).toHaveLength(2);
+    for (const b of bodies) expect(b).toMatchObject({ version: '2', versionLabel: '2', additionalMetadata: [{ metadataElementId: 'Ref', value: 'R' }], metadata: [{ metadataElementId: 'Ref', valueId: 'R' }] });
+  });
+
+  it('commit: when every spelling gets 400 the first error is thrown', async () => {
     const s = await stub((r) => (r.path.endsWith('/upload') ? { status: 400, body: { title: JSON.parse(r.body.toString()).version ? 'reference refused' : 'walkthrough refused' } } : undef));
     const c = client(s.origin);
     const err = (await c.commitUpload('b1', 'f1', { fileName: 'a', versionLabel: '1', uploadId: 'u', metadata: [] }).catch((e: unknown) => e)) as ServiceError;
     expect(err.message).toContain('reference refused');
     expect(c.capabilities.commitSpelling).toBeNull();
+    expect(s.api()).toHaveLength(3);
+  });
+
+  it('commit: an answered label other than the one sent is noted at debug level, not thrown', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(l) });
+    const s = await stub((r) => (r.path.endsWith('/upload') ? { status: 201, body: { ...version, version: '7' } } : undef));
+    const v = await client(s.origin, {}, logger).commitUpload('b1', 'f1', { fileName: 'a', versionLabel: '1', uploadId: 'u', metadata: [] });
+    expect(v.version).toBe('7');
+    const note = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => typeof r.msg === 'string' && r.msg.includes('another version label'));
+    expect(note).toMatchObject({ level: 20, sent: '1', answered: '7', spelling: 'both' });
   });
 
   it('commit: a 409 is COMMIT_CONFLICT (already committed)', async () => {
