@@ -137,8 +137,9 @@ export class ServiceClient {
    * the first body carries both (version + versionLabel, additionalMetadata + metadata): a server that ignores
    * unknown keys then finds its own and still gets label and metadata. A refusal (400/422 create nothing)
    * falls back to the reference spelling, then the walkthrough one (walkthrough first when the refusal named
-   * only reference keys); the spelling that worked is remembered. When every spelling is refused, the first
-   * error is thrown. A 409 throws COMMIT_CONFLICT: "already committed" on
+   * only reference keys); the spelling that worked is remembered. A refusal that names reasons none of which
+   * is about the spelling fields is thrown at once. When every spelling is refused, the thrown error is the
+   * attempt that says most about why (see refusalReason). A 409 throws COMMIT_CONFLICT: "already committed" on
    * some servers, or "content missing"; the caller reconciles by looking for the version.
    */
   async commitUpload(binderId: string, folderId: string, body: CommitBody, domain = 'binders'): Promise<DocumentVersion> {
@@ -158,10 +159,13 @@ export class ServiceClient {
         // 422 is treated like 400: some servers use it for body validation, and it also creates nothing.
         if (!(err instanceof ServiceError) || (err.status !== 400 && err.status !== 422)) throw err;
         refusals.push(err);
-        spelling = nextSpelling(tried, refusalReason(err));
+        const r = refusalReason(err);
+        // Refused for reasons, none of them the spelling: another spelling would be refused the same way.
+        if (r.named && r.other && !r.spelling) throw err;
+        spelling = nextSpelling(tried, r);
       }
     }
-    throw refusals[0]!;
+    throw refusedEverySpelling(refusals, tried);
   }
 
   private async commitAs(spelling: CommitSpelling, binderId: string, folderId: string, body: CommitBody, domain: string): Promise<DocumentVersion> {
@@ -359,4 +363,26 @@ export function refusalReason(err: ServiceError): RefusalReason {
 function nextSpelling(tried: readonly CommitSpelling[], r: RefusalReason): CommitSpelling | undefined {
   const order: CommitSpelling[] = r.referenceKeys && !r.walkthroughKeys ? ['both', 'walkthrough', 'reference'] : ['both', 'reference', 'walkthrough'];
   return order.find((s) => !tried.includes(s));
+}
+
+/**
+ * Every spelling was refused: the error of the attempt that gives a reason beyond the spelling fields (the
+ * file name, a metadata value), else the first one. Its message carries the server's reason (scrubbed).
+ */
+function refusedEverySpelling(refusals: readonly ServiceError[], tried: readonly CommitSpelling[]): ServiceError {
+  const reasons = refusals.map(refusalReason);
+  const pick = reasons.findIndex((r) => r.other && !r.spelling);
+  const i = pick >= 0 ? pick : Math.max(0, reasons.findIndex((r) => r.other));
+  const err = refusals[i]!;
+  return new ServiceError(err.message, {
+    code: err.code,
+    retryable: err.retryable,
+    request: err.request,
+    ...(err.status !== undefined ? { status: err.status } : {}),
+    ...(err.traceId ? { traceId: err.traceId } : {}),
+    ...(err.problem ? { problem: err.problem } : {}),
+    context: { ...err.context, commitSpellingsTried: [...tried] },
+    hint: 'the service refused the commit in every body spelling; the reason above is its answer',
+    cause: err,
+  });
 }

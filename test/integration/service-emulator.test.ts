@@ -208,6 +208,22 @@ describe('every endpoint against the emulator', () => {
     expect(client.capabilities.commitSpelling).toBe('both');
   });
 
+  it.each([
+    ['walkthrough', 2],
+    ['reference', 2],
+    ['both', 1],
+  ] as const)('a commit refused for its file name on a %s server throws the server reason, not the spelling complaint', async (spelling, requests) => {
+    const { emu, client, binder, top } = await setup({ commitSpelling: spelling });
+    const up = await client.uploadContent(() => Readable.from([Buffer.from('z')]), 1);
+    const err = (await client.commitUpload(binder.id, top.id, { fileName: 'back\\slash.txt', versionLabel: '1', uploadId: up.uploadId, metadata: [] }).catch((e: unknown) => e)) as ServiceError;
+    expect(err).toBeInstanceOf(ServiceError);
+    expect(err).toMatchObject({ code: 'SERVICE_BAD_REQUEST', status: 400, retryable: false });
+    expect(err.message).toContain('fileName: Must be 1-255 characters');
+    expect(err.message).not.toMatch(/Unknown field/);
+    expect(emu.control.counters().commit).toBe(requests);
+    expect(client.capabilities.commitSpelling).toBeNull();
+  });
+
   it('a read-only client gets SERVICE_FORBIDDEN on upload', async () => {
     const { emu } = await setup();
     const ro = new ServiceClient({ baseUrl: emu.baseUrl, authUrl: emu.authUrl, tenantId: emu.credentials.tenantId, clientId: emu.credentials.readOnlyClientId, clientSecret: emu.credentials.readOnlyClientSecret });

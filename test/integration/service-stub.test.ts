@@ -410,13 +410,70 @@ describe('endpoints', () => {
     for (const b of bodies) expect(b).toMatchObject({ version: '2', versionLabel: '2', additionalMetadata: [{ metadataElementId: 'Ref', value: 'R' }], metadata: [{ metadataElementId: 'Ref', valueId: 'R' }] });
   });
 
-  it('commit: when every spelling gets 400 the first error is thrown', async () => {
+  it('commit: refused in every spelling, the error carries the reason that is not about the spelling fields', async () => {
+    // Walkthrough-only, strict, and the file name is refused too; the refusal comes in several body shapes.
+    const shapes: Array<[string, (errors: Record<string, string[]>) => Answer]> = [
+      ['problem', (errors) => ({ status: 400, body: { title: 'One or more validation errors occurred.', errors } })],
+      ['422 problem', (errors) => ({ status: 422, body: { title: 'One or more validation errors occurred.', errors } })],
+      ['message', (errors) => ({ status: 400, body: { message: `Validation failed: ${JSON.stringify(errors)}` } })],
+      ['error object', (errors) => ({ status: 400, body: { error: { code: 'BadRequest', message: Object.entries(errors).map(([k, v]) => `${k}: ${v.join()}`).join('; ') } } })],
+      ['text', (errors) => ({ status: 400, headers: { 'content-type': 'text/plain' }, body: `Bad Request: ${JSON.stringify(errors)}` })],
+    ];
+    for (const [shape, answer] of shapes) {
+      const s = await stub((r) => {
+        if (!r.path.endsWith('/upload')) return undef;
+        const b = JSON.parse(r.body.toString()) as Record<string, unknown>;
+        const unknown = Object.keys(b).filter((k) => !['fileName', 'versionLabel', 'uploadId', 'metadata'].includes(k));
+        if (unknown.length > 0) return answer(Object.fromEntries(unknown.map((k) => [k, ['Unknown field.']])));
+        return answer({ fileName: [`"${b.fileName as string}" may not contain a backslash (token ${SECRET})`] });
+      });
+      const c = client(s.origin);
+      const err = (await c.commitUpload('b1', 'f1', { fileName: 'back\\slash.txt', versionLabel: '1', uploadId: 'u', metadata: [] }).catch((e: unknown) => e)) as ServiceError;
+      expect(err, shape).toBeInstanceOf(ServiceError);
+      expect(err.status, shape).toBe(shape.startsWith('422') ? 422 : 400);
+      expect(err.message, shape).toContain('may not contain a backslash');
+      expect(err.message, shape).not.toContain('Unknown field');
+      expect(err.message, shape).not.toContain(SECRET);
+      expect(JSON.stringify(err.problem), shape).not.toContain(SECRET);
+      expect(c.capabilities.commitSpelling, shape).toBeNull();
+    }
+  });
+
+  it('commit: when every spelling gets 400 for reasons alike, the first error is thrown', async () => {
     const s = await stub((r) => (r.path.endsWith('/upload') ? { status: 400, body: { title: JSON.parse(r.body.toString()).version ? 'reference refused' : 'walkthrough refused' } } : undef));
     const c = client(s.origin);
     const err = (await c.commitUpload('b1', 'f1', { fileName: 'a', versionLabel: '1', uploadId: 'u', metadata: [] }).catch((e: unknown) => e)) as ServiceError;
     expect(err.message).toContain('reference refused');
     expect(c.capabilities.commitSpelling).toBeNull();
     expect(s.api()).toHaveLength(3);
+  });
+
+  it('commit: refused everywhere without any reason, the first error is thrown', async () => {
+    const s = await stub((r) => (r.path.endsWith('/upload') ? { status: 400, body: '' } : undef));
+    const c = client(s.origin);
+    const err = (await c.commitUpload('b1', 'f1', { fileName: 'a', versionLabel: '1', uploadId: 'u', metadata: [] }).catch((e: unknown) => e)) as ServiceError;
+    expect(err).toMatchObject({ status: 400, code: 'SERVICE_BAD_REQUEST' });
+    expect(err.context).toMatchObject({ commitSpellingsTried: ['both', 'reference', 'walkthrough'] });
+    expect(s.api()).toHaveLength(3);
+  });
+
+  it('commit: a known spelling refused for a reason naming no spelling field is not re-sent in the others', async () => {
+    const bodies: Record<string, unknown>[] = [];
+    const strict = strictWalkthrough(bodies);
+    const s = await stub((r) => {
+      const a = strict(r);
+      if (a !== undef && typeof a === 'object' && 'status' in a && a.status === 201 && (bodies.at(-1)!.fileName as string).includes('\\')) {
+        return { status: 400, body: { title: 'One or more validation errors occurred.', errors: { fileName: ['bad character'] } } };
+      }
+      return a;
+    });
+    const c = client(s.origin);
+    await c.commitUpload('b1', 'f1', { fileName: 'ok.txt', versionLabel: '1', uploadId: 'u1', metadata: [] });
+    expect(bodies).toHaveLength(2);
+    const err = (await c.commitUpload('b1', 'f1', { fileName: 'a\\b.txt', versionLabel: '1', uploadId: 'u2', metadata: [] }).catch((e: unknown) => e)) as ServiceError;
+    expect(err.message).toContain('fileName: bad character');
+    expect(bodies).toHaveLength(3);
+    expect(c.capabilities.commitSpelling).toBe('walkthrough');
   });
 
   it('commit: an answered label other than the one sent is noted at debug level, not thrown', async () => {
