@@ -74,6 +74,45 @@ async function storageFailure(core: HttpCore, request: string, url: string, res:
   return err;
 }
 
+/** Redirects storage may answer with (a CDN or a storage front end); followed up to MAX_STORAGE_REDIRECTS hops. */
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+/** A PUT keeps its method and body only through these; a 301/302/303 would turn it into a GET elsewhere. */
+const PUT_REDIRECT_STATUSES = new Set([307, 308]);
+export const MAX_STORAGE_REDIRECTS = 5;
+
+type StorageResponse = Awaited<ReturnType<typeof undiciRequest>>;
+
+/**
+ * Where a storage redirect leads: the Location resolved against the current URL. Throws (not retryable: the
+ * same link would redirect the same way) when there is none, it is not http(s), the hop budget is spent, or a
+ * PUT is redirected in a way that cannot carry its body. URLs in the error are shown without query strings.
+ */
+async function redirectTarget(request: string, current: string, res: StorageResponse, hops: number, method: 'GET' | 'PUT', where: Record<string, unknown>): Promise<string> {
+  await res.body.dump().catch(() => undefined);
+  const fail = (why: string) =>
+    new ServiceError(`${request} was redirected (HTTP ${res.statusCode}) ${why}`, {
+      code: 'SERVICE_BAD_REQUEST',
+      retryable: false,
+      request,
+      status: res.statusCode,
+      context: where,
+      hint: 'storage (or something in front of it) redirects the presigned URL in a way binder-sync cannot follow',
+    });
+  if (method === 'PUT' && !PUT_REDIRECT_STATUSES.has(res.statusCode)) throw fail('in a way that does not repeat the PUT with its content');
+  if (hops >= MAX_STORAGE_REDIRECTS) throw fail(`more than ${MAX_STORAGE_REDIRECTS} times`);
+  const location = res.headers.location;
+  const raw = Array.isArray(location) ? location[0] : location;
+  if (!raw) throw fail('without a Location');
+  let next: URL;
+  try {
+    next = new URL(raw, current);
+  } catch {
+    throw fail('to an unreadable Location');
+  }
+  if (next.protocol !== 'http:' && next.protocol !== 'https:') throw fail(`to a ${next.protocol} URL`);
+  return next.toString();
+}
+
 /**
  * One PUT of `size` bytes from `open()` to a one-shot presigned URL, in the transfer queue. Never retried here:
  * a failed PUT burns the slot, so retrying means a new slot (see uploadWithSlots).
@@ -91,44 +130,58 @@ export async function putStream(
   return core.transferQueue
     .add(
       async () => {
-        const started = performance.now();
-        const source = open();
-        const meter = new HashMeter(onBytes);
-        let sourceError: unknown;
-        source.once('error', (e) => {
-          sourceError = e;
-        });
-        // Errors surface through the request below (undici reads `meter`); this only wires teardown.
-        pipeline(source, meter).catch(() => undefined);
-        let status: number | undefined;
-        try {
-          const res = await undiciRequest(presignedUrl, {
-            dispatcher: core.agent,
-            method: 'PUT',
-            // Storage is called without Authorization and without the tenant header (spec 4.8, 5.3).
-            headers: { 'content-length': String(size), 'x-ms-blob-type': 'BlockBlob' },
-            body: meter,
-            signal,
-            headersTimeout: core.settings.requestTimeoutMs,
-            bodyTimeout: core.settings.requestTimeoutMs,
+        let url = presignedUrl;
+        let meter: HashMeter;
+        // A 307/308 (storage behind a front end) repeats the PUT elsewhere: the stream is opened again, as after
+        // a burned slot. Bytes already sent before the redirect arrived are counted again by onBytes.
+        for (let hops = 0; ; hops++) {
+          const started = performance.now();
+          const hopUrl = url;
+          const source = open();
+          meter = new HashMeter(onBytes);
+          let sourceError: unknown;
+          source.once('error', (e) => {
+            sourceError = e;
           });
-          status = res.statusCode;
-          if (res.statusCode < 200 || res.statusCode > 299) throw await storageFailure(core, PUT_REQUEST, presignedUrl, res);
-          await res.body.dump();
-        } catch (err) {
-          meter.destroy();
-          if (err instanceof ServiceError) throw err;
-          if (signal.aborted || (isAbortError(err) && sourceError === undefined)) throw abortedError(PUT_REQUEST);
-          const code = (err as { code?: unknown }).code;
-          if (sourceError !== undefined || code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH') {
-            throw new ServiceError(
-              sourceError !== undefined ? `reading the local file for upload failed: ${(sourceError as Error).message ?? String(sourceError)}` : `the local file did not have the announced ${size} bytes (changed while uploading?)`,
-              { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, cause: sourceError ?? err, context: where, hint: 'the file will be looked at again on the next pass' },
-            );
+          // Errors surface through the request below (undici reads `meter`); this only wires teardown.
+          pipeline(source, meter).catch(() => undefined);
+          let status: number | undefined;
+          try {
+            const res = await undiciRequest(url, {
+              dispatcher: core.agent,
+              method: 'PUT',
+              // Storage is called without Authorization and without the tenant header (spec 4.8, 5.3).
+              headers: { 'content-length': String(size), 'x-ms-blob-type': 'BlockBlob' },
+              body: meter,
+              signal,
+              headersTimeout: core.settings.requestTimeoutMs,
+              bodyTimeout: core.settings.requestTimeoutMs,
+            });
+            status = res.statusCode;
+            if (REDIRECT_STATUSES.has(res.statusCode)) {
+              meter.destroy();
+              url = await redirectTarget(PUT_REQUEST, url, res, hops, 'PUT', where);
+              continue;
+            }
+            if (res.statusCode < 200 || res.statusCode > 299) throw await storageFailure(core, PUT_REQUEST, presignedUrl, res);
+            await res.body.dump();
+            break;
+          } catch (err) {
+            meter.destroy();
+            if (err instanceof ServiceError) throw err;
+            if (signal.aborted || (isAbortError(err) && sourceError === undefined)) throw abortedError(PUT_REQUEST);
+            const code = (err as { code?: unknown }).code;
+            if (sourceError !== undefined || code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH') {
+              throw new ServiceError(
+                sourceError !== undefined ? `reading the local file for upload failed: ${(sourceError as Error).message ?? String(sourceError)}` : `the local file did not have the announced ${size} bytes (changed while uploading?)`,
+                { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, cause: sourceError ?? err, context: where, hint: 'the file will be looked at again on the next pass' },
+              );
+            }
+            throw networkError(PUT_REQUEST, err, core.secrets(), where);
+          } finally {
+            // The URL without its query string (the signature): origin and path only.
+            core.log.debug({ method: 'PUT', path: redactUrl(hopUrl), status, ms: Math.round(performance.now() - started), bytes: meter.bytes }, 'storage request');
           }
-          throw networkError(PUT_REQUEST, err, core.secrets(), where);
-        } finally {
-          core.log.debug({ method: 'PUT', path: where.url, status, ms: Math.round(performance.now() - started), bytes: meter.bytes }, 'storage request');
         }
         if (meter.bytes !== size) {
           throw new ServiceError(`the local file yielded ${meter.bytes} bytes, not the announced ${size}`, { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, context: where });
@@ -211,13 +264,19 @@ export async function downloadToStream(
 async function streamLink(core: HttpCore, url: string, dest: Writable, signal: AbortSignal, onBytes: ((n: number) => void) | undefined, expired: () => void): Promise<{ bytes: number; sha256: string }> {
   const where = { url: redactUrl(url) };
   const started = performance.now();
-  let res: Awaited<ReturnType<typeof undiciRequest>>;
-  try {
-    // A plain GET: no Authorization, no tenant header (spec 4.13).
-    res = await undiciRequest(url, { dispatcher: core.agent, method: 'GET', signal, headersTimeout: core.settings.requestTimeoutMs, bodyTimeout: core.settings.requestTimeoutMs });
-  } catch (err) {
-    if (signal.aborted || isAbortError(err)) throw abortedError(GET_REQUEST);
-    throw networkError(GET_REQUEST, err, core.secrets(), where);
+  let res: StorageResponse;
+  // Redirects (a CDN, a storage front end) are followed, each hop a plain GET as well.
+  for (let hops = 0, current = url; ; hops++) {
+    try {
+      // A plain GET: no Authorization, no tenant header (spec 4.13).
+      res = await undiciRequest(current, { dispatcher: core.agent, method: 'GET', signal, headersTimeout: core.settings.requestTimeoutMs, bodyTimeout: core.settings.requestTimeoutMs });
+    } catch (err) {
+      if (signal.aborted || isAbortError(err)) throw abortedError(GET_REQUEST);
+      throw networkError(GET_REQUEST, err, core.secrets(), where);
+    }
+    if (!REDIRECT_STATUSES.has(res.statusCode)) break;
+    core.log.debug({ method: 'GET', path: redactUrl(current), status: res.statusCode, ms: Math.round(performance.now() - started), redirect: true }, 'storage request');
+    current = await redirectTarget(GET_REQUEST, current, res, hops, 'GET', where);
   }
   if (res.statusCode !== 200) {
     if (res.statusCode === 403) expired();
