@@ -62,6 +62,7 @@ describe('binder-sync emulator command', () => {
       expect(await main(['node', 'binder-sync', 'emulator', '--binders-shape', 'nope'])).toBe(ExitCode.usage);
       expect(await main(['node', 'binder-sync', 'emulator', '--port', 'abc'])).toBe(ExitCode.usage);
       expect(await main(['node', 'binder-sync', 'emulator', '--download-link-paths', 'raw,zip'])).toBe(ExitCode.usage);
+      expect(await main(['node', 'binder-sync', 'emulator', '--repeat-commit-answer', 'maybe'])).toBe(ExitCode.usage);
     } finally {
       process.stderr.write = stderr;
     }
