@@ -2,9 +2,36 @@
 // Secrets are redacted by key (PINO_REDACT_PATHS) and every message/string field passes redactUrlsInText,
 // so a presigned signature or bearer token that slipped into a message is still never written.
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { LOG_LEVELS } from './config/schema.js';
+import { BinderSyncError } from './errors.js';
 import { PINO_REDACT_PATHS, redactUrlsInText } from './redact.js';
 
 export type { Logger } from 'pino';
+
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The environment variable that overrides log.level of the config (also on reload). */
+export const LOG_LEVEL_ENV = 'BINDER_SYNC_LOG_LEVEL';
+
+/**
+ * The level BINDER_SYNC_LOG_LEVEL asks for (case and surrounding blanks ignored), or undefined when it is
+ * unset or blank. Anything but one of LOG_LEVELS throws a CONFIG_ENV error (exit 2) naming the variable and
+ * the allowed values, instead of the raw pino error a logger built with it would throw.
+ */
+export function logLevelFromEnv(env: NodeJS.ProcessEnv = process.env): LogLevel | undefined {
+  const raw = env[LOG_LEVEL_ENV];
+  const value = raw?.trim().toLowerCase();
+  if (value === undefined || value === '') return undefined;
+  if ((LOG_LEVELS as readonly string[]).includes(value)) return value as LogLevel;
+  const given = (raw ?? '').trim();
+  const shown = JSON.stringify(given.length > 40 ? `${given.slice(0, 40)}...` : given);
+  throw new BinderSyncError(`${LOG_LEVEL_ENV}=${shown} is not a log level`, {
+    code: 'CONFIG_ENV',
+    retryable: false,
+    context: { variable: LOG_LEVEL_ENV },
+    hint: `set ${LOG_LEVEL_ENV} to one of ${LOG_LEVELS.join(', ')}, or unset it to use log.level from the config`,
+  });
+}
 
 export interface LogOptions {
   level?: string;
@@ -15,7 +42,7 @@ export interface LogOptions {
 }
 
 export function createLogger(opts: LogOptions = {}): Logger {
-  const level = opts.level ?? process.env.BINDER_SYNC_LOG_LEVEL ?? 'info';
+  const level = opts.level ?? logLevelFromEnv() ?? 'info';
   const pretty = opts.pretty ?? (opts.destination === undefined && process.stdout.isTTY === true);
   const options: pino.LoggerOptions = {
     level,

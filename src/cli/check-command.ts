@@ -10,7 +10,7 @@ import type { Config, PairConfig } from '../config/schema.js';
 import { liveLockOwner } from '../daemon/status-file.js';
 import { BinderSyncError, describeError } from '../errors.js';
 import { DAEMON_FILE_PREFIX } from '../local/ignore.js';
-import { createLogger } from '../log.js';
+import { createLogger, LOG_LEVEL_ENV, logLevelFromEnv } from '../log.js';
 import { ServiceError, type Binder, type ServiceClient } from '../service/index.js';
 import { serviceClientFor } from '../service/from-config.js';
 import { StateStore } from '../state/store.js';
@@ -77,6 +77,12 @@ export async function runChecks(configFile: string, report: (r: CheckResult) => 
   } catch (err) {
     add(failure('config', err, ExitCode.usage));
     return results;
+  }
+  try {
+    const level = logLevelFromEnv();
+    if (level !== undefined) add({ outcome: 'PASS', subject: 'environment', message: `${LOG_LEVEL_ENV}=${level} (overrides log.level ${config.log.level})` });
+  } catch (err) {
+    add(failure('environment', err, ExitCode.usage));
   }
 
   await serviceChecks(config, add);

@@ -10,7 +10,7 @@ import { startDaemon, type Daemon } from '../daemon/run.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS, timingFromEnv } from '../daemon/timing.js';
 import { startEmulator, type Emulator } from '../emulator/index.js';
 import { BinderSyncError, describeError } from '../errors.js';
-import { createLogger } from '../log.js';
+import { createLogger, logLevelFromEnv } from '../log.js';
 import { acquireStateLock, type StateLock } from '../state/lock.js';
 import type { PassObserver } from '../sync/pass.js';
 import { exitCodeFor } from './common.js';
@@ -85,6 +85,13 @@ export function registerDemoCommand(program: Command, setExit: (code: number) =>
 export async function runDemo(opts: DemoOptions, out: Writable = process.stdout, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const paths = demoPaths(opts.cwd);
   const rel = (p: string) => path.relative(opts.cwd, p) || '.';
+  let levelOverride;
+  try {
+    levelOverride = logLevelFromEnv(env);
+  } catch (err) {
+    process.stderr.write(`binder-sync demo: ${describeError(err)}\n`);
+    return exitCodeFor(err);
+  }
 
   // Signals first, so that a Ctrl-C during start-up still stops cleanly once things are running.
   let stopRequested = false;
@@ -156,7 +163,7 @@ export async function runDemo(opts: DemoOptions, out: Writable = process.stdout,
     if (stopRequested) return await finish();
 
     const { config } = loadConfig(paths.config, env);
-    const log = createLogger({ level: env.BINDER_SYNC_LOG_LEVEL?.trim() || config.log.level });
+    const log = createLogger({ level: levelOverride ?? config.log.level });
     const docs = emu.control.listDocuments(binderId).length;
     out.write(
       [

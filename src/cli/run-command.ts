@@ -6,7 +6,7 @@ import { parseDuration } from '../config/duration.js';
 import { startDaemon, type Daemon } from '../daemon/run.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS, timingFromEnv } from '../daemon/timing.js';
 import { HEAP_GROWING_ENV, tuneHeapForPolling } from '../daemon/heap-tuning.js';
-import { createLogger } from '../log.js';
+import { createLogger, logLevelFromEnv } from '../log.js';
 import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
 import { ExitCode } from './exit-codes.js';
 import { ProgressDisplay, wantProgress } from './progress.js';
@@ -47,13 +47,14 @@ export function registerRunCommand(program: Command, setExit: (code: number) => 
 
 export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let loaded;
+  let levelOverride;
   try {
+    levelOverride = logLevelFromEnv(env);
     loaded = loadConfigOrExplain(opts.config);
   } catch (err) {
     printError(err);
     return exitCodeFor(err);
   }
-  const levelOverride = env.BINDER_SYNC_LOG_LEVEL?.trim() || undefined;
   const log = createLogger({ level: levelOverride ?? loaded.config.log.level });
   const heap = tuneHeapForPolling(env);
   if (!heap.applied && heap.reason === 'invalid') {

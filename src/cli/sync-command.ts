@@ -1,6 +1,6 @@
 // `binder-sync sync`: one full pass for every pair (or one), then exit. Exit 0 when both sides agree.
 import type { Command } from 'commander';
-import { createLogger } from '../log.js';
+import { createLogger, logLevelFromEnv } from '../log.js';
 import { acquireStateLock } from '../state/lock.js';
 import { openPair, runPass, type PassReport } from '../sync/pass.js';
 import { describePlan, summarizeReport } from './report-format.js';
@@ -31,7 +31,9 @@ export function registerSyncCommand(program: Command, setExit: (code: number) =>
 
 async function syncCommand(opts: SyncOptions): Promise<number> {
   let loaded;
+  let levelOverride;
   try {
+    levelOverride = logLevelFromEnv();
     loaded = loadConfigOrExplain(opts.config);
   } catch (err) {
     printError(err);
@@ -45,7 +47,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
   }
   // With --json, stdout carries only the report: logs go to stderr.
   const log = createLogger({
-    level: process.env.BINDER_SYNC_LOG_LEVEL?.trim() || config.log.level,
+    level: levelOverride ?? config.log.level,
     ...(opts.json ? { destination: process.stderr, pretty: false } : {}),
   });
   let lock;

@@ -58,6 +58,36 @@ describe('invalid command lines: usage message, exit 2, nothing touched', () => 
   }, 60_000);
 });
 
+describe('an invalid BINDER_SYNC_LOG_LEVEL: exit 2 naming the variable and the allowed levels, nothing touched', () => {
+  it('for sync, run and check', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const docs = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, docs.id, 'a.txt', 'remote a');
+    await expectConvergedPass(w);
+    writeLocal(w, 'Docs/c.txt', 'local c'); // a pass that ran would upload it
+    const before = deepSnapshot(w.dir);
+    const env = { BINDER_SYNC_LOG_LEVEL: 'verbose' };
+    const allowed = /BINDER_SYNC_LOG_LEVEL="verbose" is not a log level\n {2}hint: set BINDER_SYNC_LOG_LEVEL to one of fatal, error, warn, info, debug, trace, silent/;
+    for (const cmd of ['sync', 'run']) {
+      const r = await runCli(w, [cmd, '--config', w.configFile], { env, timeoutMs: 20_000 });
+      expect(r.code, `${cmd}\n${explainRun(r)}`).toBe(2);
+      expect(r.stderr, cmd).toMatch(allowed);
+      expect(`${r.stdout}${r.stderr}`, cmd).not.toMatch(/"msg":|unknown level|TypeError|Error:/);
+    }
+    const chk = await runCli(w, ['check', '--config', w.configFile], { env });
+    expect(chk.code, explainRun(chk)).toBe(2);
+    expect(chk.stdout).toMatch(/^FAIL  environment: BINDER_SYNC_LOG_LEVEL="verbose" is not a log level \(hint: set BINDER_SYNC_LOG_LEVEL to one of fatal, /m);
+    expect(deepSnapshot(w.dir)).toEqual(before);
+    expect(c.listDocuments(w.binderId)).toHaveLength(1);
+    // A valid level in another case or with blanks around it is not an error.
+    const dry = await runCli(w, ['sync', '--config', w.configFile, '--dry-run'], { env: { BINDER_SYNC_LOG_LEVEL: ' WARN ' } });
+    expect(dry.code, explainRun(dry)).toBe(1); // the dry run sees the upload to do
+    expect(dry.stdout).toContain('Docs/c.txt');
+  }, 60_000);
+});
+
 /** A synced tree with remote changes pending (a new version, a deleted document): a pass that went on would touch it. */
 async function syncedWithPendingChanges(): Promise<{ w: Workspace; snapshot: () => string }> {
   ws = await createWorkspace();
