@@ -1,10 +1,13 @@
 // Process exit codes of the binder-sync command (documented in README "Exit codes").
 export const ExitCode = {
-  /** Everything asked for was done; for `sync`, both sides agree. */
+  /**
+   * Everything asked for was done; for `sync`, both sides agree. Conflicts are settled by conflictPolicy in the
+   * same pass (keep-both: a conflict copy beside the remote version), so a pass that met one still exits 0.
+   */
   ok: 0,
-  /** The pass ran but something is left: conflicts recorded, items that cannot be synced, failed items. */
+  /** The pass ran but something is left: items that cannot be synced, files still being written, failed items. */
   incomplete: 1,
-  /** Bad command line or configuration: nothing was touched. */
+  /** Bad command line, configuration or environment variable: nothing was touched. */
   usage: 2,
   /** The service could not be reached, refused the credentials, or answered invalidly. */
   service: 3,
