@@ -16,7 +16,7 @@ export interface ExecutorDeps {
   caseInsensitive: boolean;
   client: Pick<
     ServiceClient,
-    'downloadVersionTo' | 'uploadContent' | 'commitUpload' | 'listVersions' | 'listFolderDocuments'
+    'downloadVersionTo' | 'uploadContent' | 'commitUpload' | 'listVersions' | 'listFolderDocuments' | 'getDocument'
   >;
   store: StateStore;
   trash: Trash;

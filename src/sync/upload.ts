@@ -7,7 +7,7 @@ import { BinderSyncError, isRetryable } from '../errors.js';
 import { statMatches, toFileStat } from '../local/fs-ops.js';
 import { failpoint } from '../failpoints.js';
 import { ServiceError } from '../service/index.js';
-import type { DocumentVersion } from '../service/schemas.js';
+import type { Document, DocumentVersion, MetadataValue } from '../service/schemas.js';
 import type { OutboxRow } from '../state/store.js';
 import type { BaseEntry, LocalFile, UploadTarget } from './model.js';
 import { nextVersionLabel } from './version-label.js';
@@ -73,13 +73,26 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
     d.store.deleteOutbox(id);
     throw err;
   }
+  // An edit is committed only onto the version it was made from. The plan may rest on a listing up to one poll
+  // old (a pass after a local save reuses the last one), and someone may have added a version since: committing
+  // then would bury their edit under ours without a conflict. Checked as late as possible, after the PUT.
+  let current: Document | null | undefined;
+  if (req.target.documentId !== null) {
+    try {
+      current = await d.client.getDocument(req.target.documentId);
+      if (req.reason === 'local-modified') assertStillBase(d, req, current);
+    } catch (err) {
+      d.store.deleteOutbox(id);
+      throw err;
+    }
+  }
   const row = await d.store.transactionSoon(() => {
     d.store.setOutboxStage(id, 'committing', { uploadId: sent.uploadId });
     return d.store.getOutbox(id);
   });
   failpoint('upload-before-commit');
   if (!row) throw new Error(`outbox row ${id} vanished`);
-  const outcome = await commitOutbox(d, row);
+  const outcome = await commitOutbox(d, row, current?.metadata);
   failpoint('upload-after-commit');
   if (outcome.kind === 'refused') {
     d.store.deleteOutbox(id);
@@ -136,11 +149,14 @@ type CommitOutcome = { kind: 'committed'; version: DocumentVersion; row: OutboxR
  * taken by someone else's version is committed once more under a fresh label, with the same uploadId (the
  * service keys commits by uploadId: no duplicate can come of it). A 403 means no write access.
  */
-async function commitOutbox(d: ExecutorDeps, row: OutboxRow): Promise<CommitOutcome> {
+async function commitOutbox(d: ExecutorDeps, row: OutboxRow, documentMetadata?: MetadataValue[]): Promise<CommitOutcome> {
   let current = row;
+  // A new version keeps its document's metadata (see metadataFor); a repeat after a restart reads it again.
+  let docMetadata = documentMetadata;
+  if (row.documentId !== null && docMetadata === undefined) docMetadata = (await d.client.getDocument(row.documentId))?.metadata ?? [];
   for (let attempt = 0; ; attempt++) {
     try {
-      const version = await commitAs(d, current);
+      const version = await commitAs(d, current, docMetadata ?? []);
       return { kind: 'committed', version, row: current };
     } catch (err) {
       if (!(err instanceof ServiceError) || err.retryable) throw err;
@@ -158,13 +174,43 @@ async function commitOutbox(d: ExecutorDeps, row: OutboxRow): Promise<CommitOutc
   }
 }
 
-function commitAs(d: ExecutorDeps, row: OutboxRow): Promise<DocumentVersion> {
+function commitAs(d: ExecutorDeps, row: OutboxRow, documentMetadata: MetadataValue[]): Promise<DocumentVersion> {
   return d.client.commitUpload(d.binderId, row.folderId, {
     fileName: row.fileName,
     versionLabel: row.versionLabel,
     uploadId: row.uploadId as string,
-    metadata: metadataOrNone(d, row.relPath),
+    metadata: metadataFor(d, row, documentMetadata),
   });
+}
+
+/**
+ * The metadata sent with a commit. A new document takes the pair's rules. A new version of an existing document
+ * keeps the document's own values (spec 4.9 attaches the commit's metadata to the new version: sending the
+ * rules' values would reclassify a document on every edit), and the rules only fill elements it has none for.
+ * GLOBAL_ elements are the service's own and never sent.
+ */
+function metadataFor(d: ExecutorDeps, row: OutboxRow, documentMetadata: MetadataValue[]): Array<{ metadataElementId: string; value: string }> {
+  const rules = metadataOrNone(d, row.relPath);
+  if (row.documentId === null) return rules;
+  const own = documentMetadata
+    .filter((m) => !m.metadataElementId.startsWith('GLOBAL_'))
+    .flatMap((m) => {
+      const value = m.valueId ?? m.value;
+      return value === undefined || value === null ? [] : [{ metadataElementId: m.metadataElementId, value }];
+    });
+  const have = new Set(own.map((m) => m.metadataElementId));
+  return [...own, ...rules.filter((r) => !have.has(r.metadataElementId))];
+}
+
+/** Throws REMOTE_CHANGED unless the document still points at the version the edit was made from. */
+function assertStillBase(d: ExecutorDeps, req: UploadRequest, current: Document | null): void {
+  const documentId = req.target.documentId as string;
+  const base = d.store.getBase(documentId);
+  if (current !== null && base !== undefined && current.latestVersionId === base.versionId) return;
+  throw new BinderSyncError(
+    `${req.relPath}: not uploaded: the document ${current === null ? 'was deleted' : 'got a new version'} on the service since the last listing; the next pass lists the binder again and resolves it (a conflict keeps both edits)`,
+    { code: 'REMOTE_CHANGED', retryable: true, context: { pair: d.pair, relPath: req.relPath, documentId } },
+  );
 }
 
 /** The row under a label no version of its document carries now (persisted first); null when ours is free. */

@@ -182,6 +182,30 @@ describe('binder-sync run: syncing', () => {
     expect(c.readContent(c.listDocuments(w.binderId)[0]!.id).toString()).toBe('changed content');
   }, 40_000);
 
+  it('a local save soon after a remote edit (listing reused from the last poll) keeps both edits as a conflict', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    const { document: doc } = c.addDocument(w.binderId, folder.id, 'a.txt', 'original\n');
+    writeRunConfig(w);
+    // Polls far apart: the pass after the local save plans on the start-up listing, which does not show the remote edit.
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '60000' } });
+    const d = daemon;
+    await d.waitForLog((l) => l.msg === 'downloaded' && l.relPath === 'Docs/a.txt', 15_000, 'first download');
+    await sleep(500);
+    c.addVersion(doc.id, 'COLLEAGUE EDIT\n');
+    writeLocal(w, 'Docs/a.txt', 'original\nmy local edit\n');
+    await eventually(() => readLocal(w, 'Docs/a.txt') === 'COLLEAGUE EDIT\n', 20_000, 'the remote edit arrives', d.tail);
+    const copies = fs.readdirSync(path.join(w.local, 'Docs')).filter((n) => n.includes('conflict'));
+    expect(copies).toHaveLength(1);
+    expect(readLocal(w, `Docs/${copies[0]!}`)).toBe('original\nmy local edit\n');
+    // The colleague's version is the document's latest: nothing was committed over it.
+    const versions = c.listVersions(doc.id).map((v) => c.readContent(doc.id, v.id).toString());
+    expect(versions).toEqual(['original\n', 'COLLEAGUE EDIT\n']);
+    await eventually(() => c.listDocuments(w.binderId).length === 2, 10_000, 'the conflict copy uploaded', d.tail);
+  }, 40_000);
+
   it('with watcher: off finds local changes by polling', async () => {
     ws = await createWorkspace();
     const w = ws;

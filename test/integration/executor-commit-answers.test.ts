@@ -82,6 +82,14 @@ function writeLocal(root: string, name: string, content: string): LocalFile {
   return { relPath: `Docs/${name}`, key: `Docs/${name}`, ...toFileStat(fs.lstatSync(abs)), sha256: sha(content) };
 }
 
+/** The base row of a synced document: an edit is committed only onto the version it was made from. */
+function synced(s: Setup, doc: { id: string; latestVersionId: string; fileName: string }): void {
+  s.store.putBase({
+    documentId: doc.id, versionId: doc.latestVersionId, versionLabel: '1', folderId: s.folderId, fileName: doc.fileName,
+    relPath: `Docs/${doc.fileName}`, key: `Docs/${doc.fileName}`, size: 8, mtimeMs: 1, inode: 1, sha256: sha('original'),
+  });
+}
+
 function uploadPlan(local: LocalFile, folderId: string, documentId: string | null): Plan {
   const fileName = path.posix.basename(local.relPath);
   return {
@@ -115,6 +123,7 @@ describe('commit answers the spec leaves open', () => {
     const s = await setup();
     const c = s.emu.control;
     const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    synced(s, doc);
     const local = writeLocal(s.root, 'a.txt', 'MY local edit');
     let first = true;
     s.answerCommit(async (real, ...args) => {
@@ -144,6 +153,7 @@ describe('commit answers the spec leaves open', () => {
     const s = await setup();
     const c = s.emu.control;
     const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    synced(s, doc);
     const local = writeLocal(s.root, 'a.txt', 'MY local edit');
     s.answerCommit(async (_real, ...args) => {
       // Every commit: someone else's version appears under the label we sent, and ours is refused.
@@ -154,7 +164,7 @@ describe('commit answers the spec leaves open', () => {
     expect(report.failures).toHaveLength(1);
     expect(report.failures[0]).toMatchObject({ code: 'COMMIT_REFUSED', retryable: true });
     expect(report.failures[0]!.message).toContain('version label already exists');
-    expect(s.store.loadBase().size).toBe(0); // no one else's version recorded as ours
+    expect(s.store.getBase(doc.id)?.versionId).toBe(doc.latestVersionId); // no one else's version recorded as ours
     expect(s.store.listOutbox()).toEqual([]);
   });
 
@@ -162,6 +172,7 @@ describe('commit answers the spec leaves open', () => {
     const s = await setup();
     const c = s.emu.control;
     const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    synced(s, doc);
     const local = writeLocal(s.root, 'a.txt', 'edited');
     s.answerCommit(async (real, binderId, folderId, body, domain) => {
       await real(binderId, folderId, { ...body, versionLabel: 'server-chosen' }, domain);
@@ -192,6 +203,7 @@ describe('commit answers the spec leaves open', () => {
     const s = await setup();
     const c = s.emu.control;
     const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    synced(s, doc);
     const local = writeLocal(s.root, 'a.txt', 'mine');
     s.answerCommit(async (_real, ...args) => {
       c.addVersion(doc.id, 'not mine', { versionLabel: args[2].versionLabel }); // ours never arrived
@@ -199,7 +211,7 @@ describe('commit answers the spec leaves open', () => {
     });
     const report = await executePlan(uploadPlan(local, s.folderId, doc.id), s.d);
     expect(report.failures).toHaveLength(1);
-    expect(s.store.loadBase().size).toBe(0);
+    expect(s.store.getBase(doc.id)?.versionId).toBe(doc.latestVersionId);
     expect(s.store.listOutbox()).toEqual([]);
   });
 
@@ -226,6 +238,46 @@ describe('commit answers the spec leaves open', () => {
     expect(report.failures).toHaveLength(1);
     expect(report.failures[0]).toMatchObject({ code: 'SERVICE_READ_ONLY', retryable: false });
     expect(s.store.listOutbox()).toEqual([]);
+  });
+});
+
+describe('an edit is committed only onto the version it was made from', () => {
+  it('a version added by someone else since the listing stops the upload (retryable): nothing committed over it', async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    synced(s, doc);
+    c.addVersion(doc.id, 'COLLEAGUE EDIT'); // after the listing the plan rests on
+    const report = await executePlan(uploadPlan(writeLocal(s.root, 'a.txt', 'my edit'), s.folderId, doc.id), s.d);
+    expect(report.failures).toHaveLength(1);
+    expect(report.failures[0]).toMatchObject({ code: 'REMOTE_CHANGED', retryable: true });
+    expect(c.listVersions(doc.id).map((v) => c.readContent(doc.id, v.id).toString())).toEqual(['original', 'COLLEAGUE EDIT']);
+    expect(s.commits).toHaveLength(0);
+    expect(s.store.getBase(doc.id)?.versionId).toBe(doc.latestVersionId);
+    expect(s.store.listOutbox()).toEqual([]);
+  });
+
+  it("a new version keeps the document's metadata; rules only fill elements it has none for", async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    c.addMetadataElement(s.d.binderId, { id: 'Department', label: 'Department', dataType: 'string', allowedValues: [{ id: 'legal', label: 'Legal' }, { id: 'eng', label: 'Engineering' }] });
+    c.addMetadataElement(s.d.binderId, { id: 'Reference', label: 'Reference', dataType: 'string' });
+    const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original', { metadata: [{ metadataElementId: 'Department', valueId: 'legal' }] }).document;
+    synced(s, doc);
+    s.d.metadata = { forPath: () => [{ metadataElementId: 'Department', value: 'eng' }, { metadataElementId: 'Reference', value: 'R-1' }], missingFor: () => [] };
+    const report = await executePlan(uploadPlan(writeLocal(s.root, 'a.txt', 'edited'), s.folderId, doc.id), s.d);
+    expect(report.failures).toEqual([]);
+    expect(s.commits[0]![2].metadata).toEqual([
+      { metadataElementId: 'Department', value: 'legal' },
+      { metadataElementId: 'Reference', value: 'R-1' },
+    ]);
+    // A new document takes the rules as they are.
+    const fresh = await executePlan(uploadPlan(writeLocal(s.root, 'new.txt', 'new'), s.folderId, null), s.d);
+    expect(fresh.failures).toEqual([]);
+    expect(s.commits[1]![2].metadata).toEqual([
+      { metadataElementId: 'Department', value: 'eng' },
+      { metadataElementId: 'Reference', value: 'R-1' },
+    ]);
   });
 });
 
