@@ -19,7 +19,7 @@ interface StatusOptions {
 
 /** Conflicts listed per pair (newest first); `moreConflicts` says when older ones were left out. */
 const CONFLICT_LIMIT = 100;
-/** Lines per list in the human output; --json has the full lists. */
+/** Lines per list in the human output (a line may stand for many items); --json has the full lists. */
 const HUMAN_LIST_LIMIT = 10;
 
 /**
@@ -241,15 +241,85 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     }
     if (p.issues.length > 0) {
       lines.push(row('  not synced', `${p.issues.length} item${p.issues.length === 1 ? '' : 's'}`));
-      const shown = p.issues.slice(0, HUMAN_LIST_LIMIT);
-      const width = Math.max(...shown.map((i) => i.relPath.length));
-      for (const i of shown) lines.push(`    ${i.relPath.padEnd(width)}  ${i.code}: ${oneLine(i.detail)}`);
-      if (p.issues.length > shown.length) lines.push(`    ... ${p.issues.length - shown.length} more (see --json)`);
+      const groups = groupIssues(p.issues);
+      const shown = groups.slice(0, HUMAN_LIST_LIMIT);
+      const width = Math.max(...shown.map((g) => g.label.length));
+      for (const g of shown) lines.push(`    ${g.label.padEnd(width)}  ${g.code}: ${g.detail}`);
+      if (groups.length > shown.length) {
+        const rest = groups.slice(shown.length).reduce((n, g) => n + g.count, 0);
+        lines.push(`    ... ${rest} more item${rest === 1 ? '' : 's'} in ${groups.length - shown.length} more line${groups.length - shown.length === 1 ? '' : 's'} (see --json)`);
+      }
     } else {
       lines.push(row('  not synced', 'none'));
     }
   }
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Order of the human "not synced" list: what someone must act on (refused uploads, missing metadata, files
+ * that cannot be read or named) first, the bulk that clears by itself once a remote folder exists after it, the
+ * informational notes last. Codes not listed here sort with the actionable ones.
+ */
+const ISSUE_ORDER: ReadonlyArray<Issue['code']> = [
+  'upload-refused',
+  'metadata-missing',
+  'unreadable',
+  'name-not-representable',
+  'path-collision',
+  'unknown-state',
+  'special-file',
+  'symlink',
+  'local-change-not-uploaded',
+  'remote-change-not-downloaded',
+  'root-files-unsupported',
+  'waiting-for-remote-folder',
+  'local-delete-not-propagated',
+];
+
+/** Issues of one code in one folder are folded into one line from this many on (fewer keep their names). */
+const GROUP_FROM = 4;
+
+export interface IssueLine {
+  /** The path (one item), or "folder/ (N files)" for several items of one code in one folder. */
+  label: string;
+  code: Issue['code'];
+  /** The detail (the same for all of the group), or the first item's with "e.g." when they differ. */
+  detail: string;
+  count: number;
+}
+
+/**
+ * The human "not synced" lines: GROUP_FROM or more issues of one code in one folder become one line with a
+ * count (a new local folder of 300 files waiting for its remote folder is one line, not 300), sorted by
+ * ISSUE_ORDER, then folder and path.
+ */
+export function groupIssues(issues: readonly Issue[]): IssueLine[] {
+  const groups = new Map<string, { code: Issue['code']; folder: string; items: Issue[] }>();
+  for (const i of issues) {
+    const slash = i.relPath.lastIndexOf('/');
+    const folder = slash < 0 ? '' : i.relPath.slice(0, slash);
+    const key = `${i.code}\u0000${folder}`;
+    const g = groups.get(key);
+    if (g) g.items.push(i);
+    else groups.set(key, { code: i.code, folder, items: [i] });
+  }
+  const rank = (code: Issue['code']) => {
+    const n = ISSUE_ORDER.indexOf(code);
+    return n < 0 ? 0 : n;
+  };
+  const sorted = [...groups.values()].sort(
+    (a, b) => rank(a.code) - rank(b.code) || (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0),
+  );
+  return sorted.flatMap(({ code, folder, items: unsorted }): IssueLine[] => {
+    const items = [...unsorted].sort((a, b) => (a.relPath < b.relPath ? -1 : a.relPath > b.relPath ? 1 : 0));
+    const first = items[0]!;
+    if (items.length < GROUP_FROM) return items.map((i) => ({ label: i.relPath, code, detail: oneLine(i.detail), count: 1 }));
+    const label = folder === '' ? `${items.length} items` : `${folder}/ (${items.length} files)`;
+    const same = items.every((i) => i.detail === first.detail);
+    const name = first.relPath.slice(folder === '' ? 0 : folder.length + 1);
+    return [{ label, code, detail: same ? oneLine(first.detail) : `e.g. ${name}: ${oneLine(first.detail)}`, count: items.length }];
+  });
 }
 
 function row(label: string, value: string, width = 19): string {

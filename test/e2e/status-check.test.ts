@@ -151,6 +151,40 @@ describe('binder-sync status', () => {
     expect(unknown.stderr).toContain('no pair named "nope"');
   });
 
+  it('lists what needs attention first and folds a folder of files waiting for its remote folder into one line', async () => {
+    const ws = await workspace();
+    const c = ws.emulator.control;
+    const folder = c.createFolder(ws.binderId, { name: 'Docs' });
+    c.addDocument(ws.binderId, folder.id, 'a.txt', 'remote a');
+    // A remote document whose name a built-in ignore rule matches: not downloaded, listed by status.
+    c.addDocument(ws.binderId, folder.id, 'scratch.tmp', 'remote temp');
+    c.addMetadataElement(ws.binderId, { id: 'Dept', label: 'Department', dataType: 'List', allowedValues: [{ id: 'd-fin', label: 'Finance' }], required: true });
+    writeLocal(ws, 'Docs/new.txt', 'needs a Department value'); // metadata-missing
+    writeLocal(ws, 'top.txt', 'files directly in the root cannot be uploaded');
+    // A new local folder: its 12 files wait for a remote folder; alphabetically they come before everything else.
+    for (let i = 1; i <= 12; i++) writeLocal(ws, `A new folder/file ${String(i).padStart(2, '0')}.txt`, `file ${i}`);
+    const r = await sync(ws);
+    expect(r.code, r.stderr).toBe(1);
+
+    // --json: complete, one entry per item, shape unchanged.
+    const p = statusJson(await status(ws, '--json')).pairs[0]!;
+    expect(p.issues).toHaveLength(15);
+    expect(p.issues.filter((i) => i.code === 'waiting-for-remote-folder')).toHaveLength(12);
+    expect(p.issues).toContainEqual(expect.objectContaining({ relPath: 'scratch.tmp', code: 'name-not-representable', detail: 'ignored by local rules' }));
+    for (const i of p.issues) expect(Object.keys(i).sort()).toEqual(expect.arrayContaining(['code', 'detail', 'relPath']));
+
+    const out = (await status(ws)).stdout;
+    expect(field(out, 'not synced')).toBe('15 items');
+    const list = out.slice(out.indexOf('  not synced')).split('\n').slice(1).filter((l) => l.startsWith('    '));
+    expect(list, out).toEqual([
+      expect.stringMatching(/^ {4}Docs\/new\.txt +metadata-missing: required metadata without a value: Department/),
+      expect.stringMatching(/^ {4}scratch\.tmp +name-not-representable: ignored by local rules$/),
+      expect.stringMatching(/^ {4}top\.txt +root-files-unsupported: /),
+      expect.stringMatching(/^ {4}A new folder\/ \(12 files\) +waiting-for-remote-folder: no remote folder for "A new folder" yet/),
+    ]);
+    expect(out).not.toContain('more (see --json)');
+  });
+
   it('reads the state while another process holds the lock and an open write transaction', async () => {
     const ws = await workspace();
     const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });

@@ -1,0 +1,55 @@
+// The human "not synced" list of `binder-sync status`: actionable issues first, many issues of one code in one
+// folder folded into one line, and the "more" line counting items, not lines.
+import { describe, expect, it } from 'vitest';
+import { formatStatus, groupIssues, type PairStatus, type StatusDocument } from '../../src/cli/status-command.js';
+import type { Issue } from '../../src/sync/model.js';
+
+const waiting = (dir: string, n: number): Issue[] =>
+  Array.from({ length: n }, (_, i) => ({ relPath: `${dir}/f${String(i).padStart(3, '0')}.txt`, code: 'waiting-for-remote-folder' as const, detail: `no remote folder for "${dir}" yet` }));
+
+describe('groupIssues', () => {
+  it('puts actionable codes first and folds 4+ items of one code in one folder', () => {
+    const issues: Issue[] = [
+      ...waiting('00 New', 40),
+      { relPath: '01 Docs/b.txt', code: 'unreadable', detail: 'EACCES: permission denied' },
+      { relPath: '01 Docs/a.txt', code: 'upload-refused', detail: 'the service refused it' },
+      { relPath: '01 Docs/c.txt', code: 'local-delete-not-propagated', detail: 'kept remotely' },
+      ...waiting('00 New/sub', 2),
+    ];
+    expect(groupIssues(issues).map((g) => [g.label, g.code, g.count])).toEqual([
+      ['01 Docs/a.txt', 'upload-refused', 1],
+      ['01 Docs/b.txt', 'unreadable', 1],
+      ['00 New/ (40 files)', 'waiting-for-remote-folder', 40],
+      ['00 New/sub/f000.txt', 'waiting-for-remote-folder', 1],
+      ['00 New/sub/f001.txt', 'waiting-for-remote-folder', 1],
+      ['01 Docs/c.txt', 'local-delete-not-propagated', 1],
+    ]);
+  });
+
+  it('keeps a shared detail as is, and says "e.g." with the first file when the details differ', () => {
+    const unreadable = ['d', 'a', 'c', 'b'].map((n): Issue => ({ relPath: `X/${n}.txt`, code: 'unreadable', detail: `EIO reading ${n}.txt` }));
+    expect(groupIssues(unreadable)).toEqual([{ label: 'X/ (4 files)', code: 'unreadable', detail: 'e.g. a.txt: EIO reading a.txt', count: 4 }]);
+    expect(groupIssues(waiting('W', 5))[0]?.detail).toBe('no remote folder for "W" yet');
+    const remote = ['a.tmp', 'b.tmp', 'c.tmp', 'd.tmp'].map((n): Issue => ({ relPath: n, code: 'name-not-representable', detail: 'ignored by local rules' }));
+    expect(groupIssues(remote)[0]?.label).toBe('4 items');
+  });
+});
+
+describe('formatStatus "not synced"', () => {
+  it('shows at most 10 lines and counts the items left out', () => {
+    const issues = Array.from({ length: 12 }, (_, i) => waiting(`dir ${String(i).padStart(2, '0')}`, 5)).flat();
+    const pair: PairStatus = {
+      name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, lastError: null, filesInSync: 0,
+      pendingUploads: [], pendingDownloads: 0, conflicts: [], moreConflicts: false, issues,
+    };
+    const doc: StatusDocument = {
+      version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
+      daemon: { running: false, pid: null, startedAt: null, metricsPort: null }, pairs: [pair],
+    };
+    const out = formatStatus(doc, new Date(0));
+    expect(out).toMatch(/^ {2}not synced +60 items$/m);
+    expect(out.split('\n').filter((l) => /^ {4}dir \d\d\/ \(5 files\) {2}waiting-for-remote-folder: /.test(l))).toHaveLength(10);
+    expect(out).toMatch(/^ {4}\.\.\. 10 more items in 2 more lines \(see --json\)$/m);
+  });
+});
