@@ -2,6 +2,7 @@
 // Returns the process exit code (see cli/exit-codes.ts); never calls process.exit itself so that
 // commands can close what they opened.
 import { Command, CommanderError } from 'commander';
+import { holdEarlySignals, releaseEarlySignals } from './cli/early-signals.js';
 import { ExitCode } from './cli/exit-codes.js';
 import { describeError } from './errors.js';
 
@@ -34,6 +35,8 @@ export async function main(argv: string[]): Promise<number> {
   };
   // Only the named command's module is loaded; help, unknown commands and `help <cmd>` load them all.
   const name = argv[2];
+  // The long-running commands take SIGHUP over once loaded; until then it must not kill the process.
+  if (name === 'run' || name === 'demo') holdEarlySignals(['SIGHUP']);
   const wanted = name !== undefined && Object.hasOwn(COMMANDS, name) ? [name] : Object.keys(COMMANDS);
   for (const n of wanted) (await COMMANDS[n]!())(program, setExit);
   try {
@@ -45,6 +48,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     process.stderr.write(`binder-sync: ${describeError(err)}\n`);
     return ExitCode.incomplete;
+  } finally {
+    releaseEarlySignals();
   }
   return exitCode;
 }

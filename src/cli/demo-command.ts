@@ -14,6 +14,7 @@ import { createLogger, logLevelFromEnv } from '../log.js';
 import { acquireStateLock, type StateLock } from '../state/lock.js';
 import type { PassObserver } from '../sync/pass.js';
 import { exitCodeFor } from './common.js';
+import { takeEarlySignals } from './early-signals.js';
 import { ExitCode } from './exit-codes.js';
 import { ProgressDisplay, wantProgress } from './progress.js';
 import { FORCED_EXIT_CODE } from './run-command.js';
@@ -78,7 +79,7 @@ export function registerDemoCommand(program: Command, setExit: (code: number) =>
         }),
     )
     .option('--reset', 'start over: remove the emulator data, sync state and local folder in ./demo first')
-    .addHelpText('after', '\nEverything lives in ./demo; running it again continues where the last run stopped. Ctrl-C stops it.')
+    .addHelpText('after', '\nEverything lives in ./demo; running it again continues where the last run stopped. Ctrl-C (or SIGTERM, or\nSIGHUP from a closed terminal) stops it cleanly: the daemon first, then the emulator.')
     .action(async (raw: { port: number; reset?: boolean }) => setExit(await runDemo({ port: raw.port, reset: raw.reset === true, cwd: process.cwd() })));
 }
 
@@ -117,11 +118,17 @@ export async function runDemo(opts: DemoOptions, out: Writable = process.stdout,
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
   process.on('SIGHUP', onHup);
+  // A SIGHUP that arrived while the modules loaded (cli.ts held it): stop before anything is started or written.
+  const hupWhileLoading = takeEarlySignals().has('SIGHUP');
 
   let emu: Emulator | undefined;
   let progress: ProgressDisplay | null = null;
   let guideTimer: NodeJS.Timeout | undefined;
   try {
+    if (hupWhileLoading) {
+      out.write('Demo stopped (SIGHUP) before it started: nothing was started or changed.\n');
+      return ExitCode.ok;
+    }
     fs.mkdirSync(paths.dir, { recursive: true });
     try {
       // One demo per directory: a second one would share the emulator's data files.

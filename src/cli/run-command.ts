@@ -8,6 +8,7 @@ import { DEFAULT_SHUTDOWN_GRACE_MS, timingFromEnv } from '../daemon/timing.js';
 import { HEAP_GROWING_ENV, tuneHeapForPolling } from '../daemon/heap-tuning.js';
 import { createLogger, logLevelFromEnv } from '../log.js';
 import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
+import { takeEarlySignals } from './early-signals.js';
 import { ExitCode } from './exit-codes.js';
 import { ProgressDisplay, wantProgress } from './progress.js';
 
@@ -93,6 +94,8 @@ export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = proc
   process.on('SIGTERM', onTerm);
   process.on('SIGINT', onInt);
   process.on('SIGHUP', onHup);
+  // A SIGHUP while the modules loaded asked to reload a config that is only being read now: nothing to do.
+  takeEarlySignals();
   // A long pass (the first sync of a large binder) shows a progress line on a terminal; never under systemd.
   const progress = wantProgress(process.stderr, env) ? new ProgressDisplay({ stream: process.stderr, intercept: [process.stdout, process.stderr] }) : null;
   try {

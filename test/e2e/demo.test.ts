@@ -201,6 +201,40 @@ describe('binder-sync demo', () => {
     expect(fs.existsSync(path.join(demo, 'binder-sync.lock'))).toBe(false);
   });
 
+  it.skipIf(!fs.existsSync('/proc/self/status'))('stops cleanly on SIGHUP (a closed terminal), also while it is still loading: never killed by it', { timeout: 60_000 }, async () => {
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'binder-demo-'));
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'binder-demo-home-'));
+    cleanup.push(() => fs.rmSync(cwd, { recursive: true, force: true }));
+    cleanup.push(() => fs.rmSync(home, { recursive: true, force: true }));
+    /** True once the process catches SIGHUP (bit 0 of SigCgt in /proc/<pid>/status). */
+    const catchesHup = (pid: number) => {
+      try {
+        const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+        return m !== null && (BigInt(`0x${m[1]}`) & 1n) === 1n;
+      } catch {
+        return false;
+      }
+    };
+
+    // The first moment SIGHUP is caught is while the command's modules still load: the demo stops before it
+    // starts anything (exit 0, ./demo not even created) instead of dying with 129.
+    const early = startDemo(cwd, home, ['--port', '0']);
+    const pid = early.child.pid!;
+    await eventually(() => catchesHup(pid) || early.child.exitCode !== null, 20_000, 'the demo to catch SIGHUP');
+    early.child.kill('SIGHUP');
+    expect(await early.exited, explain(early)()).toEqual({ code: 0, signal: null });
+    expect(early.out()).toContain('Demo stopped (SIGHUP) before it started');
+    expect(fs.readdirSync(cwd)).toEqual([]);
+
+    // Running (the first pass under way or done): the daemon and the emulator stop, exit 0.
+    const running = startDemo(cwd, home, ['--port', '0']);
+    await eventually(() => running.out().includes('Syncing it into'), 30_000, 'the demo to start', explain(running));
+    running.child.kill('SIGHUP');
+    expect(await running.exited, explain(running)()).toEqual({ code: 0, signal: null });
+    expect(running.out()).toContain('Demo stopped');
+    expect(fs.existsSync(path.join(cwd, 'demo', 'binder-sync.lock'))).toBe(false);
+  });
+
   it('refuses a second demo in the same directory while one runs (exit 5)', { timeout: 60_000 }, async () => {
     const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'binder-demo-'));
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'binder-demo-home-'));
