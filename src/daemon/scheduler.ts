@@ -23,6 +23,11 @@ export interface PassOutcome {
 /** Polls are never spaced out further than this many pollIntervals by the CPU budget. */
 export const MAX_POLL_STRETCH = 5;
 
+/** Two poll spacings differ by more than a quarter of the smaller one (what is worth a log line). */
+function farApart(a: number, b: number): boolean {
+  return Math.abs(a - b) > Math.min(a, b) / 4;
+}
+
 export interface SchedulerOptions {
   pollIntervalMs: number;
   /**
@@ -79,7 +84,8 @@ export class PairScheduler {
 
   /**
    * The poll interval in force: pollIntervalMs, or longer while quiet polls cost more than the CPU budget.
-   * Changes are logged when the spacing starts, ends, or moves by more than a quarter.
+   * Logged when the spacing starts (more than a quarter above pollInterval), moves by more than a quarter from
+   * what was last logged, or ends after it was logged; a steady or slightly varying spacing is logged once.
    */
   get pollIntervalMs(): number {
     const budget = this.o.pollCpuBudgetPercent ?? 0;
@@ -96,7 +102,14 @@ export class PairScheduler {
     const interval = this.pollIntervalMs;
     const last = this.announcedIntervalMs;
     const base = this.o.pollIntervalMs;
-    if (interval === last || (interval !== base && last !== base && Math.abs(interval - last) <= last / 4)) return;
+    if (interval === base) {
+      // Back to pollInterval: worth a line only when a spacing was announced.
+      if (last === base) return;
+    } else if (!farApart(interval, last) || !farApart(interval, base)) {
+      // Spaced out, but within a quarter of what was last said or of pollInterval itself: a poll's cost always
+      // varies a little, and "polling every 10 s instead of 10 s" tells nobody anything.
+      return;
+    }
     this.announcedIntervalMs = interval;
     const fields = { pollCpuMs: Math.round(this.pollCostMs), pollIntervalMs: interval, configuredMs: base, pollCpuBudget: this.o.pollCpuBudgetPercent };
     if (interval === base) this.o.log.info(fields, 'polling every pollInterval again: a listing now costs less than the poll CPU budget');

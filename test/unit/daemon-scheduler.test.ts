@@ -310,6 +310,27 @@ describe('PairScheduler', () => {
       expect(notes.length).toBeLessThan(delays.length / 2); // on changes of more than a quarter, not per poll
     });
 
+    it('says nothing while the spacing stays within a quarter of pollInterval ("every 10 s instead of 10 s")', async () => {
+      const t = setup({ poll: 10_000, budget: 1 });
+      t.s.start();
+      t.last().resolve();
+      await settle();
+      // 95 ms -> 10.45 s, 104 ms -> 11.44 s, then cheap again: real but small changes, flapping around pollInterval.
+      for (const cpu of [95, 104, 40, 104, 40, 95, 30]) {
+        await vi.advanceTimersByTimeAsync(t.s.pollIntervalMs);
+        t.last().resolve({ retryableFailures: false, quietPollCpuMs: cpu });
+        await settle();
+      }
+      await t.s.stop();
+      expect(t.logs(30).filter((m) => m.startsWith('polling every'))).toEqual([]);
+    });
+
+    it('logs a steady spacing once, however many polls it lasts', async () => {
+      const { delays, t } = await delaysFor(1, [1_000, 1_050, 980, 1_020, 1_000, 1_010]);
+      expect(delays[0]).toBe(110_000);
+      expect(t.logs(30).filter((m) => m.startsWith('polling every'))).toEqual([expect.stringMatching(/^polling every 110 s instead of 60 s: /)]);
+    });
+
     it('is off at 0, and ignores passes that were not quiet polls', async () => {
       expect((await delaysFor(0, [5_000, 5_000])).delays).toEqual([60_000, 60_000]);
       const t = setup({ poll: 60_000, budget: 1 });
