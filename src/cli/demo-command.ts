@@ -12,7 +12,8 @@ import { startEmulator, type Emulator } from '../emulator/index.js';
 import { BinderSyncError, describeError } from '../errors.js';
 import { createLogger, logLevelFromEnv } from '../log.js';
 import { acquireStateLock, type StateLock } from '../state/lock.js';
-import type { PassObserver } from '../sync/pass.js';
+import { StateStore } from '../state/store.js';
+import type { PassObserver, PassReport } from '../sync/pass.js';
 import { exitCodeFor } from './common.js';
 import { takeEarlySignals } from './early-signals.js';
 import { ExitCode } from './exit-codes.js';
@@ -184,13 +185,15 @@ export async function runDemo(opts: DemoOptions, out: Writable = process.stdout,
     progress = wantProgress(process.stderr, env) ? new ProgressDisplay({ stream: process.stderr, intercept: [process.stdout, process.stderr] }) : null;
     const runningEmu = emu;
     let guideShown = false;
-    const showGuide = () => {
+    /** After the first pass (its report; null when it failed), or when it takes too long (undefined). */
+    const showGuide = (first?: PassReport | null) => {
       if (guideShown || stopRequested) return;
       guideShown = true;
       clearTimeout(guideTimer);
-      out.write(guideText(runningEmu, binderId, paths, opts.cwd));
+      const headline = firstPassHeadline(first, first ? filesInSync(paths.stateDir) : null, rel(paths.local), `npx binder-sync status --config ${shellQuote(rel(paths.config))}`);
+      out.write(guideText(runningEmu, binderId, paths, opts.cwd, headline));
     };
-    guideTimer = setTimeout(showGuide, GUIDE_FALLBACK_MS);
+    guideTimer = setTimeout(() => showGuide(), GUIDE_FALLBACK_MS);
     guideTimer.unref();
     daemon = await startDaemon({
       configFile: paths.config,
@@ -295,15 +298,54 @@ function writePrivate(file: string, text: string): void {
 }
 
 /** Adds "show the guide after the first pass" to the progress callbacks of a pair. */
-function withGuide(obs: PassObserver | undefined, showGuide: () => void): PassObserver {
+function withGuide(obs: PassObserver | undefined, showGuide: (first: PassReport | null) => void): PassObserver {
   return {
     ...obs,
     onPassEnd: (report) => {
       obs?.onPassEnd?.(report);
       // After the pass summary the worker logs right after this call: the guide is the last thing on screen.
-      setImmediate(showGuide);
+      setImmediate(() => showGuide(report));
     },
   };
+}
+
+/** Files the demo pair has in sync (its state DB, read-only beside the daemon); null when it cannot be read. */
+function filesInSync(stateDir: string): number | null {
+  const db = path.join(stateDir, PAIR, 'state.db');
+  let store: StateStore | undefined;
+  try {
+    store = StateStore.openReadOnly(db);
+    return store.countBase();
+  } catch {
+    return null;
+  } finally {
+    store?.close();
+  }
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/**
+ * The guide's first line: what the first pass actually did. "In sync" only when it is (nothing failed, nothing
+ * left, no conflict); otherwise the counts and the status command that lists them. `first` is the first pass's
+ * report, null when that pass failed as a whole, undefined when it has not ended yet (the guide's fallback).
+ */
+export function firstPassHeadline(first: PassReport | null | undefined, inSync: number | null, localRel: string, statusCommand: string): string {
+  if (first === undefined) return `The first sync of the binder "Project Atlas" into ${localRel} is still running or retrying: \`${statusCommand}\` shows where it is`;
+  if (first === null) return `The first sync of the binder "Project Atlas" failed (see the log above); it is retried with back-off: \`${statusCommand}\` shows the last error`;
+  const files = inSync === null ? '' : ` (${plural(inSync, 'file')})`;
+  const conflicts = first.execution?.conflicts.length ?? 0;
+  const failed = first.execution?.failures.length ?? 0;
+  const notSynced = first.issues.length + first.deferred.length;
+  if (first.plan.blocked) return `The first sync stopped before deleting anything: ${first.plan.blocked.message}; see \`${statusCommand}\``;
+  if (first.converged && conflicts === 0) return `The binder "Project Atlas" is in sync with the folder ${localRel}${files}`;
+  const parts = [
+    conflicts > 0 ? plural(conflicts, 'conflict') : '',
+    failed > 0 ? `${failed} failed` : '',
+    notSynced > 0 ? `${plural(notSynced, 'item')} not synced` : '',
+  ].filter(Boolean);
+  const what = inSync === null ? 'First sync done' : `First sync done: ${plural(inSync, 'file')} in sync`;
+  return `${what}; ${parts.join(', ')}: see \`${statusCommand}\``;
 }
 
 /** Quotes a string for a POSIX shell. */
@@ -312,7 +354,7 @@ function shellQuote(s: string): string {
 }
 
 /** The "what to try" block, with ready-to-paste commands for this emulator, binder and folder. */
-export function guideText(emu: Emulator, binderId: string, paths: DemoPaths, cwd: string): string {
+export function guideText(emu: Emulator, binderId: string, paths: DemoPaths, cwd: string, headline?: string): string {
   const rel = (p: string) => path.relative(cwd, p) || '.';
   const control = emu.controlUrl;
   const folders = emu.control.listFolders(binderId);
@@ -321,7 +363,7 @@ export function guideText(emu: Emulator, binderId: string, paths: DemoPaths, cwd
   const lines = [
     '',
     '──────────────────────────── what to try ────────────────────────────',
-    `The binder "Project Atlas" is in sync with the folder ${rel(paths.local)}`,
+    headline ?? `The binder "Project Atlas" is synced into the folder ${rel(paths.local)}`,
   ];
   let step = 1;
   if (folder) {

@@ -146,6 +146,8 @@ describe('binder-sync demo', () => {
     const remoteDocs = await getJson<Array<{ id: string; fileName: string }>>(`${guide.controlUrl}/binders/${binderId}/documents`);
     expect(remoteDocs.length).toBeGreaterThan(250);
     expect(localTree(local).size).toBe(remoteDocs.length);
+    // The guide's headline says what the first pass did: everything arrived, nothing left.
+    expect(first.out()).toContain(`The binder "Project Atlas" is in sync with the folder demo/Project Atlas (${remoteDocs.length} files)`);
 
     // 1. The printed edit command: the daemon uploads a new version of that document.
     const versionsUrl = `${guide.controlUrl}/documents/${guide.editedDocId}/versions`;
@@ -183,14 +185,22 @@ describe('binder-sync demo', () => {
     await expect(fetch(`${guide.controlUrl}/binders/${binderId}/documents`)).rejects.toThrow();
 
     // A second start continues: same binder, the remote addition still there, nothing downloaded again.
+    // Meanwhile two local files appeared that cannot be uploaded (a new folder, the root): the headline says so.
+    fs.mkdirSync(path.join(local, 'New local folder'));
+    fs.writeFileSync(path.join(local, 'New local folder', 'draft.txt'), 'waits for a remote folder');
+    fs.writeFileSync(path.join(local, 'top.txt'), 'files directly in the root are not uploaded');
     const second = startDemo(cwd, home, ['--port', '0']);
     await eventually(() => second.out().includes('Press Ctrl-C to stop'), 60_000, 'the guide on the second start', explain(second));
+    expect(second.out()).toContain(
+      `First sync done: ${remoteDocs.length + 1} files in sync; 2 items not synced: see \`npx binder-sync status --config demo/sync.yaml\``,
+    );
+    expect(second.out()).not.toContain('is in sync with the folder');
     const guide2 = parseGuide(second.out());
     expect(/binderId: (\S+)/.exec(fs.readFileSync(path.join(demo, 'sync.yaml'), 'utf8'))![1]).toBe(binderId);
     // The name is taken now (the service kept it), so the guide offers the next free one.
     expect(guide2.addCurl).toContain('Hello from the service 2.txt');
     expect(second.logs().filter((l) => l.msg === 'downloaded')).toHaveLength(0);
-    expect(localTree(local).size).toBe(remoteDocs.length + 1);
+    expect(localTree(local).size).toBe(remoteDocs.length + 3);
     second.child.kill('SIGINT');
     expect(await second.exited).toEqual({ code: 0, signal: null });
 
