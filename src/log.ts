@@ -60,6 +60,9 @@ export function createLogger(opts: LogOptions = {}): Logger {
         return scrubStrings(obj) as Record<string, unknown>;
       },
     },
+    // formatters.log runs first and has already turned an Error into { type, message, ... }; pino's own err
+    // serializer would then see a plain object and write { type: 'Object', stack: '' }.
+    serializers: { err: serializeErr },
   };
   const dest = opts.destination ?? (pretty ? prettyStream() : pino.destination({ dest: 1, sync: true }));
   return pino(options, dest);
@@ -68,13 +71,50 @@ export function createLogger(opts: LogOptions = {}): Logger {
 function scrubStrings(obj: unknown, depth = 0): unknown {
   if (typeof obj === 'string') return redactUrlsInText(obj);
   if (depth > 5 || obj === null || typeof obj !== 'object') return obj;
-  if (obj instanceof Error) {
-    return { type: obj.name, message: redactUrlsInText(obj.message), code: (obj as { code?: unknown }).code };
-  }
+  if (obj instanceof Error) return errorFields(obj);
   if (Array.isArray(obj)) return obj.map((v) => scrubStrings(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(obj)) out[k] = scrubStrings(v, depth + 1);
   return out;
+}
+
+/**
+ * An Error as log fields: type, message, the stable code (BinderSyncError) or errno code, the hint, HTTP request
+ * and status of a service error, the cause's message; the stack only for an error with no code (a bug).
+ */
+function errorFields(e: Error): Record<string, unknown> {
+  const x = e as Error & { code?: unknown; hint?: unknown; request?: unknown; status?: unknown };
+  const out: Record<string, unknown> = { type: e.name || e.constructor?.name || 'Error', message: redactUrlsInText(e.message) };
+  if (typeof x.code === 'string' || typeof x.code === 'number') out.code = x.code;
+  if (typeof x.hint === 'string') out.hint = redactUrlsInText(x.hint);
+  if (typeof x.request === 'string') out.request = x.request;
+  if (typeof x.status === 'number') out.status = x.status;
+  if (e.cause !== undefined && e instanceof BinderSyncError) {
+    out.cause = redactUrlsInText(e.cause instanceof Error ? e.cause.message : String(e.cause));
+  }
+  if (out.code === undefined && !(e instanceof BinderSyncError) && typeof e.stack === 'string') out.stack = redactUrlsInText(e.stack);
+  return out;
+}
+
+/**
+ * The `err` field, after formatters.log: an Error already turned into fields is kept; a thrown string, number,
+ * null or plain object gets a type and a readable message instead of pino's { type: 'Object', stack: '' }.
+ */
+function serializeErr(v: unknown): unknown {
+  if (v instanceof Error) return errorFields(v);
+  if (v === null || typeof v !== 'object') return { type: v === null ? 'null' : typeof v, message: redactUrlsInText(String(v)) };
+  const o = v as Record<string, unknown>;
+  if (typeof o.type === 'string' && typeof o.message === 'string') return o; // errorFields' output
+  let message: string;
+  if (typeof o.message === 'string') message = o.message;
+  else {
+    try {
+      message = JSON.stringify(o).slice(0, 500);
+    } catch {
+      message = String(o);
+    }
+  }
+  return { type: 'Object', message: redactUrlsInText(message), ...Object.fromEntries(Object.entries(o).filter(([k]) => k !== 'message' && k !== 'type')) };
 }
 
 /** A compact human format for terminals: "12:00:01 INFO  [pair] message key=value". */
