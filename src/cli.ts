@@ -21,6 +21,26 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   demo: async () => (await import('./cli/demo-command.js')).registerDemoCommand,
 };
 
+/** The exit codes (README "Exit codes", cli/exit-codes.ts), shown by `binder-sync --help`. */
+const EXIT_CODES_HELP = `
+Exit codes:
+  0    done; for sync: both sides agree (a conflict is settled by
+       conflictPolicy within the pass, so still 0; \`status\` lists it)
+  1    the pass ran but something is left: items that cannot be synced
+       (see \`status\`), files still being written, failed items
+  2    bad command line, config or environment variable: nothing touched
+  3    the service could not be reached, refused the credentials or
+       answered invalidly
+  4    a safety gate stopped the pass before it deleted anything
+       (see sync --force)
+  5    another instance holds the stateDir's lock
+  6    local filesystem failure (sync root missing or not writable,
+       disk full, permission denied)
+  130  forced stop (a second Ctrl-C)
+
+\`binder-sync help <command>\` shows a command's options. In a checkout
+(not installed globally) run it as \`npx binder-sync ...\`.`;
+
 export async function main(argv: string[]): Promise<number> {
   const program = new Command();
   let exitCode: number = ExitCode.ok;
@@ -29,6 +49,7 @@ export async function main(argv: string[]): Promise<number> {
     .description('Keep a local directory and a binder of the Document and Binder Service in two-way sync.')
     .version(await packageVersion(), '-V, --version')
     .showHelpAfterError('(run binder-sync --help for usage)')
+    .addHelpText('after', EXIT_CODES_HELP)
     .exitOverride();
   const setExit = (code: number) => {
     exitCode = code;
