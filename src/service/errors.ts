@@ -68,7 +68,7 @@ function hintForStatus(status: number): string | undefined {
   if (status === 401) return 'the service refused a fresh token: check tenantId and that the API client is still active';
   if (status === 403) return 'check tenantId, and that the API client has read/write access for uploads';
   if (status === 429) return 'the service is rate limiting: lower requestsPerSecond or maxConcurrentRequests';
-  if (status >= 500) return 'the service is having trouble; binder-sync will try again later';
+  if (status >= 500) return 'the service is having trouble (a server error, usually temporary): the daemon retries with back-off, a one-shot sync can be run again later';
   return undefined;
 }
 
@@ -280,14 +280,40 @@ export function describeNetworkError(err: unknown): string {
 /** Errors that say our request itself is malformed (bad URL, bad header): repeating it cannot help. */
 const PERMANENT_CODES = new Set(['UND_ERR_INVALID_ARG', 'ERR_INVALID_URL', 'ERR_INVALID_ARG_TYPE', 'UND_ERR_NOT_SUPPORTED']);
 
-export function networkError(request: string, err: unknown, secrets: readonly string[], context?: Record<string, unknown>): ServiceError {
+/** Where a failed request went: its URL and the config setting it comes from (none for a presigned URL). */
+export interface RequestTarget {
+  url: string;
+  setting?: string;
+}
+
+/** A URL for a hint: origin and path only (no credentials, query string or fragment, where secrets live). */
+function shownUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return url.replace(/[?#].*$/s, '');
+  }
+}
+
+/**
+ * A request that never got an answer. The hint names the URL that failed and its setting (authUrl for the
+ * token, baseUrl for the API, a presigned storage URL from context.url); it promises no retry: the daemon says
+ * itself that it backs off, and a one-shot sync does not come back.
+ */
+export function networkError(request: string, err: unknown, secrets: readonly string[], context?: Record<string, unknown>, target?: RequestTarget): ServiceError {
   const permanent = PERMANENT_CODES.has(String((err as { code?: unknown })?.code));
+  const url = target?.url ?? (typeof context?.url === 'string' ? context.url : undefined);
+  const where = url === undefined ? undefined : `${shownUrl(url)} (${target?.setting ?? 'a presigned storage URL from the service'})`;
+  let hint: string;
+  if (permanent) hint = where ? `check ${where}: service.baseUrl and service.authUrl must be absolute http(s) URLs` : 'check service.baseUrl and service.authUrl (absolute http(s) URLs)';
+  else hint = where ? `check the network, and that ${where} is right and reachable` : 'check the network, service.baseUrl and service.authUrl';
   return new ServiceError(scrubText(`${request} failed: ${describeNetworkError(err)}`, secrets), {
     code: 'SERVICE_NETWORK',
     retryable: !permanent,
     request,
     cause: err,
-    hint: permanent ? 'check service.baseUrl and service.authUrl (absolute http(s) URLs)' : 'check the network and baseUrl; binder-sync will try again later',
+    hint: scrubText(hint, secrets),
     ...(context ? { context } : {}),
   });
 }

@@ -291,7 +291,7 @@ export class HttpCore {
         this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: 'aborted' }, 'service request');
         throw abortedError(o.request);
       }
-      const e = networkError(o.request, err, this.secrets(), o.context);
+      const e = networkError(o.request, err, this.secrets(), o.context, { url: o.url, setting: o.request === TOKEN_REQUEST ? 'service.authUrl' : 'service.baseUrl' });
       this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: (err as { code?: string }).code ?? 'network' }, 'service request');
       throw e;
     }

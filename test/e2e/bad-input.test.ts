@@ -88,6 +88,38 @@ describe('an invalid BINDER_SYNC_LOG_LEVEL: exit 2 naming the variable and the a
   }, 60_000);
 });
 
+describe('an unreachable service: exit 3, the hint names the URL that failed and promises no retry', () => {
+  /** A port nothing listens on (bound, then closed). */
+  async function closedPort(): Promise<number> {
+    const srv = http.createServer();
+    await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+    const { port } = srv.address() as AddressInfo;
+    await new Promise<void>((resolve) => srv.close(() => resolve()));
+    return port;
+  }
+
+  it('the token endpoint (authUrl), then the API (baseUrl)', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const port = await closedPort();
+    const rewrite = (from: string, to: string) => fs.writeFileSync(w.configFile, fs.readFileSync(w.configFile, 'utf8').replace(from, to), { mode: 0o600 });
+
+    rewrite(w.emulator.authUrl, `http://127.0.0.1:${port}/auth`);
+    let r = await sync(w);
+    expect(r.code, explainRun(r)).toBe(3);
+    expect(r.stderr).toContain(`POST /connect/token failed: ECONNREFUSED`);
+    expect(r.stderr).toContain(`hint: check the network, and that http://127.0.0.1:${port}/auth/connect/token (service.authUrl) is right and reachable`);
+    expect(r.stderr).not.toMatch(/baseUrl|try again later/);
+
+    w.writeConfig();
+    rewrite(w.emulator.baseUrl, `http://127.0.0.1:${port}/api/v1`);
+    r = await sync(w);
+    expect(r.code, explainRun(r)).toBe(3);
+    expect(r.stderr).toMatch(new RegExp(`hint: check the network, and that http://127\\.0\\.0\\.1:${port}/api/v1/\\S+ \\(service\\.baseUrl\\) is right and reachable`));
+    expect(r.stderr).not.toMatch(/authUrl|try again later|\?/);
+  }, 60_000);
+});
+
 /** A synced tree with remote changes pending (a new version, a deleted document): a pass that went on would touch it. */
 async function syncedWithPendingChanges(): Promise<{ w: Workspace; snapshot: () => string }> {
   ws = await createWorkspace();

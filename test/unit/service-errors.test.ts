@@ -1,6 +1,6 @@
 // ServiceError construction: problem details folded into the message, codes per status, secrets scrubbed.
 import { describe, expect, it } from 'vitest';
-import { errorFromResponse, parseProblem, scrubText, ServiceError } from '../../src/service/errors.js';
+import { errorFromResponse, networkError, parseProblem, scrubText, ServiceError } from '../../src/service/errors.js';
 import { BinderSyncError } from '../../src/errors.js';
 
 describe('errorFromResponse', () => {
@@ -91,5 +91,27 @@ describe('error bodies of any shape', () => {
       const all = [e.message, e.describe(), JSON.stringify(e.problem), JSON.stringify(e.context)].join('\n');
       for (const bad of [secret, secret.slice(0, 8), jwt.slice(0, 30), 'SIGNATURE123', 'abc.def', 'TOKENVALUE77', '"pw"']) expect(all, JSON.stringify(body)).not.toContain(bad);
     }
+  });
+});
+
+describe('networkError hints', () => {
+  const refused = Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:443'), { code: 'ECONNREFUSED' });
+
+  it('names the URL that failed and its setting, without credentials or query string, and promises no retry', () => {
+    const e = networkError('POST /connect/token', refused, ['s3cret'], undefined, { url: 'https://user:pw@id.example.com/auth/connect/token?x=s3cret', setting: 'service.authUrl' });
+    expect(e.hint).toBe('check the network, and that https://id.example.com/auth/connect/token (service.authUrl) is right and reachable');
+    expect(e.retryable).toBe(true);
+  });
+
+  it('a presigned storage URL (context.url) is named as such; without any URL both settings are named', () => {
+    const storage = networkError('GET storage', refused, [], { url: 'https://blob.example.com/c/1?[redacted]' });
+    expect(storage.hint).toBe('check the network, and that https://blob.example.com/c/1 (a presigned storage URL from the service) is right and reachable');
+    expect(networkError('GET /binders', refused, []).hint).toBe('check the network, service.baseUrl and service.authUrl');
+    for (const e of [storage, networkError('GET /binders', refused, [])]) expect(e.hint).not.toMatch(/try again later/);
+  });
+
+  it('a 5xx hint does not promise that a one-shot sync retries', () => {
+    const e = errorFromResponse({ request: 'GET /binders', status: 503, bodyText: '', headers: {}, secrets: [] });
+    expect(e.hint).toMatch(/the daemon retries with back-off, a one-shot sync can be run again later/);
   });
 });
