@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
-import { createWatcher, type LocalWatcher } from '../local/watcher.js';
+import { createWatcher, NATIVE_THRESHOLD, type LocalWatcher, type WatcherBackend } from '../local/watcher.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
@@ -48,6 +48,14 @@ export class PairWorker {
   private rt: PairRuntime | null = null;
   private watcher: LocalWatcher | null = null;
   private watchFailed = false;
+  /**
+   * The sync root as the watcher started on it (dev:ino), and whether it vanished since: a root moved away and
+   * back, or unmounted and mounted again, is no longer seen by the watcher (chokidar stops at the root's
+   * unlinkDir; inotify watches the old inode), so the next pass starts a new one once the root is back.
+   */
+  private watchedRoot: string | null = null;
+  private watchedBackend: WatcherBackend | null = null;
+  private rootGone = false;
   /** Folders the watcher named since the last pass started; `hintedFull` when it lost track. */
   private readonly hintedDirs = new Set<string>();
   private hintedFull = false;
@@ -131,6 +139,7 @@ export class PairWorker {
       await this.startWatcher(this.rt);
     }
     const rt = this.rt;
+    await this.rewatchIfRootChanged(rt);
     this.log.debug({ trigger }, 'pass starting');
     const obs = this.d.observer;
     let report: PassReport | null = null;
@@ -147,6 +156,9 @@ export class PairWorker {
         ...(obs?.onActionDone ? { onActionDone: obs.onActionDone } : {}),
         ...(obs?.onBytes ? { onBytes: obs.onBytes } : {}),
       });
+    } catch (err) {
+      if (err instanceof BinderSyncError && err.code === 'LOCAL_ROOT') this.rootGone = true;
+      throw err;
     } finally {
       obs?.onPassEnd?.(report);
       // A full pass (start-up, rescan, retry) leaves a large heap of garbage behind; polls and watcher passes
@@ -217,7 +229,7 @@ export class PairWorker {
     };
   }
 
-  private async startWatcher(rt: PairRuntime): Promise<void> {
+  private async startWatcher(rt: PairRuntime, backend: 'auto' | WatcherBackend = this.d.pair.watcher === 'off' ? 'auto' : this.d.pair.watcher): Promise<void> {
     if (this.d.pair.watcher === 'off') {
       this.log.debug('watcher off: local changes are found by polling and rescans');
       return;
@@ -226,7 +238,7 @@ export class PairWorker {
       this.watcher = await createWatcher({
         root: this.d.pair.localPath,
         ignore: rt.ignore,
-        backend: this.d.pair.watcher,
+        backend,
         expectedFiles: rt.store.countBase(),
         log: this.log,
         ...(this.d.timing.watchSettleMs !== undefined ? { settleMs: this.d.timing.watchSettleMs } : {}),
@@ -238,14 +250,66 @@ export class PairWorker {
         },
         onError: (err) => this.watcherFailed(err),
       });
+      this.watchedRoot = rootIdentity(this.d.pair.localPath);
+      this.watchedBackend = this.watcher.backend;
       this.log.debug({ backend: this.watcher.backend }, 'watching for local changes');
     } catch (err) {
       this.watcherFailed(err);
     }
   }
 
+  /**
+   * Starts a new watcher when the root vanished and is back (chokidar stops at the root's unlinkDir), or is
+   * another directory now (a disk mounted again: inotify watches the old inode). The native watcher keeps
+   * watching a root moved away and back (same inode), but @parcel/watcher cannot watch a path again in the
+   * same process once the directory it watched there was deleted (measured: its unsubscribe fails with EINVAL
+   * and a new subscription there gets no events): a replaced root is then watched by chokidar when the tree is
+   * small enough, else by a full scan at every poll until the daemon is restarted.
+   */
+  private async rewatchIfRootChanged(rt: PairRuntime): Promise<void> {
+    if (this.d.pair.watcher === 'off' || this.watchedRoot === null) return;
+    const now = rootIdentity(this.d.pair.localPath);
+    if (now === null) return;
+    const replaced = now !== this.watchedRoot;
+    const native = this.watchedBackend === 'native';
+    const wasGone = this.rootGone;
+    this.rootGone = false;
+    if (!replaced && (!wasGone || native)) return;
+    const old = this.watcher;
+    this.watcher = null;
+    await old?.close().catch(() => undefined);
+    this.watchFailed = false;
+    this.hintedFull = true; // whatever happened meanwhile was not seen
+    if (native && replaced) {
+      if (rt.store.countBase() > NATIVE_THRESHOLD) {
+        this.watchFailed = true;
+        this.watchedRoot = now;
+        this.log.warn(
+          { hint: 'restart the daemon (systemctl restart) to watch it natively again' },
+          'the sync root was replaced (a disk mounted again?): the native watcher cannot watch it again in this process; every poll scans the whole tree until the daemon restarts',
+        );
+        return;
+      }
+      await this.startWatcher(rt, 'chokidar');
+    } else {
+      await this.startWatcher(rt);
+    }
+    if (this.watcher !== null) this.log.info({ backend: this.watchedBackend }, 'the sync root is back (or was mounted again): watching it again');
+  }
+
   /** Any watcher trouble: warn once with its hint, drop the watcher, and live on polling plus rescans. */
   private watcherFailed(err: unknown): void {
+    if (err instanceof BinderSyncError && err.code === 'WATCH_ROOT_GONE') {
+      // Not a watcher fault: the next pass reports the missing root, and a new watcher starts once it is back.
+      this.rootGone = true;
+      this.log.warn(`${err.message}; watching it again once it is back`);
+      const w = this.watcher;
+      this.watcher = null;
+      this.hintedFull = true;
+      void w?.close().catch(() => undefined);
+      this.scheduler.hint();
+      return;
+    }
     if (this.watchFailed) return;
     this.watchFailed = true;
     const e = err instanceof BinderSyncError ? err : null;
@@ -294,6 +358,16 @@ export class PairWorker {
     } finally {
       if (temporary) store?.close();
     }
+  }
+}
+
+/** dev:ino of the sync root, or null when it is not a directory now. */
+function rootIdentity(localPath: string): string | null {
+  try {
+    const st = fs.statSync(localPath);
+    return st.isDirectory() ? `${st.dev}:${st.ino}` : null;
+  } catch {
+    return null;
   }
 }
 

@@ -158,6 +158,11 @@ export function createHintPump(opts: WatchOptions, backend: WatcherBackend, watc
   return {
     push(ev) {
       if (closed) return;
+      if (ev.relPath === '' && ev.type === 'unlinkDir') {
+        // The root itself went away (moved, deleted, unmounted): this watcher sees nothing from here on.
+        opts.onError(new BinderSyncError(`The sync root ${opts.root} disappeared`, { code: 'WATCH_ROOT_GONE', retryable: true, context: { root: opts.root, backend } }));
+        return;
+      }
       if (coalescer.push(ev)) noteEvent();
     },
     error(err) {

@@ -53,6 +53,41 @@ describe('binder-sync run: trouble', () => {
     expect(d.child.exitCode).toBeNull();
   }, 60_000);
 
+  it.each([
+    ['chokidar', 'moved back'],
+    ['native', 'moved back'],
+    ['chokidar', 'replaced by a copy'],
+    ['native', 'replaced by a copy'],
+  ] as const)('watcher %s: the sync root moved away, then %s, is watched again', async (watcher, how) => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, folder.id, 'a.txt', 'v1');
+    writeRunConfig(w, { pairs: [{ name: 'main', localPath: './local', binderId: w.binderId, watcher }] });
+    const d = start(w);
+    await d.waitForLog((l) => l.msg === 'downloaded' && l.relPath === 'Docs/a.txt', 15_000, 'first download');
+    const away = `${w.local}-away`;
+    fs.renameSync(w.local, away);
+    await new Promise((r) => setTimeout(r, 2_500)); // a poll or two while it is gone
+    if (how === 'moved back') fs.renameSync(away, w.local);
+    else {
+      // Another directory at the same path (a disk mounted again): same files, new inode.
+      fs.cpSync(away, w.local, { recursive: true, preserveTimestamps: true });
+      fs.rmSync(away, { recursive: true });
+    }
+    await new Promise((r) => setTimeout(r, 2_500));
+    writeLocal(w, 'Docs/a.txt', 'edited after the root came back');
+    const [doc] = c.listDocuments(w.binderId);
+    await eventually(() => c.listVersions(doc!.id).length === 2, 10_000, 'the edit uploaded', d.tail);
+    expect(c.readContent(doc!.id).toString()).toBe('edited after the root came back');
+    expect(readLocal(w, 'Docs/a.txt')).toBe('edited after the root came back');
+    // A replaced root is watched by a new watcher: chokidar, as @parcel/watcher cannot watch that path again.
+    const rewatched = d.lines.filter(msgHas('the sync root is back'));
+    if (how === 'replaced by a copy') expect(rewatched.map((l) => l.backend)).toEqual(['chokidar']);
+    if (how === 'moved back' && watcher === 'native') expect(rewatched).toEqual([]); // still watching the same inode
+  }, 40_000);
+
   it('exits 0 quickly on SIGTERM mid-transfer, and the next start finishes without duplicates', async () => {
     ws = await createWorkspace();
     const w = ws;
