@@ -164,6 +164,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
   fs.mkdirSync(pairStateDir, { recursive: true, mode: 0o700 });
   const store = StateStore.open(path.join(pairStateDir, 'state.db'));
   try {
+    ensureSameBinder(pair, store, pairStateDir);
     ensureRoot(pair, store);
     const caseInsensitive = detectCaseInsensitive(pair.localPath);
     const elements = await client.getMetadataElements(pair.binderId);
@@ -188,6 +189,29 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
     store.close();
     throw err;
   }
+}
+
+/** Meta key: the binder this pair's state describes. */
+const STATE_BINDER = 'binderId';
+
+/**
+ * A pair's state (base, outbox, folders) belongs to one binder. If the config now names another binder for the
+ * same pair, every base document would look deleted remotely and its local file would go to the trash: the pair
+ * is refused instead. A state DB from before this check learns its binder from the first pass.
+ */
+function ensureSameBinder(pair: PairConfig, store: StateStore, pairStateDir: string): void {
+  const recorded = store.getMeta(STATE_BINDER);
+  if (recorded === undefined || recorded === '') {
+    store.setMeta(STATE_BINDER, pair.binderId);
+    return;
+  }
+  if (recorded === pair.binderId) return;
+  throw new BinderSyncError(`pair ${pair.name}: its state was synced with binder ${recorded}, but the config now says binder ${pair.binderId}`, {
+    code: 'CONFIG_PAIR_BINDER_CHANGED',
+    retryable: false,
+    context: { pair: pair.name, recorded, configured: pair.binderId, state: pairStateDir },
+    hint: `to sync another binder, give the pair a new name (it gets a fresh state); to start this pair over, stop the daemon and move ${pairStateDir} away. Nothing was changed.`,
+  });
 }
 
 /**

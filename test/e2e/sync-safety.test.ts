@@ -76,3 +76,25 @@ describe('local root gone after a sync', () => {
     expect(c.counters().commit).toBe(0);
   });
 });
+
+describe('a pair pointed at another binder', () => {
+  it('is refused (exit 2) with the recorded and configured binders named; nothing local or remote changes', async () => {
+    await tenSyncedFiles();
+    const before = localTree(ws.local);
+    const c = ws.emulator.control;
+    const other = c.createBinder({ name: 'Other' });
+    c.addDocument(other.id, c.createFolder(other.id, { name: 'T' }).id, 'elsewhere.txt', 'x');
+    ws.writeConfig({ binderId: other.id });
+    const r = await sync(ws);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain(`synced with binder ${ws.binderId}`);
+    expect(r.stderr).toContain(other.id);
+    expect(localTree(ws.local)).toEqual(before);
+    expect(trashHashes(ws)).toEqual([]);
+    expect(c.listDocuments(other.id).map((d) => d.fileName)).toEqual(['elsewhere.txt']);
+    // Back to the right binder: in sync as before.
+    ws.writeConfig();
+    expect((await sync(ws)).code).toBe(0);
+  });
+});
+
