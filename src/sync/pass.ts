@@ -8,7 +8,7 @@ import { BinderSyncError } from '../errors.js';
 import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../local/fs-ops.js';
 import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
-import { coveringSubtrees, mergeScan, scanLocal } from '../local/scanner.js';
+import { coveringSubtrees, mergeScan, scanLocal, type PriorFile } from '../local/scanner.js';
 import { fetchRemote, observeRemote, type RawDoc, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
@@ -68,6 +68,8 @@ export interface PairRuntime {
    * the content then: not sent again until the file changes or the pair is opened again (restart, reload).
    */
   refusedUploads: Map<string, { sha256: string; detail: string }>;
+  /** Hashes of files that have no base row, by key (see rememberUnbasedHashes). */
+  unbasedHashes: Map<string, PriorFile>;
   /** Observations of the previous pass, reused by passes that ask for it (see PassOptions). */
   cache: {
     local: LocalObservation | null;
@@ -183,6 +185,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       readOnly: null,
       tempsCleaned: false,
       refusedUploads: new Map(),
+      unbasedHashes: new Map(),
       cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, quiet: false, localParked: false, issues: [] },
     };
   } catch (err) {
@@ -302,10 +305,14 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
       root: rt.pair.localPath,
       caseInsensitive: rt.caseInsensitive,
       ignore: rt.ignore,
-      prior: (key) => (byKey ??= new Map([...loadBase().values()].map((b) => [b.key, b]))).get(key),
+      // A file with no base row (new, or waiting for its remote folder) is not hashed again while unchanged.
+      prior: (key) => (byKey ??= new Map([...loadBase().values()].map((b) => [b.key, b]))).get(key) ?? rt.unbasedHashes.get(key),
       onHash: () => hashed++,
       ...(within ? { subtrees: within } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
+    }).then((obs) => {
+      rememberUnbasedHashes(rt, obs, within === undefined, byKey);
+      return obs;
     }).catch((err: unknown) => {
       listingAbort.abort(err); // the pass is over: stop listing (a retry lists again)
       throw err;
@@ -588,6 +595,19 @@ function rememberObservations(rt: PairRuntime, plan: Plan, local: LocalObservati
   rt.cache.touchedDirs = touched;
   rt.cache.remote = listing;
   rt.cache.remoteFresh = !wroteRemote;
+}
+
+/**
+ * Keeps the hash of every scanned file that has no base row, by key with its stat: files waiting for a remote
+ * folder (or withheld) would otherwise be hashed again on every pass, gigabytes for a large waiting folder.
+ * A full scan rebuilds the map, so it holds only files that exist and are still unbased.
+ */
+function rememberUnbasedHashes(rt: PairRuntime, obs: LocalObservation, full: boolean, byKey: Map<string, BaseEntry> | null): void {
+  if (full) rt.unbasedHashes = new Map();
+  for (const f of obs.files.values()) {
+    if (byKey?.has(f.key) === true) continue;
+    rt.unbasedHashes.set(f.key, { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode, sha256: f.sha256 });
+  }
 }
 
 /** Uploads refused for good this pass are remembered with their content (see withheldAsRefused). */

@@ -105,6 +105,19 @@ describe('incremental passes', () => {
     expect(emu.control.listDocuments(binderId).map((d) => d.fileName)).toContain('new.txt');
   });
 
+  it('a file waiting for its remote folder is hashed once, not on every pass, and again when it changes', async () => {
+    await runPass(rt);
+    fs.mkdirSync(local('Waiting'), { recursive: true });
+    fs.writeFileSync(local('Waiting/big.bin'), 'x'.repeat(1000));
+    const first = await runPass(rt);
+    expect(first.issues.map((i) => i.code)).toContain('waiting-for-remote-folder');
+    expect(first.hashed).toBe(1);
+    expect((await runPass(rt)).hashed).toBe(0);
+    expect((await runPass(rt, { localDirs: ['Waiting'] })).hashed).toBe(0);
+    fs.writeFileSync(local('Waiting/big.bin'), 'y'.repeat(1001));
+    expect((await runPass(rt)).hashed).toBe(1);
+  });
+
   it('a change no hint announced waits for the next full pass, which finds it', async () => {
     await runPass(rt);
     await runPass(rt, { localDirs: [] });
