@@ -126,5 +126,5 @@ export function globMatches(glob: string, relPath: string, isDir: boolean): bool
   const c = compileGlob(glob);
   if (c.dirOnly && !isDir) return false;
   const subject = c.anchored ? relPath : relPath.slice(relPath.lastIndexOf('/') + 1);
-  return new RegExp(`^(?:${c.source})$`, 'u').test(subject);
+  return new RegExp(`^(?:${c.source})$`, 'su').test(subject);
 }

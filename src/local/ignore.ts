@@ -41,7 +41,7 @@ export interface IgnoreMatcher {
 
 function combine(globs: CompiledGlob[]): RegExp | null {
   if (globs.length === 0) return null;
-  return new RegExp(`^(?:${globs.map((g) => `(?:${g.source})`).join('|')})$`, 'u');
+  return new RegExp(`^(?:${globs.map((g) => `(?:${g.source})`).join('|')})$`, 'su');
 }
 
 /**

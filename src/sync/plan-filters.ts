@@ -68,7 +68,7 @@ export function withheldAsRefused(plan: Plan, refused: RefusedUploads): Plan {
       if (a.kind !== 'upload') continue;
       const r = refused.get(a.key);
       if (r !== undefined && r.sha256 === a.local.sha256) {
-        issues.push({ relPath: a.relPath, code: 'upload-refused', detail: `${r.detail} (tried again when the file changes or the daemon restarts)` });
+        issues.push({ relPath: a.relPath, code: 'upload-refused', detail: r.detail });
         return false;
       }
     }

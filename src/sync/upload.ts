@@ -243,7 +243,7 @@ function refusedError(d: ExecutorDeps, row: OutboxRow, cause: unknown): BinderSy
     code: 'COMMIT_REFUSED',
     retryable: !permanent,
     context: { pair: d.pair, relPath: row.relPath, ...(status !== undefined ? { status } : {}) },
-    hint: permanent ? 'see the reason above (a file name or metadata the service does not accept?); the file is tried again when it changes or on the next pass' : 'the next pass uploads it again',
+    hint: permanent ? 'a file name or metadata the service does not accept? The same content is not sent again until the file changes or the daemon restarts' : 'the next pass uploads it again',
     cause,
   });
 }

@@ -114,3 +114,13 @@ describe('createIgnoreMatcher', () => {
     expect(plain.ignores('anything.txt', false)).toBe(false);
   });
 });
+
+describe('names with a newline (legal on Linux)', () => {
+  it('match ** and * like any other character, in rules and in ignore lists', () => {
+    expect(globMatches('**', 'Docs/new\nline.txt', false)).toBe(true);
+    expect(globMatches('Docs/*.txt', 'Docs/new\nline.txt', false)).toBe(true);
+    expect(globMatches('**/*.tmp', 'a\nb/c\nd.tmp', false)).toBe(true);
+    const m = createIgnoreMatcher(['**/cache\n/**']);
+    expect(m.ignores('x/cache\n/y.txt', false)).toBe(true);
+  });
+});
