@@ -10,13 +10,17 @@ import { BIN, createWorkspace, secretOf, type CliResult, type Workspace } from '
 const NOBODY = 65534;
 const isRoot = process.getuid?.() === 0;
 
-/** The command prefix that runs a program as an unprivileged user; [] when we are not root; null when impossible. */
+/**
+ * The command prefix that runs a program as an unprivileged user; [] when we are not root; null when impossible:
+ * no setpriv/runuser, or that user cannot run the CLI from this checkout (e.g. a clone under a 0700 temp dir).
+ */
 function unprivileged(): string[] | null {
   if (!isRoot) return [];
   const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
-  if (has('setpriv')) return ['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups'];
-  if (has('runuser')) return ['runuser', '-u', 'nobody', '--'];
-  return null;
+  const prefix = has('setpriv') ? ['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups'] : has('runuser') ? ['runuser', '-u', 'nobody', '--'] : null;
+  if (prefix === null) return null;
+  const [cmd, ...args] = [...prefix, process.execPath, BIN, '--help'];
+  return spawnSync(cmd!, args, { stdio: 'ignore', timeout: 30_000 }).status === 0 ? prefix : null;
 }
 const prefix = unprivileged();
 
