@@ -3,7 +3,7 @@
 // that was never verified (nothing was committed for it).
 import fs, { createReadStream } from 'node:fs';
 import { Writable } from 'node:stream';
-import { BinderSyncError, isRetryable } from '../errors.js';
+import { BinderSyncError } from '../errors.js';
 import { statMatches, toFileStat } from '../local/fs-ops.js';
 import { failpoint } from '../failpoints.js';
 import { ServiceError } from '../service/index.js';
@@ -92,7 +92,8 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
   });
   failpoint('upload-before-commit');
   if (!row) throw new Error(`outbox row ${id} vanished`);
-  const outcome = await commitOutbox(d, row, current?.metadata);
+  // The document as just read (absent metadata: none); undefined for a new document (nothing to keep).
+  const outcome = await commitOutbox(d, row, current === undefined ? undefined : (current?.metadata ?? []));
   failpoint('upload-after-commit');
   if (outcome.kind === 'refused') {
     d.store.deleteOutbox(id);
@@ -122,7 +123,8 @@ export async function recoverOutbox(d: ExecutorDeps): Promise<{ finished: number
     try {
       outcome = await commitOutbox(d, row);
     } catch (err) {
-      if (isRetryable(err)) throw err;
+      // Only the service's own final answer drops the row; anything else (a bug, a retryable failure) keeps it.
+      if (!(err instanceof ServiceError) || err.retryable) throw err;
       outcome = { kind: 'refused', error: err };
     }
     if (outcome.kind === 'refused') {
@@ -269,9 +271,9 @@ function metadataOrNone(d: ExecutorDeps, relPath: string): Array<{ metadataEleme
  * as ours would lose our edit. Downloads at most a few candidates; only repeated or refused commits get here.
  */
 async function findCommittedVersion(d: ExecutorDeps, row: OutboxRow): Promise<DocumentVersion | null> {
-  const docs = row.documentId !== null
-    ? [{ id: row.documentId, latestVersionId: null as string | null }]
-    : (await d.client.listFolderDocuments(d.binderId, row.folderId)).filter((x) => x.fileName === row.fileName).map((x) => ({ id: x.id, latestVersionId: x.latestVersionId as string | null }));
+  const docs: Array<{ id: string; latestVersionId: string | null }> = row.documentId !== null
+    ? [{ id: row.documentId, latestVersionId: null }]
+    : (await d.client.listFolderDocuments(d.binderId, row.folderId)).filter((x) => x.fileName === row.fileName);
   let downloads = 0;
   for (const doc of docs.slice(0, MAX_CANDIDATE_DOCS)) {
     const versions = await d.client.listVersions(doc.id);

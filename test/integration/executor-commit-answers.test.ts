@@ -5,19 +5,18 @@
 // bytes; a refused commit says why and leaves no outbox row that could block later passes.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { Trash, toFileStat } from '../../src/local/fs-ops.js';
+import { toFileStat } from '../../src/local/fs-ops.js';
 import { ServiceClient, ServiceError } from '../../src/service/index.js';
 import { StateStore } from '../../src/state/store.js';
 import type { ExecutorDeps } from '../../src/sync/executor-deps.js';
 import { executePlan } from '../../src/sync/executor.js';
 import type { LocalFile, Plan } from '../../src/sync/model.js';
 import { recoverOutbox } from '../../src/sync/upload.js';
+import type { Emulator } from '../../src/emulator/index.js';
+import { executorFixture } from './executor-fixture.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -41,19 +40,7 @@ interface Setup {
 }
 
 async function setup(): Promise<Setup> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'exec-commit-'));
-  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const emu = await startEmulator({ quiet: true });
-  cleanups.push(() => emu.close());
-  const client = new ServiceClient({
-    baseUrl: emu.baseUrl,
-    authUrl: emu.authUrl,
-    tenantId: emu.credentials.tenantId,
-    clientId: emu.credentials.clientId,
-    clientSecret: emu.credentials.clientSecret,
-    retry: { maxAttempts: 2, baseDelayMs: 5, maxDelayMs: 20 },
-  });
-  cleanups.push(() => client.close());
+  const { emu, client, d, root, store, folderId } = await executorFixture(cleanups, 'exec-commit-', { maxAttempts: 2, baseDelayMs: 5, maxDelayMs: 20 });
   const real: CommitUpload = client.commitUpload.bind(client);
   const commits: CommitArgs[] = [];
   let answer: (real: CommitUpload, ...args: CommitArgs) => ReturnType<CommitUpload> = (r, ...a) => r(...a);
@@ -61,18 +48,7 @@ async function setup(): Promise<Setup> {
     commits.push(args);
     return answer(real, ...args);
   };
-  const binder = emu.control.createBinder({ name: 'B' });
-  const folder = emu.control.createFolder(binder.id, { name: 'Docs' });
-  const root = path.join(dir, 'root');
-  fs.mkdirSync(path.join(root, 'Docs'), { recursive: true });
-  const store = StateStore.open(path.join(dir, 'state.db'));
-  cleanups.push(() => store.close());
-  const d: ExecutorDeps = {
-    pair: 'p', root, binderId: binder.id, caseInsensitive: false, client, store,
-    trash: new Trash(path.join(dir, 'trash'), root), log: pino({ level: 'silent' }),
-    metadata: { forPath: () => [], missingFor: () => [] }, versionLabelScheme: 'integer', now: () => new Date(0), concurrency: 4,
-  };
-  return { emu, d, root, store, folderId: folder.id, answerCommit: (fn) => (answer = fn), commits };
+  return { emu, d, root, store, folderId, answerCommit: (fn) => (answer = fn), commits };
 }
 
 function writeLocal(root: string, name: string, content: string): LocalFile {
@@ -257,6 +233,27 @@ describe('an edit is committed only onto the version it was made from', () => {
     expect(s.store.listOutbox()).toEqual([]);
   });
 
+  it('reads the document once per edit, also when the server leaves its metadata out', async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    synced(s, doc);
+    const client = s.d.client as ServiceClient;
+    const real = client.getDocument.bind(client);
+    let reads = 0;
+    client.getDocument = async (id: string) => {
+      reads++;
+      const got = await real(id);
+      if (got === null) return null;
+      const { metadata: _dropped, ...rest } = got;
+      return rest;
+    };
+    const report = await executePlan(uploadPlan(writeLocal(s.root, 'a.txt', 'edited'), s.folderId, doc.id), s.d);
+    expect(report.failures).toEqual([]);
+    expect(reads).toBe(1);
+    expect(s.commits[0]![2].metadata).toEqual([]);
+  });
+
   it("a new version keeps the document's metadata; rules only fill elements it has none for", async () => {
     const s = await setup();
     const c = s.emu.control;
@@ -306,6 +303,16 @@ describe('recovering the outbox after a restart', () => {
     expect(s.store.listOutbox()).toEqual([]);
     expect([...s.store.loadBase().values()].map((b) => b.relPath)).toEqual(['Docs/fine.txt']);
     expect(s.emu.control.listDocuments(s.d.binderId).map((d) => d.fileName)).toEqual(['fine.txt']);
+  });
+
+  it('an error that is not the service\'s answer (a bug, say) keeps the row: only the service may drop it', async () => {
+    const s = await setup();
+    await pendingRow(s, 'kept.txt');
+    s.answerCommit(async () => {
+      throw new TypeError('boom');
+    });
+    await expect(recoverOutbox(s.d)).rejects.toThrow('boom');
+    expect(s.store.listOutbox().map((r) => r.fileName)).toEqual(['kept.txt']);
   });
 
   it('retryable trouble keeps the row (nothing may be planned for the file before its commit is settled)', async () => {
