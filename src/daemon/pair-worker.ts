@@ -229,7 +229,8 @@ export class PairWorker {
     };
   }
 
-  private async startWatcher(rt: PairRuntime, backend: 'auto' | WatcherBackend = this.d.pair.watcher === 'off' ? 'auto' : this.d.pair.watcher): Promise<void> {
+  /** `backend` overrides the pair's setting (see rewatchIfRootChanged). */
+  private async startWatcher(rt: PairRuntime, backend?: WatcherBackend): Promise<void> {
     if (this.d.pair.watcher === 'off') {
       this.log.debug('watcher off: local changes are found by polling and rescans');
       return;
@@ -238,7 +239,7 @@ export class PairWorker {
       this.watcher = await createWatcher({
         root: this.d.pair.localPath,
         ignore: rt.ignore,
-        backend,
+        backend: backend ?? this.d.pair.watcher,
         expectedFiles: rt.store.countBase(),
         log: this.log,
         ...(this.d.timing.watchSettleMs !== undefined ? { settleMs: this.d.timing.watchSettleMs } : {}),
