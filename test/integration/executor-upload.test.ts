@@ -3,17 +3,13 @@
 // shows in its stat, nor when it hides from the stat and only the hash of the bytes sent can tell).
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { Trash, toFileStat } from '../../src/local/fs-ops.js';
-import { ServiceClient } from '../../src/service/index.js';
-import { StateStore } from '../../src/state/store.js';
+import { toFileStat } from '../../src/local/fs-ops.js';
 import type { ExecutorDeps } from '../../src/sync/executor-deps.js';
 import { executePlan } from '../../src/sync/executor.js';
 import type { LocalFile, Plan } from '../../src/sync/model.js';
+import { executorFixture } from './executor-fixture.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -25,32 +21,8 @@ const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const MTIME_S = 1_700_000_000;
 const SIZE = 8 * 1024 * 1024;
 
-async function setup(): Promise<{ emu: Emulator; d: ExecutorDeps; root: string; store: StateStore; folderId: string; binderId: string }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'exec-upload-'));
-  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const emu = await startEmulator({ quiet: true });
-  cleanups.push(() => emu.close());
-  const client = new ServiceClient({
-    baseUrl: emu.baseUrl,
-    authUrl: emu.authUrl,
-    tenantId: emu.credentials.tenantId,
-    clientId: emu.credentials.clientId,
-    clientSecret: emu.credentials.clientSecret,
-    retry: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
-  });
-  cleanups.push(() => client.close());
-  const binder = emu.control.createBinder({ name: 'B' });
-  const folder = emu.control.createFolder(binder.id, { name: 'Docs' });
-  const root = path.join(dir, 'root');
-  fs.mkdirSync(path.join(root, 'Docs'), { recursive: true });
-  const store = StateStore.open(path.join(dir, 'state.db'));
-  cleanups.push(() => store.close());
-  const d: ExecutorDeps = {
-    pair: 'p', root, binderId: binder.id, caseInsensitive: false, client, store,
-    trash: new Trash(path.join(dir, 'trash'), root), log: pino({ level: 'silent' }),
-    metadata: { forPath: () => [], missingFor: () => [] }, versionLabelScheme: 'integer', now: () => new Date(0), concurrency: 4,
-  };
-  return { emu, d, root, store, folderId: folder.id, binderId: binder.id };
+function setup(): ReturnType<typeof executorFixture> {
+  return executorFixture(cleanups, 'exec-upload-');
 }
 
 /** Writes Docs/big.bin and returns it as a scan would see it. */
