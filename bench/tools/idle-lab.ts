@@ -21,6 +21,8 @@ interface Round {
   sampleMs?: number;
   /** A poll round: this many listings in a child process instead of a daemon. */
   polls?: number;
+  /** A sync round: this many no-op `binder-sync sync` runs (timed, spawn to exit) instead of a daemon. */
+  syncs?: number;
   rps?: number;
   pageSize?: number;
   watcher?: string;
@@ -67,7 +69,21 @@ for (;;) {
     console.log('round: done');
     continue;
   }
-  const cfg = writeConfig(work, { emu, binderId, localPath: local, stateDir, limits: limitsAt(100), pairOptions: { watcher: round.watcher ?? 'auto' } });
+  if (round.syncs) {
+    const cfgSync = writeConfig(work, { emu, binderId, localPath: local, stateDir, limits: limitsAt(round.rps ?? 1000), pageSize: round.pageSize ?? 1000 });
+    const profSync = path.join(work, `prof-sync-${Date.now()}`);
+    fs.mkdirSync(profSync);
+    for (let i = 0; i < round.syncs; i++) {
+      emu.control.resetCounters();
+      const s0 = performance.now();
+      const r = await runSync(cfgSync, emu, { nodeArgs: [...(round.nodeArgs ?? []), ...(round.profile ? ['--cpu-prof', '--cpu-prof-dir', profSync] : [])] });
+      console.log(`round: sync ${((performance.now() - s0) / 1000).toFixed(2)} s, hashed ${r.report.hashed}, requests ${countersText(emu.control.counters())}`);
+    }
+    if (round.profile) console.log(summarizeProfile(newestProfile(profSync), ROOT, 30));
+    console.log('round: done');
+    continue;
+  }
+  const cfg = writeConfig(work, { emu, binderId, localPath: local, stateDir, limits: limitsAt(round.rps ?? 100), pairOptions: { watcher: round.watcher ?? 'auto' } });
   const profDir = path.join(work, `prof-${Date.now()}`);
   fs.mkdirSync(profDir);
   const nodeArgs = [...(round.nodeArgs ?? []), ...(round.profile ? ['--cpu-prof', '--cpu-prof-dir', profDir] : []), ...(round.heapSignal ? ['--heapsnapshot-signal=SIGUSR2'] : [])];

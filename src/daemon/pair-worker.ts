@@ -47,6 +47,11 @@ export class PairWorker {
   readonly name: string;
   private rt: PairRuntime | null = null;
   private watcher: LocalWatcher | null = null;
+  /**
+   * The watcher being started when the pair was opened: the first pass lists the remote side meanwhile and walks
+   * the local tree once it settles (PassOptions.localReady). startWatcher never throws.
+   */
+  private watcherStarting: Promise<void> = Promise.resolve();
   private watchFailed = false;
   /**
    * The sync root as the watcher started on it (dev:ino), and whether it vanished since: a root moved away and
@@ -118,6 +123,7 @@ export class PairWorker {
     if (this.closed) return;
     this.closed = true;
     void this.scheduler.stop();
+    await this.watcherStarting;
     await this.watcher?.close().catch(() => undefined);
     this.watcher = null;
     // Not running any more: status must not show a stale state or due time.
@@ -136,7 +142,7 @@ export class PairWorker {
         this.rt = null;
         throw new BinderSyncError('pair stopped', { code: 'ABORTED', retryable: true });
       }
-      await this.startWatcher(this.rt);
+      this.watcherStarting = this.startWatcher(this.rt);
     }
     const rt = this.rt;
     await this.rewatchIfRootChanged(rt);
@@ -151,6 +157,7 @@ export class PairWorker {
         // A restart within minutes of the last folder walk does not walk again (see there).
         reuseSavedFolderTree: true,
         parkWhenQuiet: true,
+        localReady: this.watcherStarting,
         signal: this.signal,
         ...(obs?.onPlan ? { onPlan: obs.onPlan } : {}),
         ...(obs?.onActionDone ? { onActionDone: obs.onActionDone } : {}),

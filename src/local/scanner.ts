@@ -1,12 +1,13 @@
 // Walks the local sync root into a LocalObservation: every regular file with its stat and SHA-256, every
 // directory, and every path that could not be observed (a problem, never mistaken for a deletion).
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BinderSyncError } from '../errors.js';
 import type { FileStat, LocalFile, LocalObservation, LocalProblem, PathKey } from '../sync/model.js';
-import { joinRel, pathKey } from '../sync/path-key.js';
+import { pathKey } from '../sync/path-key.js';
 import { hashFile } from './hash.js';
 import type { IgnoreMatcher } from './ignore.js';
+import { errnoOf, readRoot, statOf, TreeWalker, UNREADABLE, type WalkFrame } from './tree-walk.js';
 
 export interface PriorFile extends FileStat {
   sha256: string;
@@ -32,19 +33,6 @@ export interface ScanOptions {
   subtrees?: string[];
 }
 
-const UNREADABLE = new Set(['EACCES', 'EPERM', 'EIO']);
-
-/** Directories walked between two yields to the event loop. */
-const YIELD_EVERY_DIRS = 32;
-
-function errnoOf(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | null)?.code;
-}
-
-function statOf(st: fs.Stats): FileStat {
-  return { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino };
-}
-
 function sameStat(a: FileStat, b: FileStat): boolean {
   return a.size === b.size && a.mtimeMs === b.mtimeMs && a.inode === b.inode;
 }
@@ -57,35 +45,30 @@ function sameStat(a: FileStat, b: FileStat): boolean {
  * `signal` fires. Everything else becomes a LocalProblem.
  */
 export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
-  const { root, caseInsensitive, ignore, signal } = opts;
+  const { caseInsensitive } = opts;
   const files = new Map<PathKey, LocalFile>();
   const dirs = new Map<PathKey, string>();
   const problems: LocalProblem[] = [];
-  /** Every key taken so far (file or dir) -> its relPath, to report collisions. */
-  const taken = new Map<PathKey, string>();
   const toHash: Array<{ relPath: string; key: PathKey; stat: FileStat }> = [];
 
   const problem = (relPath: string, key: PathKey, reason: LocalProblem['reason'], detail: string): void => {
     problems.push({ relPath, key, reason, detail });
   };
 
-  // Entry names from readdir never contain a separator, '.' or '..': prefix + relPath is what path.join would
-  // return, without normalizing 100k strings.
-  const rootPrefix = root.endsWith(path.sep) ? root : root + path.sep;
-  const rootEntries = readRoot(root);
-  const stack: Array<{ rel: string; entries: fs.Dirent[] }> = [];
+  const stack: WalkFrame[] = [];
+  const rootEntries = readRoot(opts.root);
   if (opts.subtrees === undefined || opts.subtrees.includes('')) stack.push({ rel: '', entries: rootEntries });
   else {
     for (const sub of opts.subtrees) {
       let st: fs.Stats | undefined;
       try {
-        st = fs.lstatSync(path.join(root, sub), { throwIfNoEntry: false });
+        st = fs.lstatSync(path.join(opts.root, sub), { throwIfNoEntry: false });
       } catch {
         st = undefined;
       }
       if (st === undefined || !st.isDirectory()) continue; // gone (or replaced): its old entries are dropped
       try {
-        stack.push({ rel: sub, entries: fs.readdirSync(path.join(root, sub), { withFileTypes: true }) });
+        stack.push({ rel: sub, entries: fs.readdirSync(path.join(opts.root, sub), { withFileTypes: true }) });
         dirs.set(pathKey(sub, caseInsensitive), sub);
       } catch (err) {
         const code = errnoOf(err);
@@ -93,109 +76,27 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
       }
     }
   }
-  let dirsWalked = 0;
-  while (stack.length > 0) {
-    // The walk is synchronous (fast), but lets the event loop run every few directories: the remote listing
-    // proceeds meanwhile, and a daemon stays responsive to signals during a 100k-file rescan.
-    if (++dirsWalked % YIELD_EVERY_DIRS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    signal?.throwIfAborted();
-    const { rel, entries } = stack.pop() as { rel: string; entries: fs.Dirent[] };
-    // Sorted so the same tree always yields the same observation (and the same collision winner).
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    for (const ent of entries) {
-      const relPath = joinRel(rel, ent.name);
-      const key = pathKey(relPath, caseInsensitive);
-      const isDirEnt = ent.isDirectory();
-      if (ignore.ignoresEntry(relPath, isDirEnt)) continue;
-      // Names that are not valid UTF-8 decode with U+FFFD: writing that string back would name another file.
-      if (ent.name.includes('\uFFFD')) {
-        problem(relPath, key, 'name-not-representable', 'the name is not valid UTF-8');
-        continue;
-      }
-      const prev = taken.get(key);
-      if (prev !== undefined) {
-        // Two names the sync treats as one path (case or Unicode normalization): the first one wins.
-        problem(relPath, key, 'name-not-representable', `collides with ${prev}`);
-        continue;
-      }
-      const abs = rootPrefix + relPath;
-      let st: fs.Stats | undefined;
-      try {
-        st = fs.lstatSync(abs, { throwIfNoEntry: false });
-      } catch (err) {
-        if (UNREADABLE.has(errnoOf(err) ?? '')) {
-          taken.set(key, relPath);
-          problem(relPath, key, 'unreadable', `cannot stat: ${errnoOf(err)}`);
-          continue;
-        }
-        throw err;
-      }
-      if (st === undefined) continue; // removed since readdir: simply not there any more
-      if (st.isSymbolicLink()) {
-        taken.set(key, relPath);
-        problem(relPath, key, 'symlink', 'symbolic links are not followed');
-      } else if (st.isDirectory()) {
-        taken.set(key, relPath);
-        let sub: fs.Dirent[];
-        try {
-          sub = fs.readdirSync(abs, { withFileTypes: true });
-        } catch (err) {
-          const code = errnoOf(err);
-          if (code === 'ENOENT') continue;
-          // The subtree's state is unknown: the directory itself is the problem, so reconcile never
-          // treats the files under it as deleted.
-          problem(relPath, key, UNREADABLE.has(code ?? '') ? 'unreadable' : 'changing', `cannot list: ${code}`);
-          continue;
-        }
-        dirs.set(key, relPath);
-        stack.push({ rel: relPath, entries: sub });
-      } else if (st.isFile()) {
-        taken.set(key, relPath);
-        const stat = statOf(st);
-        const before = opts.prior(key);
-        if (before !== undefined && sameStat(before, stat)) {
-          // Every field in one literal (no spread): a spread object gets out-of-line property storage, ~40
-          // bytes more per file for as long as the daemon keeps this observation.
-          files.set(key, { relPath, key, size: stat.size, mtimeMs: stat.mtimeMs, inode: stat.inode, sha256: before.sha256 });
-        } else {
-          toHash.push({ relPath, key, stat });
-        }
+  const hash = createHash('sha256');
+  const walker = new TreeWalker(opts, {
+    dir: (relPath, key) => dirs.set(key, relPath),
+    problem,
+    file: (relPath, key, stat) => {
+      const before = opts.prior(key);
+      if (before !== undefined && sameStat(before, stat)) {
+        // Every field in one literal (no spread): a spread object gets out-of-line property storage, ~40
+        // bytes more per file for as long as the daemon keeps this observation.
+        files.set(key, { relPath, key, size: stat.size, mtimeMs: stat.mtimeMs, inode: stat.inode, sha256: before.sha256 });
       } else {
-        taken.set(key, relPath);
-        problem(relPath, key, 'special-file', 'sockets, FIFOs and devices are not synced');
+        toHash.push({ relPath, key, stat });
       }
-    }
-  }
+    },
+  });
+  await walker.walk(stack, (chunk) => hash.update(chunk));
 
   await hashAll(toHash, opts, files, problem);
-  return { files, dirs, problems };
-}
-
-/** Lists the root, or throws LOCAL_ROOT (fatal: an unmounted disk must never look like "all deleted"). */
-function readRoot(root: string): fs.Dirent[] {
-  const fail = (why: string, cause?: unknown): never => {
-    throw new BinderSyncError(`Sync root ${root} ${why}`, {
-      code: 'LOCAL_ROOT',
-      retryable: false,
-      context: { root },
-      hint: 'is the disk mounted? check that the local path in the config exists and is readable',
-      cause,
-    });
-  };
-  if (!path.isAbsolute(root)) fail('is not an absolute path');
-  let st: fs.Stats | undefined;
-  try {
-    st = fs.statSync(root, { throwIfNoEntry: false }); // the root itself may be a symlink
-  } catch (err) {
-    fail(`cannot be read (${errnoOf(err)})`, err);
-  }
-  if (st === undefined) return fail('does not exist');
-  if (!st.isDirectory()) fail('is not a directory');
-  try {
-    return fs.readdirSync(root, { withFileTypes: true });
-  } catch (err) {
-    return fail(`cannot be listed (${errnoOf(err)})`, err);
-  }
+  const full = opts.subtrees === undefined || opts.subtrees.includes('');
+  // The tree digest (tree-digest.ts) comes with a whole scan that met nothing it could not vouch for.
+  return full && !walker.daemonFiles && problems.length === 0 ? { files, dirs, problems, digest: hash.digest('base64') } : { files, dirs, problems };
 }
 
 /** Hashes the queued files, `hashConcurrency` at a time, checking that each stayed still while read. */

@@ -200,7 +200,7 @@ async function listDocumentsBySearch(
   previous: RawListing | null,
 ): Promise<{ docs: Map<string, RawDoc>; pages: SearchPageMemo[] } | null> {
   const merger = new DocMerger(previous?.docs ?? null);
-  const filters = [{ metadataElementId: 'GLOBAL_BinderId', valueId: opts.binderId }];
+  const filters = binderFilter(opts.binderId);
   const before = previous?.pages ?? [];
   const pages: SearchPageMemo[] = [];
   /** Fetches and merges page n; a body identical to the previous listing's page n is merged from its memo. */
@@ -225,10 +225,7 @@ async function listDocumentsBySearch(
   const first = await fetchPage(1, opts.pageSize);
   pages[0] = first;
   const totalCount = first.totalCount;
-  // The server may clamp pageSize: the step is the page size it answered with (spec 4.3 rule 8), or the
-  // number of items it actually sent when that is smaller (a server that clamps without saying so).
-  const reported = first.pageSize > 0 ? first.pageSize : opts.pageSize;
-  const pageSize = first.itemCount > 0 && first.itemCount < Math.min(reported, totalCount) ? first.itemCount : reported;
+  const pageSize = pageStep(first, opts.pageSize);
   if (first.itemCount === 0 && totalCount > 0) return null;
   const count = Math.ceil(totalCount / Math.max(1, pageSize));
   if (count > 1_000_000) return null;
@@ -249,6 +246,77 @@ async function listDocumentsBySearch(
   if (!consistent) return null;
   const docs = merger.result();
   return docs.size === totalCount ? { docs, pages } : null;
+}
+
+/** The search filter that lists one binder's documents. */
+function binderFilter(binderId: string): Array<{ metadataElementId: string; valueId: string }> {
+  return [{ metadataElementId: 'GLOBAL_BinderId', valueId: binderId }];
+}
+
+/**
+ * The page step of a paged walk, from its first page. The server may clamp pageSize: the step is the page size
+ * it answered with (spec 4.3 rule 8), or the number of items it actually sent when that is smaller (a server
+ * that clamps without saying so).
+ */
+export function pageStep(first: Pick<SearchPageMemo, 'pageSize' | 'itemCount' | 'totalCount'>, requested: number): number {
+  const reported = first.pageSize > 0 ? first.pageSize : requested;
+  return first.itemCount > 0 && first.itemCount < Math.min(reported, first.totalCount) ? first.itemCount : reported;
+}
+
+/** What the in-sync mark keeps of a search listing: its page step and the digest of each page's body. */
+export interface SearchDigests {
+  step: number;
+  digests: string[];
+}
+
+/** The digests of a listing made by search, or null (listed per folder). */
+export function searchDigestsOf(raw: RawListing, requestedPageSize: number): SearchDigests | null {
+  const first = raw.pages?.[0];
+  if (raw.method !== 'search' || !raw.pages || first === undefined) return null;
+  return { step: pageStep(first, requestedPageSize), digests: raw.pages.map((p) => p.digest) };
+}
+
+/**
+ * Asks for every search page of a listing again, each with the digest of its earlier body, and says whether
+ * every body came back byte for byte the same (nothing is parsed then). The earlier listing was complete and
+ * consistent, so the same pages mean the same documents, field by field. Stops at the first page that differs
+ * (false) and never asks for more pages than `saved` had.
+ */
+export async function searchPagesUnchanged(
+  client: Pick<ListingClient, 'searchPage'>,
+  opts: Pick<ListRemoteOptions, 'binderId' | 'pageSize' | 'signal'>,
+  saved: SearchDigests,
+  counter: { requests: number },
+): Promise<boolean> {
+  const filters = binderFilter(opts.binderId);
+  const same = async (n: number): Promise<boolean> => {
+    opts.signal?.throwIfAborted();
+    counter.requests++;
+    const { page } = await client.searchPage({ filters, pageSize: n === 1 ? opts.pageSize : saved.step, pageNumber: n }, saved.digests[n - 1]);
+    return page === null;
+  };
+  if (saved.digests.length === 0 || !(await same(1))) return false;
+  let next = 2;
+  let differs = false;
+  // A few pages in flight (the client's queue sets the real concurrency); none is asked for after one differed.
+  const worker = async (): Promise<void> => {
+    while (!differs && next <= saved.digests.length) {
+      if (!(await same(next++))) differs = true;
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+  return !differs;
+}
+
+/** Walks the folder tree again and says whether it is exactly `saved` (ids, names, parents). */
+export async function folderTreeUnchanged(
+  client: ListingClient,
+  binderId: string,
+  saved: RawFolder[],
+  counter: { requests: number },
+  signal?: AbortSignal,
+): Promise<boolean> {
+  return sameFolders(await listFolderTree(client, binderId, counter, signal), saved);
 }
 
 async function listDocumentsPerFolder(

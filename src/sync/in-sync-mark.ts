@@ -13,23 +13,33 @@
 // - its full local scan found every file with its base stat (nothing hashed, nothing else), the same
 //   directories, and no problem.
 // Then P1's inputs equal P0's, so P1's plan is empty too; anything else takes the normal path.
+//
+// A mark written by a pass that scanned the whole tree and listed by search also keeps the digest of that scan
+// (every directory, and every file's name, size, mtime and inode) and the digest of each search page's body.
+// A new process may then check both sides without loading the base or parsing a page (see fastInSyncCheck in
+// pass.ts): the same local digest means a full scan would see exactly P0's files with P0's stats, which were
+// the base's; every search page answered byte for byte as for P0 means P0's documents, which were the base's.
 import { createHash } from 'node:crypto';
 import type { PairConfig } from '../config/schema.js';
-import type { RawListing } from '../remote/listing.js';
+import { searchDigestsOf, type RawListing, type SearchDigests } from '../remote/listing.js';
 import type { BaseEntry, LocalObservation, PathKey, RemoteFolder } from './model.js';
 
 /** Meta key holding the mark (JSON). */
 export const IN_SYNC_MARK = 'inSyncMark';
 
 /** Bumped when what the mark means changes, so a mark written by another format is never trusted. */
-const FORMAT = 1;
+const FORMAT = 2;
 
-interface Mark {
+export interface Mark {
   format: number;
   /** Digest of the pair's config and the case rule (see configDigest). */
   config: string;
   /** Digest of the local directories seen by P0 (see dirsDigest). */
   dirs: string;
+  /** P0's full scan (LocalObservation.digest), when it had one. */
+  tree?: string;
+  /** P0's search pages, when it listed by search. */
+  search?: SearchDigests;
 }
 
 export function configDigest(pair: PairConfig, caseInsensitive: boolean): string {
@@ -43,21 +53,37 @@ export function dirsDigest(local: LocalObservation): string {
   return h.digest('base64');
 }
 
-export function encodeMark(pair: PairConfig, caseInsensitive: boolean, local: LocalObservation): string {
-  const mark: Mark = { format: FORMAT, config: configDigest(pair, caseInsensitive), dirs: dirsDigest(local) };
+export function encodeMark(pair: PairConfig, caseInsensitive: boolean, local: LocalObservation, raw: RawListing): string {
+  const search = searchDigestsOf(raw, pair.pageSize);
+  const mark: Mark = {
+    format: FORMAT,
+    config: configDigest(pair, caseInsensitive),
+    dirs: dirsDigest(local),
+    ...(local.digest !== undefined ? { tree: local.digest } : {}),
+    ...(search !== null ? { search } : {}),
+  };
   return JSON.stringify(mark);
 }
 
-/** Does the saved mark still describe this pair and these directories? */
-export function markHolds(saved: string | undefined, pair: PairConfig, caseInsensitive: boolean, local: LocalObservation): boolean {
-  if (saved === undefined) return false;
+/** The saved mark, when it was written in this format for this pair's config and case rule; else null. */
+export function readMark(saved: string | undefined, pair: PairConfig, caseInsensitive: boolean): Mark | null {
+  if (saved === undefined) return null;
   let mark: Partial<Mark>;
   try {
     mark = JSON.parse(saved) as Partial<Mark>;
   } catch {
-    return false;
+    return null;
   }
-  return mark.format === FORMAT && mark.config === configDigest(pair, caseInsensitive) && mark.dirs === dirsDigest(local);
+  if (mark.format !== FORMAT || mark.config !== configDigest(pair, caseInsensitive) || typeof mark.dirs !== 'string') return null;
+  const search = mark.search;
+  const searchOk = search === undefined || (Number.isInteger(search.step) && search.step > 0 && Array.isArray(search.digests) && search.digests.every((d) => typeof d === 'string'));
+  if (!searchOk || (mark.tree !== undefined && typeof mark.tree !== 'string')) return null;
+  return mark as Mark;
+}
+
+/** Does the saved mark still describe this pair and these directories? */
+export function markHolds(saved: string | undefined, pair: PairConfig, caseInsensitive: boolean, local: LocalObservation): boolean {
+  return readMark(saved, pair, caseInsensitive)?.dirs === dirsDigest(local);
 }
 
 /**

@@ -34,6 +34,12 @@ export interface LocalObservation {
   dirs: Map<PathKey, string>;
   /** Paths whose state is unknown this pass: never treated as deleted. */
   problems: LocalProblem[];
+  /**
+   * Set by a scan of the whole tree that met no problem and no daemon file: the digest of everything it saw
+   * (local/scanner.ts digestLocalTree). What the in-sync mark records so a new process can check the tree
+   * without loading the base.
+   */
+  digest?: string;
 }
 
 /** A remote folder (tab) mapped to a local relative directory path. */

@@ -9,7 +9,8 @@ import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../loca
 import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { coveringSubtrees, mergeScan, scanLocal, type PriorFile } from '../local/scanner.js';
-import { fetchRemote, observeRemote, type RawDoc, type RawListing, type RemoteListing } from '../remote/listing.js';
+import { digestLocalTree } from '../local/tree-digest.js';
+import { fetchRemote, folderTreeUnchanged, observeRemote, searchPagesUnchanged, type RawDoc, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
 import { executePlan, type ExecutionReport } from './executor.js';
@@ -21,7 +22,7 @@ import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
 import { deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
-import { encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds } from './in-sync-mark.js';
+import { encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 
 /**
  * How long a walked folder tree may stand in for a new walk (one request per folder: 85% of a poll's requests
@@ -116,6 +117,11 @@ export interface PassOptions {
    * its start on instead of from its first poll.
    */
   parkWhenQuiet?: boolean;
+  /**
+   * Settles when the local tree may be walked (the daemon's first pass: once its watcher is watching, so that
+   * nothing written during the walk goes unseen). The remote listing does not wait for it.
+   */
+  localReady?: Promise<unknown>;
   /**
    * Leave a local file alone while it was modified less than this long ago (ms): a program may still be
    * writing it (tar, rsync, a download). The daemon uses it; PassReport.recheckInMs says when to look again.
@@ -257,13 +263,6 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const parked = subtrees === undefined && rt.cache.localParked && opts.localDirs?.length === 0 && rt.cache.touchedDirs.size === 0 && !dryRun;
   if (!dryRun) {
     await rt.trash.purgeOlderThan(rt.pair.trashRetentionDays);
-    // Temp files are left only by a run that was killed (this process removes its own), so the walk of the
-    // whole tree that finds them runs once per start and with every full scan, not on each poll.
-    if ((subtrees === undefined && !parked) || !rt.tempsCleaned) {
-      const stale = await cleanStaleTemps(rt.pair.localPath);
-      rt.tempsCleaned = true;
-      if (stale > 0) rt.log.info({ removed: stale }, 'removed temp files left by an interrupted run');
-    }
     const steps = await recoverIntents(rt.store, rt.pair.localPath, rt.log);
     if (steps > 0) rt.log.info({ steps }, 'finished local steps interrupted by a restart');
     const rec = await recoverOutbox(deps);
@@ -272,6 +271,19 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
       rt.cache.quiet = false; // the base changed: plan again
       rt.store.deleteMeta(IN_SYNC_MARK);
     }
+  }
+  // (Not after a watcher hint: the tree has changed, and the normal pass would list and walk a second time.)
+  if (!dryRun && opts.force !== true && rt.cache.raw === null && subtrees === undefined && !parked && (opts.localDirs?.length ?? 0) === 0) {
+    const fast = await fastInSyncCheck(rt, opts);
+    if (fast !== null) return fastQuietPass(rt, fast, now, started);
+  }
+  // Temp files are left only by a run that was killed (this process removes its own), so the walk of the
+  // whole tree that finds them runs once per start and with every full scan, not on each poll (and not when
+  // the fast check's walk met none).
+  if (!dryRun && ((subtrees === undefined && !parked) || !rt.tempsCleaned)) {
+    const stale = await cleanStaleTemps(rt.pair.localPath);
+    rt.tempsCleaned = true;
+    if (stale > 0) rt.log.info({ removed: stale }, 'removed temp files left by an interrupted run');
   }
   let hashed = 0;
   // Nothing local to look at (the watcher saw nothing, the last pass wrote nothing): no scan, no base load yet.
@@ -317,6 +329,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
       listingAbort.abort(err); // the pass is over: stop listing (a retry lists again)
       throw err;
     });
+  if (!noLocalWork) await opts.localReady;
   const scanned = noLocalWork ? { files: new Map(), dirs: new Map(), problems: [] } : await scan(subtrees);
   const previousLocal = rt.cache.local;
   // Nothing rescanned: the previous observation stands as it is (merging would copy 100k entries per poll).
@@ -432,7 +445,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const inSync = rt.cache.quiet && plan.issues.length === 0 && raw !== null && listing.observation.unmappable.length === 0 &&
     listingMatchesBase(raw, base, listing.observation.folders) && localMatchesBase(local, base, baseByKey());
   rt.store.transaction(() => {
-    if (inSync) rt.store.setMeta(IN_SYNC_MARK, encodeMark(rt.pair, rt.caseInsensitive, local));
+    if (inSync) rt.store.setMeta(IN_SYNC_MARK, encodeMark(rt.pair, rt.caseInsensitive, local, raw));
     rt.store.replaceFolders([...listing.observation.folders.values()]);
     rt.store.replaceIssues(plan.issues);
     if (raw?.walkedTree) {
@@ -494,6 +507,86 @@ function resumeSavedListing(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry
   rt.cache.foldersAt = trusted ? walkedAt : 0;
   if (trusted) rt.log.debug({ folders: folders.length, walkedAt: new Date(walkedAt).toISOString() }, 'the saved folder tree may stand in for a walk');
   return true;
+}
+
+/** What fastInSyncCheck found: both sides as the mark says, after this many requests, the tree walked or not. */
+interface FastCheck {
+  requests: number;
+  walkedTree: boolean;
+}
+
+/**
+ * The first full pass of a new process (a daemon start, a `sync` run) over a pair whose last full pass left an
+ * in-sync mark with digests (in-sync-mark.ts): walks the local tree for its digest while asking for every search
+ * page with the digest of its earlier body, and the folder tree when the saved one may not stand in (see
+ * resumeSavedListing). Nothing is hashed, no base row is loaded, no page is parsed. Returns null as soon as
+ * either side differs (the other is stopped), and the normal pass then runs; errors are the listing's own.
+ */
+async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions): Promise<FastCheck | null> {
+  const mark = readMark(rt.store.getMeta(IN_SYNC_MARK), rt.pair, rt.caseInsensitive);
+  if (mark?.tree === undefined || mark.search === undefined || rt.store.listIssues().length > 0) return null;
+  const walkedAt = Date.parse(rt.store.getMeta(TREE_WALKED_AT) ?? '');
+  if (Number.isNaN(walkedAt)) return null;
+  const saved = rt.store.loadFolders().map((f) => ({ id: f.folderId, name: f.name, parentId: f.parentId }));
+  const age = Date.now() - walkedAt;
+  const walkTree = !(opts.reuseSavedFolderTree === true && age >= 0 && age < folderTreeMaxAgeMs(saved.length));
+  const stop = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
+  const counter = { requests: 0 };
+  const settle = (p: Promise<boolean>) => p.then((same) => (same ? true : (stop.abort(), false)));
+  const remote = settle(
+    (async () => {
+      const query = { binderId: rt.pair.binderId, pageSize: rt.pair.pageSize, signal };
+      if (!(await searchPagesUnchanged(rt.client, query, mark.search as NonNullable<typeof mark.search>, counter))) return false;
+      return !walkTree || folderTreeUnchanged(rt.client, rt.pair.binderId, saved, counter, signal);
+    })(),
+  );
+  const local = settle(
+    (async () => {
+      await opts.localReady;
+      signal.throwIfAborted();
+      const expectedFiles = rt.store.countBase();
+      return (await digestLocalTree({ root: rt.pair.localPath, caseInsensitive: rt.caseInsensitive, ignoreGlobs: rt.pair.ignore, expectedFiles, signal })) === mark.tree;
+    })(),
+  );
+  const results = await Promise.allSettled([remote, local]);
+  // A side stopped because the other differed: the normal pass decides. Any other error is the pass's.
+  if (stop.signal.aborted && opts.signal?.aborted !== true) return null;
+  for (const r of results) if (r.status === 'rejected') throw r.reason;
+  return { requests: counter.requests, walkedTree: walkTree };
+}
+
+/**
+ * The report of a first pass that fastInSyncCheck confirmed. Nothing is kept in memory: the next pass resumes
+ * the listing from the state DB (resumeSavedListing) and scans the whole tree, as after a quiet poll.
+ */
+function fastQuietPass(rt: PairRuntime, check: FastCheck, now: () => Date, started: number): PassReport {
+  rt.tempsCleaned = true; // the walk met no file of the daemon's own
+  rt.cache.local = null;
+  rt.cache.localParked = true;
+  rt.cache.touchedDirs = new Set();
+  rt.cache.quiet = true;
+  rt.cache.issues = [];
+  rt.store.transaction(() => {
+    const at = now().toISOString();
+    if (check.walkedTree) rt.store.setMeta(TREE_WALKED_AT, at);
+    for (const key of ['lastPollAt', 'lastPassAt', 'lastScanAt']) rt.store.setMeta(key, at);
+    rt.store.setMeta('lastError', '');
+  });
+  rt.log.debug({ requests: check.requests, walkedTree: check.walkedTree }, 'both sides are as the in-sync mark says');
+  return {
+    pair: rt.pair.name,
+    plan: { groups: [], issues: [], blocked: null },
+    execution: null,
+    issues: [],
+    hashed: 0,
+    remoteRequests: check.requests,
+    listingMethod: 'search',
+    durationMs: Date.now() - started,
+    converged: true,
+    deferred: [],
+    recheckInMs: null,
+  };
 }
 
 /**

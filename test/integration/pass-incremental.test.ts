@@ -396,3 +396,102 @@ describe('the in-sync mark (a new process over a tree exactly as the base says)'
     expect(seen).toEqual([undefined, undefined]);
   });
 });
+
+describe("the in-sync mark's digests (a new process checks both sides without the base)", () => {
+  /** Base loads of the current runtime's store (restart() opens a new one). */
+  const countLoads = (): { n: number } => {
+    const count = { n: 0 };
+    const load = rt.store.loadBase.bind(rt.store);
+    rt.store.loadBase = () => {
+      count.n++;
+      return load();
+    };
+    return count;
+  };
+  beforeEach(async () => {
+    emu.control.createFolder(binderId, { name: 'Sub', parentId: folderId });
+    expect((await runPass(rt)).execution?.done.download).toBe(5);
+    expect((await runPass(rt)).plan.groups).toEqual([]);
+    const mark = JSON.parse(rt.store.getMeta('inSyncMark') ?? '{}') as { tree?: string; search?: { digests: string[] } };
+    expect(mark.tree).toEqual(expect.any(String));
+    expect(mark.search?.digests).toHaveLength(1);
+  });
+
+  it('a restart over an unchanged tree loads no base row and asks only for the search pages; later passes work as usual', async () => {
+    await restart();
+    const loads = countLoads();
+    emu.control.resetCounters();
+    const report = await runPass(rt, { reuseSavedFolderTree: true });
+    expect(report).toMatchObject({ converged: true, hashed: 0, remoteRequests: 1, plan: { groups: [] } });
+    expect(loads.n).toBe(0);
+    expect(emu.control.counters()).toMatchObject({ search: 1, folders: 0, subfolders: 0 });
+    expect(rt.store.getMeta('lastScanAt')).toBeDefined();
+    // The next poll resumes the listing from the state DB and is quiet; a remote change after it arrives.
+    expect((await runPass(rt, { localDirs: [] })).plan.groups).toEqual([]);
+    const [doc] = emu.control.listDocuments(binderId);
+    emu.control.addVersion(doc!.id, 'remote edit after the restart');
+    expect((await runPass(rt, { localDirs: [] })).execution?.done.download).toBe(1);
+  });
+
+  it('a one-shot sync walks the folder tree as well, and sees a folder renamed while stopped', async () => {
+    await restart();
+    const loads = countLoads();
+    expect(await walksOf(() => runPass(rt))).toBe(3);
+    expect(loads.n).toBe(0);
+    const sub = emu.control.listFolders(binderId).find((f) => f.name === 'Sub')!;
+    emu.control.addDocument(binderId, sub.id, 'inside.txt', 'in the sub-folder');
+    expect((await runPass(rt)).execution?.done.download).toBe(1);
+    await runPass(rt);
+    await restart();
+    emu.control.renameFolder(sub.id, 'Again');
+    const loadsAfter = countLoads();
+    await runPass(rt);
+    expect(loadsAfter.n).toBeGreaterThan(0);
+    expect(fs.readFileSync(local('Docs/Again/inside.txt'), 'utf8')).toBe('in the sub-folder');
+    expect(fs.existsSync(local('Docs/Sub'))).toBe(false);
+  });
+
+  it('a file replaced with the same size and mtime (another inode) is found, hashed and uploaded', async () => {
+    const abs = local('Docs/d0.txt');
+    const st = fs.statSync(abs);
+    fs.writeFileSync(`${abs}.new`, 'DOC 0'.padEnd(st.size, '!'));
+    fs.utimesSync(`${abs}.new`, st.atime, st.mtime);
+    fs.renameSync(`${abs}.new`, abs);
+    await restart();
+    const report = await runPass(rt, { reuseSavedFolderTree: true });
+    expect(report.hashed).toBe(1);
+    expect(report.execution?.done.upload).toBe(1);
+  });
+
+  it('a temp file left by a crash takes the normal pass, which removes it', async () => {
+    fs.writeFileSync(local('Docs/.binder-sync-tmp-crashed'), 'partial');
+    await restart();
+    const loads = countLoads();
+    const report = await runPass(rt, { reuseSavedFolderTree: true });
+    expect(report.converged).toBe(true);
+    expect(loads.n).toBeGreaterThan(0);
+    expect(fs.existsSync(local('Docs/.binder-sync-tmp-crashed'))).toBe(false);
+  });
+
+  it('a remote version while stopped: the page differs and the normal pass downloads it', async () => {
+    const [doc] = emu.control.listDocuments(binderId);
+    emu.control.addVersion(doc!.id, 'remote edit while stopped');
+    await restart();
+    const report = await runPass(rt, { reuseSavedFolderTree: true });
+    expect(report.execution?.done.download).toBe(1);
+    expect(fs.readFileSync(local(`Docs/${doc!.fileName}`), 'utf8')).toBe('remote edit while stopped');
+  });
+
+  it('waits for localReady before walking: a file written before it settles is found', async () => {
+    await restart();
+    let ready!: () => void;
+    const localReady = new Promise<void>((resolve) => (ready = resolve));
+    emu.control.resetCounters();
+    const pass = runPass(rt, { reuseSavedFolderTree: true, localReady });
+    await vi.waitFor(() => expect(emu.control.counters().search).toBe(1));
+    await new Promise((r) => setTimeout(r, 50));
+    fs.writeFileSync(local('Docs/during-start.txt'), 'written while the watcher was starting');
+    ready();
+    expect((await pass).execution?.done.upload).toBe(1);
+  });
+});

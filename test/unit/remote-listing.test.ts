@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fetchRemote, listRemote, type ListingClient } from '../../src/remote/listing.js';
+import { fetchRemote, listRemote, searchDigestsOf, searchPagesUnchanged, type ListingClient } from '../../src/remote/listing.js';
 import type { BaseEntry } from '../../src/sync/model.js';
 
 interface Doc { id: string; fileName: string; folderId: string; binderId?: string; latestVersionId: string }
@@ -218,5 +218,55 @@ describe('listRemote', () => {
       const afterDocChange = await raw(counting, walked, true);
       expect(afterDocChange.walkedTree).toBe(true);
     });
+  });
+});
+
+describe('searchPagesUnchanged (the in-sync mark\'s remote check)', () => {
+  const saved = async (list: Doc[], o: Parameters<typeof fakeClient>[1] = {}) => {
+    const raw = await fetchRemote(fakeClient(list, o).client, opts());
+    return searchDigestsOf(raw, 10)!;
+  };
+
+  it('every page the same: true, one request per page, nothing parsed', async () => {
+    const list = docs(95);
+    const digests = await saved(list);
+    expect(digests.digests).toHaveLength(10);
+    const { client, calls } = fakeClient(list);
+    const counter = { requests: 0 };
+    expect(await searchPagesUnchanged(client, { binderId: 'B', pageSize: 10 }, digests, counter)).toBe(true);
+    expect(calls).toMatchObject({ search: 10, sameBody: 10 });
+    expect(counter.requests).toBe(10);
+  });
+
+  it('asks with the step the server answered with when it clamped the page size', async () => {
+    const list = docs(40);
+    const digests = await saved(list, { maxPageSize: 4, silentClamp: true });
+    expect(digests.step).toBe(4);
+    const { client, calls } = fakeClient(list, { maxPageSize: 4, silentClamp: true });
+    expect(await searchPagesUnchanged(client, { binderId: 'B', pageSize: 10 }, digests, { requests: 0 })).toBe(true);
+    expect(calls.sameBody).toBe(10);
+  });
+
+  it('a first page that differs stops at once; a later one stops asking for more', async () => {
+    const list = docs(200);
+    const digests = await saved(list);
+    const changedFirst = list.map((d, i) => (i === 0 ? { ...d, latestVersionId: 'v-new' } : d));
+    const first = fakeClient(changedFirst);
+    expect(await searchPagesUnchanged(first.client, { binderId: 'B', pageSize: 10 }, digests, { requests: 0 })).toBe(false);
+    expect(first.calls.search).toBe(1);
+    const changedThird = list.map((d, i) => (i === 25 ? { ...d, fileName: 'renamed.txt' } : d));
+    const third = fakeClient(changedThird);
+    expect(await searchPagesUnchanged(third.client, { binderId: 'B', pageSize: 10 }, digests, { requests: 0 })).toBe(false);
+    // Pages 2.. go out 16 at a time: none is started after page 3 answered differently.
+    expect(third.calls.search).toBeLessThan(20);
+    // A binder that grew: page 1 says another totalCount.
+    const grown = fakeClient([...list, ...docs(201).slice(200)]);
+    expect(await searchPagesUnchanged(grown.client, { binderId: 'B', pageSize: 10 }, digests, { requests: 0 })).toBe(false);
+  });
+
+  it('a listing made per folder has no digests', async () => {
+    const raw = await fetchRemote(fakeClient(docs(30), { totalDrift: 1 }).client, opts());
+    expect(raw.method).toBe('per-folder');
+    expect(searchDigestsOf(raw, 10)).toBeNull();
   });
 });

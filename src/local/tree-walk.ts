@@ -1,0 +1,178 @@
+// The walk of the local tree shared by the scanner and the tree digest: depth first, each directory's entries
+// in name order (the same tree always yields the same observation, the same collision winner and the same
+// digest), ignored entries pruned, symlinks reported and never followed.
+import fs from 'node:fs';
+import path from 'node:path';
+import { BinderSyncError } from '../errors.js';
+import type { FileStat, LocalProblem, PathKey } from '../sync/model.js';
+import { joinRel, pathKey } from '../sync/path-key.js';
+import { DAEMON_FILE_PREFIX, type IgnoreMatcher } from './ignore.js';
+
+export const UNREADABLE = new Set(['EACCES', 'EPERM', 'EIO']);
+
+/** Directories walked between two yields to the event loop. */
+const YIELD_EVERY_DIRS = 32;
+
+export function errnoOf(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | null)?.code;
+}
+
+export function statOf(st: fs.Stats): FileStat {
+  return { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino };
+}
+
+/** A directory to walk (relative to the root) and its entries as listed. */
+export interface WalkFrame {
+  rel: string;
+  entries: fs.Dirent[];
+}
+
+export interface WalkVisitor {
+  dir(relPath: string, key: PathKey): void;
+  file(relPath: string, key: PathKey, stat: FileStat): void;
+  problem(relPath: string, key: PathKey, reason: LocalProblem['reason'], detail: string): void;
+}
+
+export interface WalkOptions {
+  /** Absolute path of the sync root. */
+  root: string;
+  caseInsensitive: boolean;
+  ignore: IgnoreMatcher;
+  signal?: AbortSignal;
+}
+
+/**
+ * One walk: what it has seen so far (for collisions) and whether it met a file of the daemon's own (a temp
+ * file a crash left). Each directory yields a chunk, a line per entry seen (name and, for a file, size, mtime
+ * and inode): the chunks in walk order are what the tree digest hashes.
+ */
+export class TreeWalker {
+  /** Every key taken so far (file or dir) -> its relPath, to report collisions. */
+  private readonly taken = new Map<PathKey, string>();
+  private readonly rootPrefix: string;
+  daemonFiles = false;
+
+  constructor(
+    private readonly opts: WalkOptions,
+    private readonly visit: WalkVisitor,
+  ) {
+    // Entry names from readdir never contain a separator, '.' or '..': prefix + relPath is what path.join
+    // would return, without normalizing 100k strings.
+    this.rootPrefix = opts.root.endsWith(path.sep) ? opts.root : opts.root + path.sep;
+  }
+
+  /** Walks `stack` to the end, depth first; `sink` gets each directory's chunk in walk order. */
+  async walk(stack: WalkFrame[], sink: (chunk: string) => void): Promise<void> {
+    let dirsWalked = 0;
+    while (stack.length > 0) {
+      // The walk is synchronous (fast), but lets the event loop run every few directories: the remote listing
+      // proceeds meanwhile, and a daemon stays responsive to signals during a 100k-file rescan.
+      if (++dirsWalked % YIELD_EVERY_DIRS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      this.opts.signal?.throwIfAborted();
+      const { chunk, children } = this.dir(stack.pop() as WalkFrame);
+      sink(chunk);
+      stack.push(...children);
+    }
+  }
+
+  /**
+   * One directory: its chunk and its sub-directories, in the order they were found. A depth-first walk pops
+   * the last one first, so the walk visits the sub-trees in the reverse of this order.
+   */
+  dir(frame: WalkFrame): { chunk: string; children: WalkFrame[] } {
+    const { caseInsensitive, ignore } = this.opts;
+    const { rel, entries } = frame;
+    const children: WalkFrame[] = [];
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    // One digest update per directory: a string per entry costs less than a hash call per entry.
+    let chunk = `D${rel}\n`;
+    for (const ent of entries) {
+      if (ent.name.startsWith(DAEMON_FILE_PREFIX)) this.daemonFiles = true;
+      const relPath = joinRel(rel, ent.name);
+      const key = pathKey(relPath, caseInsensitive);
+      if (ignore.ignoresEntry(relPath, ent.isDirectory())) continue;
+      // Names that are not valid UTF-8 decode with U+FFFD: writing that string back would name another file.
+      if (ent.name.includes('\uFFFD')) {
+        this.visit.problem(relPath, key, 'name-not-representable', 'the name is not valid UTF-8');
+        continue;
+      }
+      const prev = this.taken.get(key);
+      if (prev !== undefined) {
+        // Two names the sync treats as one path (case or Unicode normalization): the first one wins.
+        this.visit.problem(relPath, key, 'name-not-representable', `collides with ${prev}`);
+        continue;
+      }
+      const abs = this.rootPrefix + relPath;
+      let st: fs.Stats | undefined;
+      try {
+        st = fs.lstatSync(abs, { throwIfNoEntry: false });
+      } catch (err) {
+        if (UNREADABLE.has(errnoOf(err) ?? '')) {
+          this.problem(relPath, key, 'unreadable', `cannot stat: ${errnoOf(err)}`);
+          continue;
+        }
+        throw err;
+      }
+      if (st === undefined) continue; // removed since readdir: simply not there any more
+      if (st.isSymbolicLink()) {
+        this.problem(relPath, key, 'symlink', 'symbolic links are not followed');
+      } else if (st.isDirectory()) {
+        this.taken.set(key, relPath);
+        let sub: fs.Dirent[];
+        try {
+          sub = fs.readdirSync(abs, { withFileTypes: true });
+        } catch (err) {
+          const code = errnoOf(err);
+          if (code === 'ENOENT') continue;
+          // The subtree's state is unknown: the directory itself is the problem, so reconcile never
+          // treats the files under it as deleted.
+          this.visit.problem(relPath, key, UNREADABLE.has(code ?? '') ? 'unreadable' : 'changing', `cannot list: ${code}`);
+          continue;
+        }
+        this.visit.dir(relPath, key);
+        chunk += `d${ent.name}\n`;
+        children.push({ rel: relPath, entries: sub });
+      } else if (st.isFile()) {
+        this.taken.set(key, relPath);
+        const stat = statOf(st);
+        chunk += `f${ent.name}\0${stat.size}\0${stat.mtimeMs}\0${stat.inode}\n`;
+        this.visit.file(relPath, key, stat);
+      } else {
+        this.problem(relPath, key, 'special-file', 'sockets, FIFOs and devices are not synced');
+      }
+    }
+    return { chunk, children };
+  }
+
+  private problem(relPath: string, key: PathKey, reason: LocalProblem['reason'], detail: string): void {
+    this.taken.set(key, relPath);
+    this.visit.problem(relPath, key, reason, detail);
+  }
+}
+
+/** Lists the root, or throws LOCAL_ROOT (fatal: an unmounted disk must never look like "all deleted"). */
+export function readRoot(root: string): fs.Dirent[] {
+  const fail = (why: string, cause?: unknown): never => {
+    throw new BinderSyncError(`Sync root ${root} ${why}`, {
+      code: 'LOCAL_ROOT',
+      retryable: false,
+      context: { root },
+      hint: 'is the disk mounted? check that the local path in the config exists and is readable',
+      cause,
+    });
+  };
+  if (!path.isAbsolute(root)) fail('is not an absolute path');
+  let st: fs.Stats | undefined;
+  try {
+    st = fs.statSync(root, { throwIfNoEntry: false }); // the root itself may be a symlink
+  } catch (err) {
+    fail(`cannot be read (${errnoOf(err)})`, err);
+  }
+  if (st === undefined) return fail('does not exist');
+  if (!st.isDirectory()) fail('is not a directory');
+  try {
+    return fs.readdirSync(root, { withFileTypes: true });
+  } catch (err) {
+    return fail(`cannot be listed (${errnoOf(err)})`, err);
+  }
+}
