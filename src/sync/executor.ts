@@ -178,7 +178,13 @@ async function download(a: Extract<Action, { kind: 'download' }>, d: ExecutorDep
     d.store.deleteIntent(intent);
   });
   report.bytesDownloaded += tmp.bytes;
-  d.log.info({ relPath: a.relPath, bytes: tmp.bytes, ms: Date.now() - started, reason: a.reason }, 'downloaded');
+  if (a.reason === 'restore-local-delete') {
+    // A local delete or rename the service cannot follow: say so once, where the operator looks.
+    d.log.warn(
+      { relPath: a.relPath, bytes: tmp.bytes, hint: 'the service has no delete or rename: set localDeletePolicy: forget to stop syncing files deleted locally' },
+      'restored a file that was deleted or renamed locally (the remote document still exists)',
+    );
+  } else d.log.info({ relPath: a.relPath, bytes: tmp.bytes, ms: Date.now() - started, reason: a.reason }, 'downloaded');
 }
 
 /**

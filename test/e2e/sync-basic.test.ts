@@ -121,3 +121,21 @@ describe('binder-sync sync', () => {
     expect(c.counters()['storage-get']).toBe(0);
   });
 });
+
+describe('binder-sync sync: what the service cannot do', () => {
+  it('a file deleted locally comes back, with a warning that says why and how to stop it', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'Docs' });
+    c.addDocument(ws.binderId, tab.id, 'keep.txt', 'kept by the service');
+    c.addDocument(ws.binderId, tab.id, 'other.txt', 'so the root is not empty (that is a safety gate of its own)');
+    expect((await sync(ws)).code).toBe(0);
+    fs.rmSync(path.join(ws.local, 'Docs/keep.txt'));
+    const r = await sync(ws);
+    expect(r.code).toBe(0);
+    expect(readLocal(ws, 'Docs/keep.txt')).toBe('kept by the service');
+    const logs = r.stdout + r.stderr;
+    expect(logs).toContain('restored a file that was deleted or renamed locally');
+    expect(logs).toContain('localDeletePolicy: forget');
+  });
+});
