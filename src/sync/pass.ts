@@ -272,9 +272,13 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
       rt.store.deleteMeta(IN_SYNC_MARK);
     }
   }
-  // (Not after a watcher hint: the tree has changed, and the normal pass would list and walk a second time.)
-  if (!dryRun && opts.force !== true && rt.cache.raw === null && subtrees === undefined && !parked && (opts.localDirs?.length ?? 0) === 0) {
-    const fast = await fastInSyncCheck(rt, opts);
+  // A process that holds no listing yet (just started, or idle since a fast check) checks both sides by the
+  // in-sync mark's digests first. A poll while the local side is parked (the watcher saw nothing since a quiet
+  // pass) checks the remote side only. Not after a watcher hint: the tree has changed, and the normal pass
+  // would list and walk a second time.
+  const fastLocal = subtrees === undefined && !parked;
+  if (!dryRun && opts.force !== true && rt.cache.raw === null && (fastLocal || (parked && rt.cache.quiet)) && (opts.localDirs?.length ?? 0) === 0) {
+    const fast = await fastInSyncCheck(rt, opts, fastLocal);
     if (fast !== null) return fastQuietPass(rt, fast, now, started);
   }
   // Temp files are left only by a run that was killed (this process removes its own), so the walk of the
@@ -513,6 +517,8 @@ function resumeSavedListing(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry
 interface FastCheck {
   requests: number;
   walkedTree: boolean;
+  /** The local tree was walked (a full pass), not taken as parked. */
+  scanned: boolean;
 }
 
 /**
@@ -522,14 +528,16 @@ interface FastCheck {
  * resumeSavedListing). Nothing is hashed, no base row is loaded, no page is parsed. Returns null as soon as
  * either side differs (the other is stopped), and the normal pass then runs; errors are the listing's own.
  */
-async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions): Promise<FastCheck | null> {
+async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions, walkLocal: boolean): Promise<FastCheck | null> {
   const mark = readMark(rt.store.getMeta(IN_SYNC_MARK), rt.pair, rt.caseInsensitive);
   if (mark?.tree === undefined || mark.search === undefined || rt.store.listIssues().length > 0) return null;
   const walkedAt = Date.parse(rt.store.getMeta(TREE_WALKED_AT) ?? '');
   if (Number.isNaN(walkedAt)) return null;
   const saved = rt.store.loadFolders().map((f) => ({ id: f.folderId, name: f.name, parentId: f.parentId }));
   const age = Date.now() - walkedAt;
-  const walkTree = !(opts.reuseSavedFolderTree === true && age >= 0 && age < folderTreeMaxAgeMs(saved.length));
+  // A poll of this process trusts the tree for as long as a poll with a listing in memory would (treeFresh).
+  const trustSaved = opts.reuseSavedFolderTree === true || !walkLocal;
+  const walkTree = !(trustSaved && age >= 0 && age < folderTreeMaxAgeMs(saved.length));
   const stop = new AbortController();
   const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
   const counter = { requests: 0 };
@@ -543,6 +551,7 @@ async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions): Promise<Fast
   );
   const local = settle(
     (async () => {
+      if (!walkLocal) return true; // parked: unchanged since the last quiet pass, by the watcher's word
       await opts.localReady;
       signal.throwIfAborted();
       const expectedFiles = rt.store.countBase();
@@ -553,15 +562,16 @@ async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions): Promise<Fast
   // A side stopped because the other differed: the normal pass decides. Any other error is the pass's.
   if (stop.signal.aborted && opts.signal?.aborted !== true) return null;
   for (const r of results) if (r.status === 'rejected') throw r.reason;
-  return { requests: counter.requests, walkedTree: walkTree };
+  return { requests: counter.requests, walkedTree: walkTree, scanned: walkLocal };
 }
 
 /**
- * The report of a first pass that fastInSyncCheck confirmed. Nothing is kept in memory: the next pass resumes
- * the listing from the state DB (resumeSavedListing) and scans the whole tree, as after a quiet poll.
+ * The report of a pass that fastInSyncCheck confirmed. Nothing is kept in memory: the next poll checks the
+ * digests again, and a pass that has something to do resumes the listing from the state DB
+ * (resumeSavedListing) and scans the whole tree, as after a quiet poll.
  */
 function fastQuietPass(rt: PairRuntime, check: FastCheck, now: () => Date, started: number): PassReport {
-  rt.tempsCleaned = true; // the walk met no file of the daemon's own
+  if (check.scanned) rt.tempsCleaned = true; // the walk met no file of the daemon's own
   rt.cache.local = null;
   rt.cache.localParked = true;
   rt.cache.touchedDirs = new Set();
@@ -570,8 +580,12 @@ function fastQuietPass(rt: PairRuntime, check: FastCheck, now: () => Date, start
   rt.store.transaction(() => {
     const at = now().toISOString();
     if (check.walkedTree) rt.store.setMeta(TREE_WALKED_AT, at);
-    for (const key of ['lastPollAt', 'lastPassAt', 'lastScanAt']) rt.store.setMeta(key, at);
-    rt.store.setMeta('lastError', '');
+    rt.store.setMeta('lastPollAt', at);
+    if (check.scanned) {
+      rt.store.setMeta('lastPassAt', at);
+      rt.store.setMeta('lastScanAt', at);
+      rt.store.setMeta('lastError', '');
+    }
   });
   rt.log.debug({ requests: check.requests, walkedTree: check.walkedTree }, 'both sides are as the in-sync mark says');
   return {

@@ -426,11 +426,31 @@ describe("the in-sync mark's digests (a new process checks both sides without th
     expect(loads.n).toBe(0);
     expect(emu.control.counters()).toMatchObject({ search: 1, folders: 0, subfolders: 0 });
     expect(rt.store.getMeta('lastScanAt')).toBeDefined();
-    // The next poll resumes the listing from the state DB and is quiet; a remote change after it arrives.
-    expect((await runPass(rt, { localDirs: [] })).plan.groups).toEqual([]);
+    // Polls while nothing local happened check the pages' digests only: still no base row in memory.
+    for (let i = 0; i < 2; i++) {
+      emu.control.resetCounters();
+      expect(await runPass(rt, { localDirs: [] })).toMatchObject({ converged: true, remoteRequests: 1, plan: { groups: [] } });
+      expect(emu.control.counters()).toMatchObject({ search: 1, folders: 0, subfolders: 0 });
+    }
+    expect(loads.n).toBe(0);
+    expect(rt.cache.raw).toBeNull();
+    // A remote change makes the normal pass run (from the state DB); so does a local change the watcher hints.
     const [doc] = emu.control.listDocuments(binderId);
     emu.control.addVersion(doc!.id, 'remote edit after the restart');
     expect((await runPass(rt, { localDirs: [] })).execution?.done.download).toBe(1);
+    expect(loads.n).toBeGreaterThan(0);
+    expect((await runPass(rt, { localDirs: [] })).plan.groups).toEqual([]);
+    fs.writeFileSync(local('Docs/d1.txt'), 'local edit after the restart');
+    expect((await runPass(rt, { localDirs: ['Docs'] })).execution?.done.upload).toBe(1);
+  });
+
+  it('a poll after the fast restart with a local change the watcher reported scans and uploads it', async () => {
+    await restart();
+    expect((await runPass(rt, { reuseSavedFolderTree: true })).converged).toBe(true);
+    fs.writeFileSync(local('Docs/new.txt'), 'new after the restart');
+    const report = await runPass(rt, { localDirs: ['Docs'] });
+    expect(report.execution?.done.upload).toBe(1);
+    expect(emu.control.listDocuments(binderId).map((d) => d.fileName)).toContain('new.txt');
   });
 
   it('a one-shot sync walks the folder tree as well, and sees a folder renamed while stopped', async () => {
