@@ -522,8 +522,9 @@ interface FastCheck {
 }
 
 /**
- * The first full pass of a new process (a daemon start, a `sync` run) over a pair whose last full pass left an
- * in-sync mark with digests (in-sync-mark.ts): walks the local tree for its digest while asking for every search
+ * A pass of a process that holds no listing (a daemon start, a `sync` run, a poll of a daemon idle since then)
+ * over a pair whose last full pass left an in-sync mark with digests (in-sync-mark.ts): walks the local tree for
+ * its digest (unless `walkLocal` is false: a poll while the watcher saw nothing) while asking for every search
  * page with the digest of its earlier body, and the folder tree when the saved one may not stand in (see
  * resumeSavedListing). Nothing is hashed, no base row is loaded, no page is parsed. Returns null as soon as
  * either side differs (the other is stopped), and the normal pass then runs; errors are the listing's own.
