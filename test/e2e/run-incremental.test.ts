@@ -1,7 +1,7 @@
 // `binder-sync run` after a local change looks only at what changed: the hinted folders are rescanned and the
 // last remote listing is reused, so a saved file costs no listing requests and no walk of the whole tree.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, writeLocal, type Workspace } from './harness.js';
+import { createWorkspace, readLocal, sync, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
 
 let ws: Workspace | undefined;
@@ -58,5 +58,29 @@ describe('binder-sync run: incremental passes', () => {
     expect(c.counters().search, d.tail()).toBe(0);
     expect(d.count(msgHas('polling every'))).toBe(1);
   }, 40_000);
-});
 
+  it('a restart over a tree in sync downloads and uploads nothing, then still syncs both ways', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const docs = c.createFolder(w.binderId, { name: 'Docs' });
+    const { document: remoteDoc } = c.addDocument(w.binderId, docs.id, 'remote.txt', 'v1 remote');
+    const { document: localDoc } = c.addDocument(w.binderId, docs.id, 'local.txt', 'v1 local');
+    writeRunConfig(w);
+    expect((await sync(w)).code).toBe(0); // downloads
+    expect((await sync(w)).code).toBe(0); // finds nothing to do: leaves the in-sync mark with its digests
+    c.resetCounters();
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_LOG_LEVEL: 'debug' } });
+    const d = daemon;
+    await d.waitForLog(msgHas('both sides are as the in-sync mark says'), 15_000, 'the fast first pass');
+    const first = c.counters();
+    expect(first['storage-get'] + first['storage-put'] + first.commit + first.downloadlink, d.tail()).toBe(0);
+    // Digest-only polls, then a remote version arrives and a local save goes up.
+    await eventually(() => d.count(msgHas('both sides are as the in-sync mark says')) >= 2, 10_000, 'a digest-only poll', d.tail);
+    c.addVersion(remoteDoc.id, 'v2 remote');
+    await eventually(() => readLocal(w, 'Docs/remote.txt') === 'v2 remote', 10_000, 'remote version downloaded', d.tail);
+    writeLocal(w, 'Docs/local.txt', 'v2 from a local save');
+    await eventually(() => c.listVersions(localDoc.id).length === 2, 10_000, 'local save uploaded', d.tail);
+    expect(c.readContent(localDoc.id).toString()).toBe('v2 from a local save');
+  }, 40_000);
+});
