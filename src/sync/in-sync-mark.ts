@@ -20,8 +20,9 @@
 // pass.ts): the same local digest means a full scan would see exactly P0's files with P0's stats, which were
 // the base's; every search page answered byte for byte as for P0 means P0's documents, which were the base's.
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
 import type { PairConfig } from '../config/schema.js';
-import { searchDigestsOf, type RawListing, type SearchDigests } from '../remote/listing.js';
+import { searchDigestsOf, type RawListing } from '../remote/listing.js';
 import type { BaseEntry, LocalObservation, PathKey, RemoteFolder } from './model.js';
 
 /** Meta key holding the mark (JSON). */
@@ -30,17 +31,19 @@ export const IN_SYNC_MARK = 'inSyncMark';
 /** Bumped when what the mark means changes, so a mark written by another format is never trusted. */
 const FORMAT = 2;
 
-export interface Mark {
-  format: number;
+/** The mark as stored; anything else (another format, a damaged value) is no mark at all. */
+const MarkSchema = z.object({
+  format: z.literal(FORMAT),
   /** Digest of the pair's config and the case rule (see configDigest). */
-  config: string;
+  config: z.string(),
   /** Digest of the local directories seen by P0 (see dirsDigest). */
-  dirs: string;
+  dirs: z.string(),
   /** P0's full scan (LocalObservation.digest), when it had one. */
-  tree?: string;
-  /** P0's search pages, when it listed by search. */
-  search?: SearchDigests;
-}
+  tree: z.string().optional(),
+  /** P0's search pages (remote/listing.ts SearchDigests), when it listed by search. */
+  search: z.object({ step: z.number().int().positive(), digests: z.array(z.string()) }).optional(),
+});
+export type Mark = z.infer<typeof MarkSchema>;
 
 export function configDigest(pair: PairConfig, caseInsensitive: boolean): string {
   return createHash('sha256').update(JSON.stringify({ pair, caseInsensitive })).digest('base64');
@@ -68,17 +71,14 @@ export function encodeMark(pair: PairConfig, caseInsensitive: boolean, local: Lo
 /** The saved mark, when it was written in this format for this pair's config and case rule; else null. */
 export function readMark(saved: string | undefined, pair: PairConfig, caseInsensitive: boolean): Mark | null {
   if (saved === undefined) return null;
-  let mark: Partial<Mark>;
+  let json: unknown;
   try {
-    mark = JSON.parse(saved) as Partial<Mark>;
+    json = JSON.parse(saved);
   } catch {
     return null;
   }
-  if (mark.format !== FORMAT || mark.config !== configDigest(pair, caseInsensitive) || typeof mark.dirs !== 'string') return null;
-  const search = mark.search;
-  const searchOk = search === undefined || (Number.isInteger(search.step) && search.step > 0 && Array.isArray(search.digests) && search.digests.every((d) => typeof d === 'string'));
-  if (!searchOk || (mark.tree !== undefined && typeof mark.tree !== 'string')) return null;
-  return mark as Mark;
+  const mark = MarkSchema.safeParse(json);
+  return mark.success && mark.data.config === configDigest(pair, caseInsensitive) ? mark.data : null;
 }
 
 /** Does the saved mark still describe this pair and these directories? */

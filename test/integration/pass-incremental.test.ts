@@ -493,6 +493,24 @@ describe("the in-sync mark's digests (a new process checks both sides without th
     expect(fs.existsSync(local('Docs/.binder-sync-tmp-crashed'))).toBe(false);
   });
 
+  it('a damaged or older mark is no mark: the normal pass runs and writes a good one', async () => {
+    const good = rt.store.getMeta('inSyncMark') ?? '';
+    const damaged = [
+      '{not json',
+      JSON.stringify({ ...JSON.parse(good), format: 1 }),
+      JSON.stringify({ ...JSON.parse(good), search: { step: 0, digests: [] } }),
+      JSON.stringify({ ...JSON.parse(good), tree: 42 }),
+    ];
+    for (const bad of damaged) {
+      rt.store.setMeta('inSyncMark', bad);
+      await restart();
+      const loads = countLoads();
+      expect((await runPass(rt, { reuseSavedFolderTree: true })).converged, bad).toBe(true);
+      expect(loads.n, bad).toBeGreaterThan(0);
+      expect(rt.store.getMeta('inSyncMark')).toBe(good);
+    }
+  });
+
   it('a remote version while stopped: the page differs and the normal pass downloads it', async () => {
     const [doc] = emu.control.listDocuments(binderId);
     emu.control.addVersion(doc!.id, 'remote edit while stopped');
