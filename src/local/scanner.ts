@@ -76,7 +76,9 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
       }
     }
   }
-  const hash = createHash('sha256');
+  // Only a scan of the whole tree has a digest (a partial one describes some subtrees).
+  const full = opts.subtrees === undefined || opts.subtrees.includes('');
+  const hash = full ? createHash('sha256') : null;
   const walker = new TreeWalker(opts, {
     dir: (relPath, key) => dirs.set(key, relPath),
     problem,
@@ -91,12 +93,11 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
       }
     },
   });
-  await walker.walk(stack, (chunk) => hash.update(chunk));
+  await walker.walk(stack, (chunk) => hash?.update(chunk));
 
   await hashAll(toHash, opts, files, problem);
-  const full = opts.subtrees === undefined || opts.subtrees.includes('');
   // The tree digest (tree-digest.ts) comes with a whole scan that met nothing it could not vouch for.
-  return full && !walker.daemonFiles && problems.length === 0 ? { files, dirs, problems, digest: hash.digest('base64') } : { files, dirs, problems };
+  return hash !== null && !walker.daemonFiles && problems.length === 0 ? { files, dirs, problems, digest: hash.digest('base64') } : { files, dirs, problems };
 }
 
 /** Hashes the queued files, `hashConcurrency` at a time, checking that each stayed still while read. */

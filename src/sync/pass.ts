@@ -10,7 +10,7 @@ import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { coveringSubtrees, mergeScan, scanLocal, type PriorFile } from '../local/scanner.js';
 import { digestLocalTree } from '../local/tree-digest.js';
-import { fetchRemote, folderTreeUnchanged, observeRemote, searchPagesUnchanged, type RawDoc, type RawListing, type RemoteListing } from '../remote/listing.js';
+import { fetchRemote, folderTreeUnchanged, observeRemote, searchPagesUnchanged, type RawDoc, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
 import { executePlan, type ExecutionReport } from './executor.js';
@@ -497,20 +497,31 @@ async function removeVacatedDirs(rt: PairRuntime, dirs: ReadonlySet<string>, rem
  * walked and only compared. Returns whether a listing was resumed.
  */
 function resumeSavedListing(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry>, trustTree: boolean): boolean {
-  const walkedAt = Date.parse(rt.store.getMeta(TREE_WALKED_AT) ?? '');
-  if (Number.isNaN(walkedAt)) return false;
-  const age = Date.now() - walkedAt;
-  const folders = rt.store.loadFolders().map((f) => ({ id: f.folderId, name: f.name, parentId: f.parentId }));
+  const tree = savedFolderTree(rt);
+  if (tree === null) return false;
+  const { folders, walkedAt } = tree;
   const issues = rt.store.listIssues();
   const docs = new Map<string, RawDoc>();
   for (const b of base.values()) docs.set(b.documentId, { documentId: b.documentId, fileName: b.fileName, folderId: b.folderId, versionId: b.versionId });
   rt.cache.raw = { folders, docs, method: 'search', requests: 0, unchanged: false, docsUnchanged: false, walkedTree: true, pages: null };
   rt.cache.issues = issues;
-  const trusted = trustTree && age >= 0 && age < folderTreeMaxAgeMs(folders.length) && !issues.some((i) => i.code === 'waiting-for-remote-folder');
+  const trusted = trustTree && tree.fresh && !issues.some((i) => i.code === 'waiting-for-remote-folder');
   // 0: as old as can be, so the first listing walks the tree (see treeFresh in runPass).
   rt.cache.foldersAt = trusted ? walkedAt : 0;
   if (trusted) rt.log.debug({ folders: folders.length, walkedAt: new Date(walkedAt).toISOString() }, 'the saved folder tree may stand in for a walk');
   return true;
+}
+
+/**
+ * The folder tree the state DB holds and when it was walked (null when the last walk could not be saved), and
+ * whether it is still young enough to stand in for a walk (folderTreeMaxAgeMs).
+ */
+function savedFolderTree(rt: PairRuntime): { folders: RawFolder[]; walkedAt: number; fresh: boolean } | null {
+  const walkedAt = Date.parse(rt.store.getMeta(TREE_WALKED_AT) ?? '');
+  if (Number.isNaN(walkedAt)) return null;
+  const folders = rt.store.loadFolders().map((f) => ({ id: f.folderId, name: f.name, parentId: f.parentId }));
+  const age = Date.now() - walkedAt;
+  return { folders, walkedAt, fresh: age >= 0 && age < folderTreeMaxAgeMs(folders.length) };
 }
 
 /** What fastInSyncCheck found: both sides as the mark says, after this many requests, the tree walked or not. */
@@ -532,13 +543,11 @@ interface FastCheck {
 async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions, walkLocal: boolean): Promise<FastCheck | null> {
   const mark = readMark(rt.store.getMeta(IN_SYNC_MARK), rt.pair, rt.caseInsensitive);
   if (mark?.tree === undefined || mark.search === undefined || rt.store.listIssues().length > 0) return null;
-  const walkedAt = Date.parse(rt.store.getMeta(TREE_WALKED_AT) ?? '');
-  if (Number.isNaN(walkedAt)) return null;
-  const saved = rt.store.loadFolders().map((f) => ({ id: f.folderId, name: f.name, parentId: f.parentId }));
-  const age = Date.now() - walkedAt;
+  const tree = savedFolderTree(rt);
+  if (tree === null) return null;
   // A poll of this process trusts the tree for as long as a poll with a listing in memory would (treeFresh).
   const trustSaved = opts.reuseSavedFolderTree === true || !walkLocal;
-  const walkTree = !(trustSaved && age >= 0 && age < folderTreeMaxAgeMs(saved.length));
+  const walkTree = !(trustSaved && tree.fresh);
   const stop = new AbortController();
   const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
   const counter = { requests: 0 };
@@ -547,7 +556,7 @@ async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions, walkLocal: bo
     (async () => {
       const query = { binderId: rt.pair.binderId, pageSize: rt.pair.pageSize, signal };
       if (!(await searchPagesUnchanged(rt.client, query, mark.search as NonNullable<typeof mark.search>, counter))) return false;
-      return !walkTree || folderTreeUnchanged(rt.client, rt.pair.binderId, saved, counter, signal);
+      return !walkTree || folderTreeUnchanged(rt.client, rt.pair.binderId, tree.folders, counter, signal);
     })(),
   );
   const local = settle(
@@ -578,30 +587,8 @@ function fastQuietPass(rt: PairRuntime, check: FastCheck, now: () => Date, start
   rt.cache.touchedDirs = new Set();
   rt.cache.quiet = true;
   rt.cache.issues = [];
-  rt.store.transaction(() => {
-    const at = now().toISOString();
-    if (check.walkedTree) rt.store.setMeta(TREE_WALKED_AT, at);
-    rt.store.setMeta('lastPollAt', at);
-    if (check.scanned) {
-      rt.store.setMeta('lastPassAt', at);
-      rt.store.setMeta('lastScanAt', at);
-      rt.store.setMeta('lastError', '');
-    }
-  });
   rt.log.debug({ requests: check.requests, walkedTree: check.walkedTree }, 'both sides are as the in-sync mark says');
-  return {
-    pair: rt.pair.name,
-    plan: { groups: [], issues: [], blocked: null },
-    execution: null,
-    issues: [],
-    hashed: 0,
-    remoteRequests: check.requests,
-    listingMethod: 'search',
-    durationMs: Date.now() - started,
-    converged: true,
-    deferred: [],
-    recheckInMs: null,
-  };
+  return nothingToDo(rt, { now, started, requests: check.requests, method: 'search', scanned: check.scanned, treeWalkedAt: check.walkedTree ? now() : null });
 }
 
 /**
@@ -627,12 +614,25 @@ function quietPass(rt: PairRuntime, raw: RawListing, now: () => Date, started: n
   rt.cache.remoteAt = Date.now();
   rt.cache.raw = raw;
   park(rt);
+  // The folders are exactly as saved by the last full pass (raw.unchanged): only the walk's time is new.
+  const treeWalkedAt = raw.walkedTree && rt.store.getMeta(TREE_WALKED_AT) !== undefined ? new Date(rt.cache.foldersAt) : null;
+  return nothingToDo(rt, { now, started, requests: raw.requests, method: raw.method, scanned, treeWalkedAt });
+}
+
+/**
+ * The report of a pass that found nothing to do (with the issues already known), and its times in the state
+ * DB: the poll's, the folder walk's when there was one, and the pass's and scan's when the local tree was
+ * looked at.
+ */
+function nothingToDo(
+  rt: PairRuntime,
+  o: { now: () => Date; started: number; requests: number; method: RawListing['method']; scanned: boolean; treeWalkedAt: Date | null },
+): PassReport {
   rt.store.transaction(() => {
-    // The folders are exactly as saved by the last full pass (raw.unchanged): only the walk's time is new.
-    if (raw.walkedTree && rt.store.getMeta(TREE_WALKED_AT) !== undefined) rt.store.setMeta(TREE_WALKED_AT, new Date(rt.cache.foldersAt).toISOString());
-    const at = now().toISOString();
+    if (o.treeWalkedAt !== null) rt.store.setMeta(TREE_WALKED_AT, o.treeWalkedAt.toISOString());
+    const at = o.now().toISOString();
     rt.store.setMeta('lastPollAt', at);
-    if (scanned) {
+    if (o.scanned) {
       rt.store.setMeta('lastPassAt', at);
       rt.store.setMeta('lastScanAt', at);
       rt.store.setMeta('lastError', '');
@@ -645,9 +645,9 @@ function quietPass(rt: PairRuntime, raw: RawListing, now: () => Date, started: n
     execution: null,
     issues,
     hashed: 0,
-    remoteRequests: raw.requests,
-    listingMethod: raw.method,
-    durationMs: Date.now() - started,
+    remoteRequests: o.requests,
+    listingMethod: o.method,
+    durationMs: Date.now() - o.started,
     converged: issues.every((i) => INFORMATIONAL.has(i.code)),
     deferred: [],
     recheckInMs: null,
