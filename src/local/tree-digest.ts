@@ -25,6 +25,10 @@ export interface DigestOptions extends Omit<WalkOptions, 'ignore'> {
   ignoreGlobs: string[];
   /** How many files the tree is expected to hold (the base): decides whether a worker helps. */
   expectedFiles?: number;
+  /** Called for each sub-tree walked, with the thread that walked it. */
+  onSegment?: (thread: 'main' | 'worker') => void;
+  /** Tests: the main thread lists the top of the tree and leaves every sub-tree to the worker (if there is one). */
+  workerOnly?: boolean;
 }
 
 /** What one sub-tree's walk gives: its chunks joined, and whether it can be vouched for. */
@@ -71,14 +75,19 @@ export async function digestLocalTree(opts: DigestOptions): Promise<string | nul
   const helper = parallel && frames.length > 1 ? startWorker(opts, frames, next, results) : null;
   try {
     const claims = new Int32Array(next);
+    const walkHere = async (i: number) => {
+      results[i] = await walkSegment(walkOpts, frames[i] as WalkFrame);
+      opts.onSegment?.('main');
+    };
     for (;;) {
+      if (helper !== null && opts.workerOnly === true) break;
       const i = Atomics.add(claims, 0, 1);
       if (i >= frames.length) break;
-      results[i] = await walkSegment(walkOpts, frames[i] as WalkFrame);
+      await walkHere(i);
     }
     await helper?.finished;
     // Anything the worker took but did not answer (it failed) is walked here.
-    for (let i = 0; i < frames.length; i++) results[i] ??= await walkSegment(walkOpts, frames[i] as WalkFrame);
+    for (let i = 0; i < frames.length; i++) if (results[i] === undefined) await walkHere(i);
   } finally {
     await helper?.stop();
   }
@@ -125,7 +134,10 @@ function startWorker(
   const finished = new Promise<void>((resolve) => {
     worker.on('message', (m: WorkerMessage) => {
       if ('done' in m) resolve();
-      else results[m.index] = { text: m.text, clean: m.clean };
+      else {
+        results[m.index] = { text: m.text, clean: m.clean };
+        opts.onSegment?.('worker');
+      }
     });
     worker.on('error', () => resolve());
     worker.on('exit', () => resolve());

@@ -111,6 +111,11 @@ describe('digestLocalTree on two threads (the compiled worker)', () => {
     const many = { root, caseInsensitive: false, ignoreGlobs, expectedFiles: built.PARALLEL_FROM_FILES };
     const single = await digest();
     expect(await built.digestLocalTree(many)).toBe(single);
+    // Every sub-tree walked by the worker (the main thread only listed the top): the same digest.
+    const by = { main: 0, worker: 0 };
+    expect(await built.digestLocalTree({ ...many, workerOnly: true, onSegment: (t) => by[t]++ })).toBe(single);
+    expect(by.worker).toBeGreaterThanOrEqual(48);
+    expect(by.main).toBe(0);
     expect(await built.digestLocalTree({ ...many, expectedFiles: 0 })).toBe(single);
     write('T5/D8/f3.txt', 'changed');
     const changed = await digest();
