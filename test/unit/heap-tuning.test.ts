@@ -82,6 +82,9 @@ describe('releaseMemorySoon (one full collection after a bulk pass)', () => {
     const MiB = 1024 * 1024;
     expect(tuned.before).toBeGreaterThan(150 * MiB); // the garbage was resident
     expect(tuned.after).toBeLessThan(tuned.before - 80 * MiB); // the compacting collection gave most of it back
-    expect(untouched.after).toBeGreaterThan(untouched.before - 40 * MiB); // without the tuning nothing happens that soon
+    // Without the tuning, V8's own collector may give some back in that time too (41 MiB once on a loaded
+    // machine): the collection must give back clearly more than that.
+    const freed = (r: { before: number; after: number }) => r.before - r.after;
+    expect(freed(tuned), JSON.stringify({ tuned, untouched })).toBeGreaterThan(freed(untouched) + 40 * MiB);
   });
 });
