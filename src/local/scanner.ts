@@ -7,7 +7,7 @@ import type { FileStat, LocalFile, LocalObservation, LocalProblem, PathKey } fro
 import { pathKey } from '../sync/path-key.js';
 import { hashFile } from './hash.js';
 import type { IgnoreMatcher } from './ignore.js';
-import { errnoOf, readRoot, statOf, TreeWalker, UNREADABLE, type WalkFrame } from './tree-walk.js';
+import { chunkDigest, errnoOf, readRoot, statOf, TreeWalker, UNREADABLE, type WalkFrame } from './tree-walk.js';
 
 export interface PriorFile extends FileStat {
   sha256: string;
@@ -93,7 +93,7 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
       }
     },
   });
-  await walker.walk(stack, (chunk) => hash?.update(chunk));
+  await walker.walk(stack, (chunk) => hash?.update(chunkDigest(chunk)));
 
   await hashAll(toHash, opts, files, problem);
   // The tree digest (tree-digest.ts) comes with a whole scan that met nothing it could not vouch for.

@@ -1,5 +1,5 @@
 // The second thread of digestLocalTree (tree-digest.ts): takes sub-trees from the shared counter until none is
-// left, walks each and sends its chunks back. Any error ends it; the main thread then walks what is missing.
+// left, walks each and sends its chunks' digests back. Any error ends it; the main thread then walks what is missing.
 import fs from 'node:fs';
 import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -18,7 +18,7 @@ for (;;) {
   try {
     entries = fs.readdirSync(path.join(input.root, rel), { withFileTypes: true });
   } catch {
-    post({ index, text: '', clean: false }); // changed or unreadable since the main thread listed it
+    post({ index, digests: new Uint8Array(0), clean: false }); // changed or unreadable since the main thread listed it
     continue;
   }
   post({ index, ...(await walkSegment(opts, { rel, entries })) });

@@ -1,18 +1,18 @@
 // The tree digest: what the in-sync mark keeps of a whole scan (sync/in-sync-mark.ts), so that a new process can
 // tell whether the tree is exactly as then without loading the base. It is the SHA-256 of the walk's chunks
-// (tree-walk.ts: every directory, and every file's name, size, mtime and inode) in walk order; scanLocal
-// computes the same one while it scans.
+// digests (tree-walk.ts chunkDigest: every directory, and every file's name, size, mtime and inode) in walk
+// order; scanLocal computes the same one while it scans.
 //
 // A large tree is walked on two threads: the main thread lists the top of the tree until it has a few dozen
-// sub-trees, then it and a worker take sub-trees in turn; the chunks are hashed in walk order at the end, so
-// the digest is the one a single walk gives. The walk is one lstat per file, which costs the kernel about as
+// sub-trees, then it and a worker take sub-trees in turn; the chunk digests are hashed in walk order at the
+// end, so the digest is the one a single walk gives. The walk is one lstat per file, which costs the kernel about as
 // much as everything else together; the second core halves it.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createIgnoreMatcher } from './ignore.js';
-import { readRoot, TreeWalker, type WalkFrame, type WalkOptions } from './tree-walk.js';
+import { chunkDigest, readRoot, TreeWalker, type WalkFrame, type WalkOptions } from './tree-walk.js';
 
 /** Below this many files the worker's start-up (~40 ms) is not worth it. */
 export const PARALLEL_FROM_FILES = 20_000;
@@ -31,9 +31,9 @@ export interface DigestOptions extends Omit<WalkOptions, 'ignore'> {
   workerOnly?: boolean;
 }
 
-/** What one sub-tree's walk gives: its chunks joined, and whether it can be vouched for. */
+/** What one sub-tree's walk gives: its chunks' digests in walk order, and whether it can be vouched for. */
 interface SegmentResult {
-  text: string;
+  digests: Uint8Array;
   clean: boolean;
 }
 
@@ -95,12 +95,12 @@ export async function digestLocalTree(opts: DigestOptions): Promise<string | nul
   let f = 0;
   for (const s of segments) {
     if (!isFrame(s)) {
-      hash.update(s);
+      hash.update(chunkDigest(s));
       continue;
     }
     const r = results[f++] as SegmentResult;
     if (!r.clean) clean = false;
-    hash.update(r.text);
+    hash.update(r.digests);
   }
   return clean && !walker.daemonFiles ? hash.digest('base64') : null;
 }
@@ -113,9 +113,9 @@ function isFrame(s: string | WalkFrame): s is WalkFrame {
 export async function walkSegment(opts: WalkOptions, frame: WalkFrame): Promise<SegmentResult> {
   let clean = true;
   const walker = new TreeWalker(opts, { dir: () => undefined, file: () => undefined, problem: () => void (clean = false) });
-  const parts: string[] = [];
-  await walker.walk([frame], (chunk) => parts.push(chunk));
-  return { text: parts.join(''), clean: clean && !walker.daemonFiles };
+  const parts: Buffer[] = [];
+  await walker.walk([frame], (chunk) => parts.push(chunkDigest(chunk)));
+  return { digests: Buffer.concat(parts), clean: clean && !walker.daemonFiles };
 }
 
 /** The compiled worker next to this module (absent when running from TypeScript sources: then no worker). */
@@ -135,7 +135,7 @@ function startWorker(
     worker.on('message', (m: WorkerMessage) => {
       if ('done' in m) resolve();
       else {
-        results[m.index] = { text: m.text, clean: m.clean };
+        results[m.index] = { digests: m.digests, clean: m.clean };
         opts.onSegment?.('worker');
       }
     });

@@ -29,7 +29,7 @@ import type { BaseEntry, LocalObservation, PathKey, RemoteFolder } from './model
 export const IN_SYNC_MARK = 'inSyncMark';
 
 /** Bumped when what the mark means changes, so a mark written by another format is never trusted. */
-const FORMAT = 2;
+const FORMAT = 3;
 
 /** The mark as stored; anything else (another format, a damaged value) is no mark at all. */
 const MarkSchema = z.object({

@@ -201,6 +201,19 @@ describe('scanLocal', () => {
     expect(cs.obs.problems).toEqual([]);
   });
 
+  it('of two colliding folders only the first is walked: the files under the second are neither seen nor reported on their own', async () => {
+    // Collisions are looked for per directory (tree-walk.ts): this is the case that makes that enough.
+    write('Docs/a.txt', 'first');
+    write('Docs/Sub/b.txt', 'first deep');
+    write('docs/a.txt', 'second');
+    write('docs/Sub/b.txt', 'second deep');
+    write('docs/only-here.txt', 'second only');
+    const ci = await scan({ caseInsensitive: true });
+    expect([...ci.obs.files.values()].map((f) => f.relPath).sort()).toEqual(['Docs/Sub/b.txt', 'Docs/a.txt']);
+    expect(ci.obs.problems).toEqual([{ relPath: 'docs', key: 'docs', reason: 'name-not-representable', detail: 'collides with Docs' }]);
+    expect(ci.obs.digest).toBeUndefined();
+  });
+
   it('keys are NFC: an NFD and an NFC spelling of one name collide even case-sensitively', async () => {
     write('Cafe\u0301.txt', 'nfd');
     write('Caf\u00e9.txt', 'nfc');
