@@ -11,7 +11,7 @@ import { run, tail } from './lib/proc.js';
 import { median, mib, ratio, runsList, secs, table } from './lib/stats.js';
 import { serveDirectory } from './lib/static-server.js';
 import { flatSet, seedRemote, writeTree, type FileSpec } from './lib/trees.js';
-import { benchEmulator, floorArgs, limitsAt, ROOT, rmrf, runFloor, runSync, tempDir, totalRequests, treeSize, writeConfig } from './lib/workspace.js';
+import { benchEmulator, floorArgs, limitsAt, ROOT, rmrf, settleDisk, runFloor, runSync, tempDir, totalRequests, treeSize, writeConfig } from './lib/workspace.js';
 
 export interface SetSpec {
   label: string;
@@ -65,6 +65,7 @@ export async function benchDownload(env: BenchEnv, log: (s: string) => void): Pr
             const dir = tempDir('dl-bs');
             const local = path.join(dir, 'local');
             const cfg = writeConfig(dir, { emu, binderId, localPath: local, stateDir: path.join(dir, 'state'), limits });
+            settleDisk();
             emu.control.resetCounters();
             const r = await runSync(cfg, emu);
             check(treeSize(local), set.files.length, bytes, 'binder-sync');
@@ -76,6 +77,7 @@ export async function benchDownload(env: BenchEnv, log: (s: string) => void): Pr
           {
             const dir = tempDir('dl-floor');
             const local = path.join(dir, 'local');
+            settleDisk();
             emu.control.resetCounters();
             const r = await runFloor('download', floorArgs(emu, binderId, local, limits), emu, dir);
             check(treeSize(local), set.files.length, bytes, 'floor');
@@ -87,6 +89,7 @@ export async function benchDownload(env: BenchEnv, log: (s: string) => void): Pr
           if (srv && ri === 0) {
             const dir = tempDir('dl-rclone');
             const local = path.join(dir, 'local');
+            settleDisk();
             const r = await run('rclone', ['copy', '--http-url', srv.url, ':http:', local, '--transfers', '4', '--checkers', '8'], {
               stderrFile: path.join(work, 'rclone.stderr'),
               env: { RCLONE_CONFIG: '/dev/null' },

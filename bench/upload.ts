@@ -7,7 +7,7 @@ import { downloadSets, type Sample } from './download.js';
 import type { BenchEnv } from './lib/env.js';
 import { median, ratio, runsList, secs, table } from './lib/stats.js';
 import { seedFolders, writeTree, type FileSpec } from './lib/trees.js';
-import { benchEmulator, floorArgs, limitsAt, rmrf, runFloor, runSync, tempDir, totalRequests, writeConfig } from './lib/workspace.js';
+import { benchEmulator, floorArgs, limitsAt, rmrf, settleDisk, runFloor, runSync, tempDir, totalRequests, writeConfig } from './lib/workspace.js';
 
 async function freshBinder(files: readonly FileSpec[]): Promise<{ emu: Emulator; binderId: string }> {
   const emu = await benchEmulator();
@@ -38,7 +38,8 @@ export async function benchUpload(env: BenchEnv, log: (s: string) => void): Prom
             const dir = tempDir('ul-bs');
             try {
               const cfg = writeConfig(dir, { emu, binderId, localPath: source, stateDir: path.join(dir, 'state'), limits });
-              emu.control.resetCounters();
+              settleDisk();
+            emu.control.resetCounters();
               const r = await runSync(cfg, emu);
               checkRemote(emu, binderId, set.files.length, 'binder-sync');
               bs.ms.push(r.ms);
@@ -52,7 +53,8 @@ export async function benchUpload(env: BenchEnv, log: (s: string) => void): Prom
             const { emu, binderId } = await freshBinder(set.files);
             const dir = tempDir('ul-floor');
             try {
-              emu.control.resetCounters();
+              settleDisk();
+            emu.control.resetCounters();
               const r = await runFloor('upload', floorArgs(emu, binderId, source, limits), emu, dir);
               checkRemote(emu, binderId, set.files.length, 'floor');
               fl.ms.push(r.ms);

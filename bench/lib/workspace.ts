@@ -1,5 +1,6 @@
 // Shared plumbing: repo paths, the in-process emulator, temp dirs, config files for the CLI, and runners for
 // `binder-sync sync` and the floor scripts (both as child processes, timed from spawn to exit).
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,6 +33,15 @@ export function tempDir(tag: string): string {
 
 export function rmrf(dir: string): void {
   fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * Writes back every dirty page (sync(1)) before a timed run. The floor and rclone never fsync, so without this
+ * the next tool's run (often binder-sync, which must fsync each file it writes) pays for up to a GiB of their
+ * writeback: its fsyncs wait behind the kernel's flush of the other tool's files.
+ */
+export function settleDisk(): void {
+  spawnSync('sync', { stdio: 'ignore' });
 }
 
 export async function benchEmulator(opts: EmulatorOptions = {}): Promise<Emulator> {

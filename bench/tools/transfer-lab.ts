@@ -13,7 +13,7 @@ import { newestProfile, summarizeProfile } from '../lib/profile.js';
 import { run, tail } from '../lib/proc.js';
 import { median } from '../lib/stats.js';
 import { flatSet, seedFolders, seedRemote, writeTree, type FileSpec } from '../lib/trees.js';
-import { benchEmulator, floorArgs, limitsAt, OUT, ROOT, rmrf, SECRET_ENV, tempDir, treeSize, writeConfig } from '../lib/workspace.js';
+import { benchEmulator, floorArgs, limitsAt, OUT, ROOT, rmrf, SECRET_ENV, settleDisk, tempDir, treeSize, writeConfig } from '../lib/workspace.js';
 
 const bins = (process.env.LAB_BINS ?? `cur=${path.join(ROOT, 'bin', 'binder-sync.js')}`).split(',').map((s) => {
   const [name, p] = s.split('=');
@@ -126,6 +126,7 @@ async function measure(mode: string, sides: Side[]): Promise<void> {
     // The order rotates each run, so no side always follows the same one.
     for (let k = 0; k < sides.length; k++) {
       const side = sides[(i + k) % sides.length] as Side;
+      settleDisk();
       const t = await side.run();
       res.get(side.name)?.push(t);
     }
