@@ -96,25 +96,38 @@ export async function listRemote(client: ListingClient, opts: ListRemoteOptions)
 export async function fetchRemote(client: ListingClient, opts: FetchRemoteOptions): Promise<RawListing> {
   const counter = { requests: 0 };
   const previous = opts.previous ?? null;
-  let folders: RawFolder[] | null = null;
-  const walk = async () => (folders ??= await listFolderTree(client, opts.binderId, counter, opts.signal));
+  const stopWalk = new AbortController();
+  const walkSignal = opts.signal ? AbortSignal.any([opts.signal, stopWalk.signal]) : stopWalk.signal;
+  let walking: Promise<RawFolder[]> | null = null;
+  const walk = (): Promise<RawFolder[]> => (walking ??= listFolderTree(client, opts.binderId, counter, walkSignal));
+  // A walk that happens whatever the documents say (no tree that may stand in) starts with the search. Both
+  // share the request rate, but the search pages are bound by the server's time per page (a page of 1000
+  // documents) and the walk by the rate (one small request per folder): side by side they take about as long
+  // as the longer one (100k documents in 1,109 folders: ~1.1 s instead of ~2.0 s one after the other).
+  if (opts.reuseFolders !== true || previous === null) walk().catch(() => undefined); // awaited (and thrown) below
   let method: RemoteListing['method'] = 'search';
-  let searched = await listDocumentsBySearch(client, opts, counter, previous);
-  if (searched === null) {
-    // The paged walk was inconsistent (totalCount changed, or pages overlapped and skipped items because
-    // the server's order is not stable). Try once more, then fall back to the unpaged per-folder endpoint.
-    searched = await listDocumentsBySearch(client, opts, counter, previous);
-  }
   let docs: Map<string, RawDoc>;
-  if (searched === null) {
-    method = 'per-folder';
-    docs = await listDocumentsPerFolder(client, opts.binderId, await walk(), counter, previous, opts.signal);
-  } else {
-    docs = searched.docs;
+  let searched: Awaited<ReturnType<typeof listDocumentsBySearch>>;
+  try {
+    searched = await listDocumentsBySearch(client, opts, counter, previous);
+    if (searched === null) {
+      // The paged walk was inconsistent (totalCount changed, or pages overlapped and skipped items because
+      // the server's order is not stable). Try once more, then fall back to the unpaged per-folder endpoint.
+      searched = await listDocumentsBySearch(client, opts, counter, previous);
+    }
+    if (searched === null) {
+      method = 'per-folder';
+      docs = await listDocumentsPerFolder(client, opts.binderId, await walk(), counter, previous, opts.signal);
+    } else {
+      docs = searched.docs;
+    }
+  } catch (err) {
+    stopWalk.abort(); // the listing failed: no more folder requests for it
+    throw err;
   }
   // DocMerger hands back the previous map itself exactly when every document is as it was: no second compare.
   const docsUnchanged = previous !== null && docs === previous.docs;
-  const reusable = folders === null && opts.reuseFolders === true && previous !== null && docsUnchanged && allInKnownFolders(docs, previous.folders);
+  const reusable = walking === null && opts.reuseFolders === true && previous !== null && docsUnchanged && allInKnownFolders(docs, previous.folders);
   const tree = reusable && previous ? previous.folders : await walk();
   const unchanged = docsUnchanged && previous !== null && (tree === previous.folders || sameFolders(tree, previous.folders));
   return { folders: tree, docs, method, requests: counter.requests, unchanged, docsUnchanged, walkedTree: !reusable, pages: searched?.pages ?? null };

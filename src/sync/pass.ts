@@ -552,13 +552,10 @@ async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions, walkLocal: bo
   const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
   const counter = { requests: 0 };
   const settle = (p: Promise<boolean>) => p.then((same) => (same ? true : (stop.abort(), false)));
-  const remote = settle(
-    (async () => {
-      const query = { binderId: rt.pair.binderId, pageSize: rt.pair.pageSize, signal };
-      if (!(await searchPagesUnchanged(rt.client, query, mark.search as NonNullable<typeof mark.search>, counter))) return false;
-      return !walkTree || folderTreeUnchanged(rt.client, rt.pair.binderId, tree.folders, counter, signal);
-    })(),
-  );
+  // The pages and the folder tree side by side (see fetchRemote): the first difference stops all three checks.
+  const query = { binderId: rt.pair.binderId, pageSize: rt.pair.pageSize, signal };
+  const pages = settle(searchPagesUnchanged(rt.client, query, mark.search, counter));
+  const folders = walkTree ? settle(folderTreeUnchanged(rt.client, rt.pair.binderId, tree.folders, counter, signal)) : Promise.resolve(true);
   const local = settle(
     (async () => {
       if (!walkLocal) return true; // parked: unchanged since the last quiet pass, by the watcher's word
@@ -568,7 +565,7 @@ async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions, walkLocal: bo
       return (await digestLocalTree({ root: rt.pair.localPath, caseInsensitive: rt.caseInsensitive, ignoreGlobs: rt.pair.ignore, expectedFiles, signal })) === mark.tree;
     })(),
   );
-  const results = await Promise.allSettled([remote, local]);
+  const results = await Promise.allSettled([pages, folders, local]);
   // A side stopped because the other differed: the normal pass decides. Any other error is the pass's.
   if (stop.signal.aborted && opts.signal?.aborted !== true) return null;
   for (const r of results) if (r.status === 'rejected') throw r.reason;

@@ -218,6 +218,60 @@ describe('listRemote', () => {
       const afterDocChange = await raw(counting, walked, true);
       expect(afterDocChange.walkedTree).toBe(true);
     });
+
+    it('a walk that will happen anyway runs beside the search; one that may be spared waits for it', async () => {
+      const { client } = fakeClient(docs(25));
+      const events: string[] = [];
+      const traced = {
+        ...client,
+        // Every search page waits a little, so that a walk started beside it answers first.
+        searchPage: async (...a: Parameters<ListingClient['searchPage']>) => {
+          events.push('search');
+          await new Promise((r) => setTimeout(r, 5));
+          return client.searchPage(...a);
+        },
+        listTopFolders: async (b: string) => (events.push('folders'), client.listTopFolders(b)),
+      } as ListingClient;
+      const first = await raw(traced, null, true); // no previous tree: the walk is certain
+      expect(events.indexOf('folders')).toBeLessThan(events.lastIndexOf('search'));
+      expect(first.walkedTree).toBe(true);
+      events.length = 0;
+      await raw(traced, first, true); // the tree may stand in: it is not walked at all
+      expect(events).not.toContain('folders');
+      events.length = 0;
+      await raw(traced, first, false); // no reuse asked (`sync`): beside the search again
+      expect(events.indexOf('folders')).toBeLessThan(events.lastIndexOf('search'));
+    });
+
+    it('a failed search stops the walk beside it, and a failed walk fails the listing', async () => {
+      const { client } = fakeClient(docs(5));
+      let subfolderCalls = 0;
+      let searchFails = true;
+      const flaky = {
+        ...client,
+        searchPage: async (...a: Parameters<ListingClient['searchPage']>) => {
+          await new Promise((r) => setTimeout(r, 5));
+          if (searchFails) throw new Error('HTTP 503 on search');
+          return client.searchPage(...a);
+        },
+        // A deep tree: each folder has one child, 50 levels down.
+        listTopFolders: async () => [{ id: 'L0', name: 'L0' }],
+        listSubFolders: async (_b: string, id: string) => {
+          subfolderCalls++;
+          await new Promise((r) => setTimeout(r, 1));
+          const n = Number(id.slice(1));
+          return n < 50 ? [{ id: `L${n + 1}`, name: `L${n + 1}`, parentId: id }] : [];
+        },
+      } as ListingClient;
+      await expect(raw(flaky, null)).rejects.toThrow('503 on search');
+      const atFailure = subfolderCalls;
+      await new Promise((r) => setTimeout(r, 100));
+      expect(subfolderCalls).toBeLessThan(50);
+      expect(subfolderCalls - atFailure).toBeLessThanOrEqual(1); // at most the level in flight
+      searchFails = false;
+      const walkFails = { ...flaky, listSubFolders: async () => { throw new Error('HTTP 500 on folders'); } } as ListingClient;
+      await expect(raw(walkFails, null)).rejects.toThrow('500 on folders');
+    });
   });
 });
 
