@@ -124,4 +124,22 @@ describe('digestLocalTree on two threads (the compiled worker)', () => {
     write('T0/D0/.binder-sync-tmp-1', 'left by a crash');
     expect(await built.digestLocalTree(many)).toBeNull();
   });
+
+  it('lets the event loop run between the sub-trees the main thread walks (the listing goes on beside it)', async () => {
+    const built = (await import(path.resolve('dist/local/tree-digest.js'))) as typeof import('../../src/local/tree-digest.js');
+    for (let t = 0; t < 6; t++) for (let d = 0; d < 9; d++) write(`T${t}/D${d}/f.txt`, `${t}${d}`);
+    let turns = 0;
+    let done = false;
+    const turn = () => {
+      turns++;
+      if (!done) setImmediate(turn);
+    };
+    setImmediate(turn);
+    const seenAt: number[] = [];
+    await built.digestLocalTree({ root, caseInsensitive: false, ignoreGlobs, expectedFiles: built.PARALLEL_FROM_FILES, onSegment: (t) => void (t === 'main' && seenAt.push(turns)) });
+    done = true;
+    expect(seenAt.length).toBeGreaterThan(2);
+    // Each sub-tree of the main thread is walked in an event-loop turn of its own.
+    for (let i = 1; i < seenAt.length; i++) expect(seenAt[i]).toBeGreaterThan(seenAt[i - 1] as number);
+  });
 });
