@@ -49,7 +49,15 @@ export class HttpProblem extends BinderSyncError {
 }
 
 export type Reply =
-  | { kind: 'json'; status: number; body: unknown; contentType?: string; headers?: Record<string, string> }
+  | {
+      kind: 'json';
+      status: number;
+      body: unknown;
+      contentType?: string;
+      headers?: Record<string, string>;
+      /** The body already serialized (JSON.stringify of `body`), when the handler keeps it for repeats. */
+      payload?: Buffer;
+    }
   | { kind: 'file'; status: number; path: string; size: number; headers?: Record<string, string> }
   | { kind: 'empty'; status: number; headers?: Record<string, string> };
 
@@ -116,7 +124,7 @@ export interface SendOptions {
 export function sendReply(res: ServerResponse, reply: Reply, opts: SendOptions = {}): void {
   const headers: Record<string, string | number> = { ...(reply.headers ?? {}) };
   if (reply.kind === 'json') {
-    const payload = Buffer.from(JSON.stringify(reply.body));
+    const payload = reply.payload ?? Buffer.from(JSON.stringify(reply.body));
     headers['content-type'] = `${reply.contentType ?? 'application/json'}; charset=utf-8`;
     headers['content-length'] = payload.length;
     res.writeHead(reply.status, headers);

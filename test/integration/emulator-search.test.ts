@@ -201,5 +201,13 @@ describe('emulator search', () => {
     expect((await page()).totalCount).toBe(2);
     emu.control.addDocument(b, f, 'm4.txt', 'm4');
     expect((await page()).totalCount).toBe(3);
+    // Page bodies are kept serialized per page number and size: each one still answers its own slice.
+    const slice = async (q: string) => ((await search(filter, q)).body as { items: Array<{ id: string }>; pageSize: number; pageNumber: number });
+    const all = (await page()).items.map((d) => d.id);
+    for (let round = 0; round < 2; round++) {
+      expect((await slice('?pageSize=2&pageNumber=1')).items.map((d) => d.id)).toEqual(all.slice(0, 2));
+      expect((await slice('?pageSize=2&pageNumber=2')).items.map((d) => d.id)).toEqual(all.slice(2, 4));
+      expect(await slice('?pageSize=1&pageNumber=2')).toMatchObject({ pageSize: 1, pageNumber: 2, items: [{ id: all[1] }] });
+    }
   });
 });
