@@ -39,7 +39,7 @@ export async function lstatOrNull(abs: string): Promise<fs.Stats | null> {
   }
 }
 
-function localChanged(abs: string, detail: string): BinderSyncError {
+export function localChanged(abs: string, detail: string): BinderSyncError {
   return new BinderSyncError(`${abs} changed since it was scanned (${detail}); not touching it`, {
     code: 'LOCAL_CHANGED',
     retryable: true,

@@ -1,5 +1,6 @@
-// Walks the local sync root into a LocalObservation: every regular file with its stat and SHA-256, every
-// directory, and every path that could not be observed (a problem, never mistaken for a deletion).
+// Walks the local sync root into a LocalObservation: every regular file with its stat and SHA-256 (null for a
+// large new file when asked: read later, by its upload), every directory, and every path that could not be
+// observed (a problem, never mistaken for a deletion).
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -10,7 +11,8 @@ import type { IgnoreMatcher } from './ignore.js';
 import { chunkDigest, errnoOf, readRoot, statOf, TreeWalker, UNREADABLE, type WalkFrame } from './tree-walk.js';
 
 export interface PriorFile extends FileStat {
-  sha256: string;
+  /** null: seen before, not read yet (see lazyHashFromBytes). */
+  sha256: string | null;
 }
 
 export interface ScanOptions {
@@ -26,12 +28,25 @@ export interface ScanOptions {
   /** Files hashed at the same time (default 4). */
   hashConcurrency?: number;
   /**
+   * Files of this size or more that have no prior with a hash (new files: nothing to compare them with yet)
+   * are not read: their sha256 is null, and whoever needs the content reads it then (an upload hashes what it
+   * sends). Undefined: every file is hashed. Files seen before with a hash are always hashed when changed.
+   */
+  lazyHashFromBytes?: number;
+  /**
    * Walk only these directories (relative to root, '' = root) and everything under them; the result then
    * describes just those subtrees (see mergeScan). A listed directory that no longer exists yields nothing.
    * Used after watcher hints, so a 100k-file tree is not walked for one saved file.
    */
   subtrees?: string[];
 }
+
+/**
+ * The size from which a new file is not hashed by the scan (lazyHashFromBytes in the sync pass): the size from
+ * which the hash pool reads in worker threads. Smaller files cost little to read twice, and a hash taken by
+ * the scan lets the pass tell identical small files apart without a read.
+ */
+export const LAZY_HASH_FROM_BYTES = 4 << 20;
 
 function sameStat(a: FileStat, b: FileStat): boolean {
   return a.size === b.size && a.mtimeMs === b.mtimeMs && a.inode === b.inode;
@@ -79,6 +94,7 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
   // Only a scan of the whole tree has a digest (a partial one describes some subtrees).
   const full = opts.subtrees === undefined || opts.subtrees.includes('');
   const hash = full ? createHash('sha256') : null;
+  const lazyFrom = opts.lazyHashFromBytes;
   const walker = new TreeWalker(opts, {
     dir: (relPath, key) => dirs.set(key, relPath),
     problem,
@@ -88,6 +104,8 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
         // Every field in one literal (no spread): a spread object gets out-of-line property storage, ~40
         // bytes more per file for as long as the daemon keeps this observation.
         files.set(key, { relPath, key, size: stat.size, mtimeMs: stat.mtimeMs, inode: stat.inode, sha256: before.sha256 });
+      } else if (lazyFrom !== undefined && stat.size >= lazyFrom && (before === undefined || before.sha256 === null)) {
+        files.set(key, { relPath, key, size: stat.size, mtimeMs: stat.mtimeMs, inode: stat.inode, sha256: null });
       } else {
         toHash.push({ relPath, key, stat });
       }

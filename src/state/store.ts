@@ -173,7 +173,7 @@ export class StateStore {
            @versionLabel, @reason, 'planned', @now, @now)`,
       ),
       setOutboxStage: db.prepare(
-        `UPDATE outbox SET stage = @stage, upload_id = COALESCE(@uploadId, upload_id),
+        `UPDATE outbox SET stage = @stage, upload_id = COALESCE(@uploadId, upload_id), sha256 = COALESCE(@sha256, sha256),
            document_id = COALESCE(@documentId, document_id), version_id = COALESCE(@versionId, version_id),
            updated_at = @now WHERE id = @id`,
       ),
@@ -411,12 +411,13 @@ export class StateStore {
   setOutboxStage(
     id: number,
     stage: OutboxStage,
-    fields: { uploadId?: string; documentId?: string; versionId?: string } = {},
+    fields: { uploadId?: string; documentId?: string; versionId?: string; sha256?: string } = {},
   ): void {
     const info = this.stmts.setOutboxStage.run({
       id,
       stage,
       uploadId: fields.uploadId ?? null,
+      sha256: fields.sha256 ?? null,
       documentId: fields.documentId ?? null,
       versionId: fields.versionId ?? null,
       now: new Date().toISOString(),

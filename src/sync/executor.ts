@@ -4,12 +4,13 @@
 import fs from 'node:fs/promises';
 import PQueue from 'p-queue';
 import { BinderSyncError, describeError, isRetryable } from '../errors.js';
-import { commitTempFile, ensureDir, moveFile, replaceFile, resolveInside } from '../local/fs-ops.js';
+import { commitTempFile, ensureDir, localChanged, lstatOrNull, moveFile, replaceFile, resolveInside, statMatches, toFileStat } from '../local/fs-ops.js';
+import { hashFile } from '../local/hash.js';
 import { failpoint } from '../failpoints.js';
 import { downloadToTemp } from './download.js';
 import { recordDownloadIntent, recordMoveIntent } from './intents.js';
 import type { ExecutorDeps } from './executor-deps.js';
-import type { Action, ActionKind, BaseEntry, Plan, RemoteDoc } from './model.js';
+import type { Action, ActionKind, BaseEntry, LocalFile, Plan, RemoteDoc } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { uploadLocalFile } from './upload.js';
 
@@ -198,9 +199,16 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
   const abs = resolveInside(d.root, a.relPath);
   const tmp = await downloadToTemp(d, a.doc, abs);
   report.bytesDownloaded += tmp.bytes;
-  if (tmp.sha256 === a.local.sha256) {
+  let local: LocalFile;
+  try {
+    local = await withContentHash(abs, a.local, tmp.bytes, d.signal);
+  } catch (err) {
     await fs.rm(tmp.tempPath, { force: true });
-    d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, a.local, a.local.sha256));
+    throw err;
+  }
+  if (local.sha256 !== null && tmp.sha256 === local.sha256) {
+    await fs.rm(tmp.tempPath, { force: true });
+    d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, local, local.sha256));
     return;
   }
   const at = d.now().toISOString();
@@ -209,7 +217,7 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
       const copyAbs = resolveInside(d.root, a.conflictPath);
       let copyStat;
       try {
-        copyStat = await moveFile(abs, copyAbs, a.local);
+        copyStat = await moveFile(abs, copyAbs, local);
       } catch (err) {
         await fs.rm(tmp.tempPath, { force: true });
         throw err;
@@ -235,7 +243,7 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
           relPath: a.conflictPath,
           key: pathKey(a.conflictPath, d.caseInsensitive),
           abs: copyAbs,
-          local: { ...a.local, ...copyStat, relPath: a.conflictPath, key: pathKey(a.conflictPath, d.caseInsensitive) },
+          local: { ...local, ...copyStat, relPath: a.conflictPath, key: pathKey(a.conflictPath, d.caseInsensitive) },
           target: { documentId: null, folderId: a.doc.folderId, fileName: baseName(a.conflictPath) },
           reason: 'conflict-copy',
         });
@@ -247,7 +255,7 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
       const intent = await recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
       let replaced;
       try {
-        replaced = await replaceFile(tmp.tempPath, abs, a.local, d.trash, a.relPath);
+        replaced = await replaceFile(tmp.tempPath, abs, local, d.trash, a.relPath);
       } catch (err) {
         d.store.deleteIntent(intent);
         throw err;
@@ -268,7 +276,7 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
         relPath: a.relPath,
         key: a.key,
         abs,
-        local: a.local,
+        local,
         target: { documentId: a.doc.documentId, folderId: a.doc.folderId, fileName: a.doc.fileName },
         reason: 'local-wins',
       });
@@ -278,6 +286,19 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
       return;
     }
   }
+}
+
+/**
+ * The local side of a conflict with its content hash: read now when the scan left it unread (a large new file)
+ * and the remote content has the same size (contents of different sizes differ anyway). The file must still be
+ * as planned, or the hash would describe something else: LOCAL_CHANGED (the next pass plans again).
+ */
+async function withContentHash(abs: string, local: LocalFile, remoteBytes: number, signal?: AbortSignal): Promise<LocalFile> {
+  if (local.sha256 !== null || local.size !== remoteBytes) return local;
+  const { sha256 } = await hashFile(abs, signal);
+  const after = await lstatOrNull(abs);
+  if (after === null || !after.isFile() || !statMatches(toFileStat(after), local)) throw localChanged(abs, 'it changed while it was being read');
+  return { ...local, sha256 };
 }
 
 /** Placeholder stat of a download intent: the real one is only known once the file is in place. */

@@ -87,14 +87,15 @@ export function markHolds(saved: string | undefined, pair: PairConfig, caseInsen
 }
 
 /**
- * Every local file is a base entry with its base stat (so its base hash), and every base entry has its file;
+ * Every local file is a base entry with its base stat (so its base hash; a file not read, sha256 null, is taken
+ * by its stat as reconcile does), and every base entry has its file;
  * no path could not be observed. `byKey` is the base by path key.
  */
 export function localMatchesBase(local: LocalObservation, base: ReadonlyMap<string, BaseEntry>, byKey: ReadonlyMap<PathKey, BaseEntry>): boolean {
   if (local.problems.length > 0 || local.files.size !== base.size || byKey.size !== base.size) return false;
   for (const [key, f] of local.files) {
     const b = byKey.get(key);
-    if (b === undefined || b.relPath !== f.relPath || b.size !== f.size || b.mtimeMs !== f.mtimeMs || b.inode !== f.inode || b.sha256 !== f.sha256) return false;
+    if (b === undefined || b.relPath !== f.relPath || b.size !== f.size || b.mtimeMs !== f.mtimeMs || b.inode !== f.inode || (f.sha256 !== null && b.sha256 !== f.sha256)) return false;
   }
   return true;
 }

@@ -16,7 +16,12 @@ export interface FileStat {
 export interface LocalFile extends FileStat {
   relPath: string;
   key: PathKey;
-  sha256: string;
+  /**
+   * SHA-256 of the content; null when it has not been read yet: a large file without a base row
+   * (scanner.ts LAZY_HASH_FROM_BYTES). Its upload hashes what it sends, and a conflict compares the
+   * content after hashing it first, so a new 50 GB folder is read once, by its upload, not twice.
+   */
+  sha256: string | null;
 }
 
 /** A path the scanner saw but could not observe (unreadable, symlink, special file...). */
@@ -151,7 +156,7 @@ export type Action =
       doc: RemoteDoc;
       expectLocal: FileStat;
       /** The scanned hash of the file being moved (the base takes its stat only when this equals its hash). */
-      sha256: string;
+      sha256: string | null;
     }
   | {
       kind: 'trash-local';

@@ -8,7 +8,7 @@ import { BinderSyncError } from '../errors.js';
 import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../local/fs-ops.js';
 import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
-import { coveringSubtrees, mergeScan, scanLocal, type PriorFile } from '../local/scanner.js';
+import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type PriorFile } from '../local/scanner.js';
 import { digestLocalTree } from '../local/tree-digest.js';
 import { fetchRemote, folderTreeUnchanged, observeRemote, searchPagesUnchanged, type RawDoc, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
@@ -20,7 +20,7 @@ import type { Action, BaseEntry, Issue, LocalObservation, Plan, ReconcileContext
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
-import { deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForMetadata } from './plan-filters.js';
+import { contentIdOf, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
 import { encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 
@@ -68,7 +68,7 @@ export interface PairRuntime {
    * Uploads the service refused for good (400/422: a name or metadata it does not accept), by path key, with
    * the content then: not sent again until the file changes or the pair is opened again (restart, reload).
    */
-  refusedUploads: Map<string, { sha256: string; detail: string }>;
+  refusedUploads: Map<string, { content: string; detail: string }>;
   /** Hashes of files that have no base row, by key (see rememberUnbasedHashes). */
   unbasedHashes: Map<string, PriorFile>;
   /** Observations of the previous pass, reused by passes that ask for it (see PassOptions). */
@@ -324,6 +324,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
       // A file with no base row (new, or waiting for its remote folder) is not hashed again while unchanged.
       prior: (key) => (byKey ??= new Map([...loadBase().values()].map((b) => [b.key, b]))).get(key) ?? rt.unbasedHashes.get(key),
       onHash: () => hashed++,
+      lazyHashFromBytes: LAZY_HASH_FROM_BYTES,
       ...(within ? { subtrees: within } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
     }).then((obs) => {
@@ -721,7 +722,7 @@ function rememberRefused(rt: PairRuntime, plan: Plan, execution: ExecutionReport
     if (f.kind !== 'upload' || f.code !== 'COMMIT_REFUSED' || f.retryable) continue;
     for (const g of plan.groups) {
       for (const a of g) {
-        if (a.kind === 'upload' && a.relPath === f.relPath) rt.refusedUploads.set(a.key, { sha256: a.local.sha256, detail: f.message });
+        if (a.kind === 'upload' && a.relPath === f.relPath) rt.refusedUploads.set(a.key, { content: contentIdOf(a.local), detail: f.message });
       }
     }
   }

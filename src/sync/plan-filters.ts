@@ -1,7 +1,7 @@
 // Pure filters applied to a plan before it runs: which groups wait for metadata rules, which wait until the
 // local file they read has stopped changing. No I/O; the clock is a parameter.
 import type { MetadataResolver } from './metadata-rules.js';
-import type { Action, Plan } from './model.js';
+import type { Action, LocalFile, Plan } from './model.js';
 
 /** The action sends local content to the service (an upload, or a conflict that uploads a copy or the local side). */
 export function wantsUpload(a: Action): boolean {
@@ -53,7 +53,15 @@ export function withheldForMetadata(plan: Plan, metadata: MetadataResolver): Pla
 }
 
 /** Content the service refused to commit for good (400/422), by path key: what to hold back and why. */
-export type RefusedUploads = ReadonlyMap<string, { sha256: string; detail: string }>;
+export type RefusedUploads = ReadonlyMap<string, { content: string; detail: string }>;
+
+/**
+ * What identifies a local file's content for withheldAsRefused: its SHA-256, or for a file not read yet
+ * (sha256 null) its stat, which changes with any edit, as the scanner trusts it to.
+ */
+export function contentIdOf(f: LocalFile): string {
+  return f.sha256 ?? `stat:${f.size}:${f.mtimeMs}:${f.inode}`;
+}
 
 /**
  * Uploads of exactly the content the service refused before (same path, same SHA-256) are withheld with an
@@ -67,7 +75,7 @@ export function withheldAsRefused(plan: Plan, refused: RefusedUploads): Plan {
     for (const a of group) {
       if (a.kind !== 'upload') continue;
       const r = refused.get(a.key);
-      if (r !== undefined && r.sha256 === a.local.sha256) {
+      if (r !== undefined && r.content === contentIdOf(a.local)) {
         issues.push({ relPath: a.relPath, code: 'upload-refused', detail: r.detail });
         return false;
       }

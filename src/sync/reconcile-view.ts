@@ -77,6 +77,9 @@ export class ReconcileView {
     if (this.isUnknown(b.key)) return 'unknown';
     const file = this.local.files.get(b.key);
     if (!file) return 'deleted';
+    // A file the scan did not read (sha256 null: a large file it had no hash for) is unchanged when its stat is
+    // the base's, the trust the scanner gives every file it does not re-hash: its upload just made that base.
+    if (file.sha256 === null) return file.size === b.size && file.mtimeMs === b.mtimeMs && file.inode === b.inode ? 'unchanged' : 'modified';
     return file.sha256 === b.sha256 ? 'unchanged' : 'modified';
   }
 

@@ -47,7 +47,9 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
     documentId: req.target.documentId,
     folderId: req.target.folderId,
     fileName: req.target.fileName,
-    sha256: req.local.sha256,
+    // Not known yet for a file the scan did not read (sha256 null): the row is trusted only from stage
+    // 'committing', which records the hash of what was actually PUT.
+    sha256: req.local.sha256 ?? '',
     size: req.local.size,
     mtimeMs: req.local.mtimeMs,
     inode: req.local.inode,
@@ -64,7 +66,8 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
       ...(d.onBytes ? { onBytes: d.onBytes } : {}),
     });
     // What was PUT must be exactly what was planned: a file that changed while uploading is never committed.
-    if (sent.sha256 !== req.local.sha256 || sent.bytes !== req.local.size) {
+    // Content not read by the scan is checked by its stat around the PUT (as the scanner trusts it).
+    if ((req.local.sha256 !== null && sent.sha256 !== req.local.sha256) || sent.bytes !== req.local.size) {
       throw changedError(req.abs, 'its content changed while uploading');
     }
     assertUnchanged(req.abs, req.local, 'while uploading');
@@ -87,7 +90,7 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
     }
   }
   const row = await d.store.transactionSoon(() => {
-    d.store.setOutboxStage(id, 'committing', { uploadId: sent.uploadId });
+    d.store.setOutboxStage(id, 'committing', { uploadId: sent.uploadId, sha256: sent.sha256 });
     return d.store.getOutbox(id);
   });
   failpoint('upload-before-commit');

@@ -285,7 +285,7 @@ describe('recovering the outbox after a restart', () => {
     const local = writeLocal(s.root, name, content);
     const sent = await s.d.client.uploadContent(() => Readable.from([Buffer.from(content)]), local.size);
     const id = s.store.addOutbox({
-      relPath: local.relPath, key: local.key, documentId: null, folderId: s.folderId, fileName: name, sha256: local.sha256,
+      relPath: local.relPath, key: local.key, documentId: null, folderId: s.folderId, fileName: name, sha256: local.sha256 ?? '',
       size: local.size, mtimeMs: local.mtimeMs, inode: local.inode, versionLabel: '1', reason: 'new-local',
     });
     s.store.setOutboxStage(id, 'committing', { uploadId: sent.uploadId });

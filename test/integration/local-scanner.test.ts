@@ -201,6 +201,28 @@ describe('scanLocal', () => {
     expect(cs.obs.problems).toEqual([]);
   });
 
+  it('with lazyHashFromBytes, leaves a large file it has no hash for unread; one it has a hash for is hashed when changed', async () => {
+    write('big-new.bin', Buffer.alloc(4096, 1));
+    write('big-synced.bin', Buffer.alloc(4096, 2));
+    write('small.txt', 'small');
+    const synced = (await scan()).obs.files.get('big-synced.bin');
+    const prior = (key: string): PriorFile | undefined => (key === 'big-synced.bin' ? synced : undefined);
+    const lazy = await scan({ lazyHashFromBytes: 4096, prior });
+    // The new large file: not read (null), with its stat. The synced one is unchanged: its hash is reused.
+    expect(lazy.hashed).toEqual(['small.txt']);
+    expect(lazy.obs.files.get('big-new.bin')).toMatchObject({ sha256: null, size: 4096 });
+    expect(lazy.obs.files.get('big-synced.bin')?.sha256).toBe(synced?.sha256);
+    // Changed: the synced one is read again (reconcile compares it with its base); the unread one stays unread.
+    write('big-synced.bin', Buffer.alloc(4097, 3));
+    write('big-new.bin', Buffer.alloc(4097, 4));
+    const again = await scan({ lazyHashFromBytes: 4096, prior: (key) => (key === 'big-new.bin' ? lazy.obs.files.get(key) : prior(key)) });
+    expect(again.hashed).toEqual(['big-synced.bin', 'small.txt']);
+    expect(again.obs.files.get('big-synced.bin')?.sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(again.obs.files.get('big-new.bin')).toMatchObject({ sha256: null, size: 4097 });
+    // Without the option every file is read.
+    expect((await scan()).obs.files.get('big-new.bin')?.sha256).toMatch(/^[0-9a-f]{64}$/);
+  });
+
   it('of two colliding folders only the first is walked: the files under the second are neither seen nor reported on their own', async () => {
     // Collisions are looked for per directory (tree-walk.ts): this is the case that makes that enough.
     write('Docs/a.txt', 'first');

@@ -1,6 +1,7 @@
 // Incremental passes against the emulator (real HTTP, real SQLite, real files): a quiet poll costs the listing
 // and nothing else, a remote change is still found, a hinted local change is found by a partial scan, and a full
 // pass finds what no hint announced.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,7 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseConfigText } from '../../src/config/load.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { LAZY_HASH_FROM_BYTES } from '../../src/local/scanner.js';
 import { ServiceClient } from '../../src/service/index.js';
 import { folderTreeMaxAgeMs, openPair, runPass, type PairRuntime } from '../../src/sync/pass.js';
 import { reconcile } from '../../src/sync/reconcile.js';
@@ -531,5 +533,62 @@ describe("the in-sync mark's digests (a new process checks both sides without th
     fs.writeFileSync(local('Docs/during-start.txt'), 'written while the watcher was starting');
     ready();
     expect((await pass).execution?.done.upload).toBe(1);
+  });
+});
+
+describe('large new files: read once, by their upload', () => {
+  const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+  const bigFile = (fill: number) => Buffer.alloc(LAZY_HASH_FROM_BYTES + 4096, fill);
+  const docByName = (name: string) => emu.control.listDocuments(binderId).find((d) => d.fileName === name);
+  const contents = (documentId: string) => emu.control.listVersions(documentId).map((v) => sha(emu.control.readContent(documentId, v.id)));
+
+  it('uploads a new large file without a scan hash, keeps the hash of what was sent, and never sends it twice', async () => {
+    await runPass(rt);
+    const big = bigFile(7);
+    fs.writeFileSync(local('Docs/big.bin'), big);
+    const up = await runPass(rt, { localDirs: ['Docs'] });
+    expect(up.hashed).toBe(0); // the scan did not read it: its upload did
+    expect(up.execution?.done.upload).toBe(1);
+    const doc = docByName('big.bin');
+    expect(contents(doc!.id)).toEqual([sha(big)]);
+    expect([...rt.store.loadBase().values()].find((b) => b.relPath === 'Docs/big.bin')?.sha256).toBe(sha(big));
+    // The daemon's next passes: the observation kept in memory, a partial scan, a full scan, a new process.
+    for (const next of [() => runPass(rt, { localDirs: [] }), () => runPass(rt, { localDirs: ['Docs'] }), () => runPass(rt), async () => runPass(await restart())]) {
+      const r = await next();
+      expect(r.execution?.done.upload ?? 0).toBe(0);
+      expect(r.converged).toBe(true);
+    }
+    // Touched (same content, new mtime): read and compared with its base, not uploaded.
+    const later = new Date(Date.now() + 60_000);
+    fs.utimesSync(local('Docs/big.bin'), later, later);
+    const touched = await runPass(rt, { localDirs: ['Docs'] });
+    expect(touched.hashed).toBe(1);
+    expect(touched.execution?.done.upload ?? 0).toBe(0);
+    // Edited: a new version.
+    const edited = bigFile(8);
+    fs.writeFileSync(local('Docs/big.bin'), edited);
+    expect((await runPass(rt, { localDirs: ['Docs'] })).execution?.done.upload).toBe(1);
+    expect(contents(doc!.id)).toEqual([sha(big), sha(edited)]);
+  });
+
+  it('against a new remote document at its path: the same content is adopted, other content of the same size is kept both ways', async () => {
+    await runPass(rt);
+    const same = bigFile(1);
+    emu.control.addDocument(binderId, folderId, 'same.bin', same);
+    fs.writeFileSync(local('Docs/same.bin'), same);
+    emu.control.addDocument(binderId, folderId, 'other.bin', bigFile(2));
+    const mine = bigFile(3);
+    fs.writeFileSync(local('Docs/other.bin'), mine);
+    const r = await runPass(rt);
+    expect(r.execution?.conflicts.map((c) => c.relPath)).toEqual(['Docs/other.bin']);
+    expect(contents(docByName('same.bin')!.id)).toHaveLength(1); // adopted: nothing uploaded
+    const base = [...rt.store.loadBase().values()];
+    expect(base.find((b) => b.relPath === 'Docs/same.bin')?.sha256).toBe(sha(same));
+    // The local edit of other.bin is kept beside it and uploaded as its own document.
+    const copy = fs.readdirSync(local('Docs')).find((n) => n.startsWith('other (conflict'));
+    expect(copy).toBeDefined();
+    expect(sha(fs.readFileSync(local(`Docs/${copy}`)))).toBe(sha(mine));
+    expect(contents(docByName(copy!)!.id)).toEqual([sha(mine)]);
+    expect(sha(fs.readFileSync(local('Docs/other.bin')))).toBe(sha(bigFile(2)));
   });
 });

@@ -37,7 +37,7 @@ describe('withheldForMetadata', () => {
 
 describe('withheldAsRefused', () => {
   it('holds back an upload of exactly the refused content, with the reason; other content and paths go on', () => {
-    const refused = new Map([['A/x.txt', { sha256: 'h', detail: 'the service refused: bad name' }]]);
+    const refused = new Map([['A/x.txt', { content: 'h', detail: 'the service refused: bad name' }]]);
     const changed = { ...file('A/x.txt', 1), sha256: 'other' };
     const r = withheldAsRefused(plan([[upload(file('A/x.txt', 1))], [upload(file('B/y.txt', 1))]]), refused);
     expect(r.groups.map((g) => (g[0] as { relPath: string }).relPath)).toEqual(['B/y.txt']);

@@ -29,7 +29,7 @@ interface OutboxEntry {
   folderId: string;
   fileName: string;
   relPath: string;
-  local: FileStat & { sha256: string };
+  local: FileStat & { sha256: string | null };
 }
 
 /**
@@ -85,7 +85,7 @@ class CrashWorld {
       if (!d) continue; // deleted remotely meanwhile: the pass sees it as gone
       const base: BaseEntry = {
         documentId: o.documentId, versionId: o.versionId, versionLabel: null, folderId: o.folderId, fileName: o.fileName,
-        relPath: o.relPath, key: pathKey(o.relPath, false), sha256: o.local.sha256, size: o.local.size, mtimeMs: o.local.mtimeMs, inode: o.local.inode,
+        relPath: o.relPath, key: pathKey(o.relPath, false), sha256: o.local.sha256 as string /* the simulated scan reads every file */, size: o.local.size, mtimeMs: o.local.mtimeMs, inode: o.local.inode,
       };
       this.w.base.set(o.documentId, base);
     }
@@ -144,7 +144,7 @@ class CrashWorld {
   }
 
   /** Adds a remote version as a commit would, and leaves its base row to the outbox. */
-  private commit(documentId: string, relPath: string, local: FileStat & { sha256: string }, content: string): void {
+  private commit(documentId: string, relPath: string, local: FileStat & { sha256: string | null }, content: string): void {
     const d = this.w.docs.get(documentId);
     if (!d) return;
     const versionId = this.w.next('ver-');

@@ -77,7 +77,7 @@ function sameStat(a: FileStat | undefined, b: FileStat | null): boolean {
 
 /** Replays groups over a model of the local disk, in the given order, checking every expectation. */
 function replay(w: World, groups: Action[][], base: Map<string, BaseEntry>): string | null {
-  const disk = new Map<string, FileStat & { sha: string }>([...w.local.files].map(([k, f]) => [k, { ...f, sha: f.sha256 }]));
+  const disk = new Map<string, FileStat & { sha: string }>([...w.local.files].map(([k, f]) => [k, { ...f, sha: f.sha256 as string }]));
   let marker = 0;
   const fresh = (sha: string) => ({ size: 1, mtimeMs: -++marker, inode: -marker, sha });
   for (const g of groups)

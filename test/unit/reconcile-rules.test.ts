@@ -28,6 +28,18 @@ describe('adopt', () => {
     const a = p.groups[0]?.[0];
     expect(a?.kind === 'adopt' && a.base).toMatchObject({ mtimeMs: 42, inode: 99, size: statFor('h1').size, versionId: 'v1', sha256: 'h1' });
   });
+  it('a file the scan did not read (sha256 null) is unchanged by its base stat, modified by any other stat', () => {
+    const w = world();
+    w.baseRow('d1', 'docs/a.bin', 'v1', 'f1', 'h1');
+    const f = w.file('docs/a.bin', 'h1');
+    f.sha256 = null;
+    w.doc('d1', 'docs/a.bin', 'v1', 'f1');
+    expect(plan(w).groups).toEqual([]);
+    f.mtimeMs += 1;
+    const p = plan(w);
+    expect(summarizeGroups(p.groups)).toEqual([['upload docs/a.bin -> d1:f1/a.bin local-modified replaces=d1']]);
+  });
+
   it('records a remote rename that keeps the same key (case-only, case-insensitive disk)', () => {
     const w = world(true);
     w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');

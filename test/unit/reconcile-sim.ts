@@ -196,7 +196,7 @@ export class SimWorld {
         return this.setBase(a.doc.documentId, a.relPath);
       }
       case 'upload': {
-        const f = this.expectLocal(a.relPath, a.local, a.local.sha256) as SimFile;
+        const f = this.expectLocal(a.relPath, a.local, a.local.sha256 ?? undefined) as SimFile;
         let id = a.target.documentId;
         if (id === null) id = this.newDoc(a.target.folderId, a.target.fileName, f.content);
         else {
@@ -237,7 +237,7 @@ export class SimWorld {
   }
 
   private resolveConflict(a: Extract<Action, { kind: 'conflict' }>): void {
-    const f = this.expectLocal(a.relPath, a.local, a.local.sha256) as SimFile;
+    const f = this.expectLocal(a.relPath, a.local, a.local.sha256 ?? undefined) as SimFile;
     const remoteContent = this.versionContent(a.doc.documentId, a.doc.versionId);
     if (remoteContent === f.content) return this.setBase(a.doc.documentId, a.relPath); // equal: adopt
     switch (a.policy) {
