@@ -1,6 +1,7 @@
 // Crash tests: the CLI is killed with SIGKILL at each failpoint (BINDER_SYNC_FAILPOINT) in a scenario that
 // reaches it; the next runs must converge with local == remote, no duplicate version or document, no temp
 // file left behind and no edit lost (every content written exists locally, remotely or in the trash).
+import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -35,6 +36,8 @@ interface Scenario {
   verify?(ws: Workspace, ids: Ids, before: { inodeB: number }): void;
 }
 
+const LARGE = `large new file\n${'0123456789abcdef'.repeat(5 * 65536)}`;
+
 // Two untouched documents in C keep one or two trashes within the max-delete gate (floor(0.5 * 5) = 2).
 const BASE_DOCS = { 'a.txt': ['a base'], 'b.txt': ['b base'], 'c.txt': ['c base'], 'd.txt': ['d base'], 'e.txt': ['e base'] };
 
@@ -45,6 +48,23 @@ const SCENARIOS = {
       return ['new local file'];
     },
     expectDocs: { ...BASE_DOCS, 'new.txt': ['new local file'] },
+  },
+  // 5 MiB: the scan does not read it (LAZY_HASH_FROM_BYTES), so only its upload's hash ever describes it.
+  'upload of a new large file': {
+    change: (w) => {
+      writeLocal(w, 'A/big.txt', LARGE);
+      return [LARGE];
+    },
+    expectDocs: { ...BASE_DOCS, 'big.txt': [LARGE] },
+    // Its base row holds the hash of what was sent (recorded with the outbox's 'committing' stage).
+    verify: (w) => {
+      const db = new Database(path.join(w.stateDir, 'main', 'state.db'), { readonly: true });
+      try {
+        expect(db.prepare('SELECT sha256 FROM base WHERE rel_path = ?').get('A/big.txt')).toEqual({ sha256: sha256(LARGE) });
+      } finally {
+        db.close();
+      }
+    },
   },
   'upload of an edit': {
     change: (w) => {
@@ -136,6 +156,10 @@ const CASES: Array<{ failpoint: FailpointName; scenario: ScenarioName }> = [
   { failpoint: 'upload-after-slot', scenario: 'upload of a new file' },
   { failpoint: 'upload-after-slot', scenario: 'upload of an edit' },
   { failpoint: 'upload-after-put', scenario: 'upload of a new file' },
+  { failpoint: 'upload-after-slot', scenario: 'upload of a new large file' },
+  { failpoint: 'upload-after-put', scenario: 'upload of a new large file' },
+  { failpoint: 'upload-before-commit', scenario: 'upload of a new large file' },
+  { failpoint: 'upload-after-commit', scenario: 'upload of a new large file' },
   { failpoint: 'upload-after-put', scenario: 'upload of an edit' },
   { failpoint: 'upload-before-commit', scenario: 'upload of a new file' },
   { failpoint: 'upload-before-commit', scenario: 'upload of an edit' },
