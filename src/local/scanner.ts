@@ -42,9 +42,9 @@ export interface ScanOptions {
 }
 
 /**
- * The size from which a new file is not hashed by the scan (lazyHashFromBytes in the sync pass): the size from
- * which the hash pool reads in worker threads. Smaller files cost little to read twice, and a hash taken by
- * the scan lets the pass tell identical small files apart without a read.
+ * The size from which a new file is not hashed by the scan (lazyHashFromBytes in the sync pass), the size from
+ * which the hash pool reads in worker threads. Below it a second read costs little (the file is in the page
+ * cache), and every file keeps the stricter check of its upload: the bytes sent must hash to the scanned hash.
  */
 export const LAZY_HASH_FROM_BYTES = 4 << 20;
 
