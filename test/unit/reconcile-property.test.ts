@@ -186,5 +186,14 @@ describe('reconcile simulation: random edits on both sides, then sync until quie
         { numRuns: runs(300) },
       );
     }, timeout);
+
+    // New files the scan left unread (sha256 null, as it does for large ones): all of them (0), or only the
+    // unique contents and not the shared one ('same', 4 characters), so equal contents meet unread ones.
+    it(`converges without losing content when new files are observed unread (${policy})`, () => {
+      fc.assert(
+        fc.property(fc.array(simOpArb, { minLength: 1, maxLength: SOAK ? 80 : 30, size: 'max' }), fc.constantFrom(0, 5), (ops, lazyFrom) => runSimulation(ops, policy, lazyFrom)),
+        { numRuns: runs(150) },
+      );
+    }, timeout);
   }
 });

@@ -41,6 +41,12 @@ export class SimWorld {
   private n = 0;
   passes = 0;
 
+  /**
+   * Like the scan with lazyHashFromBytes: a file of this many characters or more with no base row at its path
+   * is observed unread (sha256 null). Undefined: every file is hashed.
+   */
+  constructor(readonly lazyFrom?: number) {}
+
   next(prefix: string): string {
     return `${prefix}${++this.n}`;
   }
@@ -77,8 +83,11 @@ export class SimWorld {
 
   observe(): { local: LocalObservation; remote: RemoteObservation } {
     const local: LocalObservation = { files: new Map(), dirs: new Map(), problems: [] };
-    for (const [relPath, f] of this.local)
-      local.files.set(relPath, { relPath, key: relPath, sha256: sha(f.content), size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode });
+    const based = new Set([...this.base.values()].map((b) => b.key));
+    for (const [relPath, f] of this.local) {
+      const unread = this.lazyFrom !== undefined && f.content.length >= this.lazyFrom && !based.has(relPath);
+      local.files.set(relPath, { relPath, key: relPath, sha256: unread ? null : sha(f.content), size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode });
+    }
     for (const d of this.dirs) local.dirs.set(d, d);
     const remote: RemoteObservation = { docs: new Map(), folders: new Map(), gone: new Set(), unmappable: [] };
     for (const f of this.folders.values()) {
@@ -281,8 +290,8 @@ export const simOpArb: fc.Arbitrary<SimOp> = fc.oneof(
 );
 
 /** Runs ops, then settles and checks convergence. Throws (with a reason) on any violated property. */
-export function runSimulation(ops: SimOp[], conflictPolicy: ReconcileContext['conflictPolicy']): void {
-  const w = new SimWorld();
+export function runSimulation(ops: SimOp[], conflictPolicy: ReconcileContext['conflictPolicy'], lazyFrom?: number): void {
+  const w = new SimWorld(lazyFrom);
   for (const op of ops) if (op.t === 'sync') w.syncPass({ conflictPolicy }); else w.apply(op);
   const last = w.syncPass({ conflictPolicy });
   // By design a rename cycle whose files are all modified locally takes two passes (upload first, then the
