@@ -118,6 +118,32 @@ describe('binder-sync run with real programs writing into the folder', () => {
     for (const [name, hashes] of history) expect(after.get(name), name).toEqual(hashes);
   });
 
+  it.skipIf(!has('rsync'))('a slow rsync of large files (which the scan leaves to their upload to read) uploads each once, complete; an in-place update is one new version', async () => {
+    const { w, d } = await started();
+    const src = path.join(scratch!, 'src');
+    fs.mkdirSync(src);
+    const history = new Map<string, string[]>();
+    const put = (name: string, content: Buffer) => {
+      fs.writeFileSync(path.join(src, name), content);
+      history.set(name, [...(history.get(name) ?? []), sha256(content)]);
+    };
+    // 6 MiB each, over the scan's 4 MiB threshold; --bwlimit makes rsync's temp files grow for about 3 s.
+    put('big-a.bin', Buffer.alloc(6 << 20, 0xa1));
+    put('big-b.bin', Buffer.alloc(6 << 20, 0xb2));
+    execFileSync('rsync', ['-a', '--bwlimit=4000', `${src}/`, path.join(w.local, 'Docs') + '/']);
+    await eventually(() => remoteVersions(w).size === 2, 20_000, '2 documents', d.tail);
+    await sleep(2_500);
+    expect(remoteVersions(w), d.tail()).toEqual(history);
+
+    // Rewritten in place with the same size and an older mtime: the synced file is read again and changed.
+    put('big-a.bin', Buffer.alloc(6 << 20, 0xc3));
+    fs.utimesSync(path.join(src, 'big-a.bin'), new Date('2020-01-02T03:04:05Z'), new Date('2020-01-02T03:04:05Z'));
+    execFileSync('rsync', ['-a', '--inplace', `${src}/`, path.join(w.local, 'Docs') + '/']);
+    await eventually(() => remoteVersions(w).get('big-a.bin')?.length === 2, 20_000, 'the update', d.tail);
+    await sleep(2_500);
+    expect(remoteVersions(w), d.tail()).toEqual(history);
+  });
+
   it('a file written slowly over two seconds is uploaded once, complete', async () => {
     const { w, d } = await started();
     const file = path.join(w.local, 'Docs', 'slow.log');
