@@ -295,7 +295,14 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
  */
 async function withContentHash(abs: string, local: LocalFile, remoteBytes: number, signal?: AbortSignal): Promise<LocalFile> {
   if (local.sha256 !== null || local.size !== remoteBytes) return local;
-  const { sha256 } = await hashFile(abs, signal);
+  let sha256: string;
+  try {
+    ({ sha256 } = await hashFile(abs, signal));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw localChanged(abs, 'it was removed');
+    throw err;
+  }
   const after = await lstatOrNull(abs);
   if (after === null || !after.isFile() || !statMatches(toFileStat(after), local)) throw localChanged(abs, 'it changed while it was being read');
   return { ...local, sha256 };
