@@ -552,7 +552,18 @@ async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions, walkLocal: bo
   const stop = new AbortController();
   const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
   const counter = { requests: 0 };
-  const settle = (p: Promise<boolean>) => p.then((same) => (same ? true : (stop.abort(), false)));
+  // The first check to answer "different" or to fail stops the others: a search the service refuses must not
+  // leave a walk of every folder (or of every local file) running for an answer nobody will read.
+  let failure: { err: unknown } | null = null;
+  const settle = (p: Promise<boolean>) =>
+    p.then(
+      (same) => (same ? true : (stop.abort(), false)),
+      (err: unknown) => {
+        if (!stop.signal.aborted) failure ??= { err };
+        stop.abort();
+        throw err;
+      },
+    );
   // The pages and the folder tree side by side (see fetchRemote): the first difference stops all three checks.
   const query = { binderId: rt.pair.binderId, pageSize: rt.pair.pageSize, signal };
   const pages = settle(searchPagesUnchanged(rt.client, query, mark.search, counter));
@@ -566,10 +577,13 @@ async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions, walkLocal: bo
       return (await digestLocalTree({ root: rt.pair.localPath, caseInsensitive: rt.caseInsensitive, ignoreGlobs: rt.pair.ignore, expectedFiles, signal })) === mark.tree;
     })(),
   );
-  const results = await Promise.allSettled([pages, folders, local]);
-  // A side stopped because the other differed: the normal pass decides. Any other error is the pass's.
-  if (stop.signal.aborted && opts.signal?.aborted !== true) return null;
-  for (const r of results) if (r.status === 'rejected') throw r.reason;
+  await Promise.allSettled([pages, folders, local]);
+  // The first failure is the pass's error; a check stopped because another differed leaves it to the normal pass.
+  if (failure !== null) throw (failure as { err: unknown }).err;
+  if (stop.signal.aborted) {
+    opts.signal?.throwIfAborted();
+    return null;
+  }
   return { requests: counter.requests, walkedTree: walkTree, scanned: walkLocal };
 }
 

@@ -455,6 +455,19 @@ describe("the in-sync mark's digests (a new process checks both sides without th
     expect(emu.control.listDocuments(binderId).map((d) => d.fileName)).toContain('new.txt');
   });
 
+  it('a search the service refuses stops the folder walk beside it and fails the pass with its own error', async () => {
+    // A chain of 12 folders: its walk takes 12 rounds of slow requests, the refused search one request.
+    let parent = folderId;
+    for (let i = 0; i < 12; i++) parent = emu.control.createFolder(binderId, { name: `L${i}`, parentId: parent }).id;
+    await restart();
+    emu.control.injectFault({ route: 'subfolders', latencyMs: 40 });
+    emu.control.injectFault({ route: 'search', status: 400 });
+    emu.control.resetCounters();
+    await expect(runPass(rt)).rejects.toMatchObject({ code: 'SERVICE_BAD_REQUEST' });
+    await new Promise((r) => setTimeout(r, 600)); // what a walk left running would still ask for
+    expect(emu.control.counters().subfolders).toBeLessThanOrEqual(2);
+  });
+
   it('a one-shot sync walks the folder tree as well, and sees a folder renamed while stopped', async () => {
     await restart();
     const loads = countLoads();
