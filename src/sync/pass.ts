@@ -719,8 +719,9 @@ function rememberObservations(rt: PairRuntime, plan: Plan, local: LocalObservati
 
 /**
  * Keeps the hash of every scanned file that has no base row, by key with its stat: files waiting for a remote
- * folder (or withheld) would otherwise be hashed again on every pass, gigabytes for a large waiting folder.
- * A full scan rebuilds the map, so it holds only files that exist and are still unbased.
+ * folder (or withheld) would otherwise be hashed again on every pass. A large one the scan left unread keeps
+ * its null hash, so it stays unread while unchanged. A full scan rebuilds the map, so it holds only files that
+ * exist and are still unbased.
  */
 function rememberUnbasedHashes(rt: PairRuntime, obs: LocalObservation, full: boolean, byKey: Map<string, BaseEntry> | null): void {
   if (full) rt.unbasedHashes = new Map();
