@@ -74,7 +74,16 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
   const rootEntries = readRoot(opts.root);
   if (opts.subtrees === undefined || opts.subtrees.includes('')) stack.push({ rel: '', entries: rootEntries });
   else {
+    // Collisions are looked for per directory (tree-walk.ts), and a walk never reaches two directories with one
+    // key; two hinted ones (an NFC and an NFD spelling, say) are compared here: the first one listed wins.
+    const rootKeys = new Map<PathKey, string>();
     for (const sub of opts.subtrees) {
+      const key = pathKey(sub, caseInsensitive);
+      const prev = rootKeys.get(key);
+      if (prev !== undefined) {
+        problem(sub, key, 'name-not-representable', `collides with ${prev}`);
+        continue;
+      }
       let st: fs.Stats | undefined;
       try {
         st = fs.lstatSync(path.join(opts.root, sub), { throwIfNoEntry: false });
@@ -84,10 +93,11 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
       if (st === undefined || !st.isDirectory()) continue; // gone (or replaced): its old entries are dropped
       try {
         stack.push({ rel: sub, entries: fs.readdirSync(path.join(opts.root, sub), { withFileTypes: true }) });
-        dirs.set(pathKey(sub, caseInsensitive), sub);
+        dirs.set(key, sub);
+        rootKeys.set(key, sub);
       } catch (err) {
         const code = errnoOf(err);
-        if (code !== 'ENOENT') problem(sub, pathKey(sub, caseInsensitive), UNREADABLE.has(code ?? '') ? 'unreadable' : 'changing', `cannot list: ${code}`);
+        if (code !== 'ENOENT') problem(sub, key, UNREADABLE.has(code ?? '') ? 'unreadable' : 'changing', `cannot list: ${code}`);
       }
     }
   }

@@ -44,6 +44,16 @@ describe('partial scans', () => {
     expect(plain(merged).files).not.toContain(expect.stringMatching(/^B\/b1/));
   });
 
+  it('two hinted folders with one key (NFD and NFC): the second is a collision, as in a full scan', async () => {
+    write('Docs/Cafe\u0301/a.txt', 'nfd');
+    write('Docs/Caf\u00e9/a.txt', 'nfc');
+    const full = await scan();
+    const partial = await scan(coveringSubtrees(['Docs/Cafe\u0301', 'Docs/Caf\u00e9']));
+    expect(partial.files.size).toBe(1);
+    const { files, problems } = plain(partial);
+    expect({ files, problems }).toEqual({ files: plain(full).files, problems: plain(full).problems });
+  });
+
   it('a hinted folder that no longer exists drops everything under it', async () => {
     write('Gone/x.txt', 'x');
     write('Stay/y.txt', 'y');
