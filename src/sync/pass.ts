@@ -554,12 +554,12 @@ async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions, walkLocal: bo
   const counter = { requests: 0 };
   // The first check to answer "different" or to fail stops the others: a search the service refuses must not
   // leave a walk of every folder (or of every local file) running for an answer nobody will read.
-  let failure: { err: unknown } | null = null;
+  const failures: unknown[] = [];
   const settle = (p: Promise<boolean>) =>
     p.then(
       (same) => (same ? true : (stop.abort(), false)),
       (err: unknown) => {
-        if (!stop.signal.aborted) failure ??= { err };
+        if (!stop.signal.aborted) failures.push(err);
         stop.abort();
         throw err;
       },
@@ -579,7 +579,7 @@ async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions, walkLocal: bo
   );
   await Promise.allSettled([pages, folders, local]);
   // The first failure is the pass's error; a check stopped because another differed leaves it to the normal pass.
-  if (failure !== null) throw (failure as { err: unknown }).err;
+  if (failures.length > 0) throw failures[0];
   if (stop.signal.aborted) {
     opts.signal?.throwIfAborted();
     return null;
