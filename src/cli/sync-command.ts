@@ -1,8 +1,9 @@
 // `binder-sync sync`: one full pass for every pair (or one), then exit. Exit 0 when both sides agree.
 import type { Command } from 'commander';
+import type { Logger } from 'pino';
 import { createLogger, logLevelFromEnv } from '../log.js';
 import { acquireStateLock } from '../state/lock.js';
-import { openPair, runPass, type PassReport } from '../sync/pass.js';
+import { openPair, runPass, settleInSyncMark, type PairRuntime, type PassReport } from '../sync/pass.js';
 import { describePlan, summarizeReport } from './report-format.js';
 import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
 import { serviceClientFor } from '../service/from-config.js';
@@ -83,6 +84,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
           process.stdout.write(summarizeReport(report, opts.dryRun === true));
         }
         if (!report.converged) worst = Math.max(worst, notConvergedExit(report));
+        else if (!opts.dryRun && report.plan.groups.length > 0) await leaveInSyncMark(rt, log);
       } catch (err) {
         printError(err);
         log.error({ pair: pair.name, err }, 'pass failed');
@@ -124,4 +126,17 @@ function jsonReport(r: PassReport) {
     bytesUploaded: r.execution?.bytesUploaded ?? 0,
     durationMs: r.durationMs,
   };
+}
+
+/**
+ * After a pass that did work, lets the next run (or a daemon started next) skip the full pass when nothing
+ * changes in between (settleInSyncMark). An optimization only: a failure is logged and changes no exit code.
+ */
+async function leaveInSyncMark(rt: PairRuntime, log: Logger): Promise<void> {
+  try {
+    const left = await settleInSyncMark(rt);
+    log.debug({ pair: rt.pair.name, left }, left ? 'left the in-sync mark for the next run' : 'no in-sync mark: the next run takes a full pass');
+  } catch (err) {
+    log.debug({ pair: rt.pair.name, err }, 'could not check for the in-sync mark: the next run takes a full pass');
+  }
 }

@@ -11,7 +11,7 @@ import { parseConfigText } from '../../src/config/load.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { LAZY_HASH_FROM_BYTES } from '../../src/local/scanner.js';
 import { ServiceClient } from '../../src/service/index.js';
-import { folderTreeMaxAgeMs, openPair, runPass, type PairRuntime } from '../../src/sync/pass.js';
+import { folderTreeMaxAgeMs, openPair, runPass, settleInSyncMark, type PairRuntime } from '../../src/sync/pass.js';
 import { reconcile } from '../../src/sync/reconcile.js';
 
 // reconcile itself, counted: the in-sync mark's tests check when a pass skips it.
@@ -546,6 +546,67 @@ describe("the in-sync mark's digests (a new process checks both sides without th
     fs.writeFileSync(local('Docs/during-start.txt'), 'written while the watcher was starting');
     ready();
     expect((await pass).execution?.done.upload).toBe(1);
+  });
+});
+
+describe('settling the in-sync mark after a pass that did work (what `binder-sync sync` does next)', () => {
+  const MARK = 'inSyncMark';
+  const reconciles = async (pass: () => Promise<unknown>): Promise<number> => {
+    vi.mocked(reconcile).mockClear();
+    await pass();
+    return vi.mocked(reconcile).mock.calls.length;
+  };
+  beforeEach(async () => {
+    emu.control.createFolder(binderId, { name: 'Sub', parentId: folderId });
+    expect((await runPass(rt)).execution?.done.download).toBe(5);
+    expect(rt.store.getMeta(MARK)).toBeUndefined(); // the pass planned work: it cannot leave the mark itself
+  });
+
+  it('after downloads it leaves the mark, executing nothing, and the next process takes the fast check', async () => {
+    emu.control.resetCounters();
+    expect(await settleInSyncMark(rt)).toBe(true);
+    expect(emu.control.counters()).toMatchObject({ search: 0, folders: 0, subfolders: 0, downloadlink: 0, 'storage-get': 0 }); // no listing again
+    const mark = JSON.parse(rt.store.getMeta(MARK) ?? '{}') as { tree?: string; search?: { digests: string[] } };
+    expect(mark.tree).toEqual(expect.any(String));
+    expect(mark.search?.digests).toHaveLength(1);
+    for (const opts of [{ reuseSavedFolderTree: true }, {}]) {
+      await restart();
+      let report!: Awaited<ReturnType<typeof runPass>>;
+      expect(await reconciles(async () => (report = await runPass(rt, opts)))).toBe(0);
+      expect(report).toMatchObject({ converged: true, hashed: 0, plan: { groups: [] } });
+    }
+  });
+
+  it('the mark it leaves is only a shortcut: a remote version after the listing, or a local edit after the scan, is still synced', async () => {
+    const [doc] = emu.control.listDocuments(binderId);
+    emu.control.addVersion(doc!.id, 'remote edit after the listing');
+    expect(await settleInSyncMark(rt)).toBe(true); // it cannot know: the listing it reconciles is the pass's
+    fs.writeFileSync(local('Docs/d1.txt'), 'local edit after the settle');
+    await restart();
+    const report = await runPass(rt, { reuseSavedFolderTree: true });
+    expect(report.execution?.done).toMatchObject({ download: 1, upload: 1 });
+    expect(fs.readFileSync(local(`Docs/${doc!.fileName}`), 'utf8')).toBe('remote edit after the listing');
+    expect(emu.control.readContent(emu.control.listDocuments(binderId).find((d) => d.fileName === 'd1.txt')!.id).toString()).toBe('local edit after the settle');
+  });
+
+  it('leaves no mark when the tree changed since the pass, the pass sent something, or an issue is open, and never executes', async () => {
+    fs.writeFileSync(local('Docs/d0.txt'), 'edited before the settle');
+    expect(await settleInSyncMark(rt)).toBe(false);
+    expect(rt.store.getMeta(MARK)).toBeUndefined();
+    expect(emu.control.readContent(emu.control.listDocuments(binderId).find((d) => d.fileName === 'd0.txt')!.id).toString()).toBe('doc 0');
+    // The next pass uploads the edit: its listing is stale at once.
+    expect((await runPass(rt)).execution?.done.upload).toBe(1);
+    expect(await settleInSyncMark(rt)).toBe(false);
+    expect(rt.store.getMeta(MARK)).toBeUndefined();
+    // A local folder the binder does not have stays an open issue.
+    expect((await runPass(rt)).plan.groups).toEqual([]);
+    const quietMark = rt.store.getMeta(MARK); // the quiet pass's own
+    fs.mkdirSync(local('Waiting'));
+    fs.writeFileSync(local('Waiting/w.txt'), 'waits for a remote folder');
+    const third = await runPass(rt);
+    expect(third.issues.map((i) => i.code)).toContain('waiting-for-remote-folder');
+    expect(await settleInSyncMark(rt)).toBe(false);
+    expect(rt.store.getMeta(MARK)).toBe(quietMark);
   });
 });
 
