@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { BinderSyncError, describeError } from '../errors.js';
-import { ServiceError } from '../service/index.js';
+import { ServiceError } from '../service/errors.js';
 import { ExitCode } from './exit-codes.js';
 
 export function loadConfigOrExplain(file: string, log?: Logger): LoadedConfig {

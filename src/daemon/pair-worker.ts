@@ -4,11 +4,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
-import { createWatcher, NATIVE_THRESHOLD, type LocalWatcher, type WatcherBackend } from '../local/watcher.js';
+import { createWatcher, NATIVE_THRESHOLD, rootIdentity, type LocalWatcher, type WatchHints, type WatcherBackend } from '../local/watcher.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
 import { openPair, runPass, type PairRuntime, type PassObserver, type PassReport } from '../sync/pass.js';
+import type { EarlyWatcher } from './early-watchers.js';
 import { releaseMemorySoon } from './heap-tuning.js';
 import type { SyncMetrics } from './metrics.js';
 import { logPassSummary, pendingOf, recordPassMetrics } from './pass-summary.js';
@@ -29,6 +30,8 @@ export interface PairWorkerDeps {
   onChange?: () => void;
   /** Progress callbacks handed to every pass (the terminal progress line); optional. */
   observer?: PassObserver;
+  /** This pair's watcher, started before the daemon's modules loaded (early-watchers.ts): adopted on the first pass. */
+  earlyWatcher?: EarlyWatcher;
 }
 
 export interface PairActivityView {
@@ -53,6 +56,8 @@ export class PairWorker {
    */
   private watcherStarting: Promise<void> = Promise.resolve();
   private watchFailed = false;
+  /** See PairWorkerDeps.earlyWatcher: until the first watcher start takes it. */
+  private earlyWatcher: EarlyWatcher | null;
   /**
    * The sync root as the watcher started on it (dev:ino), and whether it vanished since: a root moved away and
    * back, or unmounted and mounted again, is no longer seen by the watcher (chokidar stops at the root's
@@ -76,6 +81,7 @@ export class PairWorker {
 
   constructor(private readonly d: PairWorkerDeps) {
     this.name = d.pair.name;
+    this.earlyWatcher = d.earlyWatcher ?? null;
     this.signal = AbortSignal.any([d.abortSignal, this.own.signal]);
     this.log = d.log.child({ pair: d.pair.name });
     this.scheduler = new PairScheduler({
@@ -124,6 +130,7 @@ export class PairWorker {
     this.closed = true;
     void this.scheduler.stop();
     await this.watcherStarting;
+    await this.takeEarlyWatcher()?.close(); // never adopted (the pair was never opened)
     await this.watcher?.close().catch(() => undefined);
     this.watcher = null;
     // Not running any more: status must not show a stale state or due time.
@@ -242,28 +249,44 @@ export class PairWorker {
       this.log.debug('watcher off: local changes are found by polling and rescans');
       return;
     }
+    const handlers = {
+      onHints: (h: WatchHints) => {
+        this.log.debug({ dirs: h.dirs.slice(0, 10), full: h.full }, 'local change');
+        if (h.full) this.hintedFull = true;
+        for (const d of h.dirs) this.hintedDirs.add(d);
+        this.scheduler.hint();
+      },
+      onError: (err: BinderSyncError) => this.watcherFailed(err),
+    };
+    const early = this.takeEarlyWatcher();
     try {
-      this.watcher = await createWatcher({
-        root: this.d.pair.localPath,
-        ignore: rt.ignore,
-        backend: backend ?? this.d.pair.watcher,
-        expectedFiles: rt.store.countBase(),
-        log: this.log,
-        ...(this.d.timing.watchSettleMs !== undefined ? { settleMs: this.d.timing.watchSettleMs } : {}),
-        onHints: (h) => {
-          this.log.debug({ dirs: h.dirs.slice(0, 10), full: h.full }, 'local change');
-          if (h.full) this.hintedFull = true;
-          for (const d of h.dirs) this.hintedDirs.add(d);
-          this.scheduler.hint();
-        },
-        onError: (err) => this.watcherFailed(err),
-      });
-      this.watchedRoot = rootIdentity(this.d.pair.localPath);
+      this.watcher = early && backend === undefined
+        ? await early.adopt(handlers)
+        : await createWatcher({
+            root: this.d.pair.localPath,
+            ignore: rt.ignore,
+            backend: backend ?? this.d.pair.watcher,
+            expectedFiles: rt.store.countBase(),
+            log: this.log,
+            ...(this.d.timing.watchSettleMs !== undefined ? { settleMs: this.d.timing.watchSettleMs } : {}),
+            ...handlers,
+          });
+      // An early watcher watches the root it was started on (a root replaced since is then noticed: see below).
+      this.watchedRoot = early && backend === undefined ? early.rootId : rootIdentity(this.d.pair.localPath);
       this.watchedBackend = this.watcher.backend;
       this.log.debug({ backend: this.watcher.backend }, 'watching for local changes');
     } catch (err) {
       this.watcherFailed(err);
     }
+  }
+
+  /** The early watcher, once (a later start creates its own); closed when it was started for another config. */
+  private takeEarlyWatcher(): EarlyWatcher | null {
+    const early = this.earlyWatcher;
+    this.earlyWatcher = null;
+    if (early === null || early.pair === this.d.pair) return early;
+    void early.close();
+    return null;
   }
 
   /**
@@ -370,15 +393,6 @@ export class PairWorker {
 }
 
 /** dev:ino of the sync root, or null when it is not a directory now. */
-function rootIdentity(localPath: string): string | null {
-  try {
-    const st = fs.statSync(localPath);
-    return st.isDirectory() ? `${st.dev}:${st.ino}` : null;
-  } catch {
-    return null;
-  }
-}
-
 function removePairMetrics(m: SyncMetrics, pair: string): void {
   for (const f of [m.filesTransferred, m.bytesTransferred, m.queueDepth, m.errors, m.lastPollTimestamp, m.conflicts, m.passDuration]) f.remove({ pair });
 }

@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
 import { acquireStateLock, type StateLock } from '../state/lock.js';
 import type { PassObserver } from '../sync/pass.js';
+import type { EarlyWatcher } from './early-watchers.js';
 import { createSyncMetrics, serveMetrics, type MetricsServer, type SyncMetrics } from './metrics.js';
 import { PairWorker } from './pair-worker.js';
 import { removeDaemonStatus, writeDaemonStatus, type DaemonStatus, type PairActivity } from './status-file.js';
@@ -28,6 +29,8 @@ export interface DaemonOptions {
   env?: NodeJS.ProcessEnv;
   /** Progress callbacks for the passes of a pair (the terminal progress line of `run`/`demo`); optional. */
   passObserver?: (pair: string) => PassObserver | undefined;
+  /** Watchers started before this module loaded, by pair (early-watchers.ts); the pairs' workers adopt them. */
+  earlyWatchers?: Map<string, EarlyWatcher>;
 }
 
 /** After the grace period and the abort, how long shutdown still waits for passes to unwind. */
@@ -39,17 +42,30 @@ const ABORT_SETTLE_MS = 5_000;
  * running then).
  */
 export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
-  const lock = acquireStateLock(o.config.stateDir);
+  let lock: StateLock;
+  try {
+    lock = acquireStateLock(o.config.stateDir);
+  } catch (err) {
+    await closeEarlyWatchers(o);
+    throw err;
+  }
   const daemon = new Daemon(o, lock);
   try {
     await daemon.startMetrics(o.config);
   } catch (err) {
-    await daemon.shutdown();
+    await Promise.all([daemon.shutdown(), closeEarlyWatchers(o)]);
     throw err;
   }
   daemon.startPairs();
   await notifySystemd(['--ready', `--status=syncing ${o.config.pairs.length} pair(s)`], o.log, o.env);
   return daemon;
+}
+
+/** The daemon did not start: nobody adopts the early watchers. */
+async function closeEarlyWatchers(o: DaemonOptions): Promise<void> {
+  const early = [...(o.earlyWatchers?.values() ?? [])];
+  o.earlyWatchers?.clear();
+  await Promise.all(early.map((w) => w.close()));
 }
 
 export class Daemon {
@@ -97,7 +113,8 @@ export class Daemon {
   /** Part of startDaemon: one worker per pair, each starting its first pass. */
   startPairs(): void {
     this.log.info({ pairs: this.config.pairs.map((p) => p.name), stateDir: this.config.stateDir }, 'binder-sync daemon started');
-    for (const pair of this.config.pairs) this.startWorker(pair);
+    for (const pair of this.config.pairs) this.startWorker(pair, this.o.earlyWatchers?.get(pair.name));
+    this.o.earlyWatchers?.clear();
     this.queueStatus();
   }
 
@@ -165,10 +182,11 @@ export class Daemon {
     return serviceClientFor(config, this.log, this.hardAbort.signal);
   }
 
-  private startWorker(pair: PairConfig): void {
+  private startWorker(pair: PairConfig, earlyWatcher?: EarlyWatcher): void {
     const observer = this.o.passObserver?.(pair.name);
     const w = new PairWorker({
       ...(observer ? { observer } : {}),
+      ...(earlyWatcher ? { earlyWatcher } : {}),
       pair,
       stateDir: this.config.stateDir,
       client: this.client,

@@ -58,6 +58,19 @@ export type NativeModule = Pick<typeof import('@parcel/watcher'), 'subscribe'>;
 /** Above this many files chokidar's one-inotify-watch-per-file costs too much; native watches folders. */
 export const NATIVE_THRESHOLD = 20_000;
 
+/**
+ * The sync root's identity (dev:ino), null when it is not a directory: a root moved away and back, or a disk
+ * mounted again, is another directory for a watcher (see PairWorker.rewatchIfRootChanged).
+ */
+export function rootIdentity(localPath: string): string | null {
+  try {
+    const st = fs.statSync(localPath);
+    return st.isDirectory() ? `${st.dev}:${st.ino}` : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Converts a backend's absolute path to a root-relative '/' path; null when it is outside the root. */
 export function toRelPath(root: string, abs: string): string | null {
   const rel = path.relative(root, abs);

@@ -1,0 +1,116 @@
+// Watchers started before the daemon's modules load (src/daemon/early-watchers.ts), on real temp dirs: which
+// pairs get one, what they report before their worker adopts them, the backend chosen from the state DB's
+// base count (read-only, before the lock), and close().
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load.js';
+import { outermost, startEarlyWatchers, type EarlyWatcher } from '../../src/daemon/early-watchers.js';
+import type { BinderSyncError } from '../../src/errors.js';
+import type { WatchHints } from '../../src/local/watcher.js';
+import { NATIVE_THRESHOLD } from '../../src/local/watcher.js';
+import { StateStore } from '../../src/state/store.js';
+
+let dir: string;
+let started: Map<string, EarlyWatcher>;
+const log = pino({ level: 'silent' });
+const timing = { watchSettleMs: 100 };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'early-watch-'));
+  started = new Map();
+});
+afterEach(async () => {
+  await Promise.all([...started.values()].map((w) => w.close()));
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function config(pairs: string): ReturnType<typeof parseConfigText>['config'] {
+  const yaml = `service: { baseUrl: http://127.0.0.1:1/api, authUrl: http://127.0.0.1:1/auth, tenantId: t, clientId: c, clientSecret: s }
+stateDir: ./state
+pairs: ${pairs}`;
+  return parseConfigText(yaml, { baseDir: dir, env: {} }).config;
+}
+
+function recorder(): { hints: WatchHints[]; errors: BinderSyncError[]; onHints: (h: WatchHints) => void; onError: (e: BinderSyncError) => void } {
+  const r = { hints: [] as WatchHints[], errors: [] as BinderSyncError[] };
+  return { ...r, onHints: (h) => r.hints.push(h), onError: (e) => r.errors.push(e) };
+}
+
+describe('early watchers', () => {
+  it('start for every pair whose root exists and whose watcher is not off', () => {
+    fs.mkdirSync(path.join(dir, 'a'));
+    fs.mkdirSync(path.join(dir, 'b'));
+    fs.writeFileSync(path.join(dir, 'file-root'), 'not a directory');
+    const cfg = config(`[{ name: a, localPath: ./a, binderId: B1, watcher: chokidar }, { name: b, localPath: ./b, binderId: B2, watcher: 'off' },
+      { name: c, localPath: ./missing, binderId: B3 }, { name: d, localPath: ./file-root, binderId: B4 }]`);
+    started = startEarlyWatchers(cfg, timing, log);
+    expect([...started.keys()]).toEqual(['a']);
+    expect(started.get('a')?.pair).toBe(cfg.pairs[0]);
+  });
+
+  it('hold what they see before adoption and hand it over, then report directly', async () => {
+    const root = path.join(dir, 'a');
+    fs.mkdirSync(path.join(root, 'docs', 'deep'), { recursive: true });
+    fs.mkdirSync(path.join(root, 'other'));
+    started = startEarlyWatchers(config('[{ name: a, localPath: ./a, binderId: B1, watcher: chokidar }]'), timing, log);
+    const early = started.get('a')!;
+    await early.ready();
+    fs.writeFileSync(path.join(root, 'docs', 'deep', 'x.txt'), 'before adoption');
+    fs.writeFileSync(path.join(root, 'docs', 'y.txt'), 'before adoption');
+    await sleep(600); // settled: the hint is held, nobody to give it to yet
+    const r = recorder();
+    const watcher = await early.adopt(r);
+    expect(watcher.backend).toBe('chokidar');
+    expect(r.hints).toEqual([{ dirs: ['docs'], full: false }]);
+    fs.writeFileSync(path.join(root, 'other', 'z.txt'), 'after adoption');
+    await expect.poll(() => r.hints.flatMap((h) => h.dirs), { timeout: 3000 }).toContain('other');
+    expect(r.errors).toEqual([]);
+  });
+
+  it("choose the backend as the worker would: 'auto' reads the base count from the state DB without writing to it", async () => {
+    fs.mkdirSync(path.join(dir, 'big'));
+    fs.mkdirSync(path.join(dir, 'small'));
+    const dbFile = path.join(dir, 'state', 'big', 'state.db');
+    const store = StateStore.open(dbFile);
+    store.transaction(() => {
+      for (let i = 0; i <= NATIVE_THRESHOLD; i++) {
+        store.putBase({ documentId: `d${i}`, versionId: 'v', versionLabel: null, folderId: 'f', fileName: `f${i}`, relPath: `f${i}`, key: `f${i}`, sha256: 'h', size: 1, mtimeMs: 1, inode: i });
+      }
+    });
+    store.close();
+    const before = fs.statSync(dbFile).mtimeMs;
+    started = startEarlyWatchers(config('[{ name: big, localPath: ./big, binderId: B1 }, { name: small, localPath: ./small, binderId: B2 }]'), timing, log);
+    expect((await started.get('big')!.adopt(recorder())).backend).toBe('native');
+    expect((await started.get('small')!.adopt(recorder())).backend).toBe('chokidar'); // no state DB yet
+    expect(fs.statSync(dbFile).mtimeMs).toBe(before);
+    expect(fs.existsSync(path.join(dir, 'state', 'small'))).toBe(false);
+  });
+
+  it('close() stops a watcher nobody adopted: nothing is reported after it', async () => {
+    const root = path.join(dir, 'a');
+    fs.mkdirSync(root);
+    started = startEarlyWatchers(config('[{ name: a, localPath: ./a, binderId: B1, watcher: chokidar }]'), timing, log);
+    const early = started.get('a')!;
+    await early.ready();
+    await early.close();
+    const r = recorder();
+    const watcher = await early.adopt(r);
+    fs.writeFileSync(path.join(root, 'late.txt'), 'after close');
+    await sleep(500);
+    expect(r.hints).toEqual([]);
+    await watcher.close(); // idempotent
+  });
+});
+
+describe('outermost', () => {
+  it('keeps the dirs no other dir contains, sorted; the root covers everything', () => {
+    expect(outermost(['b/c', 'a', 'b', 'a/x/y', 'ab', 'b/c/d'])).toEqual(['a', 'ab', 'b']);
+    expect(outermost(['x/y', 'x/z'])).toEqual(['x/y', 'x/z']);
+    expect(outermost(['x', ''])).toEqual(['']);
+    expect(outermost([])).toEqual([]);
+  });
+});
