@@ -84,7 +84,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
           process.stdout.write(summarizeReport(report, opts.dryRun === true));
         }
         if (!report.converged) worst = Math.max(worst, notConvergedExit(report));
-        else if (!opts.dryRun && report.plan.groups.length > 0) await leaveInSyncMark(rt, log);
+        else if (!opts.dryRun && settlingPays(report, rt.store.countBase())) await leaveInSyncMark(rt, log);
       } catch (err) {
         printError(err);
         log.error({ pair: pair.name, err }, 'pass failed');
@@ -126,6 +126,17 @@ function jsonReport(r: PassReport) {
     bytesUploaded: r.execution?.bytesUploaded ?? 0,
     durationMs: r.durationMs,
   };
+}
+
+/**
+ * Whether to check a pass's work again for the in-sync mark (settleInSyncMark): it costs one scan and reconcile of
+ * the whole tree (~2 s at 100k files), so only after a pass whose own work was a tenth of the tree or more, such
+ * as the first sync of a binder (then at most a few percent of the pass). After a small change in a large tree
+ * the next run's normal pass leaves the mark itself, at about the same cost, and only if nothing changed again.
+ */
+export function settlingPays(report: PassReport, baseFiles: number): boolean {
+  const actions = report.plan.groups.reduce((n, g) => n + g.length, 0);
+  return actions > 0 && actions * 10 >= baseFiles;
 }
 
 /**

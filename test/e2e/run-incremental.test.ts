@@ -59,6 +59,28 @@ describe('binder-sync run: incremental passes', () => {
     expect(d.count(msgHas('polling every'))).toBe(1);
   }, 40_000);
 
+  it('sync checks its work again for the in-sync mark only after work worth a tenth of the tree', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const docs = c.createFolder(w.binderId, { name: 'Docs' });
+    const ids = Array.from({ length: 20 }, (_, i) => c.addDocument(w.binderId, docs.id, `f${i}.txt`, `v1 ${i}`).document.id);
+    writeRunConfig(w);
+    const debugSync = async () => {
+      const r = await sync(w, ['--json'], { env: { BINDER_SYNC_LOG_LEVEL: 'debug' } });
+      expect(r.code, r.stderr).toBe(0);
+      return r.stderr;
+    };
+    expect(await debugSync()).toContain('left the in-sync mark for the next run'); // 20 downloads of 20
+    c.addVersion(ids[0]!, 'v2 0');
+    const small = await debugSync(); // 1 download of 20: the next run's own pass leaves the mark
+    expect(small).toContain('"downloaded"');
+    expect(small).not.toContain('in-sync mark');
+    for (const id of ids.slice(1, 3)) c.addVersion(id, 'v2');
+    expect(await debugSync()).toContain('left the in-sync mark for the next run'); // 2 of 20
+    expect(await debugSync()).toContain('both sides are as the in-sync mark says');
+  }, 40_000);
+
   it('a restart over a tree in sync downloads and uploads nothing, then still syncs both ways', async () => {
     ws = await createWorkspace();
     const w = ws;
