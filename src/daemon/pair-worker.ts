@@ -258,9 +258,9 @@ export class PairWorker {
       },
       onError: (err: BinderSyncError) => this.watcherFailed(err),
     };
-    const early = this.takeEarlyWatcher();
+    const early = backend === undefined ? this.takeEarlyWatcher() : null;
     try {
-      this.watcher = early && backend === undefined
+      this.watcher = early
         ? await early.adopt(handlers)
         : await createWatcher({
             root: this.d.pair.localPath,
@@ -272,7 +272,7 @@ export class PairWorker {
             ...handlers,
           });
       // An early watcher watches the root it was started on (a root replaced since is then noticed: see below).
-      this.watchedRoot = early && backend === undefined ? early.rootId : rootIdentity(this.d.pair.localPath);
+      this.watchedRoot = early ? early.rootId : rootIdentity(this.d.pair.localPath);
       this.watchedBackend = this.watcher.backend;
       this.log.debug({ backend: this.watcher.backend }, 'watching for local changes');
     } catch (err) {
@@ -392,7 +392,6 @@ export class PairWorker {
   }
 }
 
-/** dev:ino of the sync root, or null when it is not a directory now. */
 function removePairMetrics(m: SyncMetrics, pair: string): void {
   for (const f of [m.filesTransferred, m.bytesTransferred, m.queueDepth, m.errors, m.lastPollTimestamp, m.conflicts, m.passDuration]) f.remove({ pair });
 }
