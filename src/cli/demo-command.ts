@@ -311,16 +311,7 @@ function withGuide(obs: PassObserver | undefined, showGuide: (first: PassReport 
 
 /** Files the demo pair has in sync (its state DB, read-only beside the daemon); null when it cannot be read. */
 function filesInSync(stateDir: string): number | null {
-  const db = path.join(stateDir, PAIR, 'state.db');
-  let store: StateStore | undefined;
-  try {
-    store = StateStore.openReadOnly(db);
-    return store.countBase();
-  } catch {
-    return null;
-  } finally {
-    store?.close();
-  }
+  return StateStore.peekBaseCount(path.join(stateDir, PAIR, 'state.db'));
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;

@@ -3,7 +3,6 @@
 // the HTTP client and the state DB (~0.3 s) instead of doing that first. A daemon restart over a large tree
 // reaches its digest walk, which must wait for the watcher (see PassOptions.localReady), that much sooner.
 // Each pair's worker adopts its watcher on its first pass; what the watcher reports before then is held for it.
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Config, PairConfig } from '../config/schema.js';
 import type { BinderSyncError } from '../errors.js';
@@ -52,32 +51,19 @@ export function startEarlyWatchers(config: Config, timing: Pick<DaemonTiming, 'w
   return out;
 }
 
-/** The pair's base count, or undefined when its state DB cannot be read (a new pair: it is created later). */
-function expectedFilesOf(dbFile: string): number | undefined {
-  if (!fs.existsSync(dbFile)) return undefined;
-  let store: StateStore | undefined;
-  try {
-    store = StateStore.openReadOnly(dbFile);
-    return store.countBase();
-  } catch {
-    return undefined;
-  } finally {
-    store?.close();
-  }
-}
-
 function startEarly(pair: PairConfig, rootId: string, dbFile: string, timing: Pick<DaemonTiming, 'watchSettleMs'>, log: Logger): EarlyWatcher {
   let handlers: WatchHandlers | null = null;
   // Held until adoption: the union of the hinted dirs (the coalescer already bounds each hint), and the errors.
   const heldDirs = new Set<string>();
   let heldFull = false;
   const heldErrors: BinderSyncError[] = [];
-  const expectedFiles = expectedFilesOf(dbFile);
+  // Unknown for a new pair (its state DB is created later): 'auto' then picks as the worker would for 0 files.
+  const expectedFiles = StateStore.peekBaseCount(dbFile);
   const watcher = createWatcher({
     root: pair.localPath,
     ignore: createIgnoreMatcher(pair.ignore),
     backend: pair.watcher === 'off' ? 'auto' : pair.watcher,
-    ...(expectedFiles !== undefined ? { expectedFiles } : {}),
+    ...(expectedFiles !== null ? { expectedFiles } : {}),
     log,
     ...(timing.watchSettleMs !== undefined ? { settleMs: timing.watchSettleMs } : {}),
     onHints: (h) => {

@@ -250,6 +250,20 @@ export class StateStore {
     }
   }
 
+  /** The number of base rows of the state DB in `file`, read-only; null when it cannot be read (missing, damaged, too new). */
+  static peekBaseCount(file: string): number | null {
+    if (!fs.existsSync(file)) return null;
+    let store: StateStore | undefined;
+    try {
+      store = StateStore.openReadOnly(file);
+      return store.countBase();
+    } catch {
+      return null;
+    } finally {
+      store?.close();
+    }
+  }
+
   /**
    * Opens an existing state DB read-only, for `status` while a daemon writes it (WAL lets readers run beside
    * the writer). No migrations run: a DB with a newer schema throws STATE_TOO_NEW, one with no schema at all

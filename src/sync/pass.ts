@@ -10,7 +10,7 @@ import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type PriorFile } from '../local/scanner.js';
 import { digestLocalTree } from '../local/tree-digest.js';
-import { fetchRemote, folderTreeUnchanged, observeRemote, searchDigestsOf, searchPagesUnchanged, type RawDoc, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
+import { fetchRemote, folderTreeUnchanged, observeRemote, searchDigestsOf, searchPagesUnchanged, type ListRemoteOptions, type RawDoc, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
 import { executePlan, type ExecutionReport } from './executor.js';
@@ -363,14 +363,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   // A reused listing is the observation of the last pass, or (dropped after a quiet poll) rebuilt from the raw one.
   const listing: RemoteListing = raw === null && rt.cache.remote
     ? { ...rt.cache.remote, requests: 0 }
-    : await observeRemote(rt.client, raw ?? { ...(rt.cache.raw as RawListing), requests: 0 }, {
-        binderId: rt.pair.binderId,
-        pageSize: rt.pair.pageSize,
-        caseInsensitive: rt.caseInsensitive,
-        base,
-        isIgnored: (p, isDir) => rt.ignore.ignores(p, isDir),
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      });
+    : await observeRemote(rt.client, raw ?? { ...(rt.cache.raw as RawListing), requests: 0 }, observeOptions(rt, base, opts.signal));
   if (raw) {
     rt.cache.remoteAt = Date.now();
     rt.cache.raw = raw;
@@ -490,14 +483,7 @@ export async function settleInSyncMark(rt: PairRuntime, opts: { now?: () => Date
     ...(opts.signal ? { signal: opts.signal } : {}),
   });
   if (!localMatchesBase(local, base, byKey)) return false;
-  const listing = await observeRemote(rt.client, { ...raw, requests: 0 }, {
-    binderId: rt.pair.binderId,
-    pageSize: rt.pair.pageSize,
-    caseInsensitive: rt.caseInsensitive,
-    base,
-    isIgnored: (p, isDir) => rt.ignore.ignores(p, isDir),
-    ...(opts.signal ? { signal: opts.signal } : {}),
-  });
+  const listing = await observeRemote(rt.client, { ...raw, requests: 0 }, observeOptions(rt, base, opts.signal));
   const { folders } = listing.observation;
   if (listing.observation.unmappable.length > 0 || !listingMatchesBase(raw, base, folders)) return false;
   let plan = reconcile(base, local, listing.observation, reconcileContext(rt, opts.now ?? (() => new Date()), false));
@@ -508,6 +494,18 @@ export async function settleInSyncMark(rt: PairRuntime, opts: { now?: () => Date
     rt.store.replaceFolders([...folders.values()]);
   });
   return true;
+}
+
+/** How a raw listing is mapped for this pair against a base (observeRemote). */
+function observeOptions(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry>, signal: AbortSignal | undefined): ListRemoteOptions {
+  return {
+    binderId: rt.pair.binderId,
+    pageSize: rt.pair.pageSize,
+    caseInsensitive: rt.caseInsensitive,
+    base,
+    isIgnored: (p, isDir) => rt.ignore.ignores(p, isDir),
+    ...(signal ? { signal } : {}),
+  };
 }
 
 /** What reconcile needs besides the three observations: the pair's policies, as this process may apply them. */

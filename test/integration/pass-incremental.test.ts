@@ -69,6 +69,13 @@ async function restart(pairExtra = ''): Promise<PairRuntime> {
   return rt;
 }
 
+/** Calls of reconcile during one pass (the in-sync mark's tests check when a pass skips it). */
+async function reconciles(pass: () => Promise<unknown>): Promise<number> {
+  vi.mocked(reconcile).mockClear();
+  await pass();
+  return vi.mocked(reconcile).mock.calls.length;
+}
+
 /** Folder-tree requests of one pass. */
 async function walksOf(pass: () => Promise<unknown>): Promise<number> {
   emu.control.resetCounters();
@@ -333,11 +340,6 @@ describe('the daemon restarting (reuseSavedFolderTree)', () => {
 
 describe('the in-sync mark (a new process over a tree exactly as the base says)', () => {
   const MARK = 'inSyncMark';
-  const reconciles = async (pass: () => Promise<unknown>): Promise<number> => {
-    vi.mocked(reconcile).mockClear();
-    await pass();
-    return vi.mocked(reconcile).mock.calls.length;
-  };
   beforeEach(async () => {
     emu.control.createFolder(binderId, { name: 'Empty' });
     expect((await runPass(rt)).execution?.done.download).toBe(5);
@@ -551,11 +553,6 @@ describe("the in-sync mark's digests (a new process checks both sides without th
 
 describe('settling the in-sync mark after a pass that did work (what `binder-sync sync` does next)', () => {
   const MARK = 'inSyncMark';
-  const reconciles = async (pass: () => Promise<unknown>): Promise<number> => {
-    vi.mocked(reconcile).mockClear();
-    await pass();
-    return vi.mocked(reconcile).mock.calls.length;
-  };
   beforeEach(async () => {
     emu.control.createFolder(binderId, { name: 'Sub', parentId: folderId });
     expect((await runPass(rt)).execution?.done.download).toBe(5);
