@@ -22,7 +22,8 @@ import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
 import { contentIdOf, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
-import { encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
+import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
+import { expireRefusals, loadRefusedUploads, saveRefusedUploads, type Refusal } from './refused-uploads.js';
 
 /**
  * How long a walked folder tree may stand in for a new walk (one request per folder: 85% of a poll's requests
@@ -66,9 +67,10 @@ export interface PairRuntime {
   tempsCleaned: boolean;
   /**
    * Uploads the service refused for good (400/422: a name or metadata it does not accept), by path key, with
-   * the content then: not sent again until the file changes or the pair is opened again (restart, reload).
+   * the content then: not sent again until the file changes, the config changes or a day has passed; kept in
+   * the state DB across restarts (refused-uploads.ts).
    */
-  refusedUploads: Map<string, { content: string; detail: string }>;
+  refusedUploads: Map<string, Refusal>;
   /** Hashes of files that have no base row, by key (see rememberUnbasedHashes). */
   unbasedHashes: Map<string, PriorFile>;
   /** Observations of the previous pass, reused by passes that ask for it (see PassOptions). */
@@ -190,7 +192,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       caseInsensitive,
       readOnly: null,
       tempsCleaned: false,
-      refusedUploads: new Map(),
+      refusedUploads: loadRefusedUploads(store, configDigest(pair, caseInsensitive), Date.now()),
       unbasedHashes: new Map(),
       cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, quiet: false, localParked: false, issues: [] },
     };
@@ -388,6 +390,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (rt.readOnly && ctx.direction === 'both') plan = reconcile(base, local, listing.observation, { ...ctx, direction: 'download' });
   }
   plan = withheldForMetadata(plan, rt.metadata);
+  if (expireRefusals(rt.refusedUploads, now().getTime())) saveRefused(rt);
   plan = withheldAsRefused(plan, rt.refusedUploads);
   const deferral = deferRecentlyWritten(plan, opts.minFileAgeMs ?? 0, now().getTime());
   plan = deferral.plan;
@@ -418,7 +421,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (plan.groups.length > 0) rt.store.deleteMeta(IN_SYNC_MARK);
     report.execution = await executePlan(plan, deps);
     noticeReadOnly(rt, report.execution);
-    rememberRefused(rt, plan, report.execution);
+    rememberRefused(rt, plan, report.execution, now().getTime());
     await removeVacatedDirs(rt, report.execution.vacatedDirs, listing.observation);
   }
   rememberObservations(rt, plan, local, listing, dryRun);
@@ -783,15 +786,23 @@ function rememberUnbasedHashes(rt: PairRuntime, obs: LocalObservation, full: boo
 }
 
 /** Uploads refused for good this pass are remembered with their content (see withheldAsRefused). */
-function rememberRefused(rt: PairRuntime, plan: Plan, execution: ExecutionReport): void {
+function rememberRefused(rt: PairRuntime, plan: Plan, execution: ExecutionReport, at: number): void {
+  let added = false;
   for (const f of execution.failures) {
     if (f.kind !== 'upload' || f.code !== 'COMMIT_REFUSED' || f.retryable) continue;
     for (const g of plan.groups) {
       for (const a of g) {
-        if (a.kind === 'upload' && a.relPath === f.relPath) rt.refusedUploads.set(a.key, { content: contentIdOf(a.local), detail: f.message });
+        if (a.kind !== 'upload' || a.relPath !== f.relPath) continue;
+        rt.refusedUploads.set(a.key, { content: contentIdOf(a.local), detail: f.message, at });
+        added = true;
       }
     }
   }
+  if (added) saveRefused(rt);
+}
+
+function saveRefused(rt: PairRuntime): void {
+  saveRefusedUploads(rt.store, configDigest(rt.pair, rt.caseInsensitive), rt.refusedUploads);
 }
 
 /**

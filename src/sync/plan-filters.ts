@@ -66,7 +66,7 @@ export function contentIdOf(f: LocalFile): string {
 /**
  * Uploads of exactly the content the service refused before (same path, same SHA-256) are withheld with an
  * issue: the same bytes under the same name would be refused again, and sending them on every poll wastes the
- * bandwidth. A changed file is tried again.
+ * bandwidth. A changed file is tried again (how long a refusal lasts otherwise: refused-uploads.ts).
  */
 export function withheldAsRefused(plan: Plan, refused: RefusedUploads): Plan {
   if (refused.size === 0) return plan;

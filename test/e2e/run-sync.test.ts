@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, readLocal, runCli, writeLocal, type Workspace } from './harness.js';
+import { createWorkspace, readLocal, runCli, sync, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
 
 let ws: Workspace | undefined;
@@ -29,6 +29,16 @@ function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/** A workspace whose service refuses every commit (400), with one local file Docs/refused.txt to upload. */
+async function refusingWorkspace(): Promise<Workspace> {
+  ws = await createWorkspace();
+  ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
+  writeRunConfig(ws);
+  ws.emulator.control.injectFault({ route: 'commit', status: 400 });
+  writeLocal(ws, 'Docs/refused.txt', 'the service will not take this');
+  return ws;
 }
 
 describe('binder-sync run: syncing', () => {
@@ -159,13 +169,8 @@ describe('binder-sync run: syncing', () => {
   }, 40_000);
 
   it('does not send a file again that the service refused to commit (400) until it changes, and says why in status', async () => {
-    ws = await createWorkspace();
-    const w = ws;
+    const w = await refusingWorkspace();
     const c = w.emulator.control;
-    c.createFolder(w.binderId, { name: 'Docs' });
-    writeRunConfig(w);
-    c.injectFault({ route: 'commit', status: 400 });
-    writeLocal(w, 'Docs/refused.txt', 'the service will not take this');
     daemon = startDaemonProcess(w);
     const d = daemon;
     await eventually(() => c.counters()['storage-put'] === 1, 10_000, 'the first upload', d.tail);
@@ -179,6 +184,21 @@ describe('binder-sync run: syncing', () => {
     c.clearFaults();
     writeLocal(w, 'Docs/refused.txt', 'changed content');
     await eventually(() => c.listDocuments(w.binderId).length === 1, 10_000, 'the changed file uploaded', d.tail);
+    expect(c.readContent(c.listDocuments(w.binderId)[0]!.id).toString()).toBe('changed content');
+  }, 40_000);
+
+  it('a refused file is not sent again by the next `binder-sync sync` (a cron job) until it changes', async () => {
+    const w = await refusingWorkspace();
+    const c = w.emulator.control;
+    expect((await sync(w)).code).toBe(1);
+    expect(c.counters()['storage-put']).toBe(1);
+    const second = await sync(w, ['--json']);
+    expect(second.code, second.stderr).toBe(1);
+    expect(c.counters()['storage-put']).toBe(1);
+    expect(second.stdout).toContain('upload-refused');
+    c.clearFaults();
+    writeLocal(w, 'Docs/refused.txt', 'changed content');
+    expect((await sync(w)).code).toBe(0);
     expect(c.readContent(c.listDocuments(w.binderId)[0]!.id).toString()).toBe('changed content');
   }, 40_000);
 

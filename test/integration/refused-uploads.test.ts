@@ -1,0 +1,123 @@
+// Refused uploads kept in the state DB (src/sync/refused-uploads.ts): a real SQLite file for the stored form, and
+// passes against the emulator (real HTTP) for what a new process does with them: the same bytes are not sent
+// again after a restart, and are tried again when the file or the config changes, or after a day.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load.js';
+import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { ServiceClient } from '../../src/service/index.js';
+import { StateStore } from '../../src/state/store.js';
+import { openPair, runPass, type PairRuntime } from '../../src/sync/pass.js';
+import { expireRefusals, loadRefusedUploads, REFUSAL_RETRY_MS, saveRefusedUploads } from '../../src/sync/refused-uploads.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'refused-'));
+});
+afterEach(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the stored refusals', () => {
+  const T = 1_800_000_000_000;
+  const refusal = { content: 'sha-a', detail: 'the service refused the name', at: T };
+
+  it('round-trip under one config, and are none under another config or when damaged', () => {
+    const store = StateStore.open(path.join(dir, 'state.db'));
+    try {
+      saveRefusedUploads(store, 'cfg1', new Map([['docs/a:b.txt', refusal]]));
+      expect([...loadRefusedUploads(store, 'cfg1', T + 1000)]).toEqual([['docs/a:b.txt', refusal]]);
+      expect(loadRefusedUploads(store, 'cfg2', T + 1000).size).toBe(0);
+      for (const bad of ['{not json', JSON.stringify({ config: 'cfg1', byKey: { k: { content: 1 } } }), JSON.stringify([1, 2])]) {
+        store.setMeta('refusedUploads', bad);
+        expect(loadRefusedUploads(store, 'cfg1', T).size, bad).toBe(0);
+      }
+      saveRefusedUploads(store, 'cfg1', new Map());
+      expect(store.getMeta('refusedUploads')).toBeUndefined();
+    } finally {
+      store.close();
+    }
+  });
+
+  it('last a day: older ones (or ones from a clock set back by more) are not loaded, and expire in memory', () => {
+    const store = StateStore.open(path.join(dir, 'state.db'));
+    try {
+      saveRefusedUploads(store, 'c', new Map([['old', refusal], ['new', { ...refusal, at: T + REFUSAL_RETRY_MS }]]));
+      expect([...loadRefusedUploads(store, 'c', T + REFUSAL_RETRY_MS + 1).keys()]).toEqual(['new']);
+      expect([...loadRefusedUploads(store, 'c', T - 1).keys()]).toEqual(['old']);
+      const inMemory = loadRefusedUploads(store, 'c', T + 1);
+      expect(expireRefusals(inMemory, T + REFUSAL_RETRY_MS - 1)).toBe(false);
+      expect(expireRefusals(inMemory, T + REFUSAL_RETRY_MS)).toBe(true);
+      expect([...inMemory.keys()]).toEqual(['new']);
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('a refused upload and a new process', () => {
+  let emu: Emulator;
+  let client: ServiceClient;
+  let rt: PairRuntime;
+  let binderId: string;
+
+  const open = async (pairExtra = ''): Promise<PairRuntime> => {
+    const c = emu.credentials;
+    const yaml = `service: { baseUrl: ${emu.baseUrl}, authUrl: ${emu.authUrl}, tenantId: ${c.tenantId}, clientId: ${c.clientId}, clientSecret: ${c.clientSecret} }
+stateDir: ./state
+pairs: [{ name: p, localPath: ./local, binderId: ${binderId}${pairExtra} }]`;
+    const { config } = parseConfigText(yaml, { baseDir: dir, env: {} });
+    rt?.store.close();
+    rt = await openPair(config.pairs[0]!, config.stateDir, client, pino({ level: 'silent' }));
+    return rt;
+  };
+  const puts = () => emu.control.counters()['storage-put'];
+
+  beforeEach(async () => {
+    emu = await startEmulator({ quiet: true });
+    binderId = emu.control.createBinder({ name: 'B' }).id;
+    emu.control.createFolder(binderId, { name: 'Docs' });
+    client = new ServiceClient({ baseUrl: emu.baseUrl, authUrl: emu.authUrl, ...emu.credentials, requestTimeoutMs: 10_000 });
+    await open();
+    await runPass(rt);
+    fs.writeFileSync(path.join(dir, 'local', 'Docs', 'refused.txt'), 'the service will not take this');
+    emu.control.injectFault({ route: 'commit', status: 400 });
+    const first = await runPass(rt);
+    expect(first.execution?.failures.map((f) => f.code)).toEqual(['COMMIT_REFUSED']);
+    expect(puts()).toBe(1);
+  });
+  afterEach(async () => {
+    rt.store.close();
+    await client.close();
+    await emu.close();
+  });
+
+  it('is not sent again by the next process while the file and the config stay the same', async () => {
+    await open();
+    const again = await runPass(rt);
+    expect(again.issues.map((i) => [i.relPath, i.code])).toEqual([['Docs/refused.txt', 'upload-refused']]);
+    expect(puts()).toBe(1);
+    expect(again.converged).toBe(false);
+  });
+
+  it('is tried again when the file changes, when the config changes, and after a day', async () => {
+    fs.writeFileSync(path.join(dir, 'local', 'Docs', 'refused.txt'), 'changed, still refused');
+    await open();
+    await runPass(rt);
+    expect(puts()).toBe(2);
+    await open(', conflictPolicy: remote-wins');
+    await runPass(rt);
+    expect(puts()).toBe(3);
+    await open(', conflictPolicy: remote-wins');
+    await runPass(rt, { now: () => new Date(Date.now() + REFUSAL_RETRY_MS + 60_000) });
+    expect(puts()).toBe(4);
+    // Once the service takes it, it is synced like any file.
+    emu.control.clearFaults();
+    await open(', conflictPolicy: remote-wins');
+    await runPass(rt, { now: () => new Date(Date.now() + 2 * REFUSAL_RETRY_MS + 120_000) });
+    expect(emu.control.listDocuments(binderId).map((d) => d.fileName)).toEqual(['refused.txt']);
+  });
+});
