@@ -52,11 +52,11 @@ describe('early watchers', () => {
     expect(started.get('a')?.pair).toBe(cfg.pairs[0]);
   });
 
-  it('hold what they see before adoption and hand it over, then report directly', async () => {
+  it.each(['chokidar', 'native'] as const)('hold what they see before adoption and hand it over, then report directly (%s)', async (backend) => {
     const root = path.join(dir, 'a');
     fs.mkdirSync(path.join(root, 'docs', 'deep'), { recursive: true });
     fs.mkdirSync(path.join(root, 'other'));
-    started = startEarlyWatchers(config('[{ name: a, localPath: ./a, binderId: B1, watcher: chokidar }]'), timing, log);
+    started = startEarlyWatchers(config(`[{ name: a, localPath: ./a, binderId: B1, watcher: ${backend} }]`), timing, log);
     const early = started.get('a')!;
     await early.ready();
     fs.writeFileSync(path.join(root, 'docs', 'deep', 'x.txt'), 'before adoption');
@@ -64,7 +64,7 @@ describe('early watchers', () => {
     await sleep(600); // settled: the hint is held, nobody to give it to yet
     const r = recorder();
     const watcher = await early.adopt(r);
-    expect(watcher.backend).toBe('chokidar');
+    expect(watcher.backend).toBe(backend);
     expect(r.hints).toEqual([{ dirs: ['docs'], full: false }]);
     fs.writeFileSync(path.join(root, 'other', 'z.txt'), 'after adoption');
     await expect.poll(() => r.hints.flatMap((h) => h.dirs), { timeout: 3000 }).toContain('other');
