@@ -26,10 +26,10 @@ export interface Daemon {
   otherLines: string[];
 }
 
-export function startDaemon(configFile: string, emu: Emulator, opts: { env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {}): Daemon {
+export function startDaemon(configFile: string, emu: Emulator, opts: { env?: NodeJS.ProcessEnv; nodeArgs?: string[]; bin?: string } = {}): Daemon {
   // The caller's BINDER_SYNC_* variables are dropped: each benchmark states the overrides it uses.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BINDER_SYNC_')));
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN, 'run', '--config', configFile], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.bin ?? BIN, 'run', '--config', configFile], {
     env: { ...inherited, [SECRET_ENV]: emu.credentials.clientSecret, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -3,6 +3,8 @@
 // setup. Usage: `npm run build && tsc -p bench/tsconfig.json && node bench/.out/bench/tools/idle-lab.js`;
 // then write a round's JSON to <ctl>/go, e.g. {"seconds":120,"pollMs":20000,"profile":true}; results are
 // printed to stdout. `{"quit":true}` ends it. BENCH_IDLE_FILES sets the tree size (default 100000).
+// An A/B of daemon restarts between two builds (each a checkout with its own dist/), interleaved:
+// {"restarts":8,"bins":{"old":"/tmp/old/bin/binder-sync.js","new":"bin/binder-sync.js"}}.
 import fs from 'node:fs';
 import path from 'node:path';
 import { sampleProc, sleep, startDaemon } from '../lib/daemon.js';
@@ -10,6 +12,7 @@ import { summarizeProfile, newestProfile } from '../lib/profile.js';
 import { deepSet, seedRemote } from '../lib/trees.js';
 import { benchEmulator, limitsAt, ROOT, runSync, SECRET_ENV, tempDir, writeConfig, countersText } from '../lib/workspace.js';
 import { run, tail } from '../lib/proc.js';
+import { median } from '../lib/stats.js';
 
 interface Round {
   seconds?: number;
@@ -23,6 +26,13 @@ interface Round {
   polls?: number;
   /** A sync round: this many no-op `binder-sync sync` runs (timed, spawn to exit) instead of a daemon. */
   syncs?: number;
+  /**
+   * A restart round: this many daemon starts over the synced tree, each timed from spawn to its first pass done
+   * (the 'quiet pass' line's pino time, as benchmark 3 does), interleaved across `bins` (name -> path of a
+   * binder-sync.js; default the checkout's) for an A/B of two builds.
+   */
+  restarts?: number;
+  bins?: Record<string, string>;
   rps?: number;
   pageSize?: number;
   watcher?: string;
@@ -80,6 +90,28 @@ for (;;) {
       console.log(`round: sync ${((performance.now() - s0) / 1000).toFixed(2)} s, hashed ${r.report.hashed}, requests ${countersText(emu.control.counters())}`);
     }
     if (round.profile) console.log(summarizeProfile(newestProfile(profSync), ROOT, 30));
+    console.log('round: done');
+    continue;
+  }
+  if (round.restarts) {
+    const cfgRestart = writeConfig(work, { emu, binderId, localPath: local, stateDir, limits: limitsAt(round.rps ?? 1000), pairOptions: { watcher: round.watcher ?? 'auto' } });
+    const bins = Object.entries(round.bins ?? { cur: path.join(ROOT, 'bin', 'binder-sync.js') });
+    const times = new Map<string, number[]>(bins.map(([name]) => [name, []]));
+    for (let i = 0; i < round.restarts; i++) {
+      for (const [name, bin] of bins) {
+        const t = Date.now();
+        const d = startDaemon(cfgRestart, emu, { bin, env: { BINDER_SYNC_LOG_LEVEL: 'debug', ...round.env } });
+        try {
+          const line = await d.waitFor((l) => l.msg === 'quiet pass' || (typeof l.msg === 'string' && l.msg.startsWith('pass: ')), 60_000, 'first pass');
+          if (line.msg !== 'quiet pass') throw new Error(`the restart did something: ${line.msg}`);
+          times.get(name)!.push(line.time - t);
+        } finally {
+          await d.stop();
+        }
+        await sleep(300);
+      }
+    }
+    for (const [name, ms] of times) console.log(`round: restart ${name}: median ${median(ms)} ms; runs ${ms.join(' ')}`);
     console.log('round: done');
     continue;
   }
