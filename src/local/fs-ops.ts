@@ -238,7 +238,8 @@ export async function createTempFor(dirAbs: string): Promise<{ path: string; fd:
     try {
       // Asynchronous, unlike the other metadata calls here: creating a file allocates an inode, which was
       // measured at ~0.7 ms on ext4 after many deletions (it searches for a reusable inode).
-      return { path: p, fd: await openFd(p, 'wx', 0o600) };
+      // Read-write: a large download is hashed from it once written (sync/download.ts).
+      return { path: p, fd: await openFd(p, 'wx+', 0o600) };
     } catch (err) {
       const code = errnoOf(err);
       if (code === 'EEXIST' && ++taken < 3) continue; // a leftover of another run: take the next name

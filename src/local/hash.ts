@@ -52,3 +52,28 @@ export async function hashFile(absPath: string, signal?: AbortSignal): Promise<F
   }
   return { sha256: hash.digest('hex'), size };
 }
+
+/**
+ * Hashes the file open (readable) at `fd` from offset 0: in a worker when one can be started, else on this
+ * thread. The caller keeps and closes the descriptor.
+ */
+export async function hashOpenFile(fd: number, signal?: AbortSignal): Promise<FileHash> {
+  pool ??= new HashPool();
+  const done = await pool.hashFd(fd, signal);
+  if (done !== null) return done;
+  const hash = createHash('sha256');
+  const buf = spare.pop() ?? Buffer.allocUnsafe(CHUNK);
+  let size = 0;
+  try {
+    for (;;) {
+      const n = await new Promise<number>((resolve, reject) => fs.read(fd, buf, 0, CHUNK, size, (err, bytes) => (err ? reject(err) : resolve(bytes))));
+      if (n === 0) break;
+      hash.update(buf.subarray(0, n));
+      size += n;
+      signal?.throwIfAborted();
+    }
+  } finally {
+    if (spare.length < 8) spare.push(buf);
+  }
+  return { sha256: hash.digest('hex'), size };
+}

@@ -271,7 +271,16 @@ export class ServiceClient {
    * Failures before the first byte are retried here (new link when expired / 403); a failure mid-body throws a
    * retryable TRANSFER_INTERRUPTED or TRANSFER_INCOMPLETE: restart with a fresh temp file.
    */
-  downloadVersionTo(documentId: string, versionId: string, dest: Writable, opts: { signal?: AbortSignal; onBytes?: (n: number) => void } = {}): Promise<{ bytes: number; sha256: string }> {
+  /**
+   * Streams a version into dest. Its SHA-256 is computed on the way, except for a body of `hashBelowBytes` or more
+   * (by its Content-Length): sha256 is then null and the caller hashes what it wrote (off the event loop).
+   */
+  downloadVersionTo(
+    documentId: string,
+    versionId: string,
+    dest: Writable,
+    opts: { signal?: AbortSignal; onBytes?: (n: number) => void; hashBelowBytes?: number } = {},
+  ): Promise<{ bytes: number; sha256: string | null }> {
     return downloadToStream(this.core, () => this.getDownloadLink(documentId, versionId), dest, opts);
   }
 

@@ -37,10 +37,13 @@ export class HashMeter extends Transform {
 class HashTap {
   bytes = 0;
   private readonly hash = createHash('sha256');
-  constructor(private readonly onBytes?: (n: number) => void) {}
+  constructor(
+    private readonly onBytes?: (n: number) => void,
+    readonly hashing = true,
+  ) {}
   readonly update = (chunk: Buffer): void => {
     this.bytes += chunk.length;
-    this.hash.update(chunk);
+    if (this.hashing) this.hash.update(chunk);
     this.onBytes?.(chunk.length);
   };
   digest(): string {
@@ -232,8 +235,8 @@ export async function downloadToStream(
   core: HttpCore,
   getLink: () => Promise<DownloadLink>,
   dest: Writable,
-  opts: { signal?: AbortSignal; onBytes?: (n: number) => void } = {},
-): Promise<{ bytes: number; sha256: string }> {
+  opts: { signal?: AbortSignal; onBytes?: (n: number) => void; hashBelowBytes?: number } = {},
+): Promise<{ bytes: number; sha256: string | null }> {
   const signal = core.joinSignal(opts.signal);
   let link: DownloadLink | undefined;
   let needNewLink = true;
@@ -249,7 +252,7 @@ export async function downloadToStream(
             if (linkExpired(link)) link = await getLink();
             needNewLink = false;
           }
-          return streamLink(core, link.url, dest, signal, opts.onBytes, () => {
+          return streamLink(core, link.url, dest, signal, opts.onBytes, opts.hashBelowBytes, () => {
             needNewLink = true;
           });
         },
@@ -261,7 +264,15 @@ export async function downloadToStream(
   );
 }
 
-async function streamLink(core: HttpCore, url: string, dest: Writable, signal: AbortSignal, onBytes: ((n: number) => void) | undefined, expired: () => void): Promise<{ bytes: number; sha256: string }> {
+async function streamLink(
+  core: HttpCore,
+  url: string,
+  dest: Writable,
+  signal: AbortSignal,
+  onBytes: ((n: number) => void) | undefined,
+  hashBelowBytes: number | undefined,
+  expired: () => void,
+): Promise<{ bytes: number; sha256: string | null }> {
   const where = { url: redactUrl(url) };
   const started = performance.now();
   let res: StorageResponse;
@@ -289,7 +300,8 @@ async function streamLink(core: HttpCore, url: string, dest: Writable, signal: A
   // Counted and hashed from a 'data' listener rather than a Transform between body and dest: one stream stage
   // less per chunk. It is added right before pipeline() attaches dest in the same tick, so it sees every
   // chunk, in order, and dest's backpressure pauses both.
-  const meter = new HashTap(onBytes);
+  // A body announced at hashBelowBytes or more is only counted: the caller hashes what it wrote, off this thread.
+  const meter = new HashTap(onBytes, hashBelowBytes === undefined || expected === undefined || expected < hashBelowBytes);
   res.body.on('data', meter.update);
   // Which side failed first? Registered before pipeline() so these run before pipeline tears the others down.
   let firstFailure: 'body' | 'dest' | undefined;
@@ -328,7 +340,7 @@ async function streamLink(core: HttpCore, url: string, dest: Writable, signal: A
       new ServiceError(`${GET_REQUEST} delivered ${meter.bytes} of ${expected} bytes`, { code: 'TRANSFER_INCOMPLETE', retryable: true, request: GET_REQUEST, context: { ...where, bytes: meter.bytes, expected } }),
     );
   }
-  return { bytes: meter.bytes, sha256: meter.digest() };
+  return { bytes: meter.bytes, sha256: meter.hashing ? meter.digest() : null };
 }
 
 /** What the user can do about a failed local write of downloaded content. */

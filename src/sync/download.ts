@@ -5,6 +5,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { WriteStream } from 'node:fs';
 import { createTempFor, syncTempFile } from '../local/fs-ops.js';
+import { hashOpenFile, WORKER_MIN_BYTES } from '../local/hash.js';
 import { isRetryable } from '../errors.js';
 import type { RemoteDoc } from './model.js';
 import type { ExecutorDeps } from './executor-deps.js';
@@ -129,11 +130,18 @@ export async function downloadToTemp(d: ExecutorDeps, doc: RemoteDoc, destAbs: s
       const res = await d.client.downloadVersionTo(doc.documentId, doc.versionId, out, {
         ...(d.signal ? { signal: d.signal } : {}),
         ...(d.onBytes ? { onBytes: d.onBytes } : {}),
+        hashBelowBytes: WORKER_MIN_BYTES,
       });
       if (out.bytesWritten !== res.bytes) throw new Error(`wrote ${out.bytesWritten} bytes of ${res.bytes}`);
-      await syncTempFile(fd, tempPath, temp.settle);
+      // A large file was only counted on its way in: it is hashed from the temp file by a worker while the
+      // fsync runs (the hash describes exactly the bytes written), instead of on the event loop during the transfer.
+      // Both settle before the descriptor may be closed (neither may be left running on it).
+      const [hashed, synced] = await Promise.allSettled([res.sha256 ?? hashWritten(fd, tempPath, res.bytes, d.signal), syncTempFile(fd, tempPath, temp.settle)]);
+      if (synced.status === 'rejected') throw synced.reason;
+      if (hashed.status === 'rejected') throw hashed.reason;
+      const sha256 = hashed.value;
       await closeStream(out);
-      return { tempPath, sha256: res.sha256, bytes: res.bytes };
+      return { tempPath, sha256, bytes: res.bytes };
     } catch (err) {
       await closeStream(out).catch(() => undefined);
       await fsp.rm(tempPath, { force: true });
@@ -141,6 +149,13 @@ export async function downloadToTemp(d: ExecutorDeps, doc: RemoteDoc, destAbs: s
       d.log.debug({ relPath: doc.relPath, attempt }, 'download interrupted; starting again');
     }
   }
+}
+
+/** The SHA-256 of the temp file just written, which must hold exactly `bytes`. */
+async function hashWritten(fd: number, tempPath: string, bytes: number, signal: AbortSignal | undefined): Promise<string> {
+  const h = await hashOpenFile(fd, signal);
+  if (h.size !== bytes) throw new Error(`${tempPath} holds ${h.size} bytes after writing ${bytes}`);
+  return h.sha256;
 }
 
 /** Closes the stream and with it the temp's descriptor (destroy waits for a write in flight). */

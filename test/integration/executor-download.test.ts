@@ -100,6 +100,27 @@ describe('executor downloads', () => {
     if (fdsBefore !== null) expect(openFds()).toBe(fdsBefore); // every temp descriptor closed
   });
 
+  it('hashes a body the client only counted (a large one) from the written temp file, off the event loop', async () => {
+    const big = Buffer.alloc((5 << 20) + 3, 0x5a);
+    big.write('the start of a large download');
+    const client = {
+      downloadVersionTo: async (_documentId: string, _versionId: string, dest: Writable, opts: { hashBelowBytes?: number }) => {
+        expect(opts.hashBelowBytes).toBeLessThanOrEqual(big.length);
+        await new Promise<void>((resolve, reject) => {
+          dest.once('error', reject);
+          dest.end(big, () => resolve());
+        });
+        return { bytes: big.length, sha256: null };
+      },
+    } as unknown as ExecutorDeps['client'];
+    const d = setup(client);
+    const report = await executePlan(downloads(['Big/large.bin']), d);
+    expect(report.failures).toEqual([]);
+    expect(fs.readFileSync(path.join(d.root, 'Big/large.bin')).equals(big)).toBe(true);
+    expect(d.store.loadBase().get('d0')?.sha256).toBe(sha(big));
+    expect(filesUnder(d.root)).toEqual(['Big/large.bin']);
+  });
+
   it('restarts an interrupted body on a fresh temp file and leaves no temp behind', async () => {
     const { client, attempts } = fakeClient((id, attempt) =>
       id === 'd1' && attempt === 1 ? new ServiceError('cut off', { code: 'TRANSFER_INTERRUPTED', retryable: true, request: 'GET storage' }) : undefined,

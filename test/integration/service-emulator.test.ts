@@ -112,6 +112,9 @@ describe('every endpoint against the emulator', () => {
     const path = await sink();
     const got = await client.downloadVersionTo(a.document.id, a.version.id, createWriteStream(path('a.txt')));
     expect(got).toEqual({ bytes: 5, sha256: sha(Buffer.from('alpha')) });
+    // hashBelowBytes: a body announced at that size or more is only counted (the caller hashes what it wrote).
+    expect(await client.downloadVersionTo(a.document.id, a.version.id, createWriteStream(path('a2.txt')), { hashBelowBytes: 5 })).toEqual({ bytes: 5, sha256: null });
+    expect(await client.downloadVersionTo(a.document.id, a.version.id, createWriteStream(path('a3.txt')), { hashBelowBytes: 6 })).toEqual({ bytes: 5, sha256: sha(Buffer.from('alpha')) });
 
     // Upload a new version of b.txt and a new document, then commit both.
     const body = Buffer.from('bravo two');
