@@ -642,6 +642,24 @@ describe('large new files: read once, by their upload', () => {
     expect(contents(doc!.id)).toEqual([sha(big), sha(edited)]);
   });
 
+  it('a large remote document is hashed from the written file: its base holds the content hash, and it is never sent back', async () => {
+    await runPass(rt);
+    const big = bigFile(9);
+    big.write('a large remote document');
+    emu.control.addDocument(binderId, folderId, 'remote-big.bin', big);
+    const down = await runPass(rt);
+    expect(down.execution?.done.download).toBe(1);
+    expect(sha(fs.readFileSync(local('Docs/remote-big.bin')))).toBe(sha(big));
+    expect([...rt.store.loadBase().values()].find((b) => b.relPath === 'Docs/remote-big.bin')?.sha256).toBe(sha(big));
+    // Touched: read and found equal to its base hash, so nothing is uploaded.
+    const later = new Date(Date.now() + 60_000);
+    fs.utimesSync(local('Docs/remote-big.bin'), later, later);
+    const touched = await runPass(await restart());
+    expect(touched.hashed).toBe(1);
+    expect(touched.execution?.done.upload ?? 0).toBe(0);
+    expect(contents(docByName('remote-big.bin')!.id)).toEqual([sha(big)]);
+  });
+
   it('against a new remote document at its path: the same content is adopted, other content of the same size is kept both ways', async () => {
     await runPass(rt);
     const same = bigFile(1);
