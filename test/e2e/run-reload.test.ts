@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readDaemonStatus } from '../../src/daemon/status-file.js';
+import { isBeingCreated } from '../../src/cli/status-command.js';
 import { StateStore } from '../../src/state/store.js';
 import { createWorkspace, readLocal, runCli, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
@@ -30,7 +31,13 @@ const fileIs = (w: Workspace, rel: string, content: string) => () => {
 function metaOf(w: Workspace, pair: string, key: string): string | undefined {
   const file = path.join(w.stateDir, pair, 'state.db');
   if (!fs.existsSync(file)) return undefined;
-  const store = StateStore.openReadOnly(file);
+  let store: StateStore;
+  try {
+    store = StateStore.openReadOnly(file);
+  } catch (err) {
+    if (isBeingCreated(err)) return undefined; // the daemon's first pass is creating it (as `status` sees it)
+    throw err;
+  }
   try {
     return store.getMeta(key);
   } finally {

@@ -242,6 +242,15 @@ describe('binder-sync status', () => {
     expect(human.stdout).toMatch(/^  state DB +UNREADABLE: /m);
   });
 
+  it('a state DB a first pass is creating right now (the file, no schema yet) is "never synced", not an error', async () => {
+    const ws = await workspace();
+    fs.mkdirSync(path.join(ws.stateDir, 'main'), { recursive: true });
+    fs.writeFileSync(path.join(ws.stateDir, 'main', 'state.db'), ''); // what StateStore.open creates before its schema
+    const r = await status(ws, '--json');
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as StatusDocument).pairs[0]).toMatchObject({ name: 'main', state: 'never-synced', stateError: null });
+  });
+
   it('refuses a state DB written by a newer binder-sync, without touching it', async () => {
     const ws = await workspace();
     const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
