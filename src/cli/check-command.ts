@@ -304,14 +304,5 @@ function nearestExisting(p: string): string | null {
 }
 
 function syncedBefore(stateDb: string): boolean {
-  if (!fs.existsSync(stateDb)) return false;
-  let store: StateStore | undefined;
-  try {
-    store = StateStore.openReadOnly(stateDb);
-    return store.countBase() > 0;
-  } catch {
-    return false;
-  } finally {
-    store?.close();
-  }
+  return (StateStore.peekBaseCount(stateDb) ?? 0) > 0;
 }

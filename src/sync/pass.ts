@@ -8,7 +8,7 @@ import { BinderSyncError } from '../errors.js';
 import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../local/fs-ops.js';
 import { detectCaseInsensitive } from '../local/fs-probe.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
-import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type PriorFile } from '../local/scanner.js';
+import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type PriorFile, type ScanOptions } from '../local/scanner.js';
 import { digestLocalTree } from '../local/tree-digest.js';
 import { fetchRemote, folderTreeUnchanged, observeRemote, searchDigestsOf, searchPagesUnchanged, type ListRemoteOptions, type RawDoc, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
@@ -319,16 +319,9 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
       });
   listing$.catch(() => undefined); // awaited below; a failed scan must not leave an unhandled rejection behind
   const scan = (within: string[] | undefined) =>
-    scanLocal({
-      root: rt.pair.localPath,
-      caseInsensitive: rt.caseInsensitive,
-      ignore: rt.ignore,
-      // A file with no base row (new, or waiting for its remote folder) is not hashed again while unchanged.
-      prior: (key) => (byKey ??= new Map([...loadBase().values()].map((b) => [b.key, b]))).get(key) ?? rt.unbasedHashes.get(key),
+    scanPair(rt, () => (byKey ??= new Map([...loadBase().values()].map((b) => [b.key, b]))), opts.signal, {
       onHash: () => hashed++,
-      lazyHashFromBytes: LAZY_HASH_FROM_BYTES,
       ...(within ? { subtrees: within } : {}),
-      ...(opts.signal ? { signal: opts.signal } : {}),
     }).then((obs) => {
       rememberUnbasedHashes(rt, obs, within === undefined, byKey);
       return obs;
@@ -477,14 +470,7 @@ export async function settleInSyncMark(rt: PairRuntime, opts: { now?: () => Date
   if (raw === null || !rt.cache.remoteFresh || searchDigestsOf(raw, rt.pair.pageSize) === null || rt.store.listIssues().length > 0) return false;
   const base = rt.store.loadBase();
   const byKey = new Map([...base.values()].map((b) => [b.key, b]));
-  const local = await scanLocal({
-    root: rt.pair.localPath,
-    caseInsensitive: rt.caseInsensitive,
-    ignore: rt.ignore,
-    prior: (key) => byKey.get(key) ?? rt.unbasedHashes.get(key),
-    lazyHashFromBytes: LAZY_HASH_FROM_BYTES,
-    ...(opts.signal ? { signal: opts.signal } : {}),
-  });
+  const local = await scanPair(rt, () => byKey, opts.signal);
   if (!localMatchesBase(local, base, byKey)) return false;
   const listing = await observeRemote(rt.client, { ...raw, requests: 0 }, observeOptions(rt, base, opts.signal));
   const { folders } = listing.observation;
@@ -497,6 +483,28 @@ export async function settleInSyncMark(rt: PairRuntime, opts: { now?: () => Date
     rt.store.replaceFolders([...folders.values()]);
   });
   return true;
+}
+
+/**
+ * Scans the pair's tree. A file is not hashed again while its stat is that of its base row (`baseByKey`, asked
+ * for lazily: a scan that finds nothing loads no base) or, with no base row (new, or waiting for its remote
+ * folder), of the hash remembered from the last scan; a large new file is not read (LAZY_HASH_FROM_BYTES).
+ */
+function scanPair(
+  rt: PairRuntime,
+  baseByKey: () => ReadonlyMap<string, BaseEntry>,
+  signal: AbortSignal | undefined,
+  extra: Pick<ScanOptions, 'onHash' | 'subtrees'> = {},
+): Promise<LocalObservation> {
+  return scanLocal({
+    root: rt.pair.localPath,
+    caseInsensitive: rt.caseInsensitive,
+    ignore: rt.ignore,
+    prior: (key) => baseByKey().get(key) ?? rt.unbasedHashes.get(key),
+    lazyHashFromBytes: LAZY_HASH_FROM_BYTES,
+    ...extra,
+    ...(signal ? { signal } : {}),
+  });
 }
 
 /** How a raw listing is mapped for this pair against a base (observeRemote). */
