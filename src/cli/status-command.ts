@@ -179,18 +179,13 @@ function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon
       out.issues = store.listIssues();
     } catch (err) {
       // A state DB with no schema at all is one a first pass is creating right now: not synced yet, not an error.
-      if (!isBeingCreated(err)) out.stateError = err instanceof BinderSyncError ? err.describe() : describeError(err);
+      if (!(err instanceof BinderSyncError && err.code === 'STATE_NOT_CREATED')) out.stateError = err instanceof BinderSyncError ? err.describe() : describeError(err);
     } finally {
       store?.close();
     }
   }
   out.state = stateOf(out, running, activity?.activity);
   return out;
-}
-
-/** openReadOnly's error for a file that exists but has no schema yet (version 0): StateStore.open is creating it. */
-export function isBeingCreated(err: unknown): boolean {
-  return err instanceof BinderSyncError && err.code === 'STATE_TOO_OLD' && err.context['found'] === 0;
 }
 
 function stateOf(p: PairStatus, running: boolean, activity: 'idle' | 'syncing' | 'backoff' | undefined): PairState {

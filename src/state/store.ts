@@ -267,7 +267,7 @@ export class StateStore {
   /**
    * Opens an existing state DB read-only, for `status` while a daemon writes it (WAL lets readers run beside
    * the writer). No migrations run: a DB with a newer schema throws STATE_TOO_NEW, one with no schema at all
-   * STATE_TOO_OLD; older schemas are read as they are. A missing file throws STATE_OPEN, a damaged one
+   * STATE_NOT_CREATED (being created); older schemas are read as they are. A missing file throws STATE_OPEN, a damaged one
    * STATE_CORRUPT.
    */
   static openReadOnly(file: string): StateStore {
@@ -281,11 +281,13 @@ export class StateStore {
       // Older schemas are readable: everything `status` reads exists since version 1 (later versions only
       // added tables the sync itself uses), so a daemon not yet restarted after an upgrade still shows status.
       if (version < 1) {
-        throw new BinderSyncError(`State DB ${file} has no schema yet (version ${version})`, {
-          code: 'STATE_TOO_OLD',
-          retryable: false,
+        // open() creates the file before it writes the schema: a reader in between (or after a crash there)
+        // finds a state DB that holds nothing yet, which callers treat as "never synced".
+        throw new BinderSyncError(`State DB ${file} has no schema yet: a first pass is creating it`, {
+          code: 'STATE_NOT_CREATED',
+          retryable: true,
           context: { file, found: version, supported: SCHEMA_VERSION },
-          hint: 'run `binder-sync sync` (or start the daemon) once: it upgrades the state DB',
+          hint: 'the next `binder-sync sync` (or the daemon) writes it',
         });
       }
       return new StateStore(db, file);

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readDaemonStatus } from '../../src/daemon/status-file.js';
-import { isBeingCreated } from '../../src/cli/status-command.js';
+import { BinderSyncError } from '../../src/errors.js';
 import { StateStore } from '../../src/state/store.js';
 import { createWorkspace, readLocal, runCli, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
@@ -35,7 +35,7 @@ function metaOf(w: Workspace, pair: string, key: string): string | undefined {
   try {
     store = StateStore.openReadOnly(file);
   } catch (err) {
-    if (isBeingCreated(err)) return undefined; // the daemon's first pass is creating it (as `status` sees it)
+    if (err instanceof BinderSyncError && err.code === 'STATE_NOT_CREATED') return undefined; // the first pass is creating it
     throw err;
   }
   try {
