@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
-import { createWatcher, NATIVE_THRESHOLD, rootIdentity, type LocalWatcher, type WatchHints, type WatcherBackend } from '../local/watcher.js';
+import { createWatcher, rootIdentity, type LocalWatcher, type WatchHints, type WatcherBackend } from '../local/watcher.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
@@ -290,12 +290,12 @@ export class PairWorker {
   }
 
   /**
-   * Starts a new watcher when the root vanished and is back (chokidar stops at the root's unlinkDir), or is
-   * another directory now (a disk mounted again: inotify watches the old inode). The native watcher keeps
-   * watching a root moved away and back (same inode), but @parcel/watcher cannot watch a path again in the
-   * same process once the directory it watched there was deleted (measured: its unsubscribe fails with EINVAL
-   * and a new subscription there gets no events): a replaced root is then watched by chokidar when the tree is
-   * small enough, else by a full scan at every poll until the daemon is restarted.
+   * Starts a new watcher when the root vanished and is back (chokidar and folders stop at the root's
+   * unlinkDir), or is another directory now (a disk mounted again: inotify watches the old inode). The native
+   * watcher keeps watching a root moved away and back (same inode), but @parcel/watcher cannot watch a path
+   * again in the same process once the directory it watched there was deleted (measured: its unsubscribe fails
+   * with EINVAL and a new subscription there gets no events): a replaced root is then watched by the folders
+   * backend.
    */
   private async rewatchIfRootChanged(rt: PairRuntime): Promise<void> {
     if (this.d.pair.watcher === 'off' || this.watchedRoot === null) return;
@@ -311,20 +311,7 @@ export class PairWorker {
     await old?.close().catch(() => undefined);
     this.watchFailed = false;
     this.hintedFull = true; // whatever happened meanwhile was not seen
-    if (native && replaced) {
-      if (rt.store.countBase() > NATIVE_THRESHOLD) {
-        this.watchFailed = true;
-        this.watchedRoot = now;
-        this.log.warn(
-          { hint: 'restart the daemon (systemctl restart) to watch it natively again' },
-          'the sync root was replaced (a disk mounted again?): the native watcher cannot watch it again in this process; every poll scans the whole tree until the daemon restarts',
-        );
-        return;
-      }
-      await this.startWatcher(rt, 'chokidar');
-    } else {
-      await this.startWatcher(rt);
-    }
+    await this.startWatcher(rt, native ? 'folders' : undefined);
     if (this.watcher !== null) this.log.info({ backend: this.watchedBackend }, 'the sync root is back (or was mounted again): watching it again');
   }
 

@@ -1,5 +1,6 @@
 // Local change watching for the daemon: the small interface it uses, the settle/max-delay timer around the
-// pure coalescer, watcher error mapping, and backend choice (chokidar or @parcel/watcher) with fallback.
+// pure coalescer, watcher error mapping, and backend choice (chokidar, fs.watch per folder, or @parcel/watcher)
+// with fallback.
 import fs from 'node:fs';
 import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
@@ -9,7 +10,7 @@ import type { IgnoreMatcher } from './ignore.js';
 
 export type { WatchHints, RawEvent } from './coalesce.js';
 
-export type WatcherBackend = 'chokidar' | 'native';
+export type WatcherBackend = 'chokidar' | 'folders' | 'native';
 
 export interface LocalWatcher {
   readonly backend: WatcherBackend;
@@ -46,7 +47,7 @@ export interface WatchOptions {
 
 export interface CreateWatcherOptions extends WatchOptions {
   backend: 'auto' | WatcherBackend;
-  /** Files expected under the root (from the last scan); 'auto' picks native above NATIVE_THRESHOLD. */
+  /** Files expected under the root (from the last scan); 'auto' picks folders above NATIVE_THRESHOLD. */
   expectedFiles?: number;
   /** Loads @parcel/watcher; tests replace it to exercise the fallback. */
   loadNative?: () => Promise<NativeModule>;
@@ -55,7 +56,10 @@ export interface CreateWatcherOptions extends WatchOptions {
 /** The part of @parcel/watcher we use. */
 export type NativeModule = Pick<typeof import('@parcel/watcher'), 'subscribe'>;
 
-/** Above this many files chokidar's one-inotify-watch-per-file costs too much; native watches folders. */
+/**
+ * Above this many files chokidar's one-inotify-watch-per-file costs too much; 'auto' then watches folders
+ * only (the folders backend). Below it chokidar stays the default: the backend longest in use here.
+ */
 export const NATIVE_THRESHOLD = 20_000;
 
 /**
@@ -216,25 +220,33 @@ export async function resolveWatchRoot(root: string): Promise<string> {
 }
 
 /**
- * Starts a watcher and waits until it is ready. 'auto' picks native when expectedFiles > NATIVE_THRESHOLD,
- * else chokidar; when the chosen backend cannot start (native module missing, watch limit hit while
- * setting up), the other one is tried with a warning. Throws the last backend's error when none starts.
+ * The backends to try, in order. 'auto' picks folders when expectedFiles > NATIVE_THRESHOLD, else chokidar.
+ * A backend that cannot start falls back to one that watches as few inotify watches or fewer: native (which
+ * needs a prebuilt binary) to folders, chokidar (out of watches on a big tree) to folders.
+ */
+export function backendOrder(backend: CreateWatcherOptions['backend'], expectedFiles = 0): WatcherBackend[] {
+  if (backend === 'auto') return expectedFiles > NATIVE_THRESHOLD ? ['folders', 'native'] : ['chokidar', 'folders'];
+  if (backend === 'folders') return ['folders'];
+  return [backend, 'folders'];
+}
+
+/**
+ * Starts a watcher and waits until it is ready, trying the next backend of backendOrder with a warning when
+ * one cannot start (native module missing, watch limit hit while setting up). Throws the last backend's error
+ * when none starts.
  */
 export async function createWatcher(opts: CreateWatcherOptions): Promise<LocalWatcher> {
-  const order: WatcherBackend[] =
-    opts.backend === 'chokidar'
-      ? ['chokidar']
-      : opts.backend === 'native'
-        ? ['native', 'chokidar'] // a platform without the prebuilt binary still gets a watcher
-        : (opts.expectedFiles ?? 0) > NATIVE_THRESHOLD
-          ? ['native', 'chokidar']
-          : ['chokidar', 'native'];
+  const order = backendOrder(opts.backend, opts.expectedFiles);
   let lastErr: unknown;
   for (const backend of order) {
     try {
       if (backend === 'native') {
         const { startNativeWatcher } = await import('./watcher-native.js');
         return await startNativeWatcher(opts, opts.loadNative);
+      }
+      if (backend === 'folders') {
+        const { startFolderWatcher } = await import('./watcher-folders.js');
+        return await startFolderWatcher(opts);
       }
       const { startChokidarWatcher } = await import('./watcher-chokidar.js');
       return await startChokidarWatcher(opts);

@@ -1,5 +1,7 @@
 // Real programs writing into a watched folder: tar, sed -i, vim, rsync and a slow writer. Each file they
 // produce must reach the service exactly once, complete, and none of their temp files may become a document.
+// Run with the default watcher (chokidar, for a tree this small) and with the folders backend ('auto' above
+// 20,000 files).
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,10 +25,11 @@ afterEach(async () => {
 const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function started(): Promise<{ w: Workspace; d: DaemonProcess; folderId: string }> {
+async function started(watcher: 'auto' | 'folders'): Promise<{ w: Workspace; d: DaemonProcess; folderId: string }> {
   ws = await createWorkspace();
   const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
-  writeRunConfig(ws);
+  if (watcher === 'auto') writeRunConfig(ws);
+  else writeRunConfig(ws, { pairs: [{ name: 'main', localPath: './local', binderId: ws.binderId, watcher }] });
   daemon = startDaemonProcess(ws);
   await daemon.waitForLog(msgHas('pass: '), 15_000, 'the first pass');
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'real-programs-'));
@@ -39,9 +42,9 @@ function remoteVersions(w: Workspace): Map<string, string[]> {
   return new Map(c.listDocuments(w.binderId).map((doc) => [doc.fileName, c.listVersions(doc.id).map((v) => sha256(c.readContent(doc.id, v.id)))]));
 }
 
-describe('binder-sync run with real programs writing into the folder', () => {
+describe.each(['auto', 'folders'] as const)('binder-sync run (watcher %s) with real programs writing into the folder', (watcher) => {
   it('tar x of 60 files uploads each once, complete', async () => {
-    const { w, d } = await started();
+    const { w, d } = await started(watcher);
     const src = path.join(scratch!, 'Docs');
     fs.mkdirSync(src);
     const want = new Map<string, string>();
@@ -60,7 +63,7 @@ describe('binder-sync run with real programs writing into the folder', () => {
   });
 
   it('sed -i and vim edits become one new version each; their temp and swap files never upload', async () => {
-    const { w, d } = await started();
+    const { w, d } = await started(watcher);
     const file = path.join(w.local, 'Docs', 'notes.txt');
     fs.writeFileSync(file, 'alpha\nbeta\ngamma\n');
     await eventually(() => remoteVersions(w).get('notes.txt')?.length === 1, 10_000, 'first upload', d.tail);
@@ -81,7 +84,7 @@ describe('binder-sync run with real programs writing into the folder', () => {
   });
 
   it.skipIf(!has('rsync'))('rsync of a folder uploads each file once and none of its .name.XXXXXX temp files', async () => {
-    const { w, d } = await started();
+    const { w, d } = await started(watcher);
     const src = path.join(scratch!, 'src');
     fs.mkdirSync(src);
     const want = new Map<string, string>();
@@ -119,7 +122,7 @@ describe('binder-sync run with real programs writing into the folder', () => {
   });
 
   it.skipIf(!has('rsync'))('a slow rsync of large files (which the scan leaves to their upload to read) uploads each once, complete; an in-place update is one new version', async () => {
-    const { w, d } = await started();
+    const { w, d } = await started(watcher);
     const src = path.join(scratch!, 'src');
     fs.mkdirSync(src);
     const history = new Map<string, string[]>();
@@ -145,7 +148,7 @@ describe('binder-sync run with real programs writing into the folder', () => {
   });
 
   it('a file written slowly over two seconds is uploaded once, complete', async () => {
-    const { w, d } = await started();
+    const { w, d } = await started(watcher);
     const file = path.join(w.local, 'Docs', 'slow.log');
     const fd = fs.openSync(file, 'w');
     for (let i = 0; i < 8; i++) {

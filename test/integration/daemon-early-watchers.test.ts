@@ -52,7 +52,7 @@ describe('early watchers', () => {
     expect(started.get('a')?.pair).toBe(cfg.pairs[0]);
   });
 
-  it.each(['chokidar', 'native'] as const)('hold what they see before adoption and hand it over, then report directly (%s)', async (backend) => {
+  it.each(['chokidar', 'folders', 'native'] as const)('hold what they see before adoption and hand it over, then report directly (%s)', async (backend) => {
     const root = path.join(dir, 'a');
     fs.mkdirSync(path.join(root, 'docs', 'deep'), { recursive: true });
     fs.mkdirSync(path.join(root, 'other'));
@@ -84,7 +84,7 @@ describe('early watchers', () => {
     store.close();
     const before = fs.statSync(dbFile).mtimeMs;
     started = startEarlyWatchers(config('[{ name: big, localPath: ./big, binderId: B1 }, { name: small, localPath: ./small, binderId: B2 }]'), timing, log);
-    expect((await started.get('big')!.adopt(recorder())).backend).toBe('native');
+    expect((await started.get('big')!.adopt(recorder())).backend).toBe('folders');
     expect((await started.get('small')!.adopt(recorder())).backend).toBe('chokidar'); // no state DB yet
     expect(fs.statSync(dbFile).mtimeMs).toBe(before);
     expect(fs.existsSync(path.join(dir, 'state', 'small'))).toBe(false);

@@ -1,5 +1,6 @@
-// Both watcher backends on real temp dirs: hints for every kind of change, burst coalescing, ignored files,
-// close(), backend choice and fallback, and the mapping of inotify limit errors.
+// The three watcher backends on real temp dirs: hints for every kind of change, burst coalescing, ignored files,
+// close(), backend choice and fallback, the folders backend's own bookkeeping (folders created, moved, replaced,
+// deleted), and the mapping of inotify limit errors.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -67,7 +68,7 @@ afterEach(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-describe.each(['chokidar', 'native'] as const)('%s backend', (backend) => {
+describe.each(['chokidar', 'folders', 'native'] as const)('%s backend', (backend) => {
   it('hints the right dir within 2 s for create, modify, delete, rename and save-by-rename', async () => {
     const w = await start({ backend });
     expect(w.backend).toBe(backend);
@@ -165,14 +166,81 @@ describe.each(['chokidar', 'native'] as const)('%s backend', (backend) => {
   });
 });
 
+describe('folders backend: its own watches', () => {
+  /** Waits until a write inside rel is hinted as rel itself: rel is watched (not just covered by a hint above it). */
+  async function expectWatched(rel: string): Promise<void> {
+    await sleep(250); // the hints of the set-up steps are in
+    calls = [];
+    write(`${rel}/probe-${Date.now()}.txt`);
+    await waitFor(() => hintedDirs().includes(rel));
+    expect(hintedDirs(), rel).not.toContain('');
+  }
+
+  it('watches a new folder tree to its depth, and later writes in it hint the folder written in', async () => {
+    await start({ backend: 'folders' });
+    fs.mkdirSync(abs('docs/new/deep/deeper'), { recursive: true });
+    write('docs/new/deep/deeper/f.txt');
+    await waitFor(() => covered('docs/new/deep/deeper'));
+    await expectWatched('docs/new/deep/deeper');
+    await expectWatched('docs/new');
+  });
+
+  it('watches a folder moved in from outside the root, with its subfolders', async () => {
+    fs.mkdirSync(path.join(tmp, 'outside/a/b'), { recursive: true });
+    await start({ backend: 'folders' });
+    fs.renameSync(path.join(tmp, 'outside/a'), abs('docs/a'));
+    await waitFor(() => covered('docs/a'));
+    await expectWatched('docs/a/b');
+  });
+
+  it('follows a folder moved within the tree: hints name its new path, and its old path is free for a new folder', async () => {
+    fs.mkdirSync(abs('docs/m/n'), { recursive: true });
+    await start({ backend: 'folders' });
+    fs.renameSync(abs('docs/m'), abs('sub/m'));
+    await waitFor(() => covered('docs') && covered('sub/m'));
+    await expectWatched('sub/m/n');
+    expect(hintedDirs().some((d) => d.startsWith('docs'))).toBe(false);
+    fs.mkdirSync(abs('docs/m/n'), { recursive: true });
+    await waitFor(() => covered('docs/m'));
+    await expectWatched('docs/m/n');
+  });
+
+  it('watches a folder deleted and created again under the same name, even when it gets the old inode number back', async () => {
+    fs.mkdirSync(abs('docs/r/s'), { recursive: true });
+    await start({ backend: 'folders' });
+    fs.rmSync(abs('docs/r'), { recursive: true });
+    fs.mkdirSync(abs('docs/r/s'), { recursive: true });
+    await waitFor(() => covered('docs/r'));
+    await expectWatched('docs/r/s');
+    await expectWatched('docs/r');
+  });
+
+  it('reports the root deleted as WATCH_ROOT_GONE', async () => {
+    await start({ backend: 'folders' });
+    fs.rmSync(root, { recursive: true });
+    await waitFor(() => errors.some((e) => e.code === 'WATCH_ROOT_GONE'));
+    expect(errors.every((e) => e.code === 'WATCH_ROOT_GONE')).toBe(true);
+  });
+
+  it('does not take the root for gone while folders are created and deleted in it', async () => {
+    await start({ backend: 'folders' });
+    for (let i = 0; i < 20; i++) fs.mkdirSync(abs(`top${i}`));
+    for (let i = 0; i < 20; i += 2) fs.rmdirSync(abs(`top${i}`));
+    await waitFor(() => covered('top19'));
+    await sleep(200);
+    expect(errors).toEqual([]);
+    await expectWatched('top19');
+  });
+});
+
 describe('backend choice', () => {
-  it("'auto' picks native above 20,000 expected files and chokidar below", async () => {
-    expect((await start({ backend: 'auto', expectedFiles: 50_000 })).backend).toBe('native');
+  it("'auto' picks folders above 20,000 expected files and chokidar below", async () => {
+    expect((await start({ backend: 'auto', expectedFiles: 50_000 })).backend).toBe('folders');
     await watcher?.close();
     expect((await start({ backend: 'auto', expectedFiles: 100 })).backend).toBe('chokidar');
   });
 
-  it('falls back to chokidar with a warning when the native module cannot load, and still works', async () => {
+  it('falls back to folders with a warning when the native module cannot load, and still works', async () => {
     const records: Array<{ level: number; msg: string }> = [];
     const sink = new Writable({
       write(chunk: Buffer, _enc, cb) {
@@ -186,7 +254,7 @@ describe('backend choice', () => {
       log,
       loadNative: () => Promise.reject(new Error('No prebuild or local build of @parcel/watcher found')),
     });
-    expect(w.backend).toBe('chokidar');
+    expect(w.backend).toBe('folders');
     expect(records.some((r) => r.level === 40 && /native watcher could not start/.test(r.msg))).toBe(true);
     write('docs/x.txt');
     await waitFor(() => covered('docs'));
