@@ -3,7 +3,7 @@
 import { watch, type FSWatcher } from 'chokidar';
 import type { Stats } from 'node:fs';
 import type { RawEvent } from './coalesce.js';
-import { createHintPump, resolveWatchRoot, toRelPath, watchErrorFrom, type LocalWatcher, type WatchOptions } from './watcher.js';
+import { createHintPump, resolveWatchRoot, toRelPath, watchErrorFrom, watcherHandle, type LocalWatcher, type WatchOptions } from './watcher.js';
 
 const EVENT_TYPES = new Set<RawEvent['type']>(['add', 'change', 'unlink', 'addDir', 'unlinkDir']);
 
@@ -68,17 +68,5 @@ export async function startChokidarWatcher(opts: WatchOptions): Promise<LocalWat
     pump.error(startError);
   }
   ready = true;
-
-  let closing: Promise<void> | undefined;
-  return {
-    backend: 'chokidar',
-    ready: () => Promise.resolve(),
-    close() {
-      closing ??= (async () => {
-        pump.close();
-        await watcher.close();
-      })();
-      return closing;
-    },
-  };
+  return watcherHandle('chokidar', pump, () => watcher.close());
 }

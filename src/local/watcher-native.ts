@@ -9,6 +9,7 @@ import {
   resolveWatchRoot,
   toRelPath,
   watchErrorFrom,
+  watcherHandle,
   type LocalWatcher,
   type NativeModule,
   type WatchOptions,
@@ -63,17 +64,5 @@ export async function startNativeWatcher(
     pump.close();
     throw watchErrorFrom(err, 'native', root);
   }
-
-  let closing: Promise<void> | undefined;
-  return {
-    backend: 'native',
-    ready: () => Promise.resolve(),
-    close() {
-      closing ??= (async () => {
-        pump.close();
-        await sub.unsubscribe();
-      })();
-      return closing;
-    },
-  };
+  return watcherHandle('native', pump, () => sub.unsubscribe());
 }

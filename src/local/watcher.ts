@@ -201,6 +201,22 @@ export function createHintPump(opts: WatchOptions, backend: WatcherBackend, watc
   };
 }
 
+/** The LocalWatcher of a backend that is set up: close() stops the pump, then the backend, once. */
+export function watcherHandle(backend: WatcherBackend, pump: HintPump, stop: () => void | Promise<void>): LocalWatcher {
+  let closing: Promise<void> | undefined;
+  return {
+    backend,
+    ready: () => Promise.resolve(),
+    close() {
+      closing ??= (async () => {
+        pump.close();
+        await stop();
+      })();
+      return closing;
+    },
+  };
+}
+
 /** Resolves the root as the backends see it (a symlinked root is watched at its target). */
 export async function resolveWatchRoot(root: string): Promise<string> {
   if (!path.isAbsolute(root)) {
