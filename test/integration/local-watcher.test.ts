@@ -10,6 +10,7 @@ import { BinderSyncError } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import { createIgnoreMatcher } from '../../src/local/ignore.js';
 import {
+  backendOrder,
   createHintPump,
   createWatcher,
   watchErrorFrom,
@@ -234,6 +235,15 @@ describe('folders backend: its own watches', () => {
 });
 
 describe('backend choice', () => {
+  it('falls back only to a backend that needs as few inotify watches or fewer', () => {
+    expect(backendOrder('auto', 20_001)).toEqual(['folders', 'native']);
+    expect(backendOrder('auto', 20_000)).toEqual(['chokidar', 'folders']);
+    expect(backendOrder('auto')).toEqual(['chokidar', 'folders']);
+    expect(backendOrder('chokidar', 50_000)).toEqual(['chokidar', 'folders']);
+    expect(backendOrder('native')).toEqual(['native', 'folders']);
+    expect(backendOrder('folders', 50_000)).toEqual(['folders']);
+  });
+
   it("'auto' picks folders above 20,000 expected files and chokidar below", async () => {
     expect((await start({ backend: 'auto', expectedFiles: 50_000 })).backend).toBe('folders');
     await watcher?.close();
