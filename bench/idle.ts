@@ -141,7 +141,7 @@ export async function benchIdle(env: BenchEnv, log: (s: string) => void): Promis
       `### 5b. Idle cost of \`binder-sync run\` over ${files.length} files in ${folderCount(files)} folders`,
       '',
       ...notes.map((n) => `- ${n}`),
-      `- Daemon with the defaults: pollInterval 60 s (±10% jitter) and pollCpuBudget 1% (a binder whose quiet poll costs more than 1% of the interval is polled less often, see docs/OPERATIONS.md), 100 req/s, pageSize 1000, log level info; \`watcher\` as in the first column (\`auto\` picks the folders backend, one fs.watch per folder, above 20,000 files). CPU = utime+stime of the daemon process (all threads) from /proc/<pid>/stat, RSS = VmRSS sampled every ${env.idleSampleSeconds} s, peak = VmHWM.`,
+      `- Daemon with the defaults: pollInterval 60 s (±10% jitter) and pollCpuBudget 1% (a binder whose quiet poll costs more than 1% of the interval is polled less often, see docs/OPERATIONS.md), 100 req/s, pageSize 1000, log level info; \`watcher\` as in the first column (\`auto\` is the folders backend: one fs.watch per folder). CPU = utime+stime of the daemon process (all threads) from /proc/<pid>/stat, RSS = VmRSS sampled every ${env.idleSampleSeconds} s, peak = VmHWM.`,
       `- A poll lists the whole binder (search pages + one request per folder); the emulator answering it runs in the bench process, whose CPU is not counted here.`,
       '',
       'Start-up (spawn -> the first pass over the synced tree has finished, status file says idle):',

@@ -121,7 +121,7 @@ const pairSchema = z.strictObject({
       'Most CPU (percent of one core) quiet polls may use: when listing the binder costs more than this share of pollInterval, polls are spaced out (at most 5x pollInterval). 0 = poll every pollInterval regardless.',
     ),
   fullRescanInterval: duration(60_000, 7 * 86_400_000).prefault('1h').describe('How often the whole local tree is rescanned.'),
-  watcher: z.enum(WATCHERS).default('auto').describe('Local change detection: auto (chokidar up to 20,000 files, folders above), chokidar, folders (one fs.watch per folder), native (@parcel/watcher) or off (rescans only).'),
+  watcher: z.enum(WATCHERS).default('auto').describe('Local change detection: auto (the folders backend), folders (one fs.watch per folder), chokidar, native (@parcel/watcher) or off (rescans only).'),
   trashRetentionDays: z.number().int().min(1).max(3650).default(30).describe('Days replaced/removed local files stay in the trash.'),
   versionLabel: z
     .strictObject({

@@ -3,13 +3,11 @@
 // PassOptions.localReady), that much sooner: the native watcher sets itself up on its own thread meanwhile
 // (it stats every file: ~0.35 s at 100k files), chokidar and the folders backend (~50 ms there) before it.
 // Each pair's worker adopts its watcher on its first pass; what the watcher reports before then is held for it.
-import path from 'node:path';
 import type { Config, PairConfig } from '../config/schema.js';
 import type { BinderSyncError } from '../errors.js';
 import { createIgnoreMatcher } from '../local/ignore.js';
 import { createWatcher, rootIdentity, type LocalWatcher, type WatchHints } from '../local/watcher.js';
 import type { Logger } from '../log.js';
-import { StateStore } from '../state/store.js';
 import type { DaemonTiming } from './timing.js';
 
 /** What the worker hands its watcher: the callbacks it would have given createWatcher. */
@@ -37,33 +35,29 @@ export interface EarlyWatcher {
 
 /**
  * Starts the watcher of every pair whose root exists, with the settings its worker would use, and returns them
- * by pair name. The backend choice ('auto') needs the pair's file count: it is read from the state DB read-only,
- * before the daemon takes the stateDir lock, so nothing is written. Never throws: a pair whose watcher cannot
- * start early is simply started by its worker.
+ * by pair name. Nothing is written (the daemon has not taken the stateDir lock yet). Never throws: a pair whose
+ * watcher cannot start early is simply started by its worker.
  */
 export function startEarlyWatchers(config: Config, timing: Pick<DaemonTiming, 'watchSettleMs'>, log: Logger): Map<string, EarlyWatcher> {
   const out = new Map<string, EarlyWatcher>();
   for (const pair of config.pairs) {
     const rootId = pair.watcher === 'off' ? null : rootIdentity(pair.localPath);
     if (rootId === null) continue;
-    out.set(pair.name, startEarly(pair, rootId, path.join(config.stateDir, pair.name, 'state.db'), timing, log.child({ pair: pair.name })));
+    out.set(pair.name, startEarly(pair, rootId, timing, log.child({ pair: pair.name })));
   }
   return out;
 }
 
-function startEarly(pair: PairConfig, rootId: string, dbFile: string, timing: Pick<DaemonTiming, 'watchSettleMs'>, log: Logger): EarlyWatcher {
+function startEarly(pair: PairConfig, rootId: string, timing: Pick<DaemonTiming, 'watchSettleMs'>, log: Logger): EarlyWatcher {
   let handlers: WatchHandlers | null = null;
   // Held until adoption: the union of the hinted dirs (the coalescer already bounds each hint), and the errors.
   const heldDirs = new Set<string>();
   let heldFull = false;
   const heldErrors: BinderSyncError[] = [];
-  // Unknown for a new pair (its state DB is created later): 'auto' then picks as the worker would for 0 files.
-  const expectedFiles = StateStore.peekBaseCount(dbFile);
   const watcher = createWatcher({
     root: pair.localPath,
     ignore: createIgnoreMatcher(pair.ignore),
     backend: pair.watcher === 'off' ? 'auto' : pair.watcher,
-    ...(expectedFiles !== null ? { expectedFiles } : {}),
     log,
     ...(timing.watchSettleMs !== undefined ? { settleMs: timing.watchSettleMs } : {}),
     onHints: (h) => {

@@ -266,7 +266,6 @@ export class PairWorker {
             root: this.d.pair.localPath,
             ignore: rt.ignore,
             backend: backend ?? this.d.pair.watcher,
-            expectedFiles: rt.store.countBase(),
             log: this.log,
             ...(this.d.timing.watchSettleMs !== undefined ? { settleMs: this.d.timing.watchSettleMs } : {}),
             ...handlers,

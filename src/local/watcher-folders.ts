@@ -1,8 +1,8 @@
 // The folders backend: one fs.watch per folder (one inotify watch each on Linux, where @parcel/watcher puts
 // its watches too), and no copy of the tree. Setting it up reads only the folders that have subfolders, and
 // stats no file: on the 100k-file benchmark tree (1,110 folders) it is ready in ~50 ms with ~27 MiB less RSS,
-// where @parcel/watcher stats every file for the copy of the tree it keeps (~355 ms). The daemon's default
-// above NATIVE_THRESHOLD files.
+// where @parcel/watcher stats every file for the copy of the tree it keeps (~355 ms). The default backend
+// ('auto', see backendOrder).
 //
 // Events are hints (coalesce.ts): a name created, deleted or moved in a folder is looked at once (lstat) to
 // tell a new folder, which gets watched with its subtree and hinted whole, from a file, which hints its

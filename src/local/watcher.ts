@@ -47,20 +47,12 @@ export interface WatchOptions {
 
 export interface CreateWatcherOptions extends WatchOptions {
   backend: 'auto' | WatcherBackend;
-  /** Files expected under the root (from the last scan); 'auto' picks folders above NATIVE_THRESHOLD. */
-  expectedFiles?: number;
   /** Loads @parcel/watcher; tests replace it to exercise the fallback. */
   loadNative?: () => Promise<NativeModule>;
 }
 
 /** The part of @parcel/watcher we use. */
 export type NativeModule = Pick<typeof import('@parcel/watcher'), 'subscribe'>;
-
-/**
- * Above this many files chokidar's one-inotify-watch-per-file costs too much; 'auto' then watches folders
- * only (the folders backend). Below it chokidar stays the default: the backend longest in use here.
- */
-export const NATIVE_THRESHOLD = 20_000;
 
 /**
  * The sync root's identity (dev:ino), null when it is not a directory: a root moved away and back, or a disk
@@ -236,12 +228,15 @@ export async function resolveWatchRoot(root: string): Promise<string> {
 }
 
 /**
- * The backends to try, in order. 'auto' picks folders when expectedFiles > NATIVE_THRESHOLD, else chokidar.
- * A backend that cannot start falls back to one that watches as few inotify watches or fewer: native (which
- * needs a prebuilt binary) to folders, chokidar (out of watches on a big tree) to folders.
+ * The backends to try, in order. 'auto' is the folders backend, whatever the tree's size: it needs one inotify
+ * watch per folder where chokidar needs one per file too, it is set up fastest (watcher-folders.ts), and it keeps
+ * watching a folder deleted and created again at once, which chokidar 5 stops seeing when the new folder gets
+ * the old one's inode number back (measured on ext4: `rm -r r; mkdir -p r/s`, then no event from r or r/s).
+ * A backend that cannot start falls back to one that needs as few inotify watches or fewer: native (which needs
+ * a prebuilt binary) and chokidar (out of watches) to folders, folders to native.
  */
-export function backendOrder(backend: CreateWatcherOptions['backend'], expectedFiles = 0): WatcherBackend[] {
-  if (backend === 'auto') return expectedFiles > NATIVE_THRESHOLD ? ['folders', 'native'] : ['chokidar', 'folders'];
+export function backendOrder(backend: CreateWatcherOptions['backend']): WatcherBackend[] {
+  if (backend === 'auto') return ['folders', 'native'];
   if (backend === 'folders') return ['folders'];
   return [backend, 'folders'];
 }
@@ -252,7 +247,7 @@ export function backendOrder(backend: CreateWatcherOptions['backend'], expectedF
  * when none starts.
  */
 export async function createWatcher(opts: CreateWatcherOptions): Promise<LocalWatcher> {
-  const order = backendOrder(opts.backend, opts.expectedFiles);
+  const order = backendOrder(opts.backend);
   let lastErr: unknown;
   for (const backend of order) {
     try {

@@ -1,6 +1,6 @@
 // Watchers started before the daemon's modules load (src/daemon/early-watchers.ts), on real temp dirs: which
-// pairs get one, what they report before their worker adopts them, the backend chosen from the state DB's
-// base count (read-only, before the lock), and close().
+// pairs get one, what they report before their worker adopts them, the backend chosen (nothing written before
+// the daemon takes its lock), and close().
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,8 +10,6 @@ import { parseConfigText } from '../../src/config/load.js';
 import { outermost, startEarlyWatchers, type EarlyWatcher } from '../../src/daemon/early-watchers.js';
 import type { BinderSyncError } from '../../src/errors.js';
 import type { WatchHints } from '../../src/local/watcher.js';
-import { NATIVE_THRESHOLD } from '../../src/local/watcher.js';
-import { StateStore } from '../../src/state/store.js';
 
 let dir: string;
 let started: Map<string, EarlyWatcher>;
@@ -71,23 +69,13 @@ describe('early watchers', () => {
     expect(r.errors).toEqual([]);
   });
 
-  it("choose the backend as the worker would: 'auto' reads the base count from the state DB without writing to it", async () => {
-    fs.mkdirSync(path.join(dir, 'big'));
-    fs.mkdirSync(path.join(dir, 'small'));
-    const dbFile = path.join(dir, 'state', 'big', 'state.db');
-    const store = StateStore.open(dbFile);
-    store.transaction(() => {
-      for (let i = 0; i <= NATIVE_THRESHOLD; i++) {
-        store.putBase({ documentId: `d${i}`, versionId: 'v', versionLabel: null, folderId: 'f', fileName: `f${i}`, relPath: `f${i}`, key: `f${i}`, sha256: 'h', size: 1, mtimeMs: 1, inode: i });
-      }
-    });
-    store.close();
-    const before = fs.statSync(dbFile).mtimeMs;
-    started = startEarlyWatchers(config('[{ name: big, localPath: ./big, binderId: B1 }, { name: small, localPath: ./small, binderId: B2 }]'), timing, log);
-    expect((await started.get('big')!.adopt(recorder())).backend).toBe('folders');
-    expect((await started.get('small')!.adopt(recorder())).backend).toBe('chokidar'); // no state DB yet
-    expect(fs.statSync(dbFile).mtimeMs).toBe(before);
-    expect(fs.existsSync(path.join(dir, 'state', 'small'))).toBe(false);
+  it("choose the backend as the worker would ('auto' is folders) and write nothing to the stateDir", async () => {
+    fs.mkdirSync(path.join(dir, 'a'));
+    fs.mkdirSync(path.join(dir, 'b'));
+    started = startEarlyWatchers(config('[{ name: a, localPath: ./a, binderId: B1 }, { name: b, localPath: ./b, binderId: B2, watcher: native }]'), timing, log);
+    expect((await started.get('a')!.adopt(recorder())).backend).toBe('folders');
+    expect((await started.get('b')!.adopt(recorder())).backend).toBe('native');
+    expect(fs.existsSync(path.join(dir, 'state'))).toBe(false);
   });
 
   it('close() stops a watcher nobody adopted: nothing is reported after it', async () => {

@@ -235,19 +235,12 @@ describe('folders backend: its own watches', () => {
 });
 
 describe('backend choice', () => {
-  it('falls back only to a backend that needs as few inotify watches or fewer', () => {
-    expect(backendOrder('auto', 20_001)).toEqual(['folders', 'native']);
-    expect(backendOrder('auto', 20_000)).toEqual(['chokidar', 'folders']);
-    expect(backendOrder('auto')).toEqual(['chokidar', 'folders']);
-    expect(backendOrder('chokidar', 50_000)).toEqual(['chokidar', 'folders']);
+  it("'auto' is folders; a fallback needs as few inotify watches or fewer", async () => {
+    expect(backendOrder('auto')).toEqual(['folders', 'native']);
+    expect(backendOrder('chokidar')).toEqual(['chokidar', 'folders']);
     expect(backendOrder('native')).toEqual(['native', 'folders']);
-    expect(backendOrder('folders', 50_000)).toEqual(['folders']);
-  });
-
-  it("'auto' picks folders above 20,000 expected files and chokidar below", async () => {
-    expect((await start({ backend: 'auto', expectedFiles: 50_000 })).backend).toBe('folders');
-    await watcher?.close();
-    expect((await start({ backend: 'auto', expectedFiles: 100 })).backend).toBe('chokidar');
+    expect(backendOrder('folders')).toEqual(['folders']);
+    expect((await start({ backend: 'auto' })).backend).toBe('folders');
   });
 
   it('falls back to folders with a warning when the native module cannot load, and still works', async () => {
