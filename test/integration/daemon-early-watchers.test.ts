@@ -63,7 +63,12 @@ describe('early watchers', () => {
     const r = recorder();
     const watcher = await early.adopt(r);
     expect(watcher.backend).toBe(backend);
-    expect(r.hints).toEqual([{ dirs: ['docs'], full: false }]);
+    // What was held is handed over at adoption. On a loaded machine a backend may report the second write only
+    // after the settle window (@parcel/watcher batches events in its own thread): it then arrives directly.
+    expect(r.hints.length).toBeGreaterThan(0);
+    expect(r.hints[0]!.full).toBe(false);
+    expect(r.hints[0]!.dirs.every((d) => d === 'docs' || d.startsWith('docs/'))).toBe(true);
+    await expect.poll(() => outermost(r.hints.flatMap((h) => h.dirs)), { timeout: 3000 }).toEqual(['docs']);
     fs.writeFileSync(path.join(root, 'other', 'z.txt'), 'after adoption');
     await expect.poll(() => r.hints.flatMap((h) => h.dirs), { timeout: 3000 }).toContain('other');
     expect(r.errors).toEqual([]);
