@@ -65,8 +65,8 @@ export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = proc
     log.debug({ heap }, 'heap tuning');
   }
 
-  // The watchers start before the daemon's modules load (~0.3 s): the native one's set-up walk of the whole tree
-  // runs on its own thread meanwhile (early-watchers.ts).
+  // The watchers start before the daemon's modules load (~0.3 s), so that the first pass's walk of the tree,
+  // which must wait for its watcher, can start as soon as the daemon is up (early-watchers.ts).
   const timing = timingFromEnv(env);
   const earlyWatchers = startEarlyWatchers(loaded.config, timing, log);
 
