@@ -216,6 +216,18 @@ describe('folders backend: its own watches', () => {
     await expectWatched('docs/r');
   });
 
+  it('keeps up with a tree removed and made again several times (a build, a checkout): its deepest folders still report', async () => {
+    await start({ backend: 'folders' });
+    const deepest = Array.from({ length: 12 }, (_, i) => `docs/tree/t${i}/a/b`);
+    for (let round = 0; round < 3; round++) {
+      fs.rmSync(abs('docs/tree'), { recursive: true, force: true });
+      for (const d of deepest) fs.mkdirSync(abs(d), { recursive: true });
+      await sleep(150);
+    }
+    await waitFor(() => covered('docs/tree'));
+    for (const d of [deepest[0]!, deepest[11]!, 'docs/tree/t5/a']) await expectWatched(d);
+  });
+
   it('reports the root deleted as WATCH_ROOT_GONE', async () => {
     await start({ backend: 'folders' });
     fs.rmSync(root, { recursive: true });
