@@ -67,6 +67,8 @@ export interface PairStatus {
   nextPassAt: string | null;
   /** Since when the current activity (syncing / waiting) runs, from the daemon's status file. */
   activitySince: string | null;
+  /** What watches the local tree, from the daemon's status file (see PairActivitySchema.watcher). */
+  watcher: string | null;
   lastError: string | null;
   /** Base entries: files known to be the same on both sides. */
   filesInSync: number;
@@ -149,6 +151,7 @@ function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon
     lastScanAt: null,
     nextPassAt: activity?.nextPassAt ?? null,
     activitySince: activity?.since ?? null,
+    watcher: activity?.watcher ?? null,
     lastError: null,
     filesInSync: 0,
     pendingUploads: [],
@@ -218,6 +221,7 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     if (p.state === 'syncing' && p.activitySince) state += ` (started ${ago(p.activitySince, now)})`;
     else if (p.nextPassAt && d.running) state += ` (next pass ${ago(p.nextPassAt, now)})`;
     lines.push(row('  state', state));
+    if (p.watcher !== null && d.running) lines.push(row('  watcher', p.watcher));
     if (p.stateError) lines.push(row('  state DB', `UNREADABLE: ${oneLine(p.stateError)}`));
     if (p.lastPassAt) {
       lines.push(row('  last pass', `${ago(p.lastPassAt, now)}   (poll ${agoOrNever(p.lastPollAt, now)}, scan ${agoOrNever(p.lastScanAt, now)})`));

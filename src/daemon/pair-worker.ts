@@ -38,6 +38,8 @@ export interface PairActivityView {
   state: PairState;
   since: number;
   nextPassAt: number | null;
+  /** See PairActivitySchema.watcher; null until the first pass starts the watcher. */
+  watcher: string | null;
 }
 
 /**
@@ -73,7 +75,7 @@ export class PairWorker {
   private quietPollStartCpu: NodeJS.CpuUsage | null = null;
   private readonly scheduler: PairScheduler;
   private readonly log: Logger;
-  private activity: PairActivityView = { state: 'starting', since: Date.now(), nextPassAt: null };
+  private activity: PairActivityView = { state: 'starting', since: Date.now(), nextPassAt: null, watcher: null };
   private closed = false;
   /** Aborts this pair's passes only (reload); the daemon's abortSignal aborts every pair (shutdown). */
   private readonly own = new AbortController();
@@ -247,6 +249,7 @@ export class PairWorker {
   private async startWatcher(rt: PairRuntime, backend?: WatcherBackend): Promise<void> {
     if (this.d.pair.watcher === 'off') {
       this.log.debug('watcher off: local changes are found by polling and rescans');
+      this.showWatcher('off');
       return;
     }
     const handlers = {
@@ -273,6 +276,7 @@ export class PairWorker {
       // An early watcher watches the root it was started on (a root replaced since is then noticed: see below).
       this.watchedRoot = early ? early.rootId : rootIdentity(this.d.pair.localPath);
       this.watchedBackend = this.watcher.backend;
+      this.showWatcher(this.watcher.backend);
       this.log.debug({ backend: this.watcher.backend }, 'watching for local changes');
     } catch (err) {
       this.watcherFailed(err);
@@ -319,6 +323,7 @@ export class PairWorker {
     if (err instanceof BinderSyncError && err.code === 'WATCH_ROOT_GONE') {
       // Not a watcher fault: the next pass reports the missing root, and a new watcher starts once it is back.
       this.rootGone = true;
+      this.showWatcher('none: the local root is gone (watched again once it is back)');
       this.log.warn(`${err.message}; watching it again once it is back`);
       const w = this.watcher;
       this.watcher = null;
@@ -330,6 +335,7 @@ export class PairWorker {
     if (this.watchFailed) return;
     this.watchFailed = true;
     const e = err instanceof BinderSyncError ? err : null;
+    this.showWatcher(`none: ${e?.code ?? 'WATCH_FAILED'} (changes are found by polls and rescans)`);
     this.log.warn(
       { code: e?.code ?? 'WATCH_FAILED', ...(e?.hint ? { hint: e.hint } : {}) },
       `${e?.message ?? String(err)}; falling back to polling and periodic rescans`,
@@ -342,8 +348,15 @@ export class PairWorker {
     this.scheduler.hint();
   }
 
+  /** What `status` shows as this pair's watcher (see PairActivitySchema.watcher). */
+  private showWatcher(watcher: string): void {
+    if (watcher === this.activity.watcher) return;
+    this.activity = { ...this.activity, watcher };
+    this.d.onChange?.();
+  }
+
   private onState(state: PairState, nextAt: number | null): void {
-    if (state !== this.activity.state) this.activity = { state, since: Date.now(), nextPassAt: nextAt };
+    if (state !== this.activity.state) this.activity = { ...this.activity, state, since: Date.now(), nextPassAt: nextAt };
     else this.activity = { ...this.activity, nextPassAt: nextAt };
     this.writeMeta({ daemonState: state, nextPassAt: nextAt === null ? '' : new Date(nextAt).toISOString() });
     this.d.onChange?.();

@@ -295,6 +295,7 @@ export class Daemon {
           activity,
           since: new Date(v.since).toISOString(),
           ...(v.nextPassAt !== null ? { nextPassAt: new Date(v.nextPassAt).toISOString() } : {}),
+          ...(v.watcher !== null ? { watcher: v.watcher } : {}),
         };
       }
       const status: DaemonStatus = {

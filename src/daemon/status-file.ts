@@ -13,6 +13,12 @@ export const PairActivitySchema = z.object({
   since: z.string(),
   /** ISO time of the next scheduled pass, when known. */
   nextPassAt: z.string().optional(),
+  /**
+   * What watches the local tree: the backend (folders, chokidar, native), `off` (the config says so), or why
+   * nothing does (a watch limit: changes are then found by rescans only; the root gone). Absent before the
+   * first pass starts the watcher.
+   */
+  watcher: z.string().optional(),
 });
 
 export const DaemonStatusSchema = z.object({

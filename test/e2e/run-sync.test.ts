@@ -180,6 +180,9 @@ describe('binder-sync run: syncing', () => {
     expect(c.counters()['storage-put']).toBe(1);
     const status = await runCli(w, ['status', '--config', w.configFile, '--json']);
     expect(status.stdout).toContain('upload-refused');
+    // The running daemon's watcher is shown too.
+    expect((JSON.parse(status.stdout) as { pairs: Array<{ watcher: string | null }> }).pairs[0]?.watcher).toBe('folders');
+    expect((await runCli(w, ['status', '--config', w.configFile])).stdout).toMatch(/^ {2}watcher +folders$/m);
     // A changed file is tried again, and goes through once the service takes it.
     c.clearFaults();
     writeLocal(w, 'Docs/refused.txt', 'changed content');

@@ -40,7 +40,7 @@ describe('formatStatus "not synced"', () => {
     const issues = Array.from({ length: 12 }, (_, i) => waiting(`dir ${String(i).padStart(2, '0')}`, 5)).flat();
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, lastError: null, filesInSync: 0,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 0,
       pendingUploads: [], pendingDownloads: 0, conflicts: [], moreConflicts: false, issues,
     };
     const doc: StatusDocument = {
@@ -51,5 +51,30 @@ describe('formatStatus "not synced"', () => {
     expect(out).toMatch(/^ {2}not synced +60 items$/m);
     expect(out.split('\n').filter((l) => /^ {4}dir \d\d\/ \(5 files\) {2}waiting-for-remote-folder: /.test(l))).toHaveLength(10);
     expect(out).toMatch(/^ {4}\.\.\. 10 more items in 2 more lines \(see --json\)$/m);
+  });
+});
+
+describe('formatStatus "watcher"', () => {
+  const pair = (watcher: string | null): PairStatus => ({
+    name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
+    lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, lastError: null, filesInSync: 0,
+    pendingUploads: [], pendingDownloads: 0, conflicts: [], moreConflicts: false, issues: [],
+  });
+  const doc = (running: boolean, watcher: string | null): StatusDocument => ({
+    version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
+    daemon: running ? { running: true, pid: 42, startedAt: null, metricsPort: null } : { running: false, pid: null, startedAt: null, metricsPort: null },
+    pairs: [pair(watcher)],
+  });
+
+  it("shows what watches the tree while the daemon runs, right under the pair's state", () => {
+    const lines = formatStatus(doc(true, 'folders'), new Date(0)).split('\n');
+    const at = lines.findIndex((l) => /^ {2}state /.test(l));
+    expect(lines[at + 1]).toMatch(/^ {2}watcher +folders$/);
+    expect(formatStatus(doc(true, 'none: WATCH_LIMIT (changes are found by polls and rescans)'), new Date(0))).toMatch(/^ {2}watcher +none: WATCH_LIMIT \(changes are found by polls and rescans\)$/m);
+  });
+
+  it('shows no watcher line when the daemon is not running or has not started one yet', () => {
+    expect(formatStatus(doc(false, 'folders'), new Date(0))).not.toMatch(/watcher/);
+    expect(formatStatus(doc(true, null), new Date(0))).not.toMatch(/watcher/);
   });
 });
