@@ -1,5 +1,5 @@
 // `binder-sync check`: validates a config against the real world (credentials, binders, metadata rules,
-// write access, local roots, stateDir) and prints one PASS/WARN/FAIL line per check. Changes nothing
+// write access, local roots, stateDir, inotify watches) and prints one PASS/WARN/FAIL line per check. Changes nothing
 // except a probe file it creates and removes again.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -16,6 +16,7 @@ import { serviceClientFor } from '../service/from-config.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules } from '../sync/metadata-rules.js';
 import { ExitCode } from './exit-codes.js';
+import { inotifyWatchLimit, watchBudget, watchesNeeded } from './watch-budget.js';
 
 type Outcome = 'PASS' | 'WARN' | 'FAIL' | 'SKIP';
 
@@ -232,6 +233,9 @@ function localChecks(config: Config, add: (r: CheckResult) => void): void {
   for (const pair of config.pairs) {
     add(directoryCheck(`local root (pair ${pair.name})`, pair.localPath, path.join(config.stateDir, pair.name, 'state.db')));
   }
+  // Watches count per user, so all pairs together.
+  const needed = config.pairs.reduce((n, p) => n + watchesNeeded(p), 0);
+  add({ subject: 'inotify watches', ...watchBudget(needed, inotifyWatchLimit()) });
 }
 
 /**

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { inotifyWatchLimit } from '../../src/cli/watch-budget.js';
 import type { StatusDocument } from '../../src/cli/status-command.js';
 import { writeDaemonStatus } from '../../src/daemon/status-file.js';
 import { createWorkspace, runCli, secretOf, sync, writeLocal, type CliResult, type Workspace } from './harness.js';
@@ -290,7 +291,11 @@ describe('binder-sync check', () => {
     expect(line(r, 'metadata (pair main)')).toMatch(/^PASS  /);
     expect(line(r, 'state dir')).toMatch(/^PASS  state dir: .*state does not exist yet; it will be created$/);
     expect(line(r, 'local root (pair main)')).toMatch(/^PASS  local root \(pair main\): .* is a readable and writable directory$/);
-    expect(r.stdout.split('\n').filter(Boolean).every((l) => l.startsWith('PASS  '))).toBe(true);
+    // One watch: the empty root's folder (the default watcher watches folders only).
+    const limit = inotifyWatchLimit();
+    if (limit === null) expect(line(r, 'inotify watches')).toMatch(/^SKIP  inotify watches: 1 needed; no inotify limit/);
+    else expect(line(r, 'inotify watches')).toBe(`PASS  inotify watches: 1 needed, the limit is ${limit} per user`);
+    expect(r.stdout.split('\n').filter(Boolean).every((l) => l.startsWith('PASS  ') || (limit === null && l.startsWith('SKIP  inotify watches')))).toBe(true);
     expect(fs.readdirSync(ws.local)).toEqual([]);
     expect(r.stdout + r.stderr).not.toContain(secretOf(ws));
   });
