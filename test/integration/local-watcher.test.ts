@@ -1,6 +1,7 @@
 // The three watcher backends on real temp dirs: hints for every kind of change, burst coalescing, ignored files,
 // close(), backend choice and fallback, the folders backend's own bookkeeping (folders created, moved, replaced,
 // deleted), and the mapping of inotify limit errors.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -226,6 +227,48 @@ describe('folders backend: its own watches', () => {
     }
     await waitFor(() => covered('docs/tree'));
     for (const d of [deepest[0]!, deepest[11]!, 'docs/tree/t5/a']) await expectWatched(d);
+  });
+
+  // A folder it may not watch is skipped; the chmod that opens it reaches the parent's watch as an event on that
+  // name (libuv reports every event on a folder entry as 'rename': its mask carries IN_ISDIR), which watches it.
+  // Permissions do not stop root, so the watcher runs in a child process that drops to nobody once its modules
+  // (the compiled ones in dist/, built by `npm test`) are loaded.
+  it.skipIf(process.getuid?.() !== 0)('watches a folder it could not read once a chmod opens it (in a process running as nobody)', async () => {
+    const NOBODY = 65534;
+    fs.mkdirSync(abs('locked/inner'), { recursive: true });
+    fs.chmodSync(tmp, 0o755);
+    for (const d of [tmp, root, abs('docs'), abs('sub'), abs('other'), abs('locked'), abs('locked/inner')]) fs.chownSync(d, NOBODY, NOBODY);
+    fs.chmodSync(abs('locked'), 0o000);
+    const dist = (m: string) => new URL(`../../dist/local/${m}`, import.meta.url).href;
+    const script = `import { startFolderWatcher } from ${JSON.stringify(dist('watcher-folders.js'))};
+import { createIgnoreMatcher } from ${JSON.stringify(dist('ignore.js'))};
+process.setgid(${NOBODY}); process.setuid(${NOBODY});
+await startFolderWatcher({ root: ${JSON.stringify(root)}, ignore: createIgnoreMatcher([]), settleMs: 100,
+  onHints: (h) => console.log(JSON.stringify(h)), onError: (e) => console.log(JSON.stringify({ error: e.code })) });
+console.log('"ready"');
+process.stdin.resume();`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const out: unknown[] = [];
+    let pending = '';
+    child.stdout.on('data', (b: Buffer) => {
+      pending += b.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const l of lines) if (l.trim() !== '') out.push(JSON.parse(l));
+    });
+    const childHints = () => out.filter((o): o is WatchHints => typeof o === 'object' && o !== null && 'dirs' in o).flatMap((h) => h.dirs);
+    try {
+      await waitFor(() => out.includes('ready'), 10_000);
+      fs.chmodSync(abs('locked'), 0o755);
+      await waitFor(() => childHints().includes('locked'));
+      await sleep(300);
+      out.length = 0;
+      write('locked/inner/late.txt');
+      await waitFor(() => childHints().includes('locked/inner'));
+      expect(out.filter((o) => typeof o === 'object' && o !== null && 'error' in o)).toEqual([]);
+    } finally {
+      child.kill();
+    }
   });
 
   it('reports the root deleted as WATCH_ROOT_GONE', async () => {
