@@ -188,15 +188,18 @@ class FolderTree {
     } catch {
       st = undefined; // unreadable: as gone; the folder's rescan will report it
     }
-    const known = this.folders.get(rel);
     if (st?.isDirectory()) {
-      if (known !== undefined && known.ino !== st.ino) this.unwatch(rel); // another folder under that name
-      // Also during the set-up walk: a folder created in a folder already read is only seen here.
-      if (known?.ino !== st.ino) this.watchNew(rel);
+      // New, or another folder under that name (a different inode). Also during the set-up walk: a folder
+      // created in a folder already read is only seen here. (On Linux every event on a folder entry, a chmod
+      // too, arrives here: libuv reports it as 'rename', its mask carrying IN_ISDIR.)
+      if (this.folders.get(rel)?.ino !== st.ino) {
+        this.unwatch(rel);
+        this.watchNew(rel);
+      }
       this.pump.push({ type: 'addDir', relPath: rel });
       return;
     }
-    if (known !== undefined) this.unwatch(rel); // a watched folder deleted or moved away
+    this.unwatch(rel); // a watched folder deleted or moved away (nothing to do for a file)
     // A file (or a folder gone): its folder is rescanned, which also sees a folder's subtree gone.
     const ev: RawEvent = { type: st === undefined ? 'unlink' : 'add', relPath: rel };
     this.pump.push(ev);
