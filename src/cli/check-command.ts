@@ -10,13 +10,13 @@ import type { Config, PairConfig } from '../config/schema.js';
 import { liveLockOwner } from '../daemon/status-file.js';
 import { BinderSyncError, describeError } from '../errors.js';
 import { DAEMON_FILE_PREFIX } from '../local/ignore.js';
+import { inotifyWatchLimit, watchesNeeded } from '../local/watch-budget.js';
 import { createLogger, LOG_LEVEL_ENV, logLevelFromEnv } from '../log.js';
 import { ServiceError, type Binder, type ServiceClient } from '../service/index.js';
 import { serviceClientFor } from '../service/from-config.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules } from '../sync/metadata-rules.js';
 import { ExitCode } from './exit-codes.js';
-import { inotifyWatchLimit, watchBudget, watchesNeeded } from './watch-budget.js';
 
 type Outcome = 'PASS' | 'WARN' | 'FAIL' | 'SKIP';
 
@@ -236,6 +236,16 @@ function localChecks(config: Config, add: (r: CheckResult) => void): void {
   // Watches count per user, so all pairs together.
   const needed = config.pairs.reduce((n, p) => n + watchesNeeded(p), 0);
   add({ subject: 'inotify watches', ...watchBudget(needed, inotifyWatchLimit()) });
+}
+
+/** The verdict for `needed` watches against `limit`: a warning from 80% of it (other programs use watches too). */
+export function watchBudget(needed: number, limit: number | null): Omit<CheckResult, 'subject' | 'exit'> {
+  if (limit === null) return { outcome: 'SKIP', message: `${needed} needed; no inotify limit to compare with on this system` };
+  const hint = `raise it, e.g. \`echo fs.inotify.max_user_watches=524288 | sudo tee /etc/sysctl.d/90-binder-sync.conf && sudo sysctl --system\` (docs/OPERATIONS.md, section 8)`;
+  const text = `${needed} needed, the limit is ${limit} per user`;
+  if (needed > limit) return { outcome: 'WARN', message: `${text}: local changes would be found by rescans only`, hint };
+  if (needed > limit * 0.8) return { outcome: 'WARN', message: `${text}: close to it (editors and other programs of this user use watches too)`, hint };
+  return { outcome: 'PASS', message: text };
 }
 
 /**

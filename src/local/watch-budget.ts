@@ -1,9 +1,9 @@
-// `binder-sync check`'s inotify line: how many watches the configured watchers need (one per folder; chokidar
-// one per file too), against the per-user limit. Past it, a daemon finds local changes by rescans only.
+// How many inotify watches a pair's watcher needs (one per folder; chokidar one per file too), and the per-user
+// limit (`binder-sync check` compares them). Past the limit, a daemon finds local changes by rescans only.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PairConfig } from '../config/schema.js';
-import { createIgnoreMatcher } from '../local/ignore.js';
+import { createIgnoreMatcher } from './ignore.js';
 
 const LIMIT_FILE = '/proc/sys/fs/inotify/max_user_watches';
 
@@ -44,14 +44,4 @@ export function watchesNeeded(pair: Pick<PairConfig, 'localPath' | 'ignore' | 'w
     }
   }
   return n;
-}
-
-/** The verdict for `needed` watches against `limit`: a warning from 80% of it (other programs use watches too). */
-export function watchBudget(needed: number, limit: number | null): { outcome: 'PASS' | 'WARN' | 'SKIP'; message: string; hint?: string } {
-  if (limit === null) return { outcome: 'SKIP', message: `${needed} needed; no inotify limit to compare with on this system` };
-  const hint = `raise it, e.g. \`echo fs.inotify.max_user_watches=524288 | sudo tee /etc/sysctl.d/90-binder-sync.conf && sudo sysctl --system\` (docs/OPERATIONS.md, section 8)`;
-  const text = `${needed} needed, the limit is ${limit} per user`;
-  if (needed > limit) return { outcome: 'WARN', message: `${text}: local changes would be found by rescans only`, hint };
-  if (needed > limit * 0.8) return { outcome: 'WARN', message: `${text}: close to it (editors and other programs of this user use watches too)`, hint };
-  return { outcome: 'PASS', message: text };
 }

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { inotifyWatchLimit } from '../../src/cli/watch-budget.js';
+import { inotifyWatchLimit } from '../../src/local/watch-budget.js';
 import type { StatusDocument } from '../../src/cli/status-command.js';
 import { writeDaemonStatus } from '../../src/daemon/status-file.js';
 import { createWorkspace, runCli, secretOf, sync, writeLocal, type CliResult, type Workspace } from './harness.js';

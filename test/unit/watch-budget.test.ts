@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { inotifyWatchLimit, watchBudget, watchesNeeded } from '../../src/cli/watch-budget.js';
+import { watchBudget } from '../../src/cli/check-command.js';
+import { inotifyWatchLimit, watchesNeeded } from '../../src/local/watch-budget.js';
 
 let root: string;
 beforeEach(() => {
