@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Thin launcher: the compiled CLI lives in dist/ (built by `npm install` through the prepare script).
-import { main } from '../dist/cli.js';
+// Thin launcher: the compiled CLI, bundled into dist/bundle/ (built by `npm install` through the prepare script;
+// see rolldown.config.mjs). dist/cli.js is the same code, one file per module.
+import { main } from '../dist/bundle/cli.js';
 
 main(process.argv).then(
   (code) => {

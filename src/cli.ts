@@ -75,8 +75,16 @@ export async function main(argv: string[]): Promise<number> {
   return exitCode;
 }
 
+/**
+ * The version in package.json: one folder up from dist/cli.js (tsc's output), two from dist/bundle/cli.js (the
+ * bundle bin/binder-sync.js runs; see rolldown.config.mjs).
+ */
 async function packageVersion(): Promise<string> {
   const { readFile } = await import('node:fs/promises');
-  const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
+  for (const candidate of ['../package.json', '../../package.json']) {
+    const text = await readFile(new URL(candidate, import.meta.url), 'utf8').catch(() => null);
+    const pkg = text === null ? null : (JSON.parse(text) as { name?: string; version?: string });
+    if (pkg?.name === 'binder-sync' && typeof pkg.version === 'string') return pkg.version;
+  }
+  return 'unknown';
 }
