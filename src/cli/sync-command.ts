@@ -16,6 +16,7 @@ interface SyncOptions {
   dryRun?: boolean;
   force?: boolean;
   json?: boolean;
+  walkFolders?: boolean;
 }
 
 export function registerSyncCommand(program: Command, setExit: (code: number) => void): void {
@@ -27,6 +28,7 @@ export function registerSyncCommand(program: Command, setExit: (code: number) =>
     .option('-n, --dry-run', 'print the plan and change nothing')
     .option('--force', 'run past the safety gates (mass delete, empty root or listing)')
     .option('--json', 'print the pass reports as JSON on stdout')
+    .option('--walk-folders', 'list every remote folder, even where a recent walk of a large tree may stand in')
     .action(async (opts: SyncOptions) => setExit(await syncCommand(opts)));
 }
 
@@ -74,7 +76,13 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
         const observer = progress?.observer(pair.name);
         let report: PassReport | null = null;
         try {
-          report = await runPass(rt, { dryRun: opts.dryRun === true, force: opts.force === true, ...passHooks(observer) });
+          report = await runPass(rt, {
+            dryRun: opts.dryRun === true,
+            force: opts.force === true,
+            // A tree whose walk costs over a second of requests is walked at most every folderTreeMaxAgeMs.
+            reuseSavedFolderTree: opts.walkFolders === true ? false : 'when-costly',
+            ...passHooks(observer),
+          });
         } finally {
           observer?.onPassEnd?.(report);
         }

@@ -72,6 +72,11 @@ export class ServiceClient {
     this.core = new HttpCore(settings, this.log, opts.signal);
   }
 
+  /** The configured upper bound on API requests per second. */
+  get requestsPerSecond(): number {
+    return this.core.settings.requestsPerSecond;
+  }
+
   /** GET /binders; accepts a bare array or {items: [...]} (spec 4.1). */
   listBinders(): Promise<Binder[]> {
     return this.core.api({ method: 'GET', template: '/binders', schema: BinderListSchema });

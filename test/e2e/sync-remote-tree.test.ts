@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
 import { createWorkspace, localTree, readLocal, sha256, writeLocal, type Workspace } from './harness.js';
 import {
   docNamed, expectConvergedPass, expectQuietPass, expectSidesEqual, explain, inodeOf, issueCodes, remoteText, syncJson,
@@ -140,5 +141,80 @@ describe('folders', () => {
     expect(doc.folderId).toBe(folder.id);
     expect(remoteText(ws, doc.id)).toBe('waiting');
     expectSidesEqual(ws);
+  });
+});
+
+describe('empty folders', () => {
+  it('an empty folder renamed, moved or deleted on the service leaves no empty directory behind; one holding a local file stays', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'Tab' });
+    const renamed = c.createFolder(ws.binderId, { name: 'Old name', parentId: tab.id });
+    const moved = c.createFolder(ws.binderId, { name: 'Moving' });
+    const deleted = c.createFolder(ws.binderId, { name: 'Deleted', parentId: tab.id });
+    const deep = c.createFolder(ws.binderId, { name: 'Deep' });
+    c.createFolder(ws.binderId, { name: 'Inner', parentId: deep.id });
+    const kept = c.createFolder(ws.binderId, { name: 'Kept' });
+    await expectConvergedPass(ws);
+    expect(localDirs(ws.local)).toEqual(['Deep', 'Deep/Inner', 'Kept', 'Moving', 'Tab', 'Tab/Deleted', 'Tab/Old name'].sort());
+    writeLocal(ws, 'Kept/notes.txt', 'mine, not synced yet');
+    fs.mkdirSync(path.join(ws.local, 'Kept/sub'));
+
+    c.renameFolder(renamed.id, 'New name');
+    c.moveFolder(moved.id, tab.id);
+    c.deleteFolder(deleted.id);
+    c.deleteFolder(deep.id);
+    c.deleteFolder(kept.id);
+    const r = await syncJson(ws);
+    expect(localDirs(ws.local)).toEqual(['Kept', 'Kept/sub', 'Tab', 'Tab/Moving', 'Tab/New name']);
+    expect(readLocal(ws, 'Kept/notes.txt')).toBe('mine, not synced yet');
+    expect(issueCodes(r)).toEqual(['waiting-for-remote-folder Kept/notes.txt']);
+  });
+});
+
+describe('the folder tree of a binder with many folders', () => {
+  /** Sets service.requestsPerSecond in the workspace's config. */
+  function setRate(rate: number): void {
+    const config = parse(fs.readFileSync(ws.configFile, 'utf8')) as { service: Record<string, unknown> };
+    config.service.requestsPerSecond = rate;
+    fs.writeFileSync(ws.configFile, stringify(config), { mode: 0o600 });
+  }
+
+  it('a sync soon after a walk that takes over a second reuses the saved tree; --walk-folders walks it', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const tabs = Array.from({ length: 6 }, (_, i) => c.createFolder(ws.binderId, { name: `Tab ${i}` }));
+    c.addDocument(ws.binderId, tabs[0]!.id, 'a.txt', 'a');
+    setRate(5); // 6 folders: the walk (7 requests) alone would take over a second
+    await expectConvergedPass(ws);
+    expect(fs.statSync(path.join(ws.local, 'Tab 5')).isDirectory()).toBe(true);
+
+    c.renameFolder(tabs[5]!.id, 'Renamed'); // a change of folders alone
+    c.resetCounters();
+    await expectConvergedPass(ws);
+    expect(c.counters().search).toBeGreaterThan(0);
+    expect(c.counters().folders + c.counters().subfolders).toBe(0);
+    expect(fs.existsSync(path.join(ws.local, 'Tab 5'))).toBe(true); // not seen yet: the saved tree stood in
+
+    c.resetCounters();
+    await expectConvergedPass(ws, ['--walk-folders']);
+    // 7 per walk; the pass that applied the rename checks its work once more for the in-sync mark (settlingPays).
+    expect(c.counters().folders + c.counters().subfolders).toBeGreaterThanOrEqual(7);
+    expect(fs.existsSync(path.join(ws.local, 'Tab 5'))).toBe(false);
+    expect(fs.statSync(path.join(ws.local, 'Renamed')).isDirectory()).toBe(true);
+    expect(readLocal(ws, 'Tab 0/a.txt')).toBe('a');
+  });
+
+  it('a sync walks a tree whose walk fits in a second at the configured rate, and sees a folder renamed', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const tabs = Array.from({ length: 6 }, (_, i) => c.createFolder(ws.binderId, { name: `Tab ${i}` }));
+    await expectConvergedPass(ws); // the default 100 requests per second
+    c.renameFolder(tabs[5]!.id, 'Renamed');
+    c.resetCounters();
+    await expectConvergedPass(ws);
+    expect(c.counters().folders + c.counters().subfolders).toBeGreaterThanOrEqual(7);
+    expect(fs.statSync(path.join(ws.local, 'Renamed')).isDirectory()).toBe(true);
+    expect(fs.existsSync(path.join(ws.local, 'Tab 5'))).toBe(false);
   });
 });

@@ -296,6 +296,39 @@ describe('the daemon restarting (reuseSavedFolderTree)', () => {
     expect(await walksOf(() => runPass(rt))).toBe(WALK);
   });
 
+  it("a one-shot sync ('when-costly') walks a tree of no more folders than requests per second", async () => {
+    await restart();
+    expect(client.requestsPerSecond).toBe(100); // the default; the tree has 32 folders
+    const sub = emu.control.listFolders(binderId).find((f) => f.name === 'Sub')!;
+    emu.control.renameFolder(sub.id, 'Renamed');
+    expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: 'when-costly' }))).toBe(WALK);
+    expect(fs.existsSync(local('Docs/Renamed'))).toBe(true);
+  });
+
+  it("a one-shot sync ('when-costly') lets a fresh saved tree of more folders than requests per second stand in", async () => {
+    const slow = new ServiceClient({ ...pairConfig().config.service, requestsPerSecond: 30, requestTimeoutMs: 10_000 });
+    try {
+      await restart();
+      rt.client = slow;
+      emu.control.resetCounters();
+      const report = await runPass(rt, { reuseSavedFolderTree: 'when-costly' });
+      expect(emu.control.counters().search).toBeGreaterThan(0);
+      expect(emu.control.counters().folders + emu.control.counters().subfolders).toBe(0);
+      expect(report.converged).toBe(true);
+      // A document that changed still walks the tree; so does a saved tree past folderTreeMaxAgeMs.
+      emu.control.addVersion(emu.control.listDocuments(binderId)[0]!.id, 'changed');
+      await restart();
+      rt.client = slow;
+      expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: 'when-costly' }))).toBe(WALK);
+      rt.store.setMeta('folderTreeWalkedAt', new Date(Date.now() - folderTreeMaxAgeMs(32) - 1_000).toISOString());
+      await restart();
+      rt.client = slow;
+      expect(await walksOf(() => runPass(rt, { reuseSavedFolderTree: 'when-costly' }))).toBe(WALK);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('a document that changed while stopped walks the tree, and a folder renamed meanwhile arrives with it', async () => {
     await restart();
     const sub = emu.control.listFolders(binderId).find((f) => f.name === 'Sub')!;
