@@ -1,6 +1,7 @@
-// Benchmark 3: a no-op pass over a tree already in sync (second `binder-sync sync`) and a daemon restart over
-// it (spawn of `binder-sync run` -> its first pass has ended): wall time, files hashed (must be 0), requests;
-// side by side with unison's update detection (two local replicas) and `rclone check`.
+// Benchmark 3: a no-op pass over a tree already in sync (second `binder-sync sync`, as it runs by default and
+// with --walk-folders) and a daemon restart over it (spawn of `binder-sync run` -> its first pass has ended):
+// wall time, files hashed (must be 0), requests; side by side with unison's update detection (two local
+// replicas) and `rclone check`.
 // Setup seeds the binder through the control API and syncs once with raised limits (untimed).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -47,17 +48,21 @@ export async function benchNoop(env: BenchEnv, log: (s: string) => void): Promis
     }
 
     const rows: string[][] = [];
-    const bsBy = new Map<number, { ms: number[]; hashed: number[]; requests: number[]; routes: string }>(env.rpsList.map((r) => [r, { ms: [], hashed: [], requests: [], routes: '' }]));
+    type Series = { ms: number[]; hashed: number[]; requests: number[]; routes: string };
+    // Each request rate, as `sync` runs by default (the 1,109-folder tree, walked seconds before by the first run
+    // or by the --walk-folders run, stands in for a walk where the walk alone takes over a second) and with
+    // --walk-folders (every folder listed).
+    const variants = env.rpsList.flatMap((rps) => [{ rps, args: [] as string[] }, { rps, args: ['--walk-folders'] }]);
+    const bsBy = new Map<(typeof variants)[number], Series>(variants.map((v) => [v, { ms: [], hashed: [], requests: [], routes: '' }]));
     const restart = { ms: [] as number[], hashed: [] as number[], requests: [] as number[], routes: '' };
     const un: number[] = [];
     const rc: number[] = [];
     const runs = Math.max(1, env.runs);
     for (let i = 0; i < runs; i++) {
-      for (const rps of env.rpsList) {
-        const s = bsBy.get(rps) as { ms: number[]; hashed: number[]; requests: number[]; routes: string };
-        const cfg = config(limitsAt(rps));
+      for (const [v, s] of bsBy) {
+        const cfg = config(limitsAt(v.rps));
         emu.control.resetCounters();
-        const r = await runSync(cfg, emu);
+        const r = await runSync(cfg, emu, { args: v.args });
         if (r.report.actions.length > 0) throw new Error(`no-op pass planned actions: ${r.report.actions.slice(0, 5).join(', ')}`);
         s.ms.push(r.ms);
         s.hashed.push(r.report.hashed);
@@ -95,11 +100,11 @@ export async function benchNoop(env: BenchEnv, log: (s: string) => void): Promis
         if (r.code !== 0) throw new Error(`rclone check exited ${r.code}: ${tail(r.stderrFile)}`);
         rc.push(r.ms);
       }
-      log(`noop run ${i + 1}/${runs}: ${env.rpsList.map((r) => `binder-sync@${r} ${secs(bsBy.get(r)?.ms.at(-1) ?? NaN)} s`).join(', ')}, daemon restart ${secs(restart.ms.at(-1) ?? NaN)} s${un.length ? `, unison ${secs(un.at(-1) ?? NaN)} s` : ''}${rc.length ? `, rclone check ${secs(rc.at(-1) ?? NaN)} s` : ''}`);
+      log(`noop run ${i + 1}/${runs}: ${[...bsBy].map(([v, s]) => `binder-sync@${v.rps}${v.args.join(' ')} ${secs(s.ms.at(-1) ?? NaN)} s`).join(', ')}, daemon restart ${secs(restart.ms.at(-1) ?? NaN)} s${un.length ? `, unison ${secs(un.at(-1) ?? NaN)} s` : ''}${rc.length ? `, rclone check ${secs(rc.at(-1) ?? NaN)} s` : ''}`);
     }
     const ref = un.length > 0 ? median(un) : Number.NaN;
-    for (const [rps, s] of bsBy) {
-      rows.push([`binder-sync sync (2nd run, ${rps} req/s)`, secs(median(s.ms)), runsList(s.ms), String(Math.max(...s.hashed)), `${median(s.requests)} (${s.routes})`, ratio(median(s.ms), ref)]);
+    for (const [v, s] of bsBy) {
+      rows.push([`binder-sync sync${v.args.length ? ` ${v.args.join(' ')}` : ''} (2nd run, ${v.rps} req/s)`, secs(median(s.ms)), runsList(s.ms), String(Math.max(...s.hashed)), `${median(s.requests)} (${s.routes})`, ratio(median(s.ms), ref)]);
     }
     rows.push(['binder-sync run: restart to first pass done (1000 req/s)', secs(median(restart.ms)), runsList(restart.ms), String(Math.max(...restart.hashed)), `${median(restart.requests)} (${restart.routes})`, ratio(median(restart.ms), ref)]);
     rows.push(unisonOk ? ['unison update detection (2 local replicas, -batch)', secs(ref), runsList(un), 'fastcheck', '-', '1.00x'] : ['unison', 'skipped: not installed', '', '', '', '']);
