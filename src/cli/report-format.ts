@@ -44,6 +44,8 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
     lines.push(`[${r.pair}] dry run: ${r.plan.groups.flat().length} action(s) planned, nothing changed`);
   }
   for (const i of r.issues) lines.push(`[${r.pair}] not synced: ${i.relPath}: ${i.code}: ${i.detail}`);
+  // Said, so that a folder renamed on the service in the meantime (seen only by a walk) is not a mystery.
+  if (r.folderTreeFrom !== null && !dryRun) lines.push(`[${r.pair}] folder tree as walked at ${r.folderTreeFrom} (--walk-folders lists every folder again)`);
   lines.push(`[${r.pair}] ${r.converged ? 'in sync' : 'NOT in sync'}`);
   return `${lines.join('\n')}\n`;
 }

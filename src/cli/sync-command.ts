@@ -130,6 +130,7 @@ function jsonReport(r: PassReport) {
     issues: r.issues,
     hashed: r.hashed,
     remoteRequests: r.remoteRequests,
+    folderTreeFrom: r.folderTreeFrom,
     bytesDownloaded: r.execution?.bytesDownloaded ?? 0,
     bytesUploaded: r.execution?.bytesUploaded ?? 0,
     durationMs: r.durationMs,

@@ -172,6 +172,11 @@ export interface PassReport {
   deferred: string[];
   /** When a deferred file is old enough to be looked at again (ms from the end of this pass), else null. */
   recheckInMs: number | null;
+  /**
+   * When the folder tree this pass went by was walked (ISO time), if this pass did not walk it (an earlier
+   * walk stood in: see folderTreeMaxAgeMs and PassOptions.reuseSavedFolderTree); null when it walked it.
+   */
+  folderTreeFrom: string | null;
 }
 
 /** Opens the pair's state and checks what can be checked before the first pass. */
@@ -401,6 +406,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     hashed,
     remoteRequests: listing.requests,
     listingMethod: listing.method,
+    folderTreeFrom: raw?.walkedTree === true ? null : (rt.store.getMeta(TREE_WALKED_AT) ?? null),
     durationMs: 0,
     converged: false,
     deferred: deferral.deferred,
@@ -757,6 +763,7 @@ function nothingToDo(
     converged: issues.every((i) => INFORMATIONAL.has(i.code)),
     deferred: [],
     recheckInMs: null,
+    folderTreeFrom: o.treeWalkedAt !== null ? null : (rt.store.getMeta(TREE_WALKED_AT) ?? null),
   };
 }
 

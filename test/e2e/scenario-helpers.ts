@@ -18,6 +18,8 @@ export interface JsonReport {
   issues: Array<{ relPath: string; documentId?: string; code: string; detail: string }>;
   hashed: number;
   remoteRequests: number;
+  /** When the folder tree the pass went by was walked, if the pass did not walk it. */
+  folderTreeFrom: string | null;
   bytesDownloaded: number;
   bytesUploaded: number;
 }

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { createWorkspace, localTree, readLocal, sha256, writeLocal, type Workspace } from './harness.js';
+import { createWorkspace, localTree, readLocal, sha256, sync, writeLocal, type Workspace } from './harness.js';
 import {
   docNamed, expectConvergedPass, expectQuietPass, expectSidesEqual, explain, inodeOf, issueCodes, remoteText, syncJson,
   trashHashes, versionCounts,
@@ -186,18 +186,26 @@ describe('the folder tree of a binder with many folders', () => {
     const tabs = Array.from({ length: 6 }, (_, i) => c.createFolder(ws.binderId, { name: `Tab ${i}` }));
     c.addDocument(ws.binderId, tabs[0]!.id, 'a.txt', 'a');
     setRate(5); // 6 folders: the walk (7 requests) alone would take over a second
-    await expectConvergedPass(ws);
+    const walkedAt = Date.now();
+    expect((await expectConvergedPass(ws)).report?.folderTreeFrom).toBeNull();
     expect(fs.statSync(path.join(ws.local, 'Tab 5')).isDirectory()).toBe(true);
 
     c.renameFolder(tabs[5]!.id, 'Renamed'); // a change of folders alone
     c.resetCounters();
-    await expectConvergedPass(ws);
+    const reused = await expectConvergedPass(ws);
     expect(c.counters().search).toBeGreaterThan(0);
     expect(c.counters().folders + c.counters().subfolders).toBe(0);
     expect(fs.existsSync(path.join(ws.local, 'Tab 5'))).toBe(true); // not seen yet: the saved tree stood in
+    const from = Date.parse(reused.report?.folderTreeFrom ?? '');
+    expect(from).toBeGreaterThanOrEqual(walkedAt - 1_000);
+    expect(from).toBeLessThanOrEqual(Date.now());
+    // Without --json, the summary says so.
+    const text = await sync(ws);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^\[main\] folder tree as walked at \S+ \(--walk-folders lists every folder again\)$/m);
 
     c.resetCounters();
-    await expectConvergedPass(ws, ['--walk-folders']);
+    expect((await expectConvergedPass(ws, ['--walk-folders'])).report?.folderTreeFrom).toBeNull();
     // 7 per walk; the pass that applied the rename checks its work once more for the in-sync mark (settlingPays).
     expect(c.counters().folders + c.counters().subfolders).toBeGreaterThanOrEqual(7);
     expect(fs.existsSync(path.join(ws.local, 'Tab 5'))).toBe(false);

@@ -86,6 +86,7 @@ describe('pass report reading', () => {
     converged: true,
     deferred: [],
     recheckInMs: null,
+    folderTreeFrom: null,
   });
 
   it('counts planned transfers that were not done', () => {
