@@ -4,8 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parse, stringify } from 'yaml';
 import { createWorkspace, localTree, readLocal, sha256, sync, writeLocal, type Workspace } from './harness.js';
+import { writeRunConfig } from './run-helpers.js';
 import {
   docNamed, expectConvergedPass, expectQuietPass, expectSidesEqual, explain, inodeOf, issueCodes, remoteText, syncJson,
   trashHashes, versionCounts,
@@ -173,19 +173,12 @@ describe('empty folders', () => {
 });
 
 describe('the folder tree of a binder with many folders', () => {
-  /** Sets service.requestsPerSecond in the workspace's config. */
-  function setRate(rate: number): void {
-    const config = parse(fs.readFileSync(ws.configFile, 'utf8')) as { service: Record<string, unknown> };
-    config.service.requestsPerSecond = rate;
-    fs.writeFileSync(ws.configFile, stringify(config), { mode: 0o600 });
-  }
-
   it('a sync soon after a walk that takes over a second reuses the saved tree; --walk-folders walks it', async () => {
     ws = await createWorkspace();
     const c = ws.emulator.control;
     const tabs = Array.from({ length: 6 }, (_, i) => c.createFolder(ws.binderId, { name: `Tab ${i}` }));
     c.addDocument(ws.binderId, tabs[0]!.id, 'a.txt', 'a');
-    setRate(5); // 6 folders: the walk (7 requests) alone would take over a second
+    writeRunConfig(ws, { service: { requestsPerSecond: 5 } }); // 6 folders: the walk (7 requests) alone would take over a second
     const walkedAt = Date.now();
     expect((await expectConvergedPass(ws)).report?.folderTreeFrom).toBeNull();
     expect(fs.statSync(path.join(ws.local, 'Tab 5')).isDirectory()).toBe(true);
