@@ -1,6 +1,7 @@
 // Benchmark 1: initial download of a file set by `binder-sync sync` (fresh state each run) against the floor
 // script (same requests, same limits), and `rclone copy` from a static HTTP server when rclone is installed.
-// Runs are interleaved (binder-sync, floor, rclone, binder-sync, ...) so machine noise hits all sides alike.
+// Runs are interleaved (binder-sync, floor, floor + fsync, rclone, binder-sync, ...) so machine noise hits all
+// sides alike. "floor + fsync" is the floor fsyncing each file: a reference for what durability alone costs.
 import path from 'node:path';
 import fs from 'node:fs';
 import type { BenchEnv } from './lib/env.js';
@@ -58,6 +59,7 @@ export async function benchDownload(env: BenchEnv, log: (s: string) => void): Pr
         const limits = limitsAt(rps);
         const bs = sample();
         const fl = sample();
+        const fd = sample();
         const rc = sample();
         for (let i = 0; i < set.runs; i++) {
           // binder-sync
@@ -85,6 +87,16 @@ export async function benchDownload(env: BenchEnv, log: (s: string) => void): Pr
             fl.requests.push(totalRequests(emu.control.counters()));
             rmrf(dir);
           }
+          // floor + fsync: how much of binder-sync's distance to the floor is the fsync it may not skip.
+          {
+            const dir = tempDir('dl-floor-fsync');
+            const local = path.join(dir, 'local');
+            settleDisk();
+            const r = await runFloor('download', { ...floorArgs(emu, binderId, local, limits), durable: true }, emu, dir);
+            check(treeSize(local), set.files.length, bytes, 'floor + fsync');
+            fd.ms.push(r.ms);
+            rmrf(dir);
+          }
           // rclone: not API-bound, so measured in the first rate's loop only.
           if (srv && ri === 0) {
             const dir = tempDir('dl-rclone');
@@ -99,13 +111,14 @@ export async function benchDownload(env: BenchEnv, log: (s: string) => void): Pr
             rc.ms.push(r.ms);
             rmrf(dir);
           }
-          log(`download ${set.label} @${rps} rps run ${i + 1}/${set.runs}: binder-sync ${secs(bs.ms.at(-1) ?? NaN)} s, floor ${secs(fl.ms.at(-1) ?? NaN)} s${rc.ms.length > 0 ? `, rclone ${secs(rc.ms.at(-1) ?? NaN)} s` : ''}`);
+          log(`download ${set.label} @${rps} rps run ${i + 1}/${set.runs}: binder-sync ${secs(bs.ms.at(-1) ?? NaN)} s, floor ${secs(fl.ms.at(-1) ?? NaN)} s, floor + fsync ${secs(fd.ms.at(-1) ?? NaN)} s${rc.ms.length > 0 ? `, rclone ${secs(rc.ms.at(-1) ?? NaN)} s` : ''}`);
         }
         const floorMs = median(fl.ms);
         const bsMs = median(bs.ms);
         const verdict = bsMs / floorMs <= set.target ? 'met' : 'MISSED';
         rows.push([set.label, String(rps), 'binder-sync', secs(bsMs), runsList(bs.ms), String(median(bs.requests)), `${ratio(bsMs, floorMs)} (target ${set.target}x: ${verdict})`]);
         rows.push([set.label, String(rps), 'floor (undici)', secs(floorMs), runsList(fl.ms), String(median(fl.requests)), '1.00x']);
+        rows.push([set.label, String(rps), 'floor + fsync (reference)', secs(median(fd.ms)), runsList(fd.ms), String(median(fl.requests)), `${ratio(median(fd.ms), floorMs)}; binder-sync = ${ratio(bsMs, median(fd.ms))} of it`]);
         if (rc.ms.length > 0) rows.push([set.label, '-', 'rclone copy (static HTTP)', secs(median(rc.ms)), runsList(rc.ms), '-', ratio(median(rc.ms), floorMs)]);
       }
       // One extra profiled run of the first set (the small files) at the highest rate.

@@ -1,5 +1,6 @@
 // Floor for the initial download: token, folder tree, search pages, then per document one download-link
-// request and one storage GET streamed into a file. No temp files, hashing, fsync or state.
+// request and one storage GET streamed into a file. No temp files, hashing, fsync or state; with `durable`,
+// each file is fsynced before it is closed, and nothing else changes.
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -36,7 +37,7 @@ await pool(docs, args.workers, async (d) => {
     const res = await request(link.url, { dispatcher: c.agent, method: 'GET' });
     if (res.statusCode !== 200) throw new Error(`storage GET: HTTP ${res.statusCode}`);
     res.body.on('data', (chunk: Buffer) => (bytes += chunk.length));
-    await pipeline(res.body, fs.createWriteStream(path.join(dir, d.fileName)));
+    await pipeline(res.body, fs.createWriteStream(path.join(dir, d.fileName), { flush: args.durable === true }));
   });
 });
 await c.close();

@@ -145,6 +145,11 @@ export interface FloorArgs {
   limits: Limits;
   /** Parallel per-file workers (binder-sync's executor runs 8 actions at once). */
   workers: number;
+  /**
+   * Download floor only: fsync each file before closing it (the stream's `flush`), the least a client that
+   * promises durability must add. A reference row beside the floor, not the floor of the issue's targets.
+   */
+  durable?: boolean;
 }
 
 export interface FloorReport {

@@ -1,7 +1,8 @@
 // Developer tool (not part of `npm run bench`): A/B of large-file transfers. Runs `binder-sync sync` from
 // several builds (each a bin/binder-sync.js with its own dist/ beside it) and the floor, interleaved, on the
 // large set of benchmarks 1 and 2, and prints wall and CPU (user+sys, /usr/bin/time) medians per side;
-// LAB_PROFILE=1 adds one --cpu-prof run per build and direction, summarized.
+// LAB_PROFILE=1 adds one --cpu-prof run per build and direction, summarized; LAB_FLOOR_DURABLE=1 adds the
+// download floor that fsyncs each file.
 // Usage: `npx tsc -p bench/tsconfig.json && LAB_BINS=base=/tmp/ab/base/bin/binder-sync.js,new=bin/binder-sync.js
 //   LAB_MODE=download,upload LAB_RUNS=5 node bench/.out/bench/tools/transfer-lab.js`
 // (BENCH_LARGE_FILES / BENCH_LARGE_SIZE set the file set, LAB_RPS the API rate, default 1000; LAB_KEEP_PROFILES=DIR
@@ -23,6 +24,8 @@ const modes = (process.env.LAB_MODE ?? 'download,upload').split(',');
 const runs = Number(process.env.LAB_RUNS ?? 5);
 const profile = process.env.LAB_PROFILE === '1';
 const withFloor = process.env.LAB_FLOOR !== '0';
+/** LAB_FLOOR_DURABLE=1: a "floor+fsync" side too (downloads: the floor fsyncing each file). */
+const withDurableFloor = process.env.LAB_FLOOR_DURABLE === '1';
 const limits = limitsAt(Number(process.env.LAB_RPS ?? 1000));
 const files = flatSet('large', Number(process.env.BENCH_LARGE_FILES ?? 20), Number(process.env.BENCH_LARGE_SIZE ?? 50 * 1024 * 1024));
 const bytes = files.reduce((a, f) => a + f.size, 0);
@@ -71,7 +74,10 @@ function downloadSides(emu: Emulator, binderId: string): Side[] {
   const sides = bins.map((b) =>
     one(b.name, (dir, local, nodeArgs) => timed(syncArgs(b.bin, writeConfig(dir, { emu, binderId, localPath: local, stateDir: path.join(dir, 'state'), limits }), nodeArgs), secret, dir)),
   );
-  if (withFloor) sides.push(one('floor', (dir, local) => timed([path.join(OUT, 'floor', 'download.js')], { ...secret, BENCH_FLOOR: JSON.stringify(floorArgs(emu, binderId, local, limits)) }, dir)));
+  const floorSide = (name: string, durable: boolean): Side =>
+    one(name, (dir, local) => timed([path.join(OUT, 'floor', 'download.js')], { ...secret, BENCH_FLOOR: JSON.stringify({ ...floorArgs(emu, binderId, local, limits), durable }) }, dir));
+  if (withFloor) sides.push(floorSide('floor', false));
+  if (withDurableFloor) sides.push(floorSide('floor+fsync', true));
   return sides;
 }
 
@@ -142,7 +148,7 @@ async function measure(mode: string, sides: Side[]): Promise<void> {
     console.log(`| ${name} | ${(w / 1000).toFixed(2)} | ${(c / 1000).toFixed(2)} | ${(w / floor).toFixed(2)}x | ${ts.map((t) => (t.wall / 1000).toFixed(2)).join(' / ')} |`);
   }
   if (profile) {
-    for (const s of sides) if (s.name !== 'floor') await s.run(true);
+    for (const s of sides) if (!s.name.startsWith('floor')) await s.run(true);
   }
 }
 
