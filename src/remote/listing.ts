@@ -1,6 +1,6 @@
 // Remote scan: the binder's folder tree (drives endpoints) and every document (paged search), turned into
 // one RemoteObservation. A listing is used only when it is complete; anything else is an error, never "empty".
-import type { ServiceClient } from '../service/index.js';
+import { ServiceError, type Document, type ServiceClient } from '../service/index.js';
 import type { BaseEntry, RemoteObservation } from '../sync/model.js';
 import { DocMerger, type PagePositions } from './doc-merge.js';
 import { mapRemoteTree } from './path-map.js';
@@ -358,6 +358,11 @@ async function listDocumentsPerFolder(
  * A base document missing from the listing counts as deleted only when GET /documents/{id} confirms it:
  * 404, or the document now belongs to another binder. If it still exists in this binder, the listing
  * missed it (index lag): it is added back from the GET answer.
+ * Spec 7 does not show error statuses, so a server may answer that GET for a deleted document with another
+ * refusal (400, 403...). Such an answer says nothing either way, and the document's last folder is asked
+ * instead: listed there, it is added back; absent from it, or its folder gone (404/410), it is deleted; if that
+ * listing is refused as well, the document stays unknown for this pass (neither here nor deleted: nothing is
+ * done to it). Failures that are not answers about the document (network, 5xx, 401) still fail the listing.
  */
 async function confirmGone(
   client: ListingClient,
@@ -367,16 +372,54 @@ async function confirmGone(
 ): Promise<Set<string>> {
   const gone = new Set<string>();
   const missing = [...opts.base.keys()].filter((id) => !docs.has(id));
+  const folderLists = new Map<string, Promise<Document[] | 'gone' | 'refused'>>();
+  const listFolder = (folderId: string): Promise<Document[] | 'gone' | 'refused'> => {
+    let p = folderLists.get(folderId);
+    if (p === undefined) {
+      counter.requests++;
+      p = client.listFolderDocuments(opts.binderId, folderId).catch((err: unknown) => {
+        if (isStatus(err, 404) || isStatus(err, 410)) return 'gone' as const;
+        if (refusesThisItem(err)) return 'refused' as const;
+        throw err;
+      });
+      folderLists.set(folderId, p);
+    }
+    return p;
+  };
   const results = await Promise.all(
-    missing.map(async (id) => {
+    missing.map(async (id): Promise<{ id: string; doc: Document | null | 'unknown' }> => {
       opts.signal?.throwIfAborted();
       counter.requests++;
-      return { id, doc: await client.getDocument(id) };
+      try {
+        return { id, doc: await client.getDocument(id) };
+      } catch (err) {
+        const folderId = opts.base.get(id)?.folderId;
+        if (!refusesThisItem(err) || folderId === undefined) throw err;
+        const list = await listFolder(folderId);
+        if (list === 'refused') return { id, doc: 'unknown' };
+        return { id, doc: list === 'gone' ? null : (list.find((d) => d.id === id) ?? null) };
+      }
     }),
   );
   for (const { id, doc } of results) {
+    if (doc === 'unknown') continue;
     if (doc === null || (doc.binderId !== undefined && doc.binderId !== opts.binderId)) gone.add(id);
     else docs.set(id, { documentId: doc.id, fileName: doc.fileName, folderId: doc.folderId, versionId: doc.latestVersionId });
   }
   return gone;
+}
+
+function isStatus(err: unknown, status: number): boolean {
+  return err instanceof ServiceError && err.status === status;
+}
+
+/**
+ * A client-error answer about one item (400, 403, 405, 409, 422...): the server would not say more about it.
+ * Not one of those: 401 (credentials), 407/408/429 (transient, retried first), and answers that fail
+ * validation or never arrived.
+ */
+function refusesThisItem(err: unknown): boolean {
+  if (!(err instanceof ServiceError) || err.status === undefined) return false;
+  if (err.code === 'SERVICE_INVALID_RESPONSE') return false;
+  return err.status >= 400 && err.status < 500 && ![401, 407, 408, 429].includes(err.status);
 }

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { StringDecoder } from 'node:string_decoder';
+import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
 import PQueue from 'p-queue';
 import type { z } from 'zod';
@@ -161,23 +162,30 @@ export class HttpCore {
     let authRetried = false;
     return this.withRetry(request, signal, async (attempt) => {
       for (;;) {
-        const token = await this.tokens.get();
-        const headers: Record<string, string> = {
-          authorization: `Bearer ${token}`,
-          [this.settings.tenantHeader]: this.settings.tenantId,
-          accept: 'application/json',
-        };
-        if (body !== undefined) headers['content-type'] = 'application/json';
         // p-queue keeps finished entries of its queue (and through them each task's result) until the queue
         // drains or compacts, so the response travels in a holder that is emptied once read: a 100k-document
         // listing otherwise kept dozens of ~200 KB search pages alive while the daemon idled.
         const holder = await this.apiQueue
-          .add(async () => ({ res: await this.exchange({ request, template: call.template, url, method: call.method, headers, body, signal, attempt, context }) as RawResponse | undefined }), {
-            signal,
-          })
+          .add(
+            async () => {
+              // The token is taken when the call leaves the rate queue, not when it joins it: a call may wait
+              // there longer than a short-lived token lives (spec 5.4: tokens expire after expires_in).
+              const token = await this.tokens.get();
+              const headers: Record<string, string> = {
+                authorization: `Bearer ${token}`,
+                [this.settings.tenantHeader]: this.settings.tenantId,
+                accept: 'application/json',
+                'accept-encoding': API_ACCEPT_ENCODING,
+              };
+              if (body !== undefined) headers['content-type'] = 'application/json';
+              return { token, res: (await this.exchange({ request, template: call.template, url, method: call.method, headers, body, signal, attempt, context })) as RawResponse | undefined };
+            },
+            { signal },
+          )
           .catch((err: unknown) => {
             throw err instanceof ServiceError ? err : abortedError(request);
           });
+        const { token } = holder;
         const res = holder.res as RawResponse;
         holder.res = undefined;
         // A 401 means the token died early (revoked, server restarted, clock skew): refresh once, then give up.
@@ -281,7 +289,8 @@ export class HttpCore {
         headersTimeout: this.settings.requestTimeoutMs,
         bodyTimeout: this.settings.requestTimeoutMs,
       });
-      const body = await readBodyCapped(res.body, MAX_JSON_BODY_BYTES, o.request);
+      const ok = res.statusCode >= 200 && res.statusCode <= 299;
+      const body = await readBodyCapped(res.body, MAX_JSON_BODY_BYTES, o.request, res.headers['content-encoding'], ok);
       this.log.debug({ method: o.method, path: o.template, status: res.statusCode, ms: Math.round(performance.now() - started), attempt: o.attempt }, 'service request');
       return rawResponse(res.statusCode, res.headers, body);
     } catch (err) {
@@ -307,7 +316,7 @@ export class HttpCore {
         template: '/connect/token',
         url: `${s.authUrl}/connect/token`,
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', 'accept-encoding': API_ACCEPT_ENCODING },
         body,
         signal: this.signal,
         attempt,
@@ -363,10 +372,85 @@ function queryString(query: Record<string, string | number | undefined> | undefi
 export const MAX_JSON_BODY_BYTES = 64 * 1024 * 1024;
 
 /**
- * Reads a response body and hashes it on the way (no second pass, no joined copy until the text is wanted),
- * failing (without buffering the rest) once it passes `max` bytes.
+ * What API and token requests accept. The spec says nothing about content codings, and HTTP lets a server (or a
+ * proxy in front of it) compress a JSON answer whenever the request does not rule it out, so the client names
+ * the codings it decodes (as Go's HTTP client, and with it rclone, does for gzip): a listing of 100k documents
+ * is ~40 MB of JSON and a tenth of that compressed.
  */
-async function readBodyCapped(body: Dispatcher.ResponseData['body'], max: number, request: string): Promise<{ chunks: Buffer[]; size: number; digest: string }> {
+export const API_ACCEPT_ENCODING = 'gzip, deflate, br';
+
+/** The Content-Encoding values of a response, in the order they were applied; identity dropped. */
+export function contentCodings(header: string | string[] | undefined): string[] {
+  const raw = Array.isArray(header) ? header.join(',') : (header ?? '');
+  return raw
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
+}
+
+/**
+ * Undoes the content codings of a whole (already read) body, last applied first, never producing more than
+ * `max` bytes (a small compressed answer may claim to unpack to gigabytes). An unknown coding is not
+ * retryable; a body that does not decode was most likely cut off on the way (retryable, like bad JSON).
+ */
+export function decodeBody(body: Buffer, codings: string[], max: number, request: string): Buffer {
+  let out = body;
+  for (const coding of [...codings].reverse()) {
+    const opts = { maxOutputLength: max };
+    try {
+      if (coding === 'gzip' || coding === 'x-gzip') out = gunzipSync(out, opts);
+      else if (coding === 'deflate') out = inflateAnySync(out, opts);
+      else if (coding === 'br') out = brotliDecompressSync(out, opts);
+      else {
+        throw new ServiceError(`${request} answered with Content-Encoding ${coding}, which binder-sync cannot decode`, {
+          code: 'SERVICE_INVALID_RESPONSE',
+          retryable: false,
+          request,
+          hint: 'binder-sync decodes gzip, deflate and br; something between it and the service compresses the answers another way',
+        });
+      }
+    } catch (err) {
+      if (err instanceof ServiceError) throw err;
+      if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(request, max);
+      throw new ServiceError(`${request} answered with a ${coding} body that does not decode (cut off?)`, { code: 'SERVICE_NETWORK', retryable: true, request, cause: err });
+    }
+  }
+  return out;
+}
+
+/** "deflate" is zlib-wrapped by the standard (RFC 9110 8.4.1.2), but some servers send raw deflate. */
+function inflateAnySync(body: Buffer, opts: { maxOutputLength: number }): Buffer {
+  try {
+    return inflateSync(body, opts);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw err;
+    return inflateRawSync(body, opts);
+  }
+}
+
+function tooLarge(request: string, max: number): ServiceError {
+  return new ServiceError(`${request} answer is too large (more than ${max / 1024 / 1024} MiB of JSON); refusing to read it`, {
+    code: 'SERVICE_INVALID_RESPONSE',
+    retryable: false,
+    request,
+    hint: 'the service (or something in front of it) sent an answer far larger than any valid one',
+  });
+}
+
+/**
+ * Reads a response body and hashes it on the way (no second pass, no joined copy until the text is wanted),
+ * failing (without buffering the rest) once it passes `max` bytes. A compressed body is decoded first (see
+ * decodeBody), so the digest is that of the JSON, whatever coding carried it.
+ */
+async function readBodyCapped(
+  body: Dispatcher.ResponseData['body'],
+  max: number,
+  request: string,
+  contentEncoding?: string | string[],
+  /** False for an error answer: its status matters more than its body, which is kept as sent when it does not decode. */
+  strict = true,
+): Promise<{ chunks: Buffer[]; size: number; digest: string }> {
+  const codings = contentCodings(contentEncoding);
   const chunks: Buffer[] = [];
   const hash = createHash('sha256');
   let size = 0;
@@ -375,15 +459,19 @@ async function readBodyCapped(body: Dispatcher.ResponseData['body'], max: number
     size += buf.length;
     if (size > max) {
       body.destroy();
-      throw new ServiceError(`${request} answer is too large (more than ${max / 1024 / 1024} MiB of JSON); refusing to read it`, {
-        code: 'SERVICE_INVALID_RESPONSE',
-        retryable: false,
-        request,
-        hint: 'the service (or something in front of it) sent an answer far larger than any valid one',
-      });
+      throw tooLarge(request, max);
     }
-    hash.update(buf);
+    if (codings.length === 0) hash.update(buf);
     chunks.push(buf);
   }
-  return { chunks, size, digest: hash.digest('base64') };
+  if (codings.length === 0) return { chunks, size, digest: hash.digest('base64') };
+  const joined = Buffer.concat(chunks, size);
+  let decoded: Buffer;
+  try {
+    decoded = decodeBody(joined, codings, max, request);
+  } catch (err) {
+    if (strict) throw err;
+    decoded = joined;
+  }
+  return { chunks: [decoded], size: decoded.length, digest: hash.update(decoded).digest('base64') };
 }

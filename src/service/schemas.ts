@@ -45,9 +45,16 @@ export const FolderSchema = z.object({
   parentId: opt(z.string()),
 });
 
+/**
+ * Spec 2.4 says only that fileName is a string. An empty one is taken as sent (remote/names.ts maps it to '_'
+ * locally) rather than refused: refusing it would fail every page that holds it, and with it every listing of
+ * the binder.
+ */
+const FileNameSchema = z.string();
+
 export const DocumentSchema = z.object({
   id: nonEmptyId,
-  fileName: z.string().min(1),
+  fileName: FileNameSchema,
   folderId: nonEmptyId,
   binderId: opt(z.string()),
   metadata: opt(z.array(MetadataValueSchema)),
@@ -81,7 +88,7 @@ export const VersionItemSchema = DocumentVersionSchema.extend({ documentId: opt(
  */
 export const SearchItemSchema = z.object({
   id: nonEmptyId,
-  fileName: z.string().min(1),
+  fileName: FileNameSchema,
   folderId: nonEmptyId,
   // null or absent: the server did not say (the document is taken as this binder's, like DocumentSchema's).
   binderId: z.string().nullish(),

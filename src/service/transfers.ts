@@ -129,73 +129,80 @@ export async function putStream(
   signal: AbortSignal,
   onBytes?: (n: number) => void,
 ): Promise<{ sha256: string; bytes: number }> {
-  const where = { url: redactUrl(presignedUrl) };
   return core.transferQueue
-    .add(
-      async () => {
-        let url = presignedUrl;
-        let meter: HashMeter;
-        // A 307/308 (storage behind a front end) repeats the PUT elsewhere: the stream is opened again, as after
-        // a burned slot. Bytes already sent before the redirect arrived are counted again by onBytes.
-        for (let hops = 0; ; hops++) {
-          const started = performance.now();
-          const hopUrl = url;
-          const source = open();
-          meter = new HashMeter(onBytes);
-          let sourceError: unknown;
-          source.once('error', (e) => {
-            sourceError = e;
-          });
-          // Errors surface through the request below (undici reads `meter`); this only wires teardown.
-          pipeline(source, meter).catch(() => undefined);
-          let status: number | undefined;
-          try {
-            const res = await undiciRequest(url, {
-              dispatcher: core.agent,
-              method: 'PUT',
-              // Storage is called without Authorization and without the tenant header (spec 4.8, 5.3).
-              headers: { 'content-length': String(size), 'x-ms-blob-type': 'BlockBlob' },
-              body: meter,
-              signal,
-              headersTimeout: core.settings.requestTimeoutMs,
-              bodyTimeout: core.settings.requestTimeoutMs,
-            });
-            status = res.statusCode;
-            if (REDIRECT_STATUSES.has(res.statusCode)) {
-              meter.destroy();
-              url = await redirectTarget(PUT_REQUEST, url, res, hops, 'PUT', where);
-              continue;
-            }
-            if (res.statusCode < 200 || res.statusCode > 299) throw await storageFailure(core, PUT_REQUEST, presignedUrl, res);
-            await res.body.dump();
-            break;
-          } catch (err) {
-            meter.destroy();
-            if (err instanceof ServiceError) throw err;
-            if (signal.aborted || (isAbortError(err) && sourceError === undefined)) throw abortedError(PUT_REQUEST);
-            const code = (err as { code?: unknown }).code;
-            if (sourceError !== undefined || code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH') {
-              throw new ServiceError(
-                sourceError !== undefined ? `reading the local file for upload failed: ${(sourceError as Error).message ?? String(sourceError)}` : `the local file did not have the announced ${size} bytes (changed while uploading?)`,
-                { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, cause: sourceError ?? err, context: where, hint: 'the file will be looked at again on the next pass' },
-              );
-            }
-            throw networkError(PUT_REQUEST, err, core.secrets(), where);
-          } finally {
-            // The URL without its query string (the signature): origin and path only.
-            core.log.debug({ method: 'PUT', path: redactUrl(hopUrl), status, ms: Math.round(performance.now() - started), bytes: meter.bytes }, 'storage request');
-          }
-        }
-        if (meter.bytes !== size) {
-          throw new ServiceError(`the local file yielded ${meter.bytes} bytes, not the announced ${size}`, { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, context: where });
-        }
-        return { sha256: meter.digest(), bytes: meter.bytes };
-      },
-      { signal },
-    )
+    .add(() => putNow(core, presignedUrl, open, size, signal, onBytes), { signal })
     .catch((err: unknown) => {
       throw err instanceof ServiceError ? err : signal.aborted ? abortedError(PUT_REQUEST) : err;
     });
+}
+
+/** putStream's PUT itself, in a transfer slot its caller holds. */
+async function putNow(
+  core: HttpCore,
+  presignedUrl: string,
+  open: () => Readable,
+  size: number,
+  signal: AbortSignal,
+  onBytes?: (n: number) => void,
+): Promise<{ sha256: string; bytes: number }> {
+  const where = { url: redactUrl(presignedUrl) };
+  let url = presignedUrl;
+  let meter: HashMeter;
+  // A 307/308 (storage behind a front end) repeats the PUT elsewhere: the stream is opened again, as after
+  // a burned slot. Bytes already sent before the redirect arrived are counted again by onBytes.
+  for (let hops = 0; ; hops++) {
+    const started = performance.now();
+    const hopUrl = url;
+    const source = open();
+    meter = new HashMeter(onBytes);
+    let sourceError: unknown;
+    source.once('error', (e) => {
+      sourceError = e;
+    });
+    // Errors surface through the request below (undici reads `meter`); this only wires teardown.
+    pipeline(source, meter).catch(() => undefined);
+    let status: number | undefined;
+    try {
+      const res = await undiciRequest(url, {
+        dispatcher: core.agent,
+        method: 'PUT',
+        // Storage is called without Authorization and without the tenant header (spec 4.8, 5.3).
+        headers: { 'content-length': String(size), 'x-ms-blob-type': 'BlockBlob' },
+        body: meter,
+        signal,
+        headersTimeout: core.settings.requestTimeoutMs,
+        bodyTimeout: core.settings.requestTimeoutMs,
+      });
+      status = res.statusCode;
+      if (REDIRECT_STATUSES.has(res.statusCode)) {
+        meter.destroy();
+        url = await redirectTarget(PUT_REQUEST, url, res, hops, 'PUT', where);
+        continue;
+      }
+      if (res.statusCode < 200 || res.statusCode > 299) throw await storageFailure(core, PUT_REQUEST, presignedUrl, res);
+      await res.body.dump();
+      break;
+    } catch (err) {
+      meter.destroy();
+      if (err instanceof ServiceError) throw err;
+      if (signal.aborted || (isAbortError(err) && sourceError === undefined)) throw abortedError(PUT_REQUEST);
+      const code = (err as { code?: unknown }).code;
+      if (sourceError !== undefined || code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH') {
+        throw new ServiceError(
+          sourceError !== undefined ? `reading the local file for upload failed: ${(sourceError as Error).message ?? String(sourceError)}` : `the local file did not have the announced ${size} bytes (changed while uploading?)`,
+          { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, cause: sourceError ?? err, context: where, hint: 'the file will be looked at again on the next pass' },
+        );
+      }
+      throw networkError(PUT_REQUEST, err, core.secrets(), where);
+    } finally {
+      // The URL without its query string (the signature): origin and path only.
+      core.log.debug({ method: 'PUT', path: redactUrl(hopUrl), status, ms: Math.round(performance.now() - started), bytes: meter.bytes }, 'storage request');
+    }
+  }
+  if (meter.bytes !== size) {
+    throw new ServiceError(`the local file yielded ${meter.bytes} bytes, not the announced ${size}`, { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, context: where });
+  }
+  return { sha256: meter.digest(), bytes: meter.bytes };
 }
 
 /**
@@ -210,12 +217,23 @@ export async function uploadWithSlots(
   opts: { onSlot?: (uploadId: string) => void | Promise<void>; onBytes?: (n: number) => void; signal?: AbortSignal },
 ): Promise<{ uploadId: string; sha256: string; bytes: number }> {
   const signal = core.joinSignal(opts.signal);
-  return core.withRetry(PUT_REQUEST, signal, async () => {
-    const slot = await getSlot();
-    await opts.onSlot?.(slot.uploadId);
-    const r = await putStream(core, slot.presignedUrl, open, size, signal, opts.onBytes);
-    return { uploadId: slot.uploadId, ...r };
-  });
+  return core.withRetry(PUT_REQUEST, signal, () =>
+    core.transferQueue
+      .add(
+        async () => {
+          // The slot is asked for inside the transfer slot, as a download link is: its lifetime is not shown
+          // (spec 4.7), and one taken before a wait behind other transfers may have expired by the PUT.
+          const slot = await getSlot();
+          await opts.onSlot?.(slot.uploadId);
+          const r = await putNow(core, slot.presignedUrl, open, size, signal, opts.onBytes);
+          return { uploadId: slot.uploadId, ...r };
+        },
+        { signal },
+      )
+      .catch((err: unknown) => {
+        throw err instanceof ServiceError || err instanceof BinderSyncError ? err : signal.aborted ? abortedError(PUT_REQUEST) : err;
+      }),
+  );
 }
 
 /** True when the link's expiresAt (if readable) is already past on our clock. */
@@ -279,8 +297,18 @@ async function streamLink(
   // Redirects (a CDN, a storage front end) are followed, each hop a plain GET as well.
   for (let hops = 0, current = url; ; hops++) {
     try {
-      // A plain GET: no Authorization, no tenant header (spec 4.13).
-      res = await undiciRequest(current, { dispatcher: core.agent, method: 'GET', signal, headersTimeout: core.settings.requestTimeoutMs, bodyTimeout: core.settings.requestTimeoutMs });
+      // A plain GET: no Authorization, no tenant header (spec 4.13). `accept-encoding: identity`: the bytes
+      // written must be the stored ones, counted against Content-Length; without the header HTTP lets storage
+      // (or a proxy) compress them on the way. A body still sent with a Content-Encoding is an object stored
+      // that way and is kept as stored (rclone's default for such objects too), not unpacked.
+      res = await undiciRequest(current, {
+        dispatcher: core.agent,
+        method: 'GET',
+        headers: { 'accept-encoding': 'identity' },
+        signal,
+        headersTimeout: core.settings.requestTimeoutMs,
+        bodyTimeout: core.settings.requestTimeoutMs,
+      });
     } catch (err) {
       if (signal.aborted || isAbortError(err)) throw abortedError(GET_REQUEST);
       throw networkError(GET_REQUEST, err, core.secrets(), where);
