@@ -40,6 +40,8 @@ export function registerEmulatorCommand(program: Command, setExit: (code: number
     .addOption(new Option('--max-page-size <n>', 'clamp search pageSize').argParser(int('--max-page-size', 1)))
     .addOption(new Option('--default-page-size <n>', 'search pageSize when none is given').default(50).argParser(int('--default-page-size', 1)))
     .addOption(new Option('--top-level-parent-id <how>', 'parentId of a top-level folder').choices(['null', 'absent', 'binderId']).default('null'))
+    .option('--compress-json', 'gzip JSON answers whenever the request allows it (as a proxy in front of a server may)')
+    .addOption(new Option('--missing-document-status <n>', 'status of GET /documents/{id} for a document that does not exist').choices(['404', '400', '403']).default('404'))
     .addOption(new Option('--fault-seed <n>', 'seed of the fault-probability PRNG').default(1).argParser(int('--fault-seed', 0)))
     .option('--json', 'print the URLs and credentials as one JSON line')
     .option('--log-requests', 'print one line per API/storage request')
@@ -57,6 +59,8 @@ export function registerEmulatorCommand(program: Command, setExit: (code: number
         repeatCommitAnswer: raw.repeatCommitAnswer as 'version' | 'no-content' | 'conflict',
         defaultPageSize: raw.defaultPageSize as number,
         topLevelParentId: raw.topLevelParentId as 'null' | 'absent' | 'binderId',
+        compressJson: raw.compressJson === true,
+        missingDocumentStatus: Number(raw.missingDocumentStatus) as 404 | 400 | 403,
         faultSeed: raw.faultSeed as number,
         json: raw.json === true,
         logRequests: raw.logRequests === true,

@@ -19,6 +19,7 @@ export interface ApiSettings {
   maxPageSize: number | undefined;
   defaultPageSize: number;
   uploadUrlLifetimeMs: number;
+  missingDocumentStatus: 404 | 400 | 403;
 }
 
 export type Params = Record<string, string>;
@@ -146,7 +147,14 @@ export function createApiHandlers(store: Store, signer: Signer, view: ViewContex
 
     async document(req, p) {
       const caller = auth(req, READ);
-      return json(200, documentView(store.document(p.documentId!, caller.tenantId)));
+      try {
+        return json(200, documentView(store.document(p.documentId!, caller.tenantId)));
+      } catch (err) {
+        if (err instanceof HttpProblem && err.status === 404 && settings.missingDocumentStatus !== 404) {
+          throw new HttpProblem(settings.missingDocumentStatus, err.message);
+        }
+        throw err;
+      }
     },
 
     async versions(req, p) {

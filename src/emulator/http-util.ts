@@ -3,6 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createReadStream } from 'node:fs';
 import { Transform } from 'node:stream';
+import { gzipSync } from 'node:zlib';
 import { BinderSyncError } from '../errors.js';
 import { traceId } from './ids.js';
 
@@ -119,12 +120,19 @@ export interface SendOptions {
   truncate?: boolean;
   /** For file replies: flip every byte (same length) so content checks catch it. */
   corrupt?: boolean;
+  /** For JSON replies: send the body gzip-encoded (Content-Encoding: gzip). */
+  gzip?: boolean;
 }
 
 export function sendReply(res: ServerResponse, reply: Reply, opts: SendOptions = {}): void {
   const headers: Record<string, string | number> = { ...(reply.headers ?? {}) };
   if (reply.kind === 'json') {
-    const payload = reply.payload ?? Buffer.from(JSON.stringify(reply.body));
+    const plain = reply.payload ?? Buffer.from(JSON.stringify(reply.body));
+    const payload = opts.gzip ? gzipSync(plain) : plain;
+    if (opts.gzip) {
+      headers['content-encoding'] = 'gzip';
+      headers.vary = 'accept-encoding';
+    }
     headers['content-type'] = `${reply.contentType ?? 'application/json'}; charset=utf-8`;
     headers['content-length'] = payload.length;
     res.writeHead(reply.status, headers);

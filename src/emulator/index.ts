@@ -84,6 +84,7 @@ export async function startEmulator(opts: EmulatorOptions = {}, hooks: EmulatorH
     maxPageSize: opts.maxPageSize,
     defaultPageSize: opts.defaultPageSize ?? 50,
     uploadUrlLifetimeMs: (opts.uploadUrlLifetimeSeconds ?? 3600) * 1000,
+    missingDocumentStatus: opts.missingDocumentStatus ?? 404,
   });
   const storage = createStorageHandlers(store, signer);
   const control = createControl(store, view, faults, limiter, log);
@@ -118,6 +119,7 @@ export async function startEmulator(opts: EmulatorOptions = {}, hooks: EmulatorH
     log,
     faults,
     limiter,
+    compressJson: opts.compressJson ?? false,
     control: createControlHttp(control, () => store.defaultCredentials),
     onRequest: hooks.onRequest,
     onError: (err) => {

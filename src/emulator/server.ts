@@ -70,6 +70,8 @@ export interface DispatchDeps {
   log: RequestLog;
   faults: FaultInjector;
   limiter: RateLimiter;
+  /** gzip JSON answers where the request allows it (EmulatorOptions.compressJson). */
+  compressJson: boolean;
   control: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
   onRequest: ((r: RequestRecord) => void) | undefined;
   onError: (err: unknown) => void;
@@ -146,6 +148,20 @@ export function createDispatcher(deps: DispatchDeps) {
     }
     if (res.destroyed) return;
     if (fx?.invalidBody && reply.kind !== 'file') reply = json(200, invalidBodyFor(def.route));
-    sendReply(res, reply, { truncate: fx?.truncate === true, corrupt: fx?.invalidBody === true });
+    sendReply(res, reply, { truncate: fx?.truncate === true, corrupt: fx?.invalidBody === true, gzip: deps.compressJson && acceptsGzip(req) });
   };
+}
+
+/**
+ * RFC 9110 12.5.3: no Accept-Encoding accepts any coding; otherwise gzip (or `*`) must be listed without q=0.
+ */
+export function acceptsGzip(req: IncomingMessage): boolean {
+  const header = req.headers['accept-encoding'];
+  if (header === undefined) return true;
+  return header.split(',').some((part) => {
+    const [coding, ...params] = part.split(';').map((x) => x.trim().toLowerCase());
+    if (coding !== 'gzip' && coding !== 'x-gzip' && coding !== '*') return false;
+    const q = params.find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  });
 }

@@ -73,6 +73,16 @@ export interface EmulatorOptions {
   defaultPageSize?: number;
   /** How a top-level folder shows its parent: null (default), the key left out, or the binder id. */
   topLevelParentId?: 'null' | 'absent' | 'binderId';
+  /**
+   * gzip every JSON answer whose request allows it (RFC 9110 12.5.3: any coding when there is no
+   * Accept-Encoding; otherwise only a listed one), as a server or a proxy in front of it may. Default false.
+   */
+  compressJson?: boolean;
+  /**
+   * The status GET /documents/{documentId} answers for a document that does not exist (spec 7: error statuses
+   * not shown): 404 (default), or 400 / 403 as some servers answer. Other routes keep their 404.
+   */
+  missingDocumentStatus?: 404 | 400 | 403;
   /** Seed of the PRNG behind fault probabilities; default 1 (reproducible runs). */
   faultSeed?: number;
   quiet?: boolean;

@@ -1,9 +1,12 @@
 // Server variants the spec leaves open (binders shape, download-link path, commit spelling, page size clamp,
-// how a top-level folder shows its parent): one full round trip each (download, upload, edits both ways).
+// how a top-level folder shows its parent, compressed answers): one full round trip each (download, upload,
+// edits both ways); and the statuses a server may answer for a deleted document.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EmulatorOptions } from '../../src/emulator/index.js';
-import { createWorkspace, readLocal, writeLocal, type Workspace } from './harness.js';
-import { docNamed, expectConvergedPass, expectSidesEqual, versionContents } from './scenario-helpers.js';
+import { createWorkspace, readLocal, sha256, writeLocal, type Workspace } from './harness.js';
+import { docNamed, expectConvergedPass, expectSidesEqual, trashHashes, versionContents } from './scenario-helpers.js';
 
 let ws: Workspace;
 afterEach(async () => {
@@ -18,6 +21,7 @@ const VARIANTS: Array<{ name: string; emulator: EmulatorOptions; docs?: number }
   { name: 'maxPageSize 7 with 30 documents', emulator: { maxPageSize: 7 }, docs: 30 },
   { name: 'top-level parentId absent', emulator: { topLevelParentId: 'absent' } },
   { name: 'top-level parentId = binder id', emulator: { topLevelParentId: 'binderId' } },
+  { name: 'JSON answers gzip-encoded', emulator: { compressJson: true } },
 ];
 
 describe('emulator variants', () => {
@@ -44,6 +48,26 @@ describe('emulator variants', () => {
     expect(readLocal(ws, 'T/remote-0.txt')).toBe('remote 0 v2');
     expect(versionContents(ws, up.id)).toEqual(['local v1', 'local v2, longer']);
     expect(c.listDocuments(ws.binderId)).toHaveLength(docs + 1);
+    expectSidesEqual(ws);
+  });
+});
+
+describe('a deleted document, whatever GET /documents/{id} answers for it (spec 7: statuses not shown)', () => {
+  it.each([404, 400, 403] as const)('%i: the local copy goes to the trash, the rest stays in sync', async (status) => {
+    ws = await createWorkspace({ emulator: { missingDocumentStatus: status } });
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'T' });
+    const kept = c.addDocument(ws.binderId, tab.id, 'kept.txt', 'kept').document.id;
+    const doomed = c.addDocument(ws.binderId, tab.id, 'doomed.txt', 'doomed content').document.id;
+    await expectConvergedPass(ws);
+    expect(readLocal(ws, 'T/doomed.txt')).toBe('doomed content');
+
+    c.deleteDocument(doomed);
+    c.addVersion(kept, 'kept v2');
+    await expectConvergedPass(ws);
+    expect(existsSync(path.join(ws.local, 'T', 'doomed.txt'))).toBe(false);
+    expect(trashHashes(ws)).toContain(sha256('doomed content'));
+    expect(readLocal(ws, 'T/kept.txt')).toBe('kept v2');
     expectSidesEqual(ws);
   });
 });
