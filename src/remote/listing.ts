@@ -230,7 +230,7 @@ async function listDocumentsBySearch(
     const recs: RawDoc[] = [];
     for (const d of page.items) {
       // Duplicates across pages are merged; a document is in this binder only if the server says so.
-      if (d.binderId != null && d.binderId !== opts.binderId) continue;
+      if (inOtherBinder(d.binderId, opts.binderId)) continue;
       recs.push(merger.add(d));
     }
     return { digest, totalCount: page.totalCount, pageSize: page.pageSize, itemCount: page.items.length, recs };
@@ -403,10 +403,18 @@ async function confirmGone(
   );
   for (const { id, doc } of results) {
     if (doc === 'unknown') continue;
-    if (doc === null || (doc.binderId !== undefined && doc.binderId !== opts.binderId)) gone.add(id);
+    if (doc === null || inOtherBinder(doc.binderId, opts.binderId)) gone.add(id);
     else docs.set(id, { documentId: doc.id, fileName: doc.fileName, folderId: doc.folderId, versionId: doc.latestVersionId });
   }
   return gone;
+}
+
+/**
+ * Does a document's binderId name another binder? Absent, null or empty: the server did not say (spec 2.4 lists
+ * the field, its presence is not shown), and the document is taken as the binder's it was asked about.
+ */
+function inOtherBinder(binderId: string | null | undefined, ours: string): boolean {
+  return binderId != null && binderId !== '' && binderId !== ours;
 }
 
 function isStatus(err: unknown, status: number): boolean {

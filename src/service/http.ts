@@ -213,7 +213,10 @@ export class HttpCore {
     }
     let json: unknown;
     try {
-      json = JSON.parse(res.text);
+      // RFC 8259 8.1: a parser may ignore a leading byte order mark, which some servers (.NET's UTF-8 writers
+      // among them) still send.
+      const text = res.text.charCodeAt(0) === 0xfeff ? res.text.slice(1) : res.text;
+      json = JSON.parse(text);
     } catch (err) {
       // A body that claims another type (an HTML error page from a proxy...) will not become JSON by retrying;
       // a JSON body that does not parse was most likely cut off on the way, which a retry can fix.

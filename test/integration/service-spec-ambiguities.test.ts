@@ -402,6 +402,25 @@ describe('a base document missing from the listing, whose GET is refused (400/40
   });
 });
 
+describe('smaller liberties', () => {
+  it('a JSON answer that starts with a byte order mark (RFC 8259 8.1 lets a parser ignore it)', async () => {
+    const s = await stub((r) => (r.path === '/api/v1/binders' ? { status: 200, body: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify([{ id: BINDER, name: 'B' }]))]) } : undefined));
+    expect((await client(s.origin).listBinders()).map((b) => b.id)).toEqual([BINDER]);
+  });
+
+  it('an empty binderId on a search item or a document is "not said", not another binder', async () => {
+    const listed = { id: 'a0000000-0000-4000-8000-000000000001', fileName: 'listed.txt', folderId: TAB, binderId: '', latestVersionId: 'v1' };
+    const lagging = { id: 'a0000000-0000-4000-8000-0000000000aa', fileName: 'late.txt', folderId: TAB, binderId: '', latestVersionId: 'v7' };
+    const s = await stub((r) => (r.path === `/api/v1/documents/${lagging.id}` ? { status: 200, body: lagging } : binderRoutes(r, [listed])));
+    const base = new Map([[lagging.id, baseEntry(lagging.id, 'late.txt')]]);
+    const listing = await listRemote(client(s.origin), { binderId: BINDER, pageSize: 100, caseInsensitive: false, base });
+    expect(listing.method).toBe('search'); // not dropped from the pages (which forced the per-folder listing)
+    expect(listing.observation.docs.has(listed.id)).toBe(true);
+    expect(listing.observation.docs.has(lagging.id)).toBe(true); // taken back, not deleted as "moved out"
+    expect(listing.observation.gone.size).toBe(0);
+  });
+});
+
 describe('checked and handled (coverage the suite did not have)', () => {
   // HTTP/1.1 servers may close the connection after every response (Connection: close). Every API call, the
   // token request and both storage transfers must still work, each on a new connection.
