@@ -11,18 +11,41 @@ import fsp, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
-import type { FileStat } from '../sync/model.js';
+import { sameStat, type FileStat } from '../sync/model.js';
 import { DAEMON_FILE_PREFIX } from './ignore.js';
 
 /** Prefix of download temp files; a crash can leave them behind (see cleanStaleTemps). */
 export const TEMP_PREFIX = `${DAEMON_FILE_PREFIX}tmp-`;
 
 export function toFileStat(st: fs.Stats): FileStat {
-  return { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino };
+  return { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino, ctimeMs: st.ctimeMs };
 }
 
-export function statMatches(a: FileStat, b: FileStat): boolean {
-  return a.size === b.size && a.mtimeMs === b.mtimeMs && a.inode === b.inode;
+/** The file at hand is still the one planned on (sameStat: size, mtime, inode, ctime). */
+export function statMatches(now: FileStat, expect: FileStat): boolean {
+  return sameStat(now, expect);
+}
+
+/**
+ * statMatches without the ctime, for a look right after this process linked, renamed or chmodded the file:
+ * each of those changes its ctime and nothing else.
+ */
+function matchesButCtime(now: FileStat, before: FileStat): boolean {
+  return now.size === before.size && now.mtimeMs === before.mtimeMs && now.inode === before.inode;
+}
+
+/**
+ * The stat of a file this process has just put in place (`before`: its stat taken before it became visible).
+ * Linking, renaming and chmod moved its ctime, so the base would otherwise keep a ctime the file no longer has,
+ * and the next scan would read the whole file again to find it unchanged. The new ctime is taken only when
+ * size, mtime and inode are still `before`'s; anything else means someone wrote to it in the microseconds
+ * since, and `before` stays, so that the next scan sees that change.
+ */
+function settledStat(abs: string, before: FileStat): FileStat {
+  const st = fs.lstatSync(abs, { throwIfNoEntry: false });
+  if (st === undefined || !st.isFile()) return before;
+  const now = toFileStat(st);
+  return matchesButCtime(now, before) ? now : before;
 }
 
 function errnoOf(err: unknown): string | undefined {
@@ -303,15 +326,17 @@ export async function commitTempFile(
       }
       // The stat is taken from the temp BEFORE it becomes visible (link and rename keep inode and mtime): a
       // stat of the destination afterwards could already describe a user's edit, which the base would then
-      // pair with the downloaded content's hash, and the edit would never be seen as a change.
+      // pair with the downloaded content's hash, and the edit would never be seen as a change. Only its ctime
+      // is brought up to date afterwards (settledStat), when nothing else moved.
       const st = fs.lstatSync(tempPath);
       committed = toFileStat(st);
-      // chmod and fsync change neither size, mtime nor inode, so `committed` stays right.
+      // chmod and fsync change neither size, mtime nor inode.
       if ((st.mode & 0o7777) !== mode) fs.chmodSync(tempPath, mode);
       // `synced`: the writer already fsynced the temp through its own descriptor (saves an open + close).
       if (opts.synced !== true) await fsyncFile(tempPath);
       if (expect === null) await linkNoClobber(tempPath, destAbs);
       else fs.renameSync(tempPath, destAbs);
+      committed = settledStat(destAbs, committed);
     } catch (err) {
       await fsp.rm(tempPath, { force: true });
       throw err;
@@ -357,13 +382,20 @@ export async function replaceFile(
     throw localChanged(destAbs, cur === null ? 'it was removed' : 'it was modified');
   }
   let trashPath: string;
+  let kept: fs.Stats | null;
   try {
     trashPath = await trash.keep(destAbs, relPath);
+    // Keeping it (a hard link) moved its ctime: from here on, expect the file as it is now.
+    kept = await lstatOrNull(destAbs);
   } catch (err) {
     await fsp.rm(tempPath, { force: true });
     throw err;
   }
-  const stat = await commitTempFile(tempPath, destAbs, expect);
+  if (kept === null || !matchesButCtime(toFileStat(kept), expect)) {
+    await fsp.rm(tempPath, { force: true });
+    throw localChanged(destAbs, kept === null ? 'it was removed' : 'it was modified');
+  }
+  const stat = await commitTempFile(tempPath, destAbs, toFileStat(kept));
   return { stat, trashPath };
 }
 
@@ -388,8 +420,8 @@ export async function moveFile(fromAbs: string, toAbs: string, expect: FileStat)
     if (cur === null || !statMatches(toFileStat(cur), expect)) {
       throw localChanged(fromAbs, cur === null ? 'it was removed' : 'it was modified');
     }
-    // Link and rename keep inode and mtime: the moved file's stat is the one just verified. (A stat taken
-    // after the move could already describe a user's edit and hide it from the next scan.)
+    // Link and rename keep inode and mtime: the moved file's stat is the one just verified, with the ctime they
+    // moved (settledStat). (A stat taken after the move could already describe a user's edit.)
     let moved = toFileStat(cur);
     let linked = false;
     try {
@@ -409,10 +441,12 @@ export async function moveFile(fromAbs: string, toAbs: string, expect: FileStat)
         throw localChanged(fromAbs, 'it was replaced');
       }
       await fsp.unlink(fromAbs);
+      moved = settledStat(toAbs, moved);
     } else {
       if ((await lstatOrNull(toAbs)) !== null) throw targetExists();
       try {
         await fsp.rename(fromAbs, toAbs);
+        moved = settledStat(toAbs, moved);
       } catch (err) {
         if (errnoOf(err) !== 'EXDEV') throw err;
         await copyDurably(fromAbs, toAbs);
@@ -559,7 +593,8 @@ export class Trash {
         return dest;
       }
       const moved = await fsp.lstat(dest);
-      if (!statMatches(toFileStat(moved), expect)) {
+      // The rename moved its ctime; size, mtime and inode say whether it is the file that was checked.
+      if (!matchesButCtime(toFileStat(moved), expect)) {
         try {
           await fsp.link(dest, absPath); // put the user's new file back, never over something newer
           await fsp.unlink(dest);

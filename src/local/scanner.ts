@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { FileStat, LocalFile, LocalObservation, LocalProblem, PathKey } from '../sync/model.js';
+import { sameStat, type FileStat, type LocalFile, type LocalObservation, type LocalProblem, type PathKey } from '../sync/model.js';
 import { pathKey } from '../sync/path-key.js';
 import { hashFile } from './hash.js';
 import type { IgnoreMatcher } from './ignore.js';
@@ -48,13 +48,9 @@ export interface ScanOptions {
  */
 export const LAZY_HASH_FROM_BYTES = 4 << 20;
 
-function sameStat(a: FileStat, b: FileStat): boolean {
-  return a.size === b.size && a.mtimeMs === b.mtimeMs && a.inode === b.inode;
-}
-
 /**
  * Scans `root`. The walk is synchronous (readdirSync + lstatSync is several times faster than async
- * stat storms for 100k files); only files whose (size, mtimeMs, inode) differ from `prior` are hashed,
+ * stat storms for 100k files); only files whose (size, mtimeMs, inode, ctimeMs) differ from `prior` are hashed,
  * streaming, a few at a time. Symlinks are reported, never followed.
  * Throws LOCAL_ROOT when the root is missing, not a directory or unreadable, and the abort reason when
  * `signal` fires. Everything else becomes a LocalProblem.
@@ -110,12 +106,12 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
     problem,
     file: (relPath, key, stat) => {
       const before = opts.prior(key);
-      if (before !== undefined && sameStat(before, stat)) {
+      if (before !== undefined && sameStat(stat, before)) {
         // Every field in one literal (no spread): a spread object gets out-of-line property storage, ~40
         // bytes more per file for as long as the daemon keeps this observation.
-        files.set(key, { relPath, key, size: stat.size, mtimeMs: stat.mtimeMs, inode: stat.inode, sha256: before.sha256 });
+        files.set(key, { relPath, key, size: stat.size, mtimeMs: stat.mtimeMs, inode: stat.inode, ctimeMs: stat.ctimeMs, sha256: before.sha256 });
       } else if (lazyFrom !== undefined && stat.size >= lazyFrom && (before === undefined || before.sha256 === null)) {
-        files.set(key, { relPath, key, size: stat.size, mtimeMs: stat.mtimeMs, inode: stat.inode, sha256: null });
+        files.set(key, { relPath, key, size: stat.size, mtimeMs: stat.mtimeMs, inode: stat.inode, ctimeMs: stat.ctimeMs, sha256: null });
       } else {
         toHash.push({ relPath, key, stat });
       }
@@ -167,7 +163,7 @@ async function hashAll(
         problem(item.relPath, item.key, 'changing', 'the file changed while it was being read');
         continue;
       }
-      files.set(item.key, { relPath: item.relPath, key: item.key, size: item.stat.size, mtimeMs: item.stat.mtimeMs, inode: item.stat.inode, sha256 });
+      files.set(item.key, { relPath: item.relPath, key: item.key, size: item.stat.size, mtimeMs: item.stat.mtimeMs, inode: item.stat.inode, ctimeMs: item.stat.ctimeMs, sha256 });
     }
   };
   const n = Math.max(1, Math.min(opts.hashConcurrency ?? 4, queue.length));

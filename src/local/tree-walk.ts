@@ -19,7 +19,7 @@ export function errnoOf(err: unknown): string | undefined {
 }
 
 export function statOf(st: fs.Stats): FileStat {
-  return { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino };
+  return { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino, ctimeMs: st.ctimeMs };
 }
 
 /**
@@ -147,7 +147,7 @@ export class TreeWalker {
       } else if (st.isFile()) {
         taken.set(key, relPath);
         const stat = statOf(st);
-        chunk += `f${ent.name}\0${stat.size}\0${stat.mtimeMs}\0${stat.inode}\n`;
+        chunk += `f${ent.name}\0${stat.size}\0${stat.mtimeMs}\0${stat.inode}\0${stat.ctimeMs}\n`;
         this.visit.file(relPath, key, stat);
       } else {
         this.problem(taken, relPath, key, 'special-file', 'sockets, FIFOs and devices are not synced');

@@ -102,6 +102,12 @@ export const MIGRATIONS: readonly string[] = [
     created_at    TEXT NOT NULL
   ) STRICT;
   `,
+  // 4: the inode change time of each file (FileStat.ctimeMs): a rewrite that keeps size, mtime and inode
+  // (cp -p, tar x, rsync --inplace) changes only it. 0 in rows written before: not compared until refreshed.
+  `
+  ALTER TABLE base ADD COLUMN ctime_ms REAL NOT NULL DEFAULT 0;
+  ALTER TABLE outbox ADD COLUMN ctime_ms REAL NOT NULL DEFAULT 0;
+  `,
 ];
 
 /** The schema version this build writes. */

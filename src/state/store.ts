@@ -21,6 +21,7 @@ export interface NewOutbox {
   size: number;
   mtimeMs: number;
   inode: number;
+  ctimeMs: number;
   versionLabel: string;
   reason: string;
 }
@@ -52,8 +53,8 @@ export interface ConflictRow extends NewConflict {
 export const PAGE_CACHE_KIB = 2000;
 
 const BASE_COLUMNS =
-  'document_id, version_id, version_label, folder_id, file_name, rel_path, key, sha256, size, mtime_ms, inode';
-type BaseRaw = [string, string, string | null, string, string, string, string, string, number, number, number];
+  'document_id, version_id, version_label, folder_id, file_name, rel_path, key, sha256, size, mtime_ms, inode, ctime_ms';
+type BaseRaw = [string, string, string | null, string, string, string, string, string, number, number, number, number];
 
 function baseFromRaw(r: BaseRaw): BaseEntry {
   return {
@@ -68,6 +69,7 @@ function baseFromRaw(r: BaseRaw): BaseEntry {
     size: r[8],
     mtimeMs: r[9],
     inode: r[10],
+    ctimeMs: r[11],
   };
 }
 
@@ -82,6 +84,7 @@ interface OutboxDb {
   size: number;
   mtime_ms: number;
   inode: number;
+  ctime_ms: number;
   version_label: string;
   reason: string;
   stage: OutboxStage;
@@ -103,6 +106,7 @@ function outboxFromDb(r: OutboxDb): OutboxRow {
     size: r.size,
     mtimeMs: r.mtime_ms,
     inode: r.inode,
+    ctimeMs: r.ctime_ms,
     versionLabel: r.version_label,
     reason: r.reason,
     stage: r.stage,
@@ -135,6 +139,16 @@ function mapCorrupt(err: unknown, file: string): unknown {
   return err;
 }
 
+/** An object whose every property is made by its maker on first read, then kept. */
+function preparedOnFirstUse<T extends Record<string, () => unknown>>(makers: T): { readonly [K in keyof T]: ReturnType<T[K]> } {
+  const out = {} as { [K in keyof T]: ReturnType<T[K]> };
+  for (const [name, make] of Object.entries(makers) as Array<[keyof T, () => unknown]>) {
+    let made: unknown;
+    Object.defineProperty(out, name, { get: () => (made ??= make()), enumerable: true });
+  }
+  return out;
+}
+
 interface QueuedWrite {
   fn: () => unknown;
   resolve: (value: unknown) => void;
@@ -152,53 +166,55 @@ export class StateStore {
     readonly file: string,
   ) {
     this.runTransaction = db.transaction((fn: () => unknown) => fn());
-    // Prepared once: every hot path is a single prepared statement.
-    this.stmts = {
-      loadBase: db.prepare(`SELECT ${BASE_COLUMNS} FROM base`).raw(true),
-      countBase: db.prepare('SELECT COUNT(*) FROM base').pluck(true),
-      getBase: db.prepare(`SELECT ${BASE_COLUMNS} FROM base WHERE document_id = ?`).raw(true),
-      getBaseByKey: db.prepare(`SELECT ${BASE_COLUMNS} FROM base WHERE key = ? ORDER BY document_id LIMIT 1`).raw(true),
-      putBase: db.prepare(
-        `INSERT INTO base (${BASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    // Prepared once, on first use: every hot path is a single prepared statement. Lazily, so that `status`
+    // can read a DB of an older schema (openReadOnly) whose tables lack columns it never asks for.
+    this.stmts = preparedOnFirstUse({
+      loadBase: () => db.prepare(`SELECT ${BASE_COLUMNS} FROM base`).raw(true),
+      countBase: () => db.prepare('SELECT COUNT(*) FROM base').pluck(true),
+      getBase: () => db.prepare(`SELECT ${BASE_COLUMNS} FROM base WHERE document_id = ?`).raw(true),
+      getBaseByKey: () => db.prepare(`SELECT ${BASE_COLUMNS} FROM base WHERE key = ? ORDER BY document_id LIMIT 1`).raw(true),
+      putBase: () => db.prepare(
+        `INSERT INTO base (${BASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT(document_id) DO UPDATE SET version_id = excluded.version_id,
            version_label = excluded.version_label, folder_id = excluded.folder_id,
            file_name = excluded.file_name, rel_path = excluded.rel_path, key = excluded.key,
-           sha256 = excluded.sha256, size = excluded.size, mtime_ms = excluded.mtime_ms, inode = excluded.inode`,
+           sha256 = excluded.sha256, size = excluded.size, mtime_ms = excluded.mtime_ms, inode = excluded.inode,
+           ctime_ms = excluded.ctime_ms`,
       ),
-      deleteBase: db.prepare('DELETE FROM base WHERE document_id = ?'),
-      addOutbox: db.prepare(
+      deleteBase: () => db.prepare('DELETE FROM base WHERE document_id = ?'),
+      addOutbox: () => db.prepare(
         `INSERT INTO outbox (rel_path, key, document_id, folder_id, file_name, sha256, size, mtime_ms, inode,
-           version_label, reason, stage, created_at, updated_at)
-         VALUES (@relPath, @key, @documentId, @folderId, @fileName, @sha256, @size, @mtimeMs, @inode,
+           ctime_ms, version_label, reason, stage, created_at, updated_at)
+         VALUES (@relPath, @key, @documentId, @folderId, @fileName, @sha256, @size, @mtimeMs, @inode, @ctimeMs,
            @versionLabel, @reason, 'planned', @now, @now)`,
       ),
-      setOutboxStage: db.prepare(
+      setOutboxStage: () => db.prepare(
         `UPDATE outbox SET stage = @stage, upload_id = COALESCE(@uploadId, upload_id), sha256 = COALESCE(@sha256, sha256),
            document_id = COALESCE(@documentId, document_id), version_id = COALESCE(@versionId, version_id),
            updated_at = @now WHERE id = @id`,
       ),
-      setOutboxLabel: db.prepare('UPDATE outbox SET version_label = ?, updated_at = ? WHERE id = ?'),
-      listOutbox: db.prepare('SELECT * FROM outbox ORDER BY id'),
-      getOutbox: db.prepare('SELECT * FROM outbox WHERE id = ?'),
-      deleteOutbox: db.prepare('DELETE FROM outbox WHERE id = ?'),
-      addConflict: db.prepare(
+      setOutboxLabel: () => db.prepare('UPDATE outbox SET version_label = ?, updated_at = ? WHERE id = ?'),
+      listOutbox: () => db.prepare('SELECT * FROM outbox ORDER BY id'),
+      getOutbox: () => db.prepare('SELECT * FROM outbox WHERE id = ?'),
+      deleteOutbox: () => db.prepare('DELETE FROM outbox WHERE id = ?'),
+      addConflict: () => db.prepare(
         `INSERT INTO conflicts (rel_path, conflict_path, document_id, policy, detail, at)
          VALUES (@relPath, @conflictPath, @documentId, @policy, @detail, @at)`,
       ),
-      listConflicts: db.prepare(
+      listConflicts: () => db.prepare(
         `SELECT id, rel_path AS relPath, conflict_path AS conflictPath, document_id AS documentId, policy, detail, at
          FROM conflicts ORDER BY id DESC LIMIT ?`,
       ),
-      deleteIssues: db.prepare('DELETE FROM issues'),
-      addIssue: db.prepare('INSERT INTO issues (rel_path, document_id, code, detail) VALUES (?, ?, ?, ?)'),
-      listIssues: db.prepare('SELECT rel_path, document_id, code, detail FROM issues ORDER BY id').raw(true),
-      deleteFolders: db.prepare('DELETE FROM folders'),
-      addFolder: db.prepare('INSERT INTO folders (folder_id, name, parent_id, rel_path, key) VALUES (?, ?, ?, ?, ?)'),
-      listFolders: db.prepare('SELECT folder_id, name, parent_id, rel_path, key FROM folders ORDER BY rel_path').raw(true),
-      getMeta: db.prepare('SELECT value FROM meta WHERE key = ?').pluck(true),
-      setMeta: db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value'),
-      deleteMeta: db.prepare('DELETE FROM meta WHERE key = ?'),
-    };
+      deleteIssues: () => db.prepare('DELETE FROM issues'),
+      addIssue: () => db.prepare('INSERT INTO issues (rel_path, document_id, code, detail) VALUES (?, ?, ?, ?)'),
+      listIssues: () => db.prepare('SELECT rel_path, document_id, code, detail FROM issues ORDER BY id').raw(true),
+      deleteFolders: () => db.prepare('DELETE FROM folders'),
+      addFolder: () => db.prepare('INSERT INTO folders (folder_id, name, parent_id, rel_path, key) VALUES (?, ?, ?, ?, ?)'),
+      listFolders: () => db.prepare('SELECT folder_id, name, parent_id, rel_path, key FROM folders ORDER BY rel_path').raw(true),
+      getMeta: () => db.prepare('SELECT value FROM meta WHERE key = ?').pluck(true),
+      setMeta: () => db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value'),
+      deleteMeta: () => db.prepare('DELETE FROM meta WHERE key = ?'),
+    });
   }
 
   /**
@@ -404,7 +420,7 @@ export class StateStore {
   putBase(e: BaseEntry): void {
     this.stmts.putBase.run(
       e.documentId, e.versionId, e.versionLabel, e.folderId, e.fileName, e.relPath, e.key, e.sha256,
-      e.size, e.mtimeMs, e.inode,
+      e.size, e.mtimeMs, e.inode, e.ctimeMs,
     );
   }
 

@@ -10,7 +10,7 @@ import { failpoint } from '../failpoints.js';
 import { downloadToTemp } from './download.js';
 import { recordDownloadIntent, recordMoveIntent } from './intents.js';
 import type { ExecutorDeps } from './executor-deps.js';
-import type { Action, ActionKind, BaseEntry, LocalFile, Plan, RemoteDoc } from './model.js';
+import type { Action, ActionKind, BaseEntry, FileStat, LocalFile, Plan, RemoteDoc } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { uploadLocalFile } from './upload.js';
 
@@ -106,8 +106,9 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       const stat = old && old.sha256 === a.sha256 ? a.expectLocal : {};
       const next = old ? { ...old, ...stat, relPath: a.to, key: a.toKey, folderId: a.doc.folderId, fileName: a.doc.fileName } : null;
       const intent = next ? recordMoveIntent(d.store, a.from, a.expectLocal.inode, next) : null;
+      let moved;
       try {
-        await moveFile(resolveInside(d.root, a.from), resolveInside(d.root, a.to), a.expectLocal);
+        moved = await moveFile(resolveInside(d.root, a.from), resolveInside(d.root, a.to), a.expectLocal);
       } catch (err) {
         if (intent !== null) d.store.deleteIntent(intent);
         throw err;
@@ -115,7 +116,8 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       failpoint('move-after-rename');
       report.vacatedDirs.add(parentOf(a.from));
       d.store.transaction(() => {
-        if (next) d.store.putBase(next);
+        // The move changed the ctime: an unchanged file's base takes the one it has now.
+        if (next) d.store.putBase(old && old.sha256 === a.sha256 ? { ...next, ...moved } : next);
         if (intent !== null) d.store.deleteIntent(intent);
       });
       d.log.info({ from: a.from, to: a.to }, 'moved (renamed or moved remotely)');
@@ -309,13 +311,13 @@ async function withContentHash(abs: string, local: LocalFile, remoteBytes: numbe
 }
 
 /** Placeholder stat of a download intent: the real one is only known once the file is in place. */
-const ZERO_STAT = { size: 0, mtimeMs: 0, inode: 0 };
+const ZERO_STAT = { size: 0, mtimeMs: 0, inode: 0, ctimeMs: 0 };
 
 function baseName(relPath: string): string {
   return relPath.slice(relPath.lastIndexOf('/') + 1);
 }
 
-function baseFromDownload(doc: RemoteDoc, relPath: string, key: string, stat: { size: number; mtimeMs: number; inode: number }, sha256: string): BaseEntry {
+function baseFromDownload(doc: RemoteDoc, relPath: string, key: string, stat: FileStat, sha256: string): BaseEntry {
   return {
     documentId: doc.documentId,
     versionId: doc.versionId,
@@ -327,6 +329,7 @@ function baseFromDownload(doc: RemoteDoc, relPath: string, key: string, stat: { 
     size: stat.size,
     mtimeMs: stat.mtimeMs,
     inode: stat.inode,
+    ctimeMs: stat.ctimeMs,
     sha256,
   };
 }

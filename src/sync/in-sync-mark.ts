@@ -95,7 +95,7 @@ export function localMatchesBase(local: LocalObservation, base: ReadonlyMap<stri
   if (local.problems.length > 0 || local.files.size !== base.size || byKey.size !== base.size) return false;
   for (const [key, f] of local.files) {
     const b = byKey.get(key);
-    if (b === undefined || b.relPath !== f.relPath || b.size !== f.size || b.mtimeMs !== f.mtimeMs || b.inode !== f.inode || (f.sha256 !== null && b.sha256 !== f.sha256)) return false;
+    if (b === undefined || b.relPath !== f.relPath || b.size !== f.size || b.mtimeMs !== f.mtimeMs || b.inode !== f.inode || b.ctimeMs !== f.ctimeMs || (f.sha256 !== null && b.sha256 !== f.sha256)) return false;
   }
   return true;
 }

@@ -22,6 +22,8 @@ const BaseSchema = z.object({
   size: z.number(),
   mtimeMs: z.number(),
   inode: z.number(),
+  // Intents written before ctimes were kept have none: 0, "not known" (see sameStat).
+  ctimeMs: z.number().default(0),
   sha256: z.string(),
 });
 

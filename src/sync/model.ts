@@ -10,6 +10,32 @@ export interface FileStat {
   size: number;
   mtimeMs: number;
   inode: number;
+  /**
+   * Inode change time. The kernel sets it on every write and every metadata change, and no program can set it
+   * back: `cp -p`, `tar x` and `rsync -a --inplace` restore an mtime, and a file written over in place keeps
+   * its inode, so a rewrite of the same size under the same mtime shows only here. 0: not known (a row
+   * recorded before the state DB kept it, see sameStat).
+   */
+  ctimeMs: number;
+}
+
+/**
+ * Is the file as it was recorded, as far as a stat can tell? Size, mtime, inode and ctime must all be equal.
+ * A recorded ctime of 0 (a row from before ctimes were kept) is not compared: the other three decide once, as
+ * they did when it was written, and the row takes the file's ctime at the next pass (reconcile's adopt).
+ */
+export function sameStat(now: FileStat, recorded: FileStat): boolean {
+  return (
+    now.size === recorded.size &&
+    now.mtimeMs === recorded.mtimeMs &&
+    now.inode === recorded.inode &&
+    (recorded.ctimeMs === 0 || now.ctimeMs === recorded.ctimeMs)
+  );
+}
+
+/** The stat fields alone (a LocalFile or a BaseEntry carries more). */
+export function statOf(f: FileStat): FileStat {
+  return { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs };
 }
 
 /** A local file as observed by the scanner, with its content hash. */

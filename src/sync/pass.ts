@@ -828,7 +828,7 @@ function rememberUnbasedHashes(rt: PairRuntime, obs: LocalObservation, full: boo
   if (full) rt.unbasedHashes = new Map();
   for (const f of obs.files.values()) {
     if (byKey?.has(f.key) === true) continue;
-    rt.unbasedHashes.set(f.key, { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode, sha256: f.sha256 });
+    rt.unbasedHashes.set(f.key, { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs, sha256: f.sha256 });
   }
 }
 

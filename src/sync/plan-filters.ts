@@ -9,8 +9,22 @@ export function wantsUpload(a: Action): boolean {
 }
 
 /**
- * Drops the groups that would read a local file modified less than minAgeMs ago (uploads and conflicts): a file
+ * When the file last changed: its ctime, which every write sets to the kernel's clock. Not its mtime, which
+ * `tar x`, `cp -p` or `touch -d` set to any date, the future included (a file from another clock would wait
+ * until then). A stat without a ctime (0) falls back to the mtime.
+ */
+const CLOCK_AHEAD_TOLERANCE_MS = 60_000;
+
+function changedAt(f: LocalFile): number {
+  return f.ctimeMs > 0 ? f.ctimeMs : f.mtimeMs;
+}
+
+/**
+ * Drops the groups that would read a local file changed less than minAgeMs ago (uploads and conflicts): a file
  * still being written is never uploaded half-done, and rsync's or sed's temp files are gone by the next look.
+ * A change time up to a minute ahead of the clock counts as recent (a file server's clock, which sets ctimes on
+ * network filesystems, may run a little ahead); one further ahead is taken as a clock set back, and nothing
+ * waits for it.
  */
 export function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number): { plan: Plan; deferred: string[]; recheckInMs: number | null } {
   if (minAgeMs <= 0) return { plan, deferred: [], recheckInMs: null };
@@ -18,11 +32,11 @@ export function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number
   let youngest = -Infinity;
   const groups = plan.groups.filter((group) => {
     const reads = group.flatMap((a) => (a.kind === 'upload' || a.kind === 'conflict' ? [a.local] : []));
-    const recent = reads.filter((f) => nowMs - f.mtimeMs < minAgeMs);
+    const recent = reads.filter((f) => nowMs - changedAt(f) < minAgeMs && changedAt(f) <= nowMs + CLOCK_AHEAD_TOLERANCE_MS);
     if (recent.length === 0) return true;
     for (const f of recent) {
       deferred.push(f.relPath);
-      youngest = Math.max(youngest, f.mtimeMs);
+      youngest = Math.max(youngest, changedAt(f));
     }
     return false;
   });
@@ -60,7 +74,7 @@ export type RefusedUploads = ReadonlyMap<string, { content: string; detail: stri
  * (sha256 null) its stat, which changes with any edit, as the scanner trusts it to.
  */
 export function contentIdOf(f: LocalFile): string {
-  return f.sha256 ?? `stat:${f.size}:${f.mtimeMs}:${f.inode}`;
+  return f.sha256 ?? `stat:${f.size}:${f.mtimeMs}:${f.inode}:${f.ctimeMs}`;
 }
 
 /**

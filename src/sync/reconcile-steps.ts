@@ -1,9 +1,7 @@
 // Small constructors for plan steps, so reconcile's decision functions read as "what", not "how".
-import type { Action, BaseEntry, ConflictPolicy, FileStat, LocalFile, ReconcileContext, RemoteDoc, UploadTarget } from './model.js';
+import { statOf, type Action, type BaseEntry, type ConflictPolicy, type FileStat, type LocalFile, type ReconcileContext, type RemoteDoc, type UploadTarget } from './model.js';
 
-export function statOf(f: FileStat): FileStat {
-  return { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode };
-}
+export { statOf };
 
 /** The local file as it will be after a move-local to the remote doc's path (rename keeps its stat). */
 export function movedTo(file: LocalFile, doc: RemoteDoc): LocalFile {

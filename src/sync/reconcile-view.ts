@@ -10,6 +10,7 @@ import type {
   RemoteObservation,
 } from './model.js';
 import { cmp } from './reconcile-builder.js';
+import { sameStat } from './model.js';
 import { parentOf } from './path-key.js';
 
 export type LocalState = 'unchanged' | 'modified' | 'deleted' | 'unknown';
@@ -79,7 +80,7 @@ export class ReconcileView {
     if (!file) return 'deleted';
     // A file the scan did not read (sha256 null: a large file it had no hash for) is unchanged when its stat is
     // the base's, the trust the scanner gives every file it does not re-hash: its upload just made that base.
-    if (file.sha256 === null) return file.size === b.size && file.mtimeMs === b.mtimeMs && file.inode === b.inode ? 'unchanged' : 'modified';
+    if (file.sha256 === null) return sameStat(file, b) ? 'unchanged' : 'modified';
     return file.sha256 === b.sha256 ? 'unchanged' : 'modified';
   }
 

@@ -197,7 +197,8 @@ function localUnknown(s: PassState, b: BaseEntry): void {
 
 function keepOrAdopt(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {
   const changed: string[] = [];
-  if (file.size !== b.size || file.mtimeMs !== b.mtimeMs || file.inode !== b.inode) changed.push('local-stat');
+  // Compared field by field, not with sameStat: a row without a ctime (0) takes the file's here.
+  if (file.size !== b.size || file.mtimeMs !== b.mtimeMs || file.inode !== b.inode || file.ctimeMs !== b.ctimeMs) changed.push('local-stat');
   if (file.relPath !== b.relPath) changed.push('local-name');
   if (doc.fileName !== b.fileName || doc.folderId !== b.folderId) changed.push('remote-name');
   if (changed.length === 0) return;

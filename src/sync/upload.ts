@@ -53,6 +53,7 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
     size: req.local.size,
     mtimeMs: req.local.mtimeMs,
     inode: req.local.inode,
+    ctimeMs: req.local.ctimeMs,
     versionLabel,
     reason: req.reason,
   }));
@@ -329,6 +330,7 @@ function finishOutbox(d: ExecutorDeps, row: OutboxRow, version: DocumentVersion)
     size: row.size,
     mtimeMs: row.mtimeMs,
     inode: row.inode,
+    ctimeMs: row.ctimeMs,
     sha256: row.sha256,
   };
   d.store.transaction(() => {

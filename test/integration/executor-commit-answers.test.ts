@@ -62,7 +62,7 @@ function writeLocal(root: string, name: string, content: string): LocalFile {
 function synced(s: Setup, doc: { id: string; latestVersionId: string; fileName: string }): void {
   s.store.putBase({
     documentId: doc.id, versionId: doc.latestVersionId, versionLabel: '1', folderId: s.folderId, fileName: doc.fileName,
-    relPath: `Docs/${doc.fileName}`, key: `Docs/${doc.fileName}`, size: 8, mtimeMs: 1, inode: 1, sha256: sha('original'),
+    relPath: `Docs/${doc.fileName}`, key: `Docs/${doc.fileName}`, size: 8, mtimeMs: 1, inode: 1, ctimeMs: 1, sha256: sha('original'),
   });
 }
 
@@ -286,7 +286,7 @@ describe('recovering the outbox after a restart', () => {
     const sent = await s.d.client.uploadContent(() => Readable.from([Buffer.from(content)]), local.size);
     const id = s.store.addOutbox({
       relPath: local.relPath, key: local.key, documentId: null, folderId: s.folderId, fileName: name, sha256: local.sha256 ?? '',
-      size: local.size, mtimeMs: local.mtimeMs, inode: local.inode, versionLabel: '1', reason: 'new-local',
+      size: local.size, mtimeMs: local.mtimeMs, inode: local.inode, ctimeMs: local.ctimeMs, versionLabel: '1', reason: 'new-local',
     });
     s.store.setOutboxStage(id, 'committing', { uploadId: sent.uploadId });
   }

@@ -69,7 +69,7 @@ describe('upload of a file that changes while its PUT is in flight', () => {
     expect(emu.control.listDocuments(binderId)).toHaveLength(1);
   });
 
-  it('an edit with the same size and a restored mtime (invisible to the stat) is caught by the hash of the bytes sent', async () => {
+  it('an edit with the same size and a restored mtime (seen by the ctime alone) is caught by the hash of the bytes sent', async () => {
     const { emu, d, root, store, folderId, binderId } = await setup();
     const local = writeLocal(root, content(1));
     const abs = path.join(root, 'Docs', 'big.bin');
@@ -81,7 +81,9 @@ describe('upload of a file that changes while its PUT is in flight', () => {
       fs.utimesSync(abs, MTIME_S, MTIME_S);
     });
     const report = await executePlan(uploadPlan(local, folderId), d);
-    expect(toFileStat(fs.lstatSync(abs))).toEqual({ size: local.size, mtimeMs: local.mtimeMs, inode: local.inode });
+    const after = toFileStat(fs.lstatSync(abs));
+    expect({ ...after, ctimeMs: 0 }).toEqual({ size: local.size, mtimeMs: local.mtimeMs, inode: local.inode, ctimeMs: 0 });
+    expect(after.ctimeMs).not.toBe(local.ctimeMs);
     expect(report.failures.map((f) => f.code)).toEqual(['LOCAL_CHANGED']);
     expect(store.getBaseByKey('Docs/big.bin')).toBeUndefined();
     expect(store.listOutbox()).toEqual([]);

@@ -69,6 +69,7 @@ describe('scanLocal', () => {
       size: 13,
       mtimeMs: st.mtimeMs,
       inode: st.ino,
+      ctimeMs: st.ctimeMs,
       sha256: sha('first quarter'),
     });
     expect(obs.files.get('zero.bin')?.sha256).toBe(sha(''));
@@ -102,7 +103,7 @@ describe('scanLocal', () => {
   it('trusts the prior hash when the stat matches (the file is not read)', async () => {
     write('a.txt', 'real content');
     const st = fs.lstatSync(path.join(root, 'a.txt'));
-    const prior = { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino, sha256: 'f'.repeat(64) };
+    const prior = { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino, ctimeMs: st.ctimeMs, sha256: 'f'.repeat(64) };
     const { obs, hashed } = await scan({ prior: (k) => (k === 'a.txt' ? prior : undefined) });
     expect(hashed).toEqual([]);
     expect(obs.files.get('a.txt')?.sha256).toBe('f'.repeat(64));

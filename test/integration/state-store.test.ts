@@ -5,7 +5,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BinderSyncError } from '../../src/errors.js';
-import { SCHEMA_VERSION } from '../../src/state/migrations.js';
+import { MIGRATIONS, SCHEMA_VERSION } from '../../src/state/migrations.js';
 import { PAGE_CACHE_KIB, StateStore } from '../../src/state/store.js';
 import type { BaseEntry, Issue, RemoteFolder } from '../../src/sync/model.js';
 
@@ -32,6 +32,7 @@ function base(n: number, over: Partial<BaseEntry> = {}): BaseEntry {
     size: n * 3,
     mtimeMs: 1_700_000_000_000 + n + 0.123456,
     inode: 2 ** 62 + n * 1024,
+    ctimeMs: 1_700_000_000_500 + n + 0.654321,
     ...over,
   };
 }
@@ -84,6 +85,27 @@ describe('open and migrations', () => {
     const again = openStore();
     expect(again.getBase('doc-1')).toEqual(base(1));
     expect(again.getMeta('binderId')).toBe('B-1');
+  });
+
+  it('upgrades a DB written before ctimes were kept: its rows read ctime 0 ("not known"), new rows keep theirs', () => {
+    fs.mkdirSync(path.dirname(dbFile), { recursive: true });
+    const raw = new Database(dbFile);
+    for (const m of MIGRATIONS.slice(0, 3)) raw.exec(m);
+    raw.pragma('user_version = 3');
+    const { ctimeMs: _none, ...old } = base(1);
+    raw.prepare(
+      `INSERT INTO base (document_id, version_id, version_label, folder_id, file_name, rel_path, key, sha256, size, mtime_ms, inode)
+       VALUES (@documentId, @versionId, @versionLabel, @folderId, @fileName, @relPath, @key, @sha256, @size, @mtimeMs, @inode)`,
+    ).run(old);
+    raw.close();
+    const ro = StateStore.openReadOnly(dbFile); // status beside a daemon not yet restarted after the upgrade
+    expect(ro.countBase()).toBe(1);
+    expect(ro.listOutbox()).toEqual([]);
+    ro.close();
+    const s = openStore();
+    expect(s.getBase('doc-1')).toEqual({ ...old, ctimeMs: 0 });
+    s.putBase(base(2));
+    expect(s.getBase('doc-2')).toEqual(base(2));
   });
 
   it('refuses a DB written by a newer schema version', () => {
@@ -258,6 +280,7 @@ describe('outbox', () => {
     size: 10,
     mtimeMs: 1.5,
     inode: 99,
+    ctimeMs: 2.5,
     versionLabel: '1.0',
     reason: 'new-local',
   };

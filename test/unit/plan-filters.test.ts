@@ -5,7 +5,7 @@ import type { MetadataResolver } from '../../src/sync/metadata-rules.js';
 import type { Action, LocalFile, Plan } from '../../src/sync/model.js';
 import { deferRecentlyWritten, withheldAsRefused, withheldForMetadata } from '../../src/sync/plan-filters.js';
 
-const file = (relPath: string, mtimeMs: number): LocalFile => ({ relPath, key: relPath, size: 1, mtimeMs, inode: 1, sha256: 'h' });
+const file = (relPath: string, mtimeMs: number, ctimeMs = mtimeMs): LocalFile => ({ relPath, key: relPath, size: 1, mtimeMs, inode: 1, ctimeMs, sha256: 'h' });
 const upload = (f: LocalFile): Action => ({ kind: 'upload', relPath: f.relPath, key: f.key, local: f, target: { documentId: null, folderId: 'F', fileName: 'x' }, reason: 'new-local', replacesBase: null });
 const mkdir = (relPath: string): Action => ({ kind: 'mkdir-local', relPath, key: relPath, folderId: 'F' });
 const plan = (groups: Action[][]): Plan => ({ groups, issues: [], blocked: null });
@@ -17,6 +17,24 @@ describe('deferRecentlyWritten', () => {
     expect(r.plan.groups.map((g) => g[0]!.kind + ' ' + (g[0] as { relPath: string }).relPath)).toEqual(['upload A/old.txt', 'mkdir-local B']);
     expect(r.deferred).toEqual(['A/new.txt']);
     expect(r.recheckInMs).toBe(9_700 + 1_000 - now + 50);
+  });
+
+  it('goes by the ctime, which no program sets: a file tar gave a future mtime is not held until then', () => {
+    const now = 10_000;
+    const ahead = now + 7_200_000; // the archive's clock was two hours ahead
+    const r = deferRecentlyWritten(plan([[upload(file('A/extracted-earlier.txt', ahead, 8_000))], [upload(file('A/extracting.txt', ahead, 9_800))]]), 1_000, now);
+    expect(r.plan.groups.map((g) => (g[0] as { relPath: string }).relPath)).toEqual(['A/extracted-earlier.txt']);
+    expect(r.deferred).toEqual(['A/extracting.txt']);
+    expect(r.recheckInMs).toBe(9_800 + 1_000 - now + 50);
+    // ...and an old mtime (tar x, cp -p) does not make a file still being written look settled.
+    expect(deferRecentlyWritten(plan([[upload(file('A/old-mtime.txt', 1, 9_900))]]), 1_000, now).deferred).toEqual(['A/old-mtime.txt']);
+  });
+
+  it('a ctime up to a minute ahead (a file server clock) waits; further ahead (a clock set back) does not', () => {
+    const now = 10_000;
+    const r = deferRecentlyWritten(plan([[upload(file('A/server.txt', 0, now + 30_000))], [upload(file('A/set-back.txt', 0, now + 3_600_000))]]), 1_000, now);
+    expect(r.deferred).toEqual(['A/server.txt']);
+    expect(r.plan.groups.map((g) => (g[0] as { relPath: string }).relPath)).toEqual(['A/set-back.txt']);
   });
 
   it('does nothing with a zero minimum age (the sync command)', () => {

@@ -22,7 +22,7 @@ const upload = (n: number, size: number): Action => ({
   kind: 'upload',
   relPath: `A/u${n}.txt`,
   key: `a/u${n}.txt`,
-  local: { relPath: `A/u${n}.txt`, key: `a/u${n}.txt`, size, mtimeMs: 0, inode: n, sha256: 'x' },
+  local: { relPath: `A/u${n}.txt`, key: `a/u${n}.txt`, size, mtimeMs: 0, inode: n, ctimeMs: 0, sha256: 'x' },
   target: { documentId: null, folderId: 'F', fileName: `u${n}.txt` },
   reason: 'new-local',
   replacesBase: null,

@@ -71,7 +71,7 @@ class CrashWorld {
     for (const i of this.intents.splice(0)) {
       if (i.kind === 'download') {
         const f = this.w.local.get(i.base.relPath);
-        if (f && sha(f.content) === i.base.sha256) this.w.base.set(i.base.documentId, { ...i.base, size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode });
+        if (f && sha(f.content) === i.base.sha256) this.w.base.set(i.base.documentId, { ...i.base, size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.mtimeMs });
       } else {
         const to = this.w.local.get(i.base.relPath);
         if (!to || to.inode !== i.inode) continue;
@@ -85,7 +85,7 @@ class CrashWorld {
       if (!d) continue; // deleted remotely meanwhile: the pass sees it as gone
       const base: BaseEntry = {
         documentId: o.documentId, versionId: o.versionId, versionLabel: null, folderId: o.folderId, fileName: o.fileName,
-        relPath: o.relPath, key: pathKey(o.relPath, false), sha256: o.local.sha256 as string /* the simulated scan reads every file */, size: o.local.size, mtimeMs: o.local.mtimeMs, inode: o.local.inode,
+        relPath: o.relPath, key: pathKey(o.relPath, false), sha256: o.local.sha256 as string /* the simulated scan reads every file */, size: o.local.size, mtimeMs: o.local.mtimeMs, inode: o.local.inode, ctimeMs: o.local.ctimeMs,
       };
       this.w.base.set(o.documentId, base);
     }
@@ -129,7 +129,7 @@ class CrashWorld {
   private downloadIntent(doc: { documentId: string; versionId: string; folderId: string; fileName: string }, relPath: string, key: string, content: string): void {
     this.intents.push({
       kind: 'download',
-      base: { documentId: doc.documentId, versionId: doc.versionId, versionLabel: null, folderId: doc.folderId, fileName: doc.fileName, relPath, key, sha256: sha(content), size: 0, mtimeMs: 0, inode: 0 },
+      base: { documentId: doc.documentId, versionId: doc.versionId, versionLabel: null, folderId: doc.folderId, fileName: doc.fileName, relPath, key, sha256: sha(content), size: 0, mtimeMs: 0, inode: 0, ctimeMs: 0 },
     });
   }
 
@@ -239,14 +239,14 @@ class CrashWorld {
         const d = w.docs.get(a.doc.documentId)!;
         w.base.set(d.id, {
           documentId: d.id, versionId: a.doc.versionId, versionLabel: null, folderId: d.folderId, fileName: d.fileName, relPath: a.relPath,
-          key: a.key, sha256: sha(remoteContent), size: remoteContent.length, mtimeMs: w.local.get(a.relPath)!.mtimeMs, inode: w.local.get(a.relPath)!.inode,
+          key: a.key, sha256: sha(remoteContent), size: remoteContent.length, mtimeMs: w.local.get(a.relPath)!.mtimeMs, inode: w.local.get(a.relPath)!.inode, ctimeMs: w.local.get(a.relPath)!.mtimeMs,
         });
         const folder = w.folderAt(parentOf(a.conflictPath));
         if (!a.uploadConflictCopy || !folder || w.nameTaken(folder.id, baseNameOf(a.conflictPath))) return;
         const id = w.next('doc-');
         const versionId = w.next('ver-');
         w.docs.set(id, { id, folderId: folder.id, fileName: baseNameOf(a.conflictPath), versions: [{ id: versionId, content: f.content }] });
-        this.outbox.push({ documentId: id, versionId, folderId: folder.id, fileName: baseNameOf(a.conflictPath), relPath: a.conflictPath, local: { size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, sha256: sha(f.content) } });
+        this.outbox.push({ documentId: id, versionId, folderId: folder.id, fileName: baseNameOf(a.conflictPath), relPath: a.conflictPath, local: { size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.mtimeMs, sha256: sha(f.content) } });
         return;
       }
       case 'remote-wins':

@@ -95,11 +95,11 @@ export class World {
 export function statFor(sha256: string): FileStat {
   let h = 7;
   for (const c of sha256) h = (h * 31 + c.charCodeAt(0)) % 100_000;
-  return { size: sha256.length, mtimeMs: 1_000_000 + h, inode: 10 + h };
+  return { size: sha256.length, mtimeMs: 1_000_000 + h, inode: 10 + h, ctimeMs: 2_000_000 + h };
 }
 
 function stat(s: FileStat | null): string {
-  return s === null ? 'none' : `${s.size}:${s.mtimeMs}:${s.inode}`;
+  return s === null ? 'none' : `${s.size}:${s.mtimeMs}:${s.inode}:${s.ctimeMs}`;
 }
 
 /** One line per action with every field a test should pin down. */

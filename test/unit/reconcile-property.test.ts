@@ -72,14 +72,14 @@ function build(st: State, reverse: boolean): World {
 
 function sameStat(a: FileStat | undefined, b: FileStat | null): boolean {
   if (b === null) return a === undefined;
-  return a !== undefined && a.size === b.size && a.mtimeMs === b.mtimeMs && a.inode === b.inode;
+  return a !== undefined && a.size === b.size && a.mtimeMs === b.mtimeMs && a.inode === b.inode && a.ctimeMs === b.ctimeMs;
 }
 
 /** Replays groups over a model of the local disk, in the given order, checking every expectation. */
 function replay(w: World, groups: Action[][], base: Map<string, BaseEntry>): string | null {
   const disk = new Map<string, FileStat & { sha: string }>([...w.local.files].map(([k, f]) => [k, { ...f, sha: f.sha256 as string }]));
   let marker = 0;
-  const fresh = (sha: string) => ({ size: 1, mtimeMs: -++marker, inode: -marker, sha });
+  const fresh = (sha: string) => ({ size: 1, mtimeMs: -++marker, inode: -marker, ctimeMs: -marker, sha });
   for (const g of groups)
     for (const a of g) {
       const k = (p: string) => pathKey(p, false);

@@ -86,7 +86,7 @@ export class SimWorld {
     const based = new Set([...this.base.values()].map((b) => b.key));
     for (const [relPath, f] of this.local) {
       const unread = this.lazyFrom !== undefined && f.content.length >= this.lazyFrom && !based.has(relPath);
-      local.files.set(relPath, { relPath, key: relPath, sha256: unread ? null : sha(f.content), size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode });
+      local.files.set(relPath, { relPath, key: relPath, sha256: unread ? null : sha(f.content), size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.mtimeMs });
     }
     for (const d of this.dirs) local.dirs.set(d, d);
     const remote: RemoteObservation = { docs: new Map(), folders: new Map(), gone: new Set(), unmappable: [] };
@@ -180,7 +180,7 @@ export class SimWorld {
     if (!d || !f) throw new Error(`cannot record base for ${docId} at ${relPath}`);
     this.base.set(docId, {
       documentId: docId, versionId: this.latest(d).id, versionLabel: null, folderId: d.folderId, fileName: d.fileName,
-      relPath, key: pathKey(relPath, false), sha256: sha(f.content), size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode,
+      relPath, key: pathKey(relPath, false), sha256: sha(f.content), size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.mtimeMs,
     });
   }
   private newDoc(folderId: string, fileName: string, content: string): string {

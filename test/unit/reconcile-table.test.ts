@@ -9,9 +9,9 @@ type L = 'unchanged' | 'modified' | 'deleted' | 'unknown';
 type R = 'unchanged' | 'modified' | 'moved' | 'moved-modified' | 'deleted' | 'unknown';
 
 const U = statFor('h1'); // stat of the unchanged local file (= base)
-const M = { size: 9, mtimeMs: 5_000, inode: 77 }; // stat of the modified local file
-const sU = `${U.size}:${U.mtimeMs}:${U.inode}`;
-const sM = `${M.size}:${M.mtimeMs}:${M.inode}`;
+const M = { size: 9, mtimeMs: 5_000, inode: 77, ctimeMs: 5_001 }; // stat of the modified local file
+const sU = `${U.size}:${U.mtimeMs}:${U.inode}:${U.ctimeMs}`;
+const sM = `${M.size}:${M.mtimeMs}:${M.inode}:${M.ctimeMs}`;
 
 /** Base d1 = docs/a.txt (folder f1, v1, h1) plus an untouched bystander so no safety gate trips. */
 function cell(l: L, r: R): World {

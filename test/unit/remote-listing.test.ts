@@ -86,7 +86,7 @@ describe('listRemote', () => {
     const all = docs(5);
     const base = new Map<string, BaseEntry>();
     for (const id of ['d001', 'x-gone', 'x-lagging']) {
-      base.set(id, { documentId: id, versionId: 'v', versionLabel: null, folderId: 'F1', fileName: `${id}.txt`, relPath: `Tab/${id}.txt`, key: `Tab/${id}.txt`, size: 1, mtimeMs: 1, inode: 1, sha256: 'h' });
+      base.set(id, { documentId: id, versionId: 'v', versionLabel: null, folderId: 'F1', fileName: `${id}.txt`, relPath: `Tab/${id}.txt`, key: `Tab/${id}.txt`, size: 1, mtimeMs: 1, inode: 1, ctimeMs: 1, sha256: 'h' });
     }
     const lagging: Doc = { id: 'x-lagging', fileName: 'lag.txt', folderId: 'F1', binderId: 'B', latestVersionId: 'v9' };
     const { client, calls } = fakeClient(all, { gone: new Set(['x-gone']) });
