@@ -13,6 +13,7 @@ import { BinderSyncError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { sameStat, type FileStat } from '../sync/model.js';
 import { DAEMON_FILE_PREFIX } from './ignore.js';
+import { fitName } from './name-limits.js';
 
 /** Prefix of download temp files; a crash can leave them behind (see cleanStaleTemps). */
 export const TEMP_PREFIX = `${DAEMON_FILE_PREFIX}tmp-`;
@@ -645,7 +646,7 @@ export class Trash {
       const dot = base.lastIndexOf('.');
       const stem = dot > 0 ? base.slice(0, dot) : base;
       const ext = dot > 0 ? base.slice(dot) : '';
-      name = `${rel.slice(0, slash + 1)}${stem}~${n}${ext}`;
+      name = `${rel.slice(0, slash + 1)}${fitName(stem, `~${n}`, ext)}`; // within 255 bytes, however long the name
     }
     let dest = resolveInside(dayDir, name); // relPath comes from the plan: keep it inside the trash too
     try {

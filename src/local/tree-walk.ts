@@ -9,7 +9,12 @@ import type { FileStat, LocalProblem, PathKey } from '../sync/model.js';
 import { joinRel, pathKey } from '../sync/path-key.js';
 import { DAEMON_FILE_PREFIX, type IgnoreMatcher } from './ignore.js';
 
-export const UNREADABLE = new Set(['EACCES', 'EPERM', 'EIO']);
+/**
+ * Errors that make one path unreadable, reported for that path while the walk goes on: permissions, I/O, and a
+ * path past the system's limits (ENAMETOOLONG: over 4096 bytes, as deep build trees made with relative mkdir
+ * reach; ELOOP).
+ */
+export const UNREADABLE = new Set(['EACCES', 'EPERM', 'EIO', 'ENAMETOOLONG', 'ELOOP']);
 
 /** Directories walked between two yields to the event loop. */
 const YIELD_EVERY_DIRS = 32;

@@ -1,17 +1,15 @@
 // Remote name -> one local path segment. Remote names may hold anything; a local segment cannot hold '/',
 // NUL, be '.', '..' or '', or exceed 255 bytes. Encoding is deterministic; the remote name is kept elsewhere.
 import { createHash } from 'node:crypto';
+import { MAX_NAME_BYTES, truncateToBytes, utf8Length } from '../local/name-limits.js';
+
+export { MAX_NAME_BYTES, truncateToBytes, utf8Length };
 
 /** Prefix of the daemon's own temp files; a remote name must never look like one. */
 export const TEMP_PREFIX = '.binder-sync-';
-/** Longest file name (in UTF-8 bytes) that Linux file systems accept. */
-export const MAX_NAME_BYTES = 255;
 /** Extensions longer than this are not kept when a long name is shortened. */
 const MAX_KEPT_EXTENSION_BYTES = 32;
 
-export function utf8Length(s: string): number {
-  return Buffer.byteLength(s, 'utf8'); // counts without encoding a copy
-}
 
 /**
  * The local name for a remote name. `encoded` tells whether it differs from the remote name.
@@ -60,32 +58,3 @@ function shorten(name: string): string {
   return truncateToBytes(cut, MAX_NAME_BYTES - utf8Length(tail)) + tail;
 }
 
-const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
-
-/**
- * The longest prefix of `s` within `maxBytes`, cut between grapheme clusters (so an accent is not split
- * from its letter); a single cluster larger than the budget is cut between code points instead.
- */
-export function truncateToBytes(s: string, maxBytes: number): string {
-  if (utf8Length(s) <= maxBytes) return s;
-  let out = '';
-  let used = 0;
-  for (const { segment } of graphemes.segment(s)) {
-    const size = utf8Length(segment);
-    if (used + size <= maxBytes) {
-      out += segment;
-      used += size;
-      continue;
-    }
-    if (out === '') {
-      for (const cp of segment) {
-        const n = utf8Length(cp);
-        if (used + n > maxBytes) break;
-        out += cp;
-        used += n;
-      }
-    }
-    break;
-  }
-  return out;
-}

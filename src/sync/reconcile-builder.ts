@@ -2,6 +2,7 @@
 // issues, and fresh conflict-copy names. It enforces "no two groups write the same key".
 import type { Action, Issue, PathKey } from './model.js';
 import { baseNameOf, joinRel, parentOf, pathKey } from './path-key.js';
+import { fitName } from '../local/name-limits.js';
 
 interface Group {
   sortKey: string;
@@ -26,7 +27,10 @@ export function writesOf(a: Action, caseInsensitive: boolean): PathKey[] {
   }
 }
 
-/** `<dir>/<stem> (conflict <tag>)<ext>`; ext is the last '.suffix' unless the name starts with '.'. */
+/**
+ * `<dir>/<stem> (conflict <tag>)<ext>`; ext is the last '.suffix' unless the name starts with '.'. The stem is
+ * shortened when the whole would pass 255 bytes.
+ */
 export function conflictName(relPath: string, tag: string, n: number): string {
   const name = baseNameOf(relPath);
   const dot = name.lastIndexOf('.');
@@ -34,8 +38,9 @@ export function conflictName(relPath: string, tag: string, n: number): string {
   const stem = hasExt ? name.slice(0, dot) : name;
   const ext = hasExt ? name.slice(dot) : '';
   // Resolved: the uniqueness counter goes inside the parentheses so every copy still greps as "(conflict ".
-  const suffix = n === 1 ? `(conflict ${tag})` : `(conflict ${tag} ${n})`;
-  return joinRel(parentOf(relPath), `${stem} ${suffix}${ext}`);
+  const suffix = n === 1 ? ` (conflict ${tag})` : ` (conflict ${tag} ${n})`;
+  // A long name gives up the end of its stem, never the suffix: the copy must fit in 255 bytes.
+  return joinRel(parentOf(relPath), fitName(stem, suffix, ext));
 }
 
 export class PlanBuilder {

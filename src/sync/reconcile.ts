@@ -339,6 +339,7 @@ function localDeleted(s: PassState, b: BaseEntry, doc: RemoteDoc): void {
     localDeleteNotPropagated(s, b);
     return;
   }
+  if (pathTakenByFolder(s, b, doc)) return;
   commitBase(s, b, [download(doc, null, 'restore-local-delete')], false);
 }
 
@@ -348,7 +349,20 @@ function localDeletedRemoteModified(s: PassState, b: BaseEntry, doc: RemoteDoc):
     localDeleteNotPropagated(s, b);
     return;
   }
+  if (pathTakenByFolder(s, b, doc)) return;
   commitBase(s, b, [download(doc, null, 'remote-modified')], false);
+}
+
+/**
+ * The file is gone because a folder took its name (rm f; mkdir f), or a file took the name of one of its
+ * folders: the document cannot be put back there. Reported, and nothing planned: the download would fail at
+ * the commit on every pass, fetching the content again each time. The base stays, so nothing is forgotten.
+ */
+function pathTakenByFolder(s: PassState, b: BaseEntry, doc: RemoteDoc): boolean {
+  const detail = s.view.local.dirs.has(doc.key) ? 'a local folder now has its name' : s.view.ancestorIsFile(doc.key) ? 'a local file has the name of one of its folders' : null;
+  if (detail === null) return false;
+  issue(s, doc.relPath, 'path-collision', `the document cannot be put back: ${detail}`, b.documentId);
+  return true;
 }
 
 /** The service has no delete endpoint: the base row is dropped and the operator is told. */

@@ -284,6 +284,21 @@ describe('Trash', () => {
     expect(fs.statSync(trashDir).mode & 0o777).toBe(0o700);
   });
 
+  it('keep() of a 254-byte name twice in a day: the second copy shortens its stem to stay within 255 bytes', async () => {
+    const trash = new Trash(trashDir, root, { now: () => new Date(2026, 2, 14, 10) });
+    const name = `${'é'.repeat(125)}.txt`; // 254 bytes
+    const f = path.join(root, name);
+    const kept: string[] = [];
+    for (const content of ['one', 'two', 'three']) {
+      fs.writeFileSync(f, content);
+      kept.push(await trash.keep(f, name));
+      fs.rmSync(f);
+    }
+    expect(kept.map((k) => read(k))).toEqual(['one', 'two', 'three']);
+    for (const k of kept) expect(Buffer.byteLength(path.basename(k))).toBeLessThanOrEqual(255);
+    expect(path.basename(kept[2]!)).toMatch(/^é+~2\.txt$/);
+  });
+
   it('keep() still finds a place when a file trashed earlier holds a parent name', async () => {
     const trash = new Trash(trashDir, root, { now: () => new Date(2026, 2, 14, 10) });
     fs.writeFileSync(path.join(root, 'a'), 'file a');

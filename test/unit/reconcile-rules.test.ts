@@ -297,11 +297,50 @@ describe('remote moves onto occupied paths', () => {
   });
 });
 
+describe('a synced file whose path a folder took (rm f; mkdir f), or whose folder a file took', () => {
+  for (const remoteModified of [false, true]) {
+    it(`is reported, never downloaded again${remoteModified ? ' (remote modified too)' : ''}; the base stays`, () => {
+      const w = world();
+      w.baseRow('d1', 'docs/report', 'v1', 'f1', 'h1');
+      w.dir('docs/report');
+      w.file('docs/report/part1.txt', 'h-part');
+      w.doc('d1', 'docs/report', remoteModified ? 'v2' : 'v1', 'f1');
+      const p = plan(w);
+      expect(p.groups.flat().filter((a) => a.kind === 'download')).toEqual([]);
+      expect(p.groups.flat().filter((a) => a.kind === 'forget')).toEqual([]);
+      expect(codes(p)).toContain('path-collision docs/report');
+    });
+  }
+  it('a file with the name of its folder blocks the restore the same way', () => {
+    const w = new World().folder('f0', 'keep').folder('f1', 'docs').folder('f2', 'docs/sub', 'f1').dir('docs');
+    w.synced('d0', 'keep/k.txt', 'f0');
+    w.baseRow('d1', 'docs/sub/a.txt', 'v1', 'f2', 'h1');
+    w.file('docs/sub', 'h-file');
+    w.doc('d1', 'docs/sub/a.txt', 'v1', 'f2');
+    const p = plan(w);
+    expect(p.groups.flat().filter((a) => a.kind === 'download')).toEqual([]);
+    expect(codes(p)).toContain('path-collision docs/sub/a.txt');
+  });
+});
+
 describe('conflict copy names', () => {
   it('stem (conflict tag) ext; dotfiles and extensionless names keep the whole name', () => {
     expect(conflictName('docs/a.b.txt', 'T', 1)).toBe('docs/a.b (conflict T).txt');
     expect(conflictName('.bashrc', 'T', 1)).toBe('.bashrc (conflict T)');
     expect(conflictName('d/README', 'T', 3)).toBe('d/README (conflict T 3)');
+  });
+  it('stay within 255 bytes for long names: the stem gives way, suffix and extension stay', () => {
+    const tag = '2026-11-24T10-00-00Z';
+    const cjk = `${'漢'.repeat(78)}.txt`; // 238 bytes: fine alone, too long with the suffix
+    const copy = conflictName(`docs/${cjk}`, tag, 12);
+    const name = copy.slice('docs/'.length);
+    expect(Buffer.byteLength(name)).toBeLessThanOrEqual(255);
+    expect(name.endsWith(` (conflict ${tag} 12).txt`)).toBe(true);
+    expect(name.startsWith('漢'.repeat(10))).toBe(true);
+    // An extension that cannot fit beside the suffix is dropped rather than the suffix.
+    const longExt = conflictName(`x.${'e'.repeat(250)}`, tag, 1);
+    expect(Buffer.byteLength(longExt)).toBeLessThanOrEqual(255);
+    expect(longExt).toContain(`(conflict ${tag})`);
   });
   it('are unique against local, remote and planned keys', () => {
     const w = world();
