@@ -121,6 +121,11 @@ const pairSchema = z.strictObject({
       'Most CPU (percent of one core) quiet polls may use: when listing the binder costs more than this share of pollInterval, polls are spaced out (at most 5x pollInterval). 0 = poll every pollInterval regardless.',
     ),
   fullRescanInterval: duration(60_000, 7 * 86_400_000).prefault('1h').describe('How often the whole local tree is rescanned.'),
+  quietPeriod: duration(0, 600_000)
+    .prefault('1s')
+    .describe(
+      'How long a changed local file must stay unchanged before the daemon uploads it. Raise it where writers pause mid-file (tar or cp over a slow network mount): a pause longer than this uploads the part written so far, then the whole file as the next version. rsync, sed -i and mktemp temp files always wait a minute.',
+    ),
   watcher: z.enum(WATCHERS).default('auto').describe('Local change detection: auto (the folders backend), folders (one fs.watch per folder), chokidar, native (@parcel/watcher) or off (rescans only).'),
   trashRetentionDays: z.number().int().min(1).max(3650).default(30).describe('Days replaced/removed local files stay in the trash.'),
   versionLabel: z

@@ -42,12 +42,6 @@ export interface PairActivityView {
   watcher: string | null;
 }
 
-/**
- * A local file modified less than this long ago is not uploaded yet: tar, rsync, cp and downloads write in
- * several steps, and editors and sed save through temp files that are renamed a moment later.
- */
-const MIN_FILE_AGE_MS = 1_000;
-
 export class PairWorker {
   readonly name: string;
   private rt: PairRuntime | null = null;
@@ -162,7 +156,10 @@ export class PairWorker {
     try {
       report = await runPass(rt, {
         ...this.scope(trigger),
-        minFileAgeMs: MIN_FILE_AGE_MS,
+        // A local file changed less than this long ago is not uploaded yet (pair.quietPeriod, 1 s by default): tar,
+        // rsync, cp and downloads write in several steps, and editors and sed save through temp files that are
+        // renamed a moment later.
+        minFileAgeMs: this.d.pair.quietPeriod,
         // A restart within minutes of the last folder walk does not walk again (see there).
         reuseSavedFolderTree: true,
         parkWhenQuiet: true,

@@ -27,21 +27,38 @@ function changedAt(f: LocalFile): number {
  * waits for it.
  */
 export function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number): { plan: Plan; deferred: string[]; recheckInMs: number | null } {
-  if (minAgeMs <= 0) return { plan, deferred: [], recheckInMs: null };
   const deferred: string[] = [];
-  let youngest = -Infinity;
+  let recheckAt = Infinity;
   const groups = plan.groups.filter((group) => {
     const reads = group.flatMap((a) => (a.kind === 'upload' || a.kind === 'conflict' ? [a.local] : []));
-    const recent = reads.filter((f) => nowMs - changedAt(f) < minAgeMs && changedAt(f) <= nowMs + CLOCK_AHEAD_TOLERANCE_MS);
+    const recent = reads.filter((f) => {
+      const age = quietPeriodFor(f.relPath, minAgeMs);
+      return age > 0 && nowMs - changedAt(f) < age && changedAt(f) <= nowMs + CLOCK_AHEAD_TOLERANCE_MS;
+    });
     if (recent.length === 0) return true;
     for (const f of recent) {
       deferred.push(f.relPath);
-      youngest = Math.max(youngest, changedAt(f));
+      recheckAt = Math.min(recheckAt, changedAt(f) + quietPeriodFor(f.relPath, minAgeMs));
     }
     return false;
   });
   if (deferred.length === 0) return { plan, deferred, recheckInMs: null };
-  return { plan: { ...plan, groups }, deferred, recheckInMs: Math.max(50, youngest + minAgeMs - nowMs + 50) };
+  return { plan: { ...plan, groups }, deferred, recheckInMs: Math.max(50, recheckAt - nowMs + 50) };
+}
+
+/**
+ * Names other programs give a file while they write it, then rename it away: rsync's `.<name>.XXXXXX`, sed -i's
+ * `sedXXXXXX`, mktemp's `tmp.XXXXXXXXXX`. Such a file is left alone until it has been still for
+ * TRANSFER_TEMP_QUIET_MS, also by `sync` (whose quiet period is 0): rsync over a slow link may leave one
+ * unchanged for seconds, and uploaded, it would become a document that, once renamed away locally, is
+ * restored as a deleted file. A real file of that shape syncs a minute late.
+ */
+const TRANSFER_TEMP_NAMES = [/^\..+\.[A-Za-z0-9]{6}$/, /^sed[A-Za-z0-9]{6}$/, /^tmp\.[A-Za-z0-9]{10}$/];
+export const TRANSFER_TEMP_QUIET_MS = 60_000;
+
+function quietPeriodFor(relPath: string, minAgeMs: number): number {
+  const name = relPath.slice(relPath.lastIndexOf('/') + 1);
+  return TRANSFER_TEMP_NAMES.some((r) => r.test(name)) ? Math.max(minAgeMs, TRANSFER_TEMP_QUIET_MS) : minAgeMs;
 }
 
 /**

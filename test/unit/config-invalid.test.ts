@@ -106,6 +106,7 @@ const cases: Array<[string, (d: Doc) => void, string[]]> = [
   ],
   ['pollInterval negative', (d) => (d.pairs[0].pollInterval = -5), ["pairs[0].pollInterval: must be a duration: seconds as a number, or a string like '90s', '5m', '1h', '250ms'"]],
   ['fullRescanInterval below 1m', (d) => (d.pairs[0].fullRescanInterval = 30), ['pairs[0].fullRescanInterval: must be between 1m and 7d (got 30s)']],
+  ['quietPeriod above 10m', (d) => (d.pairs[0].quietPeriod = '15m'), ['pairs[0].quietPeriod: must be between 0s and 10m (got 15m)']],
   ['watcher unknown', (d) => (d.pairs[0].watcher = 'inotify'), ['pairs[0].watcher: must be one of auto, chokidar, folders, native, off (got "inotify")']],
   ['trashRetentionDays 0', (d) => (d.pairs[0].trashRetentionDays = 0), ['pairs[0].trashRetentionDays: must be at least 1 (got 0)']],
   [

@@ -80,6 +80,7 @@ describe('valid configs', () => {
           pollInterval: 60_000,
           pollCpuBudget: 1,
           fullRescanInterval: 3_600_000,
+          quietPeriod: 1_000,
           watcher: 'auto',
           trashRetentionDays: 30,
           versionLabel: { scheme: 'integer' },

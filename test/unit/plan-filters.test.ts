@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MetadataResolver } from '../../src/sync/metadata-rules.js';
 import type { Action, LocalFile, Plan } from '../../src/sync/model.js';
-import { deferRecentlyWritten, withheldAsRefused, withheldForMetadata } from '../../src/sync/plan-filters.js';
+import { deferRecentlyWritten, TRANSFER_TEMP_QUIET_MS, withheldAsRefused, withheldForMetadata } from '../../src/sync/plan-filters.js';
 
 const file = (relPath: string, mtimeMs: number, ctimeMs = mtimeMs): LocalFile => ({ relPath, key: relPath, size: 1, mtimeMs, inode: 1, ctimeMs, sha256: 'h' });
 const upload = (f: LocalFile): Action => ({ kind: 'upload', relPath: f.relPath, key: f.key, local: f, target: { documentId: null, folderId: 'F', fileName: 'x' }, reason: 'new-local', replacesBase: null });
@@ -35,6 +35,20 @@ describe('deferRecentlyWritten', () => {
     const r = deferRecentlyWritten(plan([[upload(file('A/server.txt', 0, now + 30_000))], [upload(file('A/set-back.txt', 0, now + 3_600_000))]]), 1_000, now);
     expect(r.deferred).toEqual(['A/server.txt']);
     expect(r.plan.groups.map((g) => (g[0] as { relPath: string }).relPath)).toEqual(['A/set-back.txt']);
+  });
+
+  it("holds the in-flight files of rsync, sed -i and mktemp for a minute, even with a zero minimum age (sync)", () => {
+    const now = 100_000;
+    const names = ['A/.dataset.bin.DqhFLr', 'A/sedX1b2C3', 'A/tmp.0123456789', 'A/.bashrc.backup'];
+    for (const minAge of [0, 1_000]) {
+      const r = deferRecentlyWritten(plan(names.map((n) => [upload(file(n, 1, now - 5_000))])), minAge, now);
+      expect(r.deferred).toEqual(names);
+      expect(r.recheckInMs).toBe(now - 5_000 + TRANSFER_TEMP_QUIET_MS - now + 50);
+    }
+    // Still for a minute: uploaded like any file (a real file of that shape is only late).
+    expect(deferRecentlyWritten(plan([[upload(file(names[0]!, 1, now - TRANSFER_TEMP_QUIET_MS))]]), 0, now).deferred).toEqual([]);
+    // Ordinary names with a dot are not held beyond the minimum age.
+    expect(deferRecentlyWritten(plan([[upload(file('A/report.2026.pdf', 1, now - 5_000)), upload(file('A/.config', 1, now - 5_000))]]), 1_000, now).deferred).toEqual([]);
   });
 
   it('does nothing with a zero minimum age (the sync command)', () => {
