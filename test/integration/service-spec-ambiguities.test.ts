@@ -4,70 +4,16 @@
 // Whole-CLI runs of some of these (compressed answers, deleted documents answered 400/403) are in
 // test/e2e/sync-variants.test.ts.
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { listRemote } from '../../src/remote/listing.js';
-import { ServiceClient, type ServiceSettings } from '../../src/service/index.js';
+import type { ServiceSettings } from '../../src/service/index.js';
 import type { BaseEntry } from '../../src/sync/model.js';
-
-interface Seen {
-  method: string;
-  path: string;
-  query: URLSearchParams;
-  headers: IncomingMessage['headers'];
-  body: Buffer;
-  at: number;
-}
-type Answer = { status: number; headers?: Record<string, string>; body?: unknown } | ((res: ServerResponse) => void | Promise<void>) | undefined;
-type Handler = (r: Seen) => Answer | Promise<Answer>;
-
-const servers: Server[] = [];
-const clients: ServiceClient[] = [];
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r)).then(() => s.closeAllConnections())));
-});
-
-/** A stub on 127.0.0.1; /auth/connect/token answers with a fresh token unless the handler claims it. */
-async function stub(handler: Handler, opts: { connectionClose?: boolean } = {}) {
-  const seen: Seen[] = [];
-  let tokens = 0;
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const url = new URL(req.url ?? '/', 'http://x');
-    const r: Seen = { method: req.method ?? '', path: url.pathname, query: url.searchParams, headers: req.headers, body: Buffer.concat(chunks), at: Date.now() };
-    seen.push(r);
-    let answer = await handler(r);
-    if (answer === undefined && r.path === '/auth/connect/token') answer = { status: 200, body: { access_token: `tok-${++tokens}`, expires_in: 3600 } };
-    if (answer === undefined) answer = { status: 404, body: { title: 'no route' } };
-    if (typeof answer === 'function') return answer(res);
-    const body = answer.body === undefined ? '' : typeof answer.body === 'string' || Buffer.isBuffer(answer.body) ? answer.body : JSON.stringify(answer.body);
-    res.writeHead(answer.status, { 'content-type': 'application/json', ...(opts.connectionClose ? { connection: 'close' } : {}), ...answer.headers });
-    res.end(body);
-  });
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { origin, seen, api: () => seen.filter((s) => s.path.startsWith('/api/')) };
-}
+import { stub, stubClient, type Answer, type Seen } from './stub-server.js';
 
 function client(origin: string, extra: Partial<ServiceSettings> = {}) {
-  const c = new ServiceClient({
-    baseUrl: `${origin}/api/v1`,
-    authUrl: `${origin}/auth`,
-    tenantId: 'tenant-1',
-    clientId: 'client-1',
-    clientSecret: 'sup3r-s3cret-value',
-    retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 20 },
-    ...extra,
-  });
-  clients.push(c);
-  return c;
+  return stubClient(origin, extra);
 }
 
 /** RFC 9110 12.5.3: without Accept-Encoding any content coding is acceptable; with one, gzip only if it is listed. */

@@ -1,69 +1,22 @@
 // The service client against small node:http stubs on 127.0.0.1, for edge cases a strict emulator does not
 // produce: HTML 502s, Retry-After dates, invalid JSON, walkthrough-only commits, 409 commits, odd token answers.
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { Readable, Writable } from 'node:stream';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
-import { ServiceClient, ServiceError, type ServiceSettings } from '../../src/service/index.js';
+import { describe, expect, it } from 'vitest';
+import { ServiceError, type ServiceSettings } from '../../src/service/index.js';
+import { STUB_SECRET, stub, stubClient, type Answer, type Seen } from './stub-server.js';
 
-interface Seen {
-  method: string;
-  path: string;
-  query: URLSearchParams;
-  headers: IncomingMessage['headers'];
-  body: Buffer;
-}
-type Answer = { status: number; headers?: Record<string, string>; body?: unknown } | 'drop' | ((res: ServerResponse) => void);
-type Handler = (r: Seen) => Answer | Promise<Answer>;
-
-const SECRET = 'sup3r-s3cret-value';
-const servers: Server[] = [];
-const clients: ServiceClient[] = [];
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r)).then(() => s.closeAllConnections())));
-});
-
-/** Starts a stub; `token` answers /auth/connect/token unless the handler claims it. */
-async function stub(handler: Handler) {
-  const seen: Seen[] = [];
-  let tokens = 0;
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const url = new URL(req.url ?? '/', 'http://x');
-    const r: Seen = { method: req.method ?? '', path: url.pathname, query: url.searchParams, headers: req.headers, body: Buffer.concat(chunks) };
-    seen.push(r);
-    let answer = await handler(r);
-    if (answer === undefined && r.path === '/auth/connect/token') answer = { status: 200, body: { access_token: `tok-${++tokens}`, expires_in: 3600 } };
-    if (answer === 'drop') return req.socket.destroy();
-    if (typeof answer === 'function') return answer(res);
-    const body = answer.body === undefined ? '' : typeof answer.body === 'string' || Buffer.isBuffer(answer.body) ? answer.body : JSON.stringify(answer.body);
-    res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
-    res.end(body);
-  });
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  const origin = `http://127.0.0.1:${port}`;
-  return { origin, seen, api: () => seen.filter((s) => s.path.startsWith('/api/')), tokenCalls: () => seen.filter((s) => s.path === '/auth/connect/token').length };
-}
+const SECRET = STUB_SECRET;
+const undef = undefined as unknown as Answer;
 
 function client(origin: string, extra: Partial<ServiceSettings> = {}, logger?: pino.Logger) {
-  const c = new ServiceClient(
-    { baseUrl: `${origin}/api/v1/`, authUrl: `${origin}/auth`, tenantId: 'tenant-1', clientId: 'client-1', clientSecret: SECRET, retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 20 }, ...extra },
-    logger ? { logger } : {},
-  );
-  clients.push(c);
-  return c;
+  return stubClient(origin, extra, logger ? { logger } : {});
 }
 
 const doc = (id: string) => ({ id, fileName: `${id}.txt`, folderId: 'f1', latestVersionId: `v-${id}` });
 const version = { id: 'v9', documentId: 'd1', version: '2' };
-const undef = undefined as unknown as Answer;
 
 describe('token and headers', () => {
   it('sends form-encoded client credentials once, then bearer + tenant header on every call', async () => {
@@ -211,11 +164,7 @@ describe('retries', () => {
   it('the client signal aborts waiting and in-flight requests with ABORTED', async () => {
     const s = await stub((r) => (r.path.startsWith('/api/') ? { status: 503, body: '' } : undef));
     const ac = new AbortController();
-    const c = new ServiceClient(
-      { baseUrl: `${s.origin}/api/v1`, authUrl: `${s.origin}/auth`, tenantId: 't', clientId: 'c', clientSecret: SECRET, retry: { maxAttempts: 10, baseDelayMs: 5000, maxDelayMs: 5000 } },
-      { signal: ac.signal },
-    );
-    clients.push(c);
+    const c = stubClient(s.origin, { retry: { maxAttempts: 10, baseDelayMs: 5000, maxDelayMs: 5000 } }, { signal: ac.signal });
     const p = c.listBinders().catch((e: unknown) => e);
     setTimeout(() => ac.abort(), 100);
     const t0 = performance.now();
@@ -241,8 +190,7 @@ describe('lifecycle', () => {
   });
 
   it('a malformed baseUrl fails at once, not after the retry budget', async () => {
-    const c = new ServiceClient({ baseUrl: 'not a url', authUrl: 'not a url', tenantId: 't', clientId: 'c', clientSecret: SECRET, retry: { maxAttempts: 6, baseDelayMs: 2000, maxDelayMs: 2000 } });
-    clients.push(c);
+    const c = stubClient('unused', { baseUrl: 'not a url', authUrl: 'not a url', retry: { maxAttempts: 6, baseDelayMs: 2000, maxDelayMs: 2000 } });
     const t0 = performance.now();
     const err = await c.listBinders().catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'SERVICE_NETWORK', retryable: false });
