@@ -22,13 +22,8 @@ export function toFileStat(st: fs.Stats): FileStat {
   return { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino, ctimeMs: st.ctimeMs };
 }
 
-/** The file at hand is still the one planned on (sameStat: size, mtime, inode, ctime). */
-export function statMatches(now: FileStat, expect: FileStat): boolean {
-  return sameStat(now, expect);
-}
-
 /**
- * statMatches without the ctime, for a look right after this process linked, renamed or chmodded the file:
+ * sameStat without the ctime, for a look right after this process linked, renamed or chmodded the file:
  * each of those changes its ctime and nothing else.
  */
 function matchesButCtime(now: FileStat, before: FileStat): boolean {
@@ -320,7 +315,7 @@ export async function commitTempFile(
       if (expect === null) mode = newFileMode(dirMode(path.dirname(destAbs)));
       else {
         const cur = fs.lstatSync(destAbs, { throwIfNoEntry: false });
-        if (cur === undefined || !statMatches(toFileStat(cur), expect)) {
+        if (cur === undefined || !sameStat(toFileStat(cur), expect)) {
           throw localChanged(destAbs, cur === undefined ? 'it was removed' : 'it was modified');
         }
         mode = cur.mode & 0o7777;
@@ -378,7 +373,7 @@ export async function replaceFile(
   relPath?: string,
 ): Promise<{ stat: FileStat; trashPath: string }> {
   const cur = await guard('replace', destAbs, () => lstatOrNull(destAbs));
-  if (cur === null || !statMatches(toFileStat(cur), expect)) {
+  if (cur === null || !sameStat(toFileStat(cur), expect)) {
     await fsp.rm(tempPath, { force: true });
     throw localChanged(destAbs, cur === null ? 'it was removed' : 'it was modified');
   }
@@ -418,7 +413,7 @@ export async function moveFile(fromAbs: string, toAbs: string, expect: FileStat)
     await fsp.mkdir(path.dirname(toAbs), { recursive: true });
     if ((await lstatOrNull(toAbs)) !== null) throw targetExists();
     const cur = await lstatOrNull(fromAbs);
-    if (cur === null || !statMatches(toFileStat(cur), expect)) {
+    if (cur === null || !sameStat(toFileStat(cur), expect)) {
       throw localChanged(fromAbs, cur === null ? 'it was removed' : 'it was modified');
     }
     // Link and rename keep inode and mtime: the moved file's stat is the one just verified, with the ctime they
@@ -574,7 +569,7 @@ export class Trash {
   async moveToTrash(absPath: string, relPath: string | undefined, expect: FileStat): Promise<string> {
     return guard('move to trash', absPath, async () => {
       const cur = await lstatOrNull(absPath);
-      if (cur === null || !statMatches(toFileStat(cur), expect)) {
+      if (cur === null || !sameStat(toFileStat(cur), expect)) {
         throw localChanged(absPath, cur === null ? 'it was removed' : 'it was modified');
       }
       let dest: string | null = null;
@@ -585,7 +580,7 @@ export class Trash {
         if (errnoOf(err) !== 'EXDEV') throw err;
         await copyDurably(absPath, dest);
         const again = await lstatOrNull(absPath);
-        if (again === null || !statMatches(toFileStat(again), expect)) {
+        if (again === null || !sameStat(toFileStat(again), expect)) {
           await fsp.rm(dest, { force: true });
           throw localChanged(absPath, 'it changed while being copied to the trash');
         }

@@ -4,13 +4,13 @@
 import fs from 'node:fs/promises';
 import PQueue from 'p-queue';
 import { BinderSyncError, describeError, isRetryable } from '../errors.js';
-import { commitTempFile, ensureDir, localChanged, lstatOrNull, moveFile, replaceFile, resolveInside, statMatches, toFileStat } from '../local/fs-ops.js';
+import { commitTempFile, ensureDir, localChanged, lstatOrNull, moveFile, replaceFile, resolveInside, toFileStat } from '../local/fs-ops.js';
 import { hashFile } from '../local/hash.js';
 import { failpoint } from '../failpoints.js';
 import { downloadToTemp } from './download.js';
 import { recordDownloadIntent, recordMoveIntent } from './intents.js';
 import type { ExecutorDeps } from './executor-deps.js';
-import type { Action, ActionKind, BaseEntry, FileStat, LocalFile, Plan, RemoteDoc } from './model.js';
+import { sameStat, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { uploadLocalFile } from './upload.js';
 
@@ -103,7 +103,8 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       const old = d.store.getBase(a.doc.documentId);
       // An unchanged file's base takes the verified stat. A file edited locally keeps the old stat and hash in
       // its base, so the edit is still seen (and uploaded) if the upload planned after this move does not happen.
-      const stat = old && old.sha256 === a.sha256 ? a.expectLocal : {};
+      const unchanged = old !== undefined && old.sha256 === a.sha256;
+      const stat = unchanged ? a.expectLocal : {};
       const next = old ? { ...old, ...stat, relPath: a.to, key: a.toKey, folderId: a.doc.folderId, fileName: a.doc.fileName } : null;
       const intent = next ? recordMoveIntent(d.store, a.from, a.expectLocal.inode, next) : null;
       let moved;
@@ -117,7 +118,7 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       report.vacatedDirs.add(parentOf(a.from));
       d.store.transaction(() => {
         // The move changed the ctime: an unchanged file's base takes the one it has now.
-        if (next) d.store.putBase(old && old.sha256 === a.sha256 ? { ...next, ...moved } : next);
+        if (next) d.store.putBase(unchanged ? { ...next, ...moved } : next);
         if (intent !== null) d.store.deleteIntent(intent);
       });
       d.log.info({ from: a.from, to: a.to }, 'moved (renamed or moved remotely)');
@@ -306,7 +307,7 @@ async function withContentHash(abs: string, local: LocalFile, remoteBytes: numbe
     throw err;
   }
   const after = await lstatOrNull(abs);
-  if (after === null || !after.isFile() || !statMatches(toFileStat(after), local)) throw localChanged(abs, 'it changed while it was being read');
+  if (after === null || !after.isFile() || !sameStat(toFileStat(after), local)) throw localChanged(abs, 'it changed while it was being read');
   return { ...local, sha256 };
 }
 

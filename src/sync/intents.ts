@@ -6,9 +6,9 @@
 import fs from 'node:fs';
 import { z } from 'zod';
 import { hashFile } from '../local/hash.js';
-import { resolveInside, statMatches, toFileStat } from '../local/fs-ops.js';
+import { resolveInside, toFileStat } from '../local/fs-ops.js';
 import type { StateStore } from '../state/store.js';
-import type { BaseEntry } from './model.js';
+import { sameStat, type BaseEntry } from './model.js';
 import type { Logger } from 'pino';
 
 const BaseSchema = z.object({
@@ -72,7 +72,7 @@ async function recoverDownload(store: StateStore, root: string, base: BaseEntry)
   const { sha256 } = await hashFile(abs);
   const after = lstatOrNull(abs);
   // Compared with a stat taken before hashing: a file that changed meanwhile is left to the next scan.
-  if (sha256 !== base.sha256 || after === null || !statMatches(toFileStat(after), toFileStat(st))) return false;
+  if (sha256 !== base.sha256 || after === null || !sameStat(toFileStat(after), toFileStat(st))) return false;
   store.putBase({ ...base, ...toFileStat(st) });
   return true;
 }

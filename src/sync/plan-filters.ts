@@ -8,13 +8,14 @@ export function wantsUpload(a: Action): boolean {
   return a.kind === 'upload' || (a.kind === 'conflict' && (a.uploadConflictCopy || a.policy === 'local-wins'));
 }
 
+/** How far ahead of the clock a change time may be and still count as recent (see deferRecentlyWritten). */
+const CLOCK_AHEAD_TOLERANCE_MS = 60_000;
+
 /**
  * When the file last changed: its ctime, which every write sets to the kernel's clock. Not its mtime, which
  * `tar x`, `cp -p` or `touch -d` set to any date, the future included (a file from another clock would wait
  * until then). A stat without a ctime (0) falls back to the mtime.
  */
-const CLOCK_AHEAD_TOLERANCE_MS = 60_000;
-
 function changedAt(f: LocalFile): number {
   return f.ctimeMs > 0 ? f.ctimeMs : f.mtimeMs;
 }

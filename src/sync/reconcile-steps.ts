@@ -1,8 +1,6 @@
 // Small constructors for plan steps, so reconcile's decision functions read as "what", not "how".
 import { statOf, type Action, type BaseEntry, type ConflictPolicy, type FileStat, type LocalFile, type ReconcileContext, type RemoteDoc, type UploadTarget } from './model.js';
 
-export { statOf };
-
 /** The local file as it will be after a move-local to the remote doc's path (rename keeps its stat). */
 export function movedTo(file: LocalFile, doc: RemoteDoc): LocalFile {
   return { ...file, relPath: doc.relPath, key: doc.key };

@@ -30,6 +30,16 @@ export type Occupancy =
   | { kind: 'blocked'; code: Issue['code']; detail: string };
 
 /**
+ * Why no file can be written at `key` whatever this pass does: a local directory has that name, or a local file
+ * has the name of one of its folders. Null when neither.
+ */
+export function localEntryInTheWay(view: PassState['view'], key: PathKey): string | null {
+  if (view.local.dirs.has(key)) return 'a local directory has this name';
+  if (view.ancestorIsFile(key)) return 'a local file has the name of a parent folder';
+  return null;
+}
+
+/**
  * Can a step write local path `key`? `self` is the base entry asking (its own key never blocks it).
  * A key held by another base entry is usable only once that entry's group frees it; the step then runs after
  * that group ("after"). Until that entry is decided the answer is "defer".
@@ -38,8 +48,8 @@ export function occupancy(s: PassState, key: PathKey, self: BaseEntry | null): O
   const { view, out } = s;
   if (view.isUnknown(key)) return { kind: 'blocked', code: 'unknown-state', detail: 'the local path could not be read this pass' };
   if (out.isClaimed(key)) return { kind: 'blocked', code: 'path-collision', detail: 'another change in this pass writes the same path' };
-  if (view.local.dirs.has(key)) return { kind: 'blocked', code: 'path-collision', detail: 'a local directory has this name' };
-  if (view.ancestorIsFile(key)) return { kind: 'blocked', code: 'path-collision', detail: 'a local file has the name of a parent folder' };
+  const inTheWay = localEntryInTheWay(view, key);
+  if (inTheWay !== null) return { kind: 'blocked', code: 'path-collision', detail: inTheWay };
   const holder = view.baseByKey.get(key);
   if (holder && holder !== self) {
     const after = out.releasedBy(key);

@@ -12,13 +12,14 @@ import type {
   RemoteDoc,
   RemoteObservation,
 } from './model.js';
+import { statOf } from './model.js';
 import { PlanBuilder } from './reconcile-builder.js';
 import { checkGates } from './reconcile-gates.js';
 import {
-  conflict, download, forget, moveLocal, movedTo, statOf, trashLocal, upload, versionOf,
+  conflict, download, forget, moveLocal, movedTo, trashLocal, upload, versionOf,
 } from './reconcile-steps.js';
 import {
-  collision, occupancy, planFolders, planLocalFile, planLocalNew, planRemoteNew, unbasedPair, type PassState,
+  collision, localEntryInTheWay, occupancy, planFolders, planLocalFile, planLocalNew, planRemoteNew, unbasedPair, type PassState,
 } from './reconcile-unbased.js';
 import { ReconcileView, type LocalState, type RemoteState } from './reconcile-view.js';
 
@@ -359,7 +360,7 @@ function localDeletedRemoteModified(s: PassState, b: BaseEntry, doc: RemoteDoc):
  * the commit on every pass, fetching the content again each time. The base stays, so nothing is forgotten.
  */
 function pathTakenByFolder(s: PassState, b: BaseEntry, doc: RemoteDoc): boolean {
-  const detail = s.view.local.dirs.has(doc.key) ? 'a local folder now has its name' : s.view.ancestorIsFile(doc.key) ? 'a local file has the name of one of its folders' : null;
+  const detail = localEntryInTheWay(s.view, doc.key);
   if (detail === null) return false;
   issue(s, doc.relPath, 'path-collision', `the document cannot be put back: ${detail}`, b.documentId);
   return true;

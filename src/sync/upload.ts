@@ -4,12 +4,12 @@
 import fs, { createReadStream } from 'node:fs';
 import { Writable } from 'node:stream';
 import { BinderSyncError } from '../errors.js';
-import { statMatches, toFileStat } from '../local/fs-ops.js';
+import { toFileStat } from '../local/fs-ops.js';
 import { failpoint } from '../failpoints.js';
 import { ServiceError } from '../service/index.js';
 import type { Document, DocumentVersion, MetadataValue } from '../service/schemas.js';
 import type { OutboxRow } from '../state/store.js';
-import type { BaseEntry, LocalFile, UploadTarget } from './model.js';
+import { sameStat, type BaseEntry, type LocalFile, type UploadTarget } from './model.js';
 import { nextVersionLabel } from './version-label.js';
 import type { ExecutorDeps } from './executor-deps.js';
 
@@ -351,7 +351,7 @@ function assertUnchanged(abs: string, expect: LocalFile, when: string): void {
     const code = (err as NodeJS.ErrnoException).code;
     if (code !== 'ENOTDIR') throw err;
   }
-  if (st === undefined || !st.isFile() || !statMatches(toFileStat(st), expect)) throw changedError(abs, `it changed ${when}`);
+  if (st === undefined || !st.isFile() || !sameStat(toFileStat(st), expect)) throw changedError(abs, `it changed ${when}`);
 }
 
 function changedError(abs: string, why: string): BinderSyncError {
