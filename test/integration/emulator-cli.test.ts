@@ -1,5 +1,9 @@
 // Emulator CLI: `binder-sync emulator` prints URLs and credentials that work, applies its options, stops
 // cleanly on abort, and refuses bad options with the usage exit code.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { request as undiciRequest } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { PassThrough } from 'node:stream';
 import { main } from '../../src/cli.js';
@@ -63,8 +67,35 @@ describe('binder-sync emulator command', () => {
       expect(await main(['node', 'binder-sync', 'emulator', '--port', 'abc'])).toBe(ExitCode.usage);
       expect(await main(['node', 'binder-sync', 'emulator', '--download-link-paths', 'raw,zip'])).toBe(ExitCode.usage);
       expect(await main(['node', 'binder-sync', 'emulator', '--repeat-commit-answer', 'maybe'])).toBe(ExitCode.usage);
+      expect(await main(['node', 'binder-sync', 'emulator', '--missing-document-status', '500'])).toBe(ExitCode.usage);
     } finally {
       process.stderr.write = stderr;
+    }
+  });
+
+  it('--compress-json and --missing-document-status, as the CLI parses them (a child process)', async () => {
+    const child = spawn(process.execPath, [path.resolve('bin/binder-sync.js'), 'emulator', '--port', '0', '--json', '--compress-json', '--missing-document-status', '400'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      let text = '';
+      child.stdout.on('data', (c: Buffer) => (text += c.toString()));
+      await waitFor(() => text.includes('\n'));
+      const info = JSON.parse(text.trim()) as Record<string, string>;
+      const tok = await fetch(info.tokenUrl!, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: info.clientId!, client_secret: info.clientSecret!, scope: 'service_public' }).toString(),
+      });
+      const { access_token } = (await tok.json()) as { access_token: string };
+      const headers = { authorization: `Bearer ${access_token}`, 'x-service-tenantid': info.tenantId!, 'accept-encoding': 'gzip' };
+      const binders = await undiciRequest(`${info.baseUrl}/binders`, { headers });
+      expect(binders.headers['content-encoding']).toBe('gzip');
+      expect(JSON.parse(gunzipSync(Buffer.from(await binders.body.arrayBuffer())).toString())).toEqual([]);
+      const missing = await undiciRequest(`${info.baseUrl}/documents/00000000-0000-4000-8000-000000000000`, { headers });
+      await missing.body.dump();
+      expect(missing.statusCode).toBe(400);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
     }
   });
 });
