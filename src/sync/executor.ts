@@ -7,6 +7,7 @@ import { BinderSyncError, describeError, isRetryable } from '../errors.js';
 import { commitTempFile, ensureDir, localChanged, lstatOrNull, moveFile, replaceFile, resolveInside, toFileStat } from '../local/fs-ops.js';
 import { hashFile } from '../local/hash.js';
 import { failpoint } from '../failpoints.js';
+import { expectingMovedFile, type SettledMove } from './after-move.js';
 import { downloadToTemp } from './download.js';
 import { recordDownloadIntent, recordMoveIntent } from './intents.js';
 import type { ExecutorDeps } from './executor-deps.js';
@@ -47,10 +48,13 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
   let serviceFailuresInARow = 0;
   for (const group of plan.groups) {
     void queue.add(async () => {
-      for (const action of group) {
+      const steps = [...group];
+      for (let i = 0; i < steps.length; i++) {
+        const action = steps[i]!;
         if (d.signal?.aborted || report.stoppedBy !== null) return;
         try {
-          await runAction(action, d, report);
+          const moved = await runAction(action, d, report);
+          if (moved !== undefined) for (let j = i + 1; j < steps.length; j++) steps[j] = expectingMovedFile(steps[j]!, moved);
           report.done[action.kind] = (report.done[action.kind] ?? 0) + 1;
           serviceFailuresInARow = 0;
         } catch (err) {
@@ -81,10 +85,12 @@ function notifyDone(d: ExecutorDeps, action: Action, ok: boolean): void {
   }
 }
 
-async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): Promise<void> {
+/** Runs one step; a move-local returns where it left the file, for the steps after it (see after-move.ts). */
+async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): Promise<SettledMove | undefined> {
   switch (a.kind) {
     case 'download':
-      return download(a, d, report);
+      await download(a, d, report);
+      return;
     case 'upload': {
       const started = Date.now();
       const { bytes } = await uploadLocalFile(d, {
@@ -122,7 +128,7 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
         if (intent !== null) d.store.deleteIntent(intent);
       });
       d.log.info({ from: a.from, to: a.to }, 'moved (renamed or moved remotely)');
-      return;
+      return { to: a.to, before: a.expectLocal, after: moved };
     }
     case 'trash-local': {
       const kept = await d.trash.moveToTrash(resolveInside(d.root, a.relPath), a.relPath, a.expectLocal);
@@ -135,7 +141,8 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       return;
     }
     case 'conflict':
-      return resolveConflict(a, d, report);
+      await resolveConflict(a, d, report);
+      return;
     case 'adopt':
       d.store.putBase(a.base);
       return;
