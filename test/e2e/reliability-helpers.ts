@@ -441,12 +441,17 @@ export async function runRandomKills(
   };
   for (let i = 0; i < 20; i++) addRemote();
   await expectConvergedPass(w);
-  // The local paths the test has written: each at most once, so no test write ever overwrites content the
-  // daemon had no chance to see (that loss would be the test's, not the daemon's).
+  // What the test has written locally: each path, and each document's file, at most once, so no test write
+  // ever overwrites content the daemon had no chance to see (that loss would be the test's, not the daemon's).
+  // A document counts as well as its path: the daemon moves an edited file along with a remote rename, and a
+  // second edit at the new path would overwrite the first one, as a user who saves over their own unsynced
+  // edit would (seed 222706863 did that, 53 ms after the move).
   const touched = new Set<string>();
-  const writeLocalOnce = (rel: string, what: string): boolean => {
-    if (touched.has(rel)) return false;
+  const writeLocalOnce = (rel: string, what: string, documentId?: string): boolean => {
+    const doc = documentId === undefined ? undefined : `document ${documentId}`;
+    if (touched.has(rel) || (doc !== undefined && touched.has(doc))) return false;
     touched.add(rel);
+    if (doc !== undefined) touched.add(doc);
     const content = fresh(what);
     fs.mkdirSync(path.dirname(path.join(w.local, rel)), { recursive: true });
     fs.writeFileSync(path.join(w.local, rel), content);
@@ -457,7 +462,7 @@ export async function runRandomKills(
     () => writeLocalOnce(`${rng.pick(dirs)}/l${++n}.txt`, 'local new'),
     () => {
       const d = rng.pick(docs);
-      writeLocalOnce(`${d.dir}/${d.name}`, 'local edit');
+      writeLocalOnce(`${d.dir}/${d.name}`, 'local edit', d.id);
     },
     addRemote,
     () => {
@@ -478,7 +483,7 @@ export async function runRandomKills(
     () => {
       // Both sides edit one document: a conflict when neither side has synced the other's edit yet.
       const d = rng.pick(docs);
-      if (!writeLocalOnce(`${d.dir}/${d.name}`, 'conflict local')) return;
+      if (!writeLocalOnce(`${d.dir}/${d.name}`, 'conflict local', d.id)) return;
       const content = fresh('conflict remote');
       c.addVersion(d.id, content);
       written.push(content);
