@@ -4,10 +4,10 @@
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { Action, BaseEntry, FileStat, ReconcileContext } from '../../src/sync/model.js';
+import { sameStat, type Action, type BaseEntry, type FileStat, type ReconcileContext } from '../../src/sync/model.js';
 import { baseNameOf, parentOf, pathKey } from '../../src/sync/path-key.js';
 import { reconcile } from '../../src/sync/reconcile.js';
-import { simOpArb, SimWorld, type SimOp } from './reconcile-sim.js';
+import { simOpArb, simStat, SimWorld, type SimOp } from './reconcile-sim.js';
 
 const sha = (c: string) => createHash('sha256').update(c).digest('hex');
 const SOAK = !!process.env.SOAK;
@@ -30,14 +30,6 @@ interface OutboxEntry {
   fileName: string;
   relPath: string;
   local: FileStat & { sha256: string | null };
-}
-
-/**
- * SimWorld's model executor runs one whole step (its base update included). The crashing pass reaches it through
- * this view: `execute` is private in reconcile-sim.ts, which this file must not edit.
- */
-interface ModelExecutor {
-  execute(a: Action): void;
 }
 
 /** An intent (src/sync/intents.ts): recorded before a download is put in place or a file is moved. */
@@ -71,7 +63,7 @@ class CrashWorld {
     for (const i of this.intents.splice(0)) {
       if (i.kind === 'download') {
         const f = this.w.local.get(i.base.relPath);
-        if (f && sha(f.content) === i.base.sha256) this.w.base.set(i.base.documentId, { ...i.base, size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.mtimeMs });
+        if (f && sha(f.content) === i.base.sha256) this.w.base.set(i.base.documentId, { ...i.base, ...simStat(f) });
       } else {
         const to = this.w.local.get(i.base.relPath);
         if (!to || to.inode !== i.inode) continue;
@@ -109,15 +101,14 @@ class CrashWorld {
     };
     let plan = reconcile(w.base, local, remote, ctx);
     if (plan.blocked) plan = reconcile(w.base, local, remote, { ...ctx, force: true });
-    const exec = w as unknown as ModelExecutor;
     const tornGroup = plan.groups.length > 0 ? op.torn % plan.groups.length : -1;
     plan.groups.forEach((group, g) => {
       const done = (op.cuts[g % op.cuts.length] ?? 0) % (group.length + 1);
-      for (const a of group.slice(0, done)) exec.execute(a);
-      const next = group[done];
+      const steps = w.runGroup(group, done);
+      const next = steps[done];
       if (g === tornGroup && next) this.tear(next, op.variant);
       // A file the group was to trash after the remote move's target was settled, left behind untracked.
-      for (const a of group.slice(done)) {
+      for (const a of steps.slice(done)) {
         const f = a.kind === 'trash-local' && a.reason === 'replaced-by-remote-move' ? w.local.get(a.relPath) : undefined;
         if (f) this.orphaned.add(f.content);
       }
@@ -136,7 +127,7 @@ class CrashWorld {
   private matches(relPath: string, stat: FileStat | null): boolean {
     const f = this.w.local.get(relPath);
     if (stat === null) return !f;
-    return !!f && f.content.length === stat.size && f.mtimeMs === stat.mtimeMs && f.inode === stat.inode;
+    return !!f && sameStat(simStat(f), stat);
   }
 
   private content(documentId: string, versionId: string): string | undefined {
@@ -188,8 +179,10 @@ class CrashWorld {
       }
       case 'move-local': {
         // moveFile links the target, then unlinks the source: killed in between, both paths name one inode.
-        const f = w.local.get(a.from);
-        if (!f || !this.matches(a.from, a.expectLocal) || w.local.has(a.to)) return;
+        const found = w.local.get(a.from);
+        if (!found || !this.matches(a.from, a.expectLocal) || w.local.has(a.to)) return;
+        const f = w.relinked(found); // the link set the inode's ctime, at both of its paths
+        w.local.set(a.from, f);
         const b = w.base.get(a.doc.documentId);
         const stat = b && b.sha256 === a.sha256 ? a.expectLocal : {};
         if (b) this.intents.push({ kind: 'move', from: a.from, inode: f.inode, base: { ...b, ...stat, relPath: a.to, key: a.toKey, folderId: a.doc.folderId, fileName: a.doc.fileName } });
@@ -227,7 +220,8 @@ class CrashWorld {
         // 0: local edit moved to the conflict copy; 1: remote content committed at the path too (base not written);
         // 2: base written, the conflict copy's upload committed, its base row left to the outbox.
         if (w.local.has(a.conflictPath)) return;
-        w.local.set(a.conflictPath, f);
+        const copy = w.relinked(f);
+        w.local.set(a.conflictPath, copy);
         w.local.delete(a.relPath);
         if (variant === 0) return;
         this.downloadIntent(a.doc, a.relPath, a.key, remoteContent);
@@ -239,14 +233,14 @@ class CrashWorld {
         const d = w.docs.get(a.doc.documentId)!;
         w.base.set(d.id, {
           documentId: d.id, versionId: a.doc.versionId, versionLabel: null, folderId: d.folderId, fileName: d.fileName, relPath: a.relPath,
-          key: a.key, sha256: sha(remoteContent), size: remoteContent.length, mtimeMs: w.local.get(a.relPath)!.mtimeMs, inode: w.local.get(a.relPath)!.inode, ctimeMs: w.local.get(a.relPath)!.mtimeMs,
+          key: a.key, sha256: sha(remoteContent), ...simStat(w.local.get(a.relPath)!),
         });
         const folder = w.folderAt(parentOf(a.conflictPath));
         if (!a.uploadConflictCopy || !folder || w.nameTaken(folder.id, baseNameOf(a.conflictPath))) return;
         const id = w.next('doc-');
         const versionId = w.next('ver-');
         w.docs.set(id, { id, folderId: folder.id, fileName: baseNameOf(a.conflictPath), versions: [{ id: versionId, content: f.content }] });
-        this.outbox.push({ documentId: id, versionId, folderId: folder.id, fileName: baseNameOf(a.conflictPath), relPath: a.conflictPath, local: { size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.mtimeMs, sha256: sha(f.content) } });
+        this.outbox.push({ documentId: id, versionId, folderId: folder.id, fileName: baseNameOf(a.conflictPath), relPath: a.conflictPath, local: { ...simStat(copy), sha256: sha(copy.content) } });
         return;
       }
       case 'remote-wins':

@@ -2,14 +2,18 @@
 // table, with a model executor that applies plans per model.ts. Exported so a soak run can reuse it.
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import type { Action, BaseEntry, LocalObservation, Plan, ReconcileContext, RemoteObservation } from '../../src/sync/model.js';
+import { expectingMovedFile, type SettledMove } from '../../src/sync/after-move.js';
+import { sameStat, type Action, type BaseEntry, type FileStat, type LocalObservation, type Plan, type ReconcileContext, type RemoteObservation } from '../../src/sync/model.js';
 import { baseNameOf, joinRel, parentOf, pathKey } from '../../src/sync/path-key.js';
 import { reconcile } from '../../src/sync/reconcile.js';
 
-interface SimFile { content: string; mtimeMs: number; inode: number }
+/** A write sets mtime and ctime; a link, unlink or rename of the file sets its ctime alone (relinked). */
+export interface SimFile { content: string; mtimeMs: number; inode: number; ctimeMs: number }
 interface SimDoc { id: string; folderId: string; fileName: string; versions: Array<{ id: string; content: string }> }
 interface SimFolder { id: string; name: string; parentId: string | null }
 
+/** A simulated file's stat, as the scan reports it. */
+export const simStat = (f: SimFile): FileStat => ({ size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs });
 const sha = (c: string) => createHash('sha256').update(c).digest('hex');
 const DIRS = ['A', 'B', 'A/S', 'C', ''];
 const NAMES = ['a.txt', 'b.txt', 'c'];
@@ -55,8 +59,13 @@ export class SimWorld {
     return c === 0 ? 'same' : this.next('content-');
   }
   writeLocal(relPath: string, content: string): void {
-    this.local.set(relPath, { content, mtimeMs: ++this.n, inode: ++this.n });
+    const at = ++this.n;
+    this.local.set(relPath, { content, mtimeMs: at, inode: ++this.n, ctimeMs: at });
     for (let d = parentOf(relPath); d !== ''; d = parentOf(d)) this.dirs.add(d);
+  }
+  /** The file after a link, unlink or rename: same inode, content and mtime, a new ctime. */
+  relinked(f: SimFile): SimFile {
+    return { ...f, ctimeMs: ++this.n };
   }
   folderPath(id: string): string {
     const f = this.folders.get(id);
@@ -86,7 +95,7 @@ export class SimWorld {
     const based = new Set([...this.base.values()].map((b) => b.key));
     for (const [relPath, f] of this.local) {
       const unread = this.lazyFrom !== undefined && f.content.length >= this.lazyFrom && !based.has(relPath);
-      local.files.set(relPath, { relPath, key: relPath, sha256: unread ? null : sha(f.content), size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.mtimeMs });
+      local.files.set(relPath, { relPath, key: relPath, sha256: unread ? null : sha(f.content), size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs });
     }
     for (const d of this.dirs) local.dirs.set(d, d);
     const remote: RemoteObservation = { docs: new Map(), folders: new Map(), gone: new Set(), unmappable: [] };
@@ -162,15 +171,28 @@ export class SimWorld {
     };
     let plan = reconcile(this.base, local, remote, ctx);
     if (plan.blocked) plan = reconcile(this.base, local, remote, { ...ctx, force: true });
-    for (const group of plan.groups) for (const a of group) this.execute(a);
+    for (const group of plan.groups) this.runGroup(group);
     const kept = this.reachable();
     for (const c of before) if (!kept.has(c)) throw new Error(`content lost in pass ${this.passes}: ${c}`);
     return plan;
   }
 
-  private expectLocal(relPath: string, stat: { size: number; mtimeMs: number; inode: number } | null, sha256?: string): SimFile | undefined {
+  /**
+   * Runs the first `count` steps of a group as the executor does: a move's settled stat is carried to the steps
+   * after it (src/sync/after-move.ts). Returns the group's steps as they stand after those carries.
+   */
+  runGroup(group: readonly Action[], count = group.length): Action[] {
+    const steps = [...group];
+    for (let i = 0; i < Math.min(count, steps.length); i++) {
+      const moved = this.execute(steps[i]!);
+      if (moved !== undefined) for (let j = i + 1; j < steps.length; j++) steps[j] = expectingMovedFile(steps[j]!, moved);
+    }
+    return steps;
+  }
+
+  private expectLocal(relPath: string, stat: FileStat | null, sha256?: string): SimFile | undefined {
     const f = this.local.get(relPath);
-    const ok = stat === null ? !f : !!f && f.content.length === stat.size && f.mtimeMs === stat.mtimeMs && f.inode === stat.inode && (sha256 === undefined || sha(f.content) === sha256);
+    const ok = stat === null ? !f : !!f && sameStat(simStat(f), stat) && (sha256 === undefined || sha(f.content) === sha256);
     if (!ok) throw new Error(`plan expectation broken at ${relPath}`);
     return f;
   }
@@ -180,7 +202,7 @@ export class SimWorld {
     if (!d || !f) throw new Error(`cannot record base for ${docId} at ${relPath}`);
     this.base.set(docId, {
       documentId: docId, versionId: this.latest(d).id, versionLabel: null, folderId: d.folderId, fileName: d.fileName,
-      relPath, key: pathKey(relPath, false), sha256: sha(f.content), size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.mtimeMs,
+      relPath, key: pathKey(relPath, false), sha256: sha(f.content), size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs,
     });
   }
   private newDoc(folderId: string, fileName: string, content: string): string {
@@ -196,13 +218,17 @@ export class SimWorld {
     return v.content;
   }
 
-  /** The model executor: the semantics described in model.ts, with every expectation checked. */
-  private execute(a: Action): void {
+  /**
+   * The model executor: the semantics described in model.ts, with every expectation checked. A move returns
+   * where it left the file, as the executor's runAction does.
+   */
+  private execute(a: Action): SettledMove | undefined {
     switch (a.kind) {
       case 'download': {
         this.expectLocal(a.relPath, a.expectLocal);
         this.writeLocal(a.relPath, this.versionContent(a.doc.documentId, a.doc.versionId));
-        return this.setBase(a.doc.documentId, a.relPath);
+        this.setBase(a.doc.documentId, a.relPath);
+        return;
       }
       case 'upload': {
         const f = this.expectLocal(a.relPath, a.local, a.local.sha256 ?? undefined) as SimFile;
@@ -214,10 +240,11 @@ export class SimWorld {
           d.versions.push({ id: this.next('ver-'), content: f.content });
         }
         if (a.replacesBase !== null && a.replacesBase !== id) this.base.delete(a.replacesBase);
-        return this.setBase(id, a.relPath);
+        this.setBase(id, a.relPath);
+        return;
       }
       case 'move-local': {
-        const f = this.expectLocal(a.from, a.expectLocal) as SimFile;
+        const f = this.relinked(this.expectLocal(a.from, a.expectLocal) as SimFile);
         this.expectLocal(a.to, null);
         this.local.delete(a.from);
         this.local.set(a.to, f);
@@ -226,10 +253,10 @@ export class SimWorld {
         if (!b) throw new Error('move-local without base');
         // The base follows the file to its new path and remote name, keeping its stat and hash (as the executor
         // does): a file edited locally before the move still differs from the base, so the edit is not lost
-        // if the upload planned after the move does not happen.
-        const stat = b.sha256 === a.sha256 ? a.expectLocal : {};
+        // if the upload planned after the move does not happen. An unchanged file's base takes the moved ctime.
+        const stat = b.sha256 === a.sha256 ? simStat(f) : {};
         this.base.set(a.doc.documentId, { ...b, ...stat, relPath: a.to, key: a.toKey, folderId: a.doc.folderId, fileName: a.doc.fileName });
-        return;
+        return { to: a.to, before: a.expectLocal, after: simStat(f) };
       }
       case 'trash-local': {
         const f = this.expectLocal(a.relPath, a.expectLocal) as SimFile;
@@ -238,7 +265,7 @@ export class SimWorld {
         if (a.reason === 'remote-deleted') this.base.delete(a.documentId);
         return;
       }
-      case 'conflict': return this.resolveConflict(a);
+      case 'conflict': this.resolveConflict(a); return;
       case 'adopt': this.base.set(a.base.documentId, a.base); return;
       case 'forget': this.base.delete(a.documentId); return;
       case 'mkdir-local': this.dirs.add(a.relPath); return;
@@ -252,7 +279,7 @@ export class SimWorld {
     switch (a.policy) {
       case 'keep-both': {
         this.expectLocal(a.conflictPath, null);
-        this.local.set(a.conflictPath, f);
+        this.local.set(a.conflictPath, this.relinked(f));
         this.writeLocal(a.relPath, remoteContent);
         this.setBase(a.doc.documentId, a.relPath);
         if (a.uploadConflictCopy) {
