@@ -1,7 +1,7 @@
 // Reconcile for items without a base row (new local files, new remote documents, remote folders) and the
 // shared "who holds this path" check that every step writing a local path goes through.
-import type { Action, BaseEntry, Issue, LocalFile, PathKey, ReconcileContext, RemoteDoc } from './model.js';
-import { baseNameOf, parentOf } from './path-key.js';
+import type { Action, BaseEntry, Issue, LocalFile, PathKey, ReconcileContext, RemoteDoc, RemoteFolder } from './model.js';
+import { baseNameOf, joinRel, parentOf } from './path-key.js';
 import type { PlanBuilder } from './reconcile-builder.js';
 import { conflict, download, upload, versionOf } from './reconcile-steps.js';
 import type { ReconcileView } from './reconcile-view.js';
@@ -99,10 +99,28 @@ export function planLocalFile(
   if (remoteNew && !s.out.isClaimed(file.key)) return { actions: [unbasedPair(s, file, remoteNew)], issue: null };
   if (atKey.length > 0) return none('path-collision', 'a synced remote document already uses this path');
   if (s.ctx.direction === 'download') return none('local-change-not-uploaded', 'direction is download: local changes are not uploaded');
-  const folder = s.view.folderForParentOf(file.key);
+  const folder = s.view.folderForParentOf(file.key) ?? followedFolder(s, file);
   if (!folder) return none('waiting-for-remote-folder', `no remote folder for "${parentOf(file.relPath)}" yet; the service cannot create folders`);
+  if ('issue' in folder) return { actions: [], issue: folder.issue };
   const fileName = was && was.folderId === folder.folderId && was.key === file.key ? was.fileName : baseNameOf(file.relPath);
   return { actions: [upload(file, { documentId: null, folderId: folder.folderId, fileName }, reason, null)], issue: null };
+}
+
+/**
+ * A new local file in a directory whose remote folder was renamed or moved (see ReconcileView.followedFolderKey):
+ * the folder it goes into where that folder is now, or why it cannot go there. Undefined when no folder was
+ * renamed away from here, or the place it moved to has no folder for this file's own directory.
+ */
+function followedFolder(s: PassState, file: LocalFile): RemoteFolder | { issue: Issue } | undefined {
+  const dir = s.view.followedFolderKey(parentOf(file.key));
+  const folder = dir === null ? undefined : s.view.folderByKey.get(dir);
+  if (dir === null || folder === undefined) return undefined;
+  // The document will be listed at folder/name: nothing may be there on either side, nor be written there.
+  const target = joinRel(dir, baseNameOf(file.key));
+  if (s.view.docsByKey.has(target) || s.view.local.files.has(target) || localEntryInTheWay(s.view, target) !== null || s.out.isClaimed(target)) {
+    return { issue: { relPath: file.relPath, code: 'path-collision', detail: `its remote folder is now "${folder.relPath}", where something of this name already is` } };
+  }
+  return folder;
 }
 
 /** A remote document with no base row. */

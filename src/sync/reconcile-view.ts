@@ -27,6 +27,8 @@ export class ReconcileView {
   readonly folderByKey = new Map<PathKey, RemoteFolder>();
   readonly localFiles: LocalFile[];
   private readonly problemKeys: Set<PathKey>;
+  /** Local directory key -> the remote folders the base last saw there (built on first use). */
+  private foldersOfBaseDirs: Map<PathKey, Set<string>> | null = null;
 
   constructor(
     readonly base: ReadonlyMap<string, BaseEntry>,
@@ -64,6 +66,39 @@ export class ReconcileView {
   /** The remote folder a new document at relative key `key` would go into ('' parent = the sync root). */
   folderForParentOf(key: PathKey): RemoteFolder | undefined {
     return this.folderByKey.get(parentOf(key));
+  }
+
+  /**
+   * Where a remote folder that was renamed or moved now lives, for a local directory it left behind: `dirKey`
+   * (or its nearest ancestor that does) has no remote folder any more, the base saw exactly one remote folder
+   * there, and that folder exists now at another key. Returns the directory's key translated into the
+   * folder's new place (`B/sub` -> `B renamed/sub` when folder B was renamed). Null when nothing says so.
+   * New local files in such a directory are uploaded into the folder where it now is, instead of waiting
+   * forever for a folder the service cannot create (the next pass moves them along, as any remote rename).
+   */
+  followedFolderKey(dirKey: PathKey): PathKey | null {
+    this.foldersOfBaseDirs ??= this.indexBaseDirs();
+    for (let k = dirKey; k !== ''; k = parentOf(k)) {
+      if (this.folderByKey.has(k)) return null; // a folder is there: the path is not stranded from here up
+      const ids = this.foldersOfBaseDirs.get(k);
+      if (ids === undefined) continue;
+      if (ids.size !== 1) return null;
+      const folder = this.remote.folders.get([...ids][0]!);
+      if (folder === undefined || folder.key === k) return null;
+      return folder.key + dirKey.slice(k.length);
+    }
+    return null;
+  }
+
+  private indexBaseDirs(): Map<PathKey, Set<string>> {
+    const out = new Map<PathKey, Set<string>>();
+    for (const b of this.bases) {
+      const dir = parentOf(b.key);
+      const ids = out.get(dir) ?? new Set<string>();
+      ids.add(b.folderId);
+      out.set(dir, ids);
+    }
+    return out;
   }
 
   /** Every key that exists on either side: a conflict copy must avoid all of them. */

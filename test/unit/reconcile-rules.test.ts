@@ -143,6 +143,43 @@ describe('new local files', () => {
     expect(p.groups).toEqual([]);
     expect(codes(p)).toEqual(['local-change-not-uploaded docs/new.txt']);
   });
+  // Folder "old" was renamed to "renamed" remotely; its synced file moves along this pass. A new local file
+  // beside it is uploaded into the folder where it is now (the next pass moves it there too, as any remote
+  // rename), instead of waiting for an "old" folder the service cannot create.
+  function renamedFolder(): World {
+    const w = world().folder('f2', 'renamed');
+    w.baseRow('d1', 'old/a.txt', 'v1', 'f2', 'h1');
+    w.file('old/a.txt', 'h1');
+    w.doc('d1', 'renamed/a.txt', 'v1', 'f2');
+    return w;
+  }
+  it('a new file in a directory whose remote folder was renamed goes into the folder where it is now', () => {
+    const w = renamedFolder();
+    w.file('old/new.txt', 'n1');
+    const p = plan(w);
+    expect(summarizeGroups(p.groups)).toContainEqual(['upload old/new.txt -> new:f2/new.txt new-local replaces=none']);
+    expect(p.groups.flat().map((a) => a.kind).sort()).toEqual(['mkdir-local', 'move-local', 'upload']);
+    expect(codes(p)).toEqual([]);
+  });
+  it('a deeper one goes into the matching subfolder there, or waits for it', () => {
+    const w = renamedFolder();
+    w.file('old/sub/deep.txt', 'n1');
+    expect(codes(plan(w))).toEqual(['waiting-for-remote-folder old/sub/deep.txt']);
+    w.folder('f3', 'renamed/sub', 'f2');
+    expect(summarizeGroups(plan(w).groups)).toContainEqual(['upload old/sub/deep.txt -> new:f3/deep.txt new-local replaces=none']);
+  });
+  it('stays where it is, reported, when the renamed folder already holds that name, or another folder has its old name', () => {
+    const taken = renamedFolder();
+    taken.file('old/a2.txt', 'n1');
+    taken.doc('d9', 'renamed/a2.txt', 'v1', 'f2');
+    const p = plan(taken);
+    expect(p.groups.flat().filter((a) => a.kind === 'upload')).toEqual([]);
+    expect(codes(p)).toEqual(['path-collision old/a2.txt']);
+    // A new remote folder took the old name: the file goes there, as to any folder.
+    const reused = renamedFolder().folder('f4', 'old');
+    reused.file('old/new.txt', 'n1');
+    expect(summarizeGroups(plan(reused).groups)).toContainEqual(['upload old/new.txt -> new:f4/new.txt new-local replaces=none']);
+  });
   it('modified + remote deleted waits when its folder is gone', () => {
     const w = world();
     w.baseRow('d1', 'gonefolder/a.txt', 'v1', 'fX', 'h1');
