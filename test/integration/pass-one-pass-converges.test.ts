@@ -26,7 +26,10 @@ const scenarioArb = fc.record({
   docs: fc.array(fc.record({ remote: fc.constantFrom(...REMOTE), local: fc.constantFrom(...LOCAL) }), { minLength: DOCS, maxLength: DOCS }),
   newLocal: fc.array(fc.boolean(), { maxLength: 2 }), // each: in folder A (true) or B
   newRemote: fc.array(fc.boolean(), { maxLength: 2 }),
-  renameFolderB: fc.boolean(),
+  /** Folder B renamed, or moved into A (A/B), remotely. */
+  folderB: fc.constantFrom('stays', 'renamed', 'moved-into-A'),
+  /** A new file at one path on both sides, with the same content or not. */
+  newOnBoth: fc.constantFrom('none', 'same', 'different'),
   /** The pass runs in a new process (as `sync` does) instead of the one that made the first pass (the daemon). */
   newProcess: fc.boolean(),
   conflictPolicy: fc.constantFrom(...POLICIES),
@@ -98,8 +101,8 @@ async function syncedPair(conflictPolicy: string): Promise<SyncedPair> {
 
 /**
  * Applies the scenario to both sides. Returns every content it wrote, and whether it left a file the base does
- * not know in local directory B while folder B is renamed remotely: that file is uploaded into the renamed
- * folder by the first pass and moved there locally by the second (ReconcileView.followedFolderKey).
+ * not know in local directory B while folder B is renamed or moved remotely: that file is uploaded into the
+ * folder where it is now by the first pass and moved there locally by the second (ReconcileView.followedFolderKey).
  */
 function applyScenario(s: Scenario, p: SyncedPair): { written: string[]; followsFolder: boolean } {
   const c = emu.control;
@@ -142,15 +145,26 @@ function applyScenario(s: Scenario, p: SyncedPair): { written: string[]; follows
     c.addDocument(p.binderId, inA ? p.folders.A : p.folders.B, `rn${k}.txt`, content);
     written.push(content);
   });
-  if (s.renameFolderB) c.renameFolder(p.folders.B, 'B renamed');
-  return { written, followsFolder: s.renameFolderB && newInB };
+  if (s.newOnBoth !== 'none') {
+    const content = `new on both sides (run ${run})`;
+    fs.writeFileSync(local('A/both.txt'), s.newOnBoth === 'same' ? content : `${content}, local`);
+    c.addDocument(p.binderId, p.folders.A, 'both.txt', content);
+    written.push(content, ...(s.newOnBoth === 'same' ? [] : [`${content}, local`]));
+  }
+  if (s.folderB === 'renamed') c.renameFolder(p.folders.B, 'B renamed');
+  if (s.folderB === 'moved-into-A') c.moveFolder(p.folders.B, p.folders.A);
+  return { written, followsFolder: s.folderB !== 'stays' && newInB };
 }
 
 /** The remote side as local paths would show it: path -> latest content. */
 function remoteTree(binderId: string): Map<string, string> {
   const c = emu.control;
-  const names = new Map(c.listFolders(binderId).map((f) => [f.id, f.name]));
-  return new Map(c.listDocuments(binderId).map((d) => [`${names.get(d.folderId)}/${d.fileName}`, sha(c.readContent(d.id))]));
+  const folders = new Map(c.listFolders(binderId).map((f) => [f.id, f]));
+  const folderPath = (id: string): string => {
+    const f = folders.get(id)!;
+    return f.parentId ? `${folderPath(f.parentId)}/${f.name}` : f.name;
+  };
+  return new Map(c.listDocuments(binderId).map((d) => [`${folderPath(d.folderId)}/${d.fileName}`, sha(c.readContent(d.id))]));
 }
 
 describe('one pass converges', () => {
@@ -164,7 +178,7 @@ describe('one pass converges', () => {
             p.rt.store.close();
             const config = configFor(p.dir, p.binderId, p.conflictPolicy);
             p.rt = await openPair(config.pairs[0]!, config.stateDir, client, pino({ level: 'silent' }));
-          } else if (s.renameFolderB) {
+          } else if (s.folderB !== 'stays') {
             // Within one process a walked folder tree stands in for a few seconds (folderTreeMaxAgeMs): a folder
             // rename shows once it is older. Here it is made older at once.
             p.rt.cache.foldersAt = 0;
