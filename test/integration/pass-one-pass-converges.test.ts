@@ -32,6 +32,11 @@ const scenarioArb = fc.record({
   newOnBoth: fc.constantFrom('none', 'same', 'different'),
   /** The pass runs in a new process (as `sync` does) instead of the one that made the first pass (the daemon). */
   newProcess: fc.boolean(),
+  /**
+   * In the same process: the pass gets the directories the local changes touched as hints, as the daemon's
+   * watcher gives them (an incremental scan merged with the last pass's observation), instead of a full scan.
+   */
+  hinted: fc.boolean(),
   conflictPolicy: fc.constantFrom(...POLICIES),
 });
 type Scenario = typeof scenarioArb extends fc.Arbitrary<infer T> ? T : never;
@@ -96,6 +101,9 @@ async function syncedPair(conflictPolicy: string): Promise<SyncedPair> {
   const rt = await openPair(config.pairs[0]!, config.stateDir, client, pino({ level: 'silent' }));
   const first = await runPass(rt);
   expect(first.converged, JSON.stringify(first.execution?.failures)).toBe(true);
+  // A quiet pass, as a daemon makes next: the directories the first pass wrote into are scanned again once, so
+  // a hinted pass after it scans only what it is told.
+  expect((await runPass(rt)).plan.groups).toEqual([]);
   return { rt, dir, binderId, folders, docIds, conflictPolicy };
 }
 
@@ -104,11 +112,15 @@ async function syncedPair(conflictPolicy: string): Promise<SyncedPair> {
  * not know in local directory B while folder B is renamed or moved remotely: that file is uploaded into the
  * folder where it is now by the first pass and moved there locally by the second (ReconcileView.followedFolderKey).
  */
-function applyScenario(s: Scenario, p: SyncedPair): { written: string[]; followsFolder: boolean } {
+function applyScenario(s: Scenario, p: SyncedPair): { written: string[]; followsFolder: boolean; localDirs: string[] } {
   const c = emu.control;
   const written: string[] = [];
   let newInB = false;
-  const local = (rel: string) => path.join(p.dir, 'local', rel);
+  const localDirs = new Set<string>();
+  const local = (rel: string) => {
+    localDirs.add(path.posix.dirname(rel));
+    return path.join(p.dir, 'local', rel);
+  };
   s.docs.forEach((change, i) => {
     const id = p.docIds[i]!;
     const doc = c.listDocuments(p.binderId).find((d) => d.id === id)!;
@@ -153,7 +165,7 @@ function applyScenario(s: Scenario, p: SyncedPair): { written: string[]; follows
   }
   if (s.folderB === 'renamed') c.renameFolder(p.folders.B, 'B renamed');
   if (s.folderB === 'moved-into-A') c.moveFolder(p.folders.B, p.folders.A);
-  return { written, followsFolder: s.folderB !== 'stays' && newInB };
+  return { written, followsFolder: s.folderB !== 'stays' && newInB, localDirs: [...localDirs].sort() };
 }
 
 /** The remote side as local paths would show it: path -> latest content. */
@@ -173,7 +185,7 @@ describe('one pass converges', () => {
       fc.asyncProperty(scenarioArb, async (s) => {
         const p = await syncedPair(s.conflictPolicy);
         try {
-          const { written, followsFolder } = applyScenario(s, p);
+          const { written, followsFolder, localDirs } = applyScenario(s, p);
           if (s.newProcess) {
             p.rt.store.close();
             const config = configFor(p.dir, p.binderId, p.conflictPolicy);
@@ -183,12 +195,12 @@ describe('one pass converges', () => {
             // rename shows once it is older. Here it is made older at once.
             p.rt.cache.foldersAt = 0;
           }
-          let r = await runPass(p.rt);
+          let r = await runPass(p.rt, s.hinted && !s.newProcess ? { localDirs } : {});
           let why = JSON.stringify({ scenario: s, failures: r.execution?.failures, issues: r.issues, actions: r.plan.groups.flat().map((a) => a.kind) });
           expect(r.execution?.failures ?? [], why).toEqual([]);
           if (followsFolder) {
             p.rt.cache.foldersAt = 0; // as above: the uploads' folder is seen where it is now
-            r = await runPass(p.rt);
+            r = await runPass(p.rt, s.hinted && !s.newProcess ? { localDirs: [] } : {});
             why = JSON.stringify({ scenario: s, pass: 2, failures: r.execution?.failures, issues: r.issues, actions: r.plan.groups.flat().map((a) => a.kind) });
             expect(r.execution?.failures ?? [], why).toEqual([]);
           }
