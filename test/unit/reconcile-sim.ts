@@ -17,6 +17,8 @@ export const simStat = (f: SimFile): FileStat => ({ size: f.content.length, mtim
 const sha = (c: string) => createHash('sha256').update(c).digest('hex');
 const DIRS = ['A', 'B', 'A/S', 'C', ''];
 const NAMES = ['a.txt', 'b.txt', 'c'];
+/** Names a remote folder rename picks from: the folders' own names, so renames can swap and reuse them. */
+const FOLDER_NAMES = ['A', 'B', 'S', 'R'];
 const FOLDERS: Record<string, SimFolder> = {
   fA: { id: 'fA', name: 'A', parentId: null },
   fB: { id: 'fB', name: 'B', parentId: null },
@@ -33,6 +35,7 @@ export type SimOp =
   | { t: 'remote-move'; pick: number; folder: number }
   | { t: 'remote-delete'; pick: number }
   | { t: 'remote-add-folder-C' }
+  | { t: 'remote-rename-folder'; folder: number; name: number }
   | { t: 'sync' };
 
 export class SimWorld {
@@ -157,6 +160,13 @@ export class SimWorld {
       }
       case 'remote-delete': { const d = docs[op.pick % Math.max(1, docs.length)]; if (d) this.docs.delete(d.id); return; }
       case 'remote-add-folder-C': if (!this.folders.has('fC')) this.folders.set('fC', { id: 'fC', name: 'C', parentId: null }); return;
+      case 'remote-rename-folder': {
+        const f = this.folders.get(folderIds[op.folder % folderIds.length] ?? 'fA');
+        const name = FOLDER_NAMES[op.name] ?? 'R';
+        // Sibling folders have distinct names on the service.
+        if (f && ![...this.folders.values()].some((o) => o.parentId === f.parentId && o.name === name)) f.name = name;
+        return;
+      }
       case 'sync': this.syncPass(); return;
     }
   }
@@ -313,17 +323,25 @@ export const simOpArb: fc.Arbitrary<SimOp> = fc.oneof(
   { arbitrary: fc.record({ t: fc.constant('remote-move' as const), pick: fc.nat(20), folder: fc.nat(3) }), weight: 3 },
   { arbitrary: fc.record({ t: fc.constant('remote-delete' as const), pick: fc.nat(20) }), weight: 2 },
   { arbitrary: fc.constant({ t: 'remote-add-folder-C' as const }), weight: 1 },
+  { arbitrary: fc.record({ t: fc.constant('remote-rename-folder' as const), folder: fc.nat(3), name: fc.nat(FOLDER_NAMES.length - 1) }), weight: 1 },
   { arbitrary: fc.constant({ t: 'sync' as const }), weight: 4 },
 );
+
+/** The plan uploaded a local file into a folder that is not at the file's directory (see followedFolderKey). */
+export function followedAFolder(w: SimWorld, plan: Plan): boolean {
+  return plan.groups.flat().some((a) => a.kind === 'upload' && a.target.documentId === null && w.folders.has(a.target.folderId) && w.folderPath(a.target.folderId) !== parentOf(a.relPath));
+}
 
 /** Runs ops, then settles and checks convergence. Throws (with a reason) on any violated property. */
 export function runSimulation(ops: SimOp[], conflictPolicy: ReconcileContext['conflictPolicy'], lazyFrom?: number): void {
   const w = new SimWorld(lazyFrom);
   for (const op of ops) if (op.t === 'sync') w.syncPass({ conflictPolicy }); else w.apply(op);
-  const last = w.syncPass({ conflictPolicy });
+  let last = w.syncPass({ conflictPolicy });
   // By design a rename cycle whose files are all modified locally takes two passes (upload first, then the
-  // now-unchanged copy can be trashed and re-downloaded); it is reported as a path-collision meanwhile.
-  if (last.issues.some((i) => i.code === 'path-collision')) w.syncPass({ conflictPolicy });
+  // now-unchanged copy can be trashed and re-downloaded); it is reported as a path-collision meanwhile. So does
+  // a file uploaded into its folder where a remote rename took it (the next pass moves it there locally), and
+  // one whose place there a file still held when the pass planned (a path-collision first, then both).
+  for (let i = 0; i < 2 && (last.issues.some((x) => x.code === 'path-collision') || followedAFolder(w, last)); i++) last = w.syncPass({ conflictPolicy });
   const again = w.syncPass({ conflictPolicy });
   if (again.groups.length > 0) throw new Error(`second pass planned ${JSON.stringify(again.groups.flat().map((a) => a.kind))}`);
   // Files that cannot be uploaded must be reported; everything else must be equal on both sides.
