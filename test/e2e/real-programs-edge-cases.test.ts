@@ -10,41 +10,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, localTree, sha256, type Workspace } from './harness.js';
-import { eventually, msgHas, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
+import { localTree, sha256, type Workspace } from './harness.js';
+import { has, remoteVersions, sleep, watchedFolderFixture } from './real-programs-helpers.js';
+import { eventually, msgHas, type DaemonProcess } from './run-helpers.js';
 import { explain, syncJson, tempFilesUnder, trashHashes } from './scenario-helpers.js';
 
-let ws: Workspace | undefined;
-let daemon: DaemonProcess | undefined;
-let scratch: string | undefined;
-afterEach(async () => {
-  await daemon?.dispose();
-  await ws?.close();
-  if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
-  daemon = undefined;
-  ws = undefined;
-  scratch = undefined;
-});
-
-const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const fx = watchedFolderFixture('real-programs-audit-');
+afterEach(() => fx.dispose());
 
 /** A workspace with a remote folder 'Docs' and a running daemon that has finished its first pass. */
-async function started(env: NodeJS.ProcessEnv = {}, pair: Record<string, unknown> = {}): Promise<{ w: Workspace; d: DaemonProcess; folderId: string }> {
-  ws = await createWorkspace();
-  const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
-  writeRunConfig(ws, { pairs: [{ name: 'main', localPath: './local', binderId: ws.binderId, ...pair }] });
-  daemon = startDaemonProcess(ws, { env });
-  await daemon.waitForLog(msgHas('pass: '), 15_000, 'the first pass');
-  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'real-programs-audit-'));
-  return { w: ws, d: daemon, folderId: folder.id };
-}
-
-/** fileName -> [sha256 of each version] for every document of the binder. */
-function remoteVersions(w: Workspace): Map<string, string[]> {
-  const c = w.emulator.control;
-  return new Map(c.listDocuments(w.binderId).map((doc) => [doc.fileName, c.listVersions(doc.id).map((v) => sha256(c.readContent(doc.id, v.id)))]));
-}
+const started = (env: NodeJS.ProcessEnv = {}, pair: Record<string, unknown> = {}) => fx.start({ env, pair });
 
 /** Waits until check() holds or timeoutMs passes; returns whether it held (the caller asserts the outcome). */
 async function waitFor(check: () => boolean, timeoutMs: number): Promise<boolean> {
@@ -78,8 +53,8 @@ describe('binder-sync run: content replaced in place with the same size and the 
     // Every pass a full rescan (rescan interval below the poll interval): neither the watcher nor a rescan may miss it.
     const { w, d } = await started({ BINDER_SYNC_RESCAN_INTERVAL_MS: '1000' });
     // Two releases built reproducibly (SOURCE_DATE_EPOCH): every file has the same fixed mtime.
-    const v1 = path.join(scratch!, 'v1', 'settings.conf');
-    const v2 = path.join(scratch!, 'v2', 'settings.conf');
+    const v1 = path.join(fx.scratch, 'v1', 'settings.conf');
+    const v2 = path.join(fx.scratch, 'v2', 'settings.conf');
     fs.mkdirSync(path.dirname(v1));
     fs.mkdirSync(path.dirname(v2));
     fs.writeFileSync(v1, 'mode=alpha\nlevel=1\n');
@@ -111,12 +86,12 @@ describe('binder-sync run: content replaced in place with the same size and the 
   it('tar x of the next release over the previous one (fixed mtimes, as npm pack and reproducible builds make them) uploads every changed file', async () => {
     const { w, d } = await started({ BINDER_SYNC_RESCAN_INTERVAL_MS: '1000' });
     const release = (tag: string, files: Record<string, string>): string => {
-      const dir = path.join(scratch!, tag, 'Docs');
+      const dir = path.join(fx.scratch, tag, 'Docs');
       fs.mkdirSync(dir, { recursive: true });
       for (const [n, c] of Object.entries(files)) fs.writeFileSync(path.join(dir, n), c);
-      const tarFile = path.join(scratch!, `${tag}.tar`);
+      const tarFile = path.join(fx.scratch, `${tag}.tar`);
       // npm pack stamps every file 1985-10-26T08:15:00Z; reproducible builds use SOURCE_DATE_EPOCH likewise.
-      execFileSync('tar', ['--mtime=@499162500', '-cf', tarFile, '-C', path.join(scratch!, tag), 'Docs']);
+      execFileSync('tar', ['--mtime=@499162500', '-cf', tarFile, '-C', path.join(fx.scratch, tag), 'Docs']);
       return tarFile;
     };
     const v1 = { 'index.js': 'module.exports = 1;\n', 'VERSION': '1.0.0\n', 'README.md': 'readme\n' };
@@ -145,14 +120,14 @@ describe('binder-sync run: content replaced in place with the same size and the 
 describe('binder-sync run: timestamps in the future', () => {
   it('tar x of an archive whose files carry a future mtime (clock skew, a zip from another time zone) uploads them', async () => {
     const { w, d } = await started();
-    const src = path.join(scratch!, 'Docs');
+    const src = path.join(fx.scratch, 'Docs');
     fs.mkdirSync(src);
     fs.writeFileSync(path.join(src, 'now.txt'), 'made on this machine');
     fs.writeFileSync(path.join(src, 'ahead.txt'), 'made on a machine whose clock runs two hours ahead');
     setTimes(path.join(src, 'ahead.txt'), Math.floor(Date.now() / 1000) + 2 * 3600);
-    execFileSync('tar', ['-cf', path.join(scratch!, 'a.tar'), '-C', scratch!, 'Docs']);
+    execFileSync('tar', ['-cf', path.join(fx.scratch, 'a.tar'), '-C', fx.scratch, 'Docs']);
     // GNU tar warns "time stamp ... in the future" and extracts it with that mtime.
-    spawnSync('tar', ['-xf', path.join(scratch!, 'a.tar'), '-C', w.local]);
+    spawnSync('tar', ['-xf', path.join(fx.scratch, 'a.tar'), '-C', w.local]);
     expect(fs.statSync(path.join(w.local, 'Docs', 'ahead.txt')).mtimeMs).toBeGreaterThan(Date.now() + 3600_000);
 
     await eventually(() => remoteVersions(w).has('now.txt'), 10_000, 'now.txt uploaded', d.tail);
@@ -185,7 +160,7 @@ describe('binder-sync run: a synced file replaced by a directory of the same nam
 describe('binder-sync run: rsync over a slow link', () => {
   it.skipIf(!has('rsync'))('rsync --bwlimit (a slow link) uploads neither its .name.XXXXXX temp file nor a partial version, and no temp file comes back', async () => {
     const { w, d } = await started();
-    const src = path.join(scratch!, 'src');
+    const src = path.join(fx.scratch, 'src');
     fs.mkdirSync(src);
     const content = Buffer.alloc(160 * 1024);
     for (let i = 0; i < content.length; i++) content[i] = (i * 31 + (i >> 9)) & 0xff;
@@ -206,13 +181,13 @@ describe('binder-sync run: a writer that pauses mid-file', () => {
   // documented trade-off of a short quiet period. Raised above the stall, one version.
   it('tar x from a pipe that stalls for 2.5 s mid-file, with quietPeriod 4s: no partial version is uploaded', async () => {
     const { w, d } = await started({}, { quietPeriod: '4s' });
-    const src = path.join(scratch!, 'Docs');
+    const src = path.join(fx.scratch, 'Docs');
     fs.mkdirSync(src);
     const content = Buffer.alloc(3 << 20);
     for (let i = 0; i < content.length; i++) content[i] = (i * 7 + (i >> 12)) & 0xff;
     fs.writeFileSync(path.join(src, 'dataset.bin'), content);
-    const tarFile = path.join(scratch!, 'x.tar');
-    execFileSync('tar', ['-cf', tarFile, '-C', scratch!, 'Docs']);
+    const tarFile = path.join(fx.scratch, 'x.tar');
+    execFileSync('tar', ['-cf', tarFile, '-C', fx.scratch, 'Docs']);
     // The first 1.5 MiB of the archive, a 2.5 s stall, then the rest: tar writes half the file and waits.
     await shAsync(`{ head -c 1572864 "${tarFile}"; sleep 2.5; tail -c +1572865 "${tarFile}"; } | tar -xf - -C "${w.local}"`);
     expect(sha256(fs.readFileSync(path.join(w.local, 'Docs', 'dataset.bin')))).toBe(sha256(content));
@@ -224,8 +199,7 @@ describe('binder-sync run: a writer that pauses mid-file', () => {
 
 describe('binder-sync sync: a conflict on a file with a long (but valid) name', () => {
   it('a 238-byte name (78 CJK characters) edited on both sides keeps both versions', async () => {
-    ws = await createWorkspace();
-    const w = ws;
+    const w = await fx.workspace();
     const c = w.emulator.control;
     const folder = c.createFolder(w.binderId, { name: 'Docs' });
     const name = `${'議'.repeat(78)}.txt`; // 78 * 3 + 4 = 238 bytes: a legal name on every Linux file system
@@ -251,8 +225,7 @@ describe('binder-sync sync: a conflict on a file with a long (but valid) name', 
 
 describe('binder-sync sync: remote updates of a file with a long (but valid) name', () => {
   it('a 254-byte name updated remotely twice in one day: each update replaces the local file (old ones in the trash)', async () => {
-    ws = await createWorkspace();
-    const w = ws;
+    const w = await fx.workspace();
     const c = w.emulator.control;
     const folder = c.createFolder(w.binderId, { name: 'Docs' });
     const name = `${'報'.repeat(83)}x.txt`; // 83 * 3 + 5 = 254 bytes: legal; the trash's second copy adds "~1"
@@ -273,8 +246,7 @@ describe('binder-sync sync: remote updates of a file with a long (but valid) nam
 
 describe('binder-sync sync: a folder nested deeper than PATH_MAX', () => {
   it('a tree whose paths exceed 4096 bytes (made with relative mkdir, as deep build trees are) is reported; the other files still sync', async () => {
-    ws = await createWorkspace();
-    const w = ws;
+    const w = await fx.workspace();
     w.emulator.control.createFolder(w.binderId, { name: 'Docs' });
     const dir = path.join(w.local, 'Docs');
     fs.mkdirSync(dir, { recursive: true });
@@ -355,16 +327,16 @@ describe('binder-sync run: touch, hard links, FIFOs and sockets', () => {
 describe('binder-sync run: a burst of about 36k inotify events', () => {
   it('tar x of 12k files into a new local folder, then one file saved in a synced folder: that file is uploaded', async () => {
     const { w, d } = await started();
-    const bulk = path.join(scratch!, 'Bulk');
+    const bulk = path.join(fx.scratch, 'Bulk');
     fs.mkdirSync(bulk);
     for (let i = 0; i < 12; i++) {
       const sub = path.join(bulk, `d${i}`);
       fs.mkdirSync(sub);
       for (let j = 0; j < 1000; j++) fs.writeFileSync(path.join(sub, `f${j}`), '');
     }
-    execFileSync('tar', ['-cf', path.join(scratch!, 'bulk.tar'), '-C', scratch!, 'Bulk']);
+    execFileSync('tar', ['-cf', path.join(fx.scratch, 'bulk.tar'), '-C', fx.scratch, 'Bulk']);
     // 12k files (36k+ inotify events, more than the default queue of 16384 if the daemon falls behind) into a folder that has no remote folder (nothing to upload), and at once a save elsewhere.
-    await shAsync(`tar -xf "${scratch}/bulk.tar" -C "${w.local}" && echo "saved right after" > "${w.local}/Docs/after.txt"`);
+    await shAsync(`tar -xf "${fx.scratch}/bulk.tar" -C "${w.local}" && echo "saved right after" > "${w.local}/Docs/after.txt"`);
     await waitFor(() => remoteVersions(w).has('after.txt'), 12_000);
     expect(remoteVersions(w).get('after.txt'), d.tail()).toEqual([sha256('saved right after\n')]);
   });
@@ -372,8 +344,7 @@ describe('binder-sync run: a burst of about 36k inotify events', () => {
 
 describe('binder-sync: names the file system holds but a path string cannot', () => {
   it('names that are not valid UTF-8 or hold a newline (printf into the name) are reported and not sent again on each pass', async () => {
-    ws = await createWorkspace();
-    const w = ws;
+    const w = await fx.workspace();
     const c = w.emulator.control;
     c.createFolder(w.binderId, { name: 'Docs' });
     fs.mkdirSync(path.join(w.local, 'Docs'), { recursive: true });
@@ -394,8 +365,7 @@ describe('binder-sync: names the file system holds but a path string cannot', ()
 
 describe('binder-sync sync: files with unusual timestamps', () => {
   it('files stamped 1960, the epoch, 2100 and with nanoseconds are uploaded once; the next passes are quiet', async () => {
-    ws = await createWorkspace();
-    const w = ws;
+    const w = await fx.workspace();
     w.emulator.control.createFolder(w.binderId, { name: 'Docs' });
     const dir = path.join(w.local, 'Docs');
     fs.mkdirSync(dir, { recursive: true });

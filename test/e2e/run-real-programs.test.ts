@@ -6,45 +6,19 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, sha256, type Workspace } from './harness.js';
-import { eventually, msgHas, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
+import { sha256 } from './harness.js';
+import { has, remoteVersions, sleep, watchedFolderFixture } from './real-programs-helpers.js';
+import { eventually, msgHas } from './run-helpers.js';
 
-let ws: Workspace | undefined;
-let daemon: DaemonProcess | undefined;
-let scratch: string | undefined;
-afterEach(async () => {
-  await daemon?.dispose();
-  await ws?.close();
-  if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
-  daemon = undefined;
-  ws = undefined;
-  scratch = undefined;
-});
+const fx = watchedFolderFixture('real-programs-');
+afterEach(() => fx.dispose());
 
-const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function started(watcher: 'auto' | 'chokidar'): Promise<{ w: Workspace; d: DaemonProcess; folderId: string }> {
-  ws = await createWorkspace();
-  const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
-  if (watcher === 'auto') writeRunConfig(ws);
-  else writeRunConfig(ws, { pairs: [{ name: 'main', localPath: './local', binderId: ws.binderId, watcher }] });
-  daemon = startDaemonProcess(ws);
-  await daemon.waitForLog(msgHas('pass: '), 15_000, 'the first pass');
-  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'real-programs-'));
-  return { w: ws, d: daemon, folderId: folder.id };
-}
-
-/** fileName -> [sha256 of each version] for every document of the binder. */
-function remoteVersions(w: Workspace): Map<string, string[]> {
-  const c = w.emulator.control;
-  return new Map(c.listDocuments(w.binderId).map((doc) => [doc.fileName, c.listVersions(doc.id).map((v) => sha256(c.readContent(doc.id, v.id)))]));
-}
+const started = (watcher: 'auto' | 'chokidar') => fx.start(watcher === 'auto' ? {} : { pair: { watcher } });
 
 describe.each(['auto', 'chokidar'] as const)('binder-sync run (watcher %s) with real programs writing into the folder', (watcher) => {
   it('tar x of 60 files uploads each once, complete', async () => {
     const { w, d } = await started(watcher);
-    const src = path.join(scratch!, 'Docs');
+    const src = path.join(fx.scratch, 'Docs');
     fs.mkdirSync(src);
     const want = new Map<string, string>();
     for (let i = 0; i < 60; i++) {
@@ -52,8 +26,8 @@ describe.each(['auto', 'chokidar'] as const)('binder-sync run (watcher %s) with 
       fs.writeFileSync(path.join(src, `t${i}.txt`), content);
       want.set(`t${i}.txt`, sha256(content));
     }
-    execFileSync('tar', ['-cf', path.join(scratch!, 'docs.tar'), '-C', scratch!, 'Docs']);
-    execFileSync('tar', ['-xf', path.join(scratch!, 'docs.tar'), '-C', w.local]);
+    execFileSync('tar', ['-cf', path.join(fx.scratch, 'docs.tar'), '-C', fx.scratch, 'Docs']);
+    execFileSync('tar', ['-xf', path.join(fx.scratch, 'docs.tar'), '-C', w.local]);
     await eventually(() => remoteVersions(w).size === 60, 20_000, '60 documents', d.tail);
     await sleep(2_500);
     const remote = remoteVersions(w);
@@ -84,7 +58,7 @@ describe.each(['auto', 'chokidar'] as const)('binder-sync run (watcher %s) with 
 
   it.skipIf(!has('rsync'))('rsync of a folder uploads each file once and none of its .name.XXXXXX temp files', async () => {
     const { w, d } = await started(watcher);
-    const src = path.join(scratch!, 'src');
+    const src = path.join(fx.scratch, 'src');
     fs.mkdirSync(src);
     const want = new Map<string, string>();
     for (let i = 0; i < 30; i++) {
@@ -122,7 +96,7 @@ describe.each(['auto', 'chokidar'] as const)('binder-sync run (watcher %s) with 
 
   it.skipIf(!has('rsync'))('a slow rsync of large files (which the scan leaves to their upload to read) uploads each once, complete; an in-place update is one new version', async () => {
     const { w, d } = await started(watcher);
-    const src = path.join(scratch!, 'src');
+    const src = path.join(fx.scratch, 'src');
     fs.mkdirSync(src);
     const history = new Map<string, string[]>();
     const put = (name: string, content: Buffer) => {
