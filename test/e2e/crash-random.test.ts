@@ -5,31 +5,19 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, localTree, writeLocal, type Workspace } from './harness.js';
-import { expectKillRunInvariants, runRandomKills, seededRng } from './reliability-helpers.js';
-import { startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
+import { randomKillTest, seededRng } from './reliability-helpers.js';
 import { expectConvergedPass, syncJson, versionContents } from './scenario-helpers.js';
 
 let ws: Workspace | undefined;
-const daemons: DaemonProcess[] = [];
 afterEach(async () => {
-  for (const d of daemons.splice(0)) await d.dispose();
   await ws?.close();
   ws = undefined;
 });
 
 describe('random kills', () => {
   const rng = seededRng('CRASH_SEED');
-  it(`10 SIGKILLs at random instants, then convergence without loss or duplicates (seed ${rng.seed})`, async () => {
-    ws = await createWorkspace();
-    const w = ws;
-    writeRunConfig(w);
-    const outcome = await runRandomKills(w, rng, { kills: 10, killAfterMs: [300, 2500], opsPerRound: 6 }, () => {
-      const d = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '500' } });
-      daemons.push(d);
-      return d;
-    });
-    await expectKillRunInvariants(w, outcome, rng.seed, 10);
-  }, 110_000);
+  it(`10 SIGKILLs at random instants, then convergence without loss or duplicates (seed ${rng.seed})`, () =>
+    randomKillTest(rng, { kills: 10, killAfterMs: [300, 2500], opsPerRound: 6 }), 110_000);
 });
 
 // Two duplicates the crash model (test/unit/reconcile-crash-sim.test.ts) found, reproduced with the real CLI.

@@ -6,8 +6,8 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { mulberry32 } from '../../src/emulator/ids.js';
 import type { RequestRecord } from '../../src/emulator/index.js';
-import { secretOf, sha256, type Workspace } from './harness.js';
-import type { DaemonProcess, LogLine } from './run-helpers.js';
+import { createWorkspace, secretOf, sha256, type Workspace } from './harness.js';
+import { startDaemonProcess, writeRunConfig, type DaemonProcess, type LogLine } from './run-helpers.js';
 import { everyContentHash, expectConvergedPass, explain, syncJson, type SyncRun } from './scenario-helpers.js';
 
 export interface Rng {
@@ -513,6 +513,27 @@ export async function runRandomKills(
   }
   c.clearFaults();
   return { written, killedRunning, output };
+}
+
+/**
+ * The whole random-kill test (test/e2e/crash-random and its soak): a workspace, `o.kills` daemons killed at
+ * random instants (polling every 500 ms), then the invariants. Cleans up after itself.
+ */
+export async function randomKillTest(rng: Rng, o: KillRunOptions): Promise<void> {
+  const w = await createWorkspace();
+  const daemons: DaemonProcess[] = [];
+  try {
+    writeRunConfig(w);
+    const outcome = await runRandomKills(w, rng, o, () => {
+      const d = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '500' } });
+      daemons.push(d);
+      return d;
+    });
+    await expectKillRunInvariants(w, outcome, rng.seed, o.kills);
+  } finally {
+    for (const d of daemons) await d.dispose();
+    await w.close();
+  }
 }
 
 /** After the kills: ordinary `sync` runs converge, then both sides agree and nothing is lost or doubled. */
