@@ -71,7 +71,7 @@ describe('binder-sync run: trouble', () => {
     await d.waitForLog((l) => l.msg === 'downloaded' && l.relPath === 'Docs/a.txt', 15_000, 'first download');
     const away = `${w.local}-away`;
     fs.renameSync(w.local, away);
-    await new Promise((r) => setTimeout(r, 2_500)); // a poll or two while it is gone
+    await new Promise((r) => setTimeout(r, 1_800)); // a poll (1.5 s) while it is gone
     if (how === 'moved back') fs.renameSync(away, w.local);
     else {
       // Another directory at the same path (a disk mounted again): same files, new inode.
