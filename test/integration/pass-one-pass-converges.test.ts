@@ -28,6 +28,10 @@ const scenarioArb = fc.record({
   newRemote: fc.array(fc.boolean(), { maxLength: 2 }),
   /** Folder B renamed, or moved into A (A/B), remotely. */
   folderB: fc.constantFrom('stays', 'renamed', 'moved-into-A'),
+  /** Two untouched files swap names remotely (a rename cycle). */
+  swapNames: fc.boolean(),
+  /** Local directory B removed as a whole (rm -r) before anything else; local changes meant for B are skipped. */
+  removeDirB: fc.boolean(),
   /** A new file at one path on both sides, with the same content or not. */
   newOnBoth: fc.constantFrom('none', 'same', 'different'),
   /** The pass runs in a new process (as `sync` does) instead of the one that made the first pass (the daemon). */
@@ -85,7 +89,16 @@ afterAll(async () => {
 });
 
 /** A synced pair over a new binder: folders A and B, documents d0..d3 alternating between them, 6 more in A. */
-interface SyncedPair { rt: PairRuntime; dir: string; binderId: string; folders: { A: string; B: string }; docIds: string[]; conflictPolicy: string }
+interface SyncedPair {
+  rt: PairRuntime;
+  dir: string;
+  binderId: string;
+  folders: { A: string; B: string };
+  docIds: string[];
+  /** Documents no scenario changes, except swapNames. */
+  bystanders: string[];
+  conflictPolicy: string;
+}
 
 async function syncedPair(conflictPolicy: string): Promise<SyncedPair> {
   const dir = path.join(root, `run-${++run}`);
@@ -96,7 +109,7 @@ async function syncedPair(conflictPolicy: string): Promise<SyncedPair> {
   const docIds = Array.from({ length: DOCS }, (_, i) => c.addDocument(binderId, i % 2 === 0 ? folders.A : folders.B, `d${i}.txt`, `d${i} v1 ${'.'.repeat(i * 7)}`).document.id);
   // Bystanders that no scenario touches: with 10 synced files, the most a scenario trashes (4) stays under the
   // max-delete gate (half of them), which would otherwise stop the pass by design.
-  for (let i = 0; i < 6; i++) c.addDocument(binderId, folders.A, `bystander ${i}.txt`, `bystander ${i}`);
+  const bystanders = Array.from({ length: 6 }, (_, i) => c.addDocument(binderId, folders.A, `bystander ${i}.txt`, `bystander ${i}`).document.id);
   const config = configFor(dir, binderId, conflictPolicy);
   const rt = await openPair(config.pairs[0]!, config.stateDir, client, pino({ level: 'silent' }));
   const first = await runPass(rt);
@@ -104,7 +117,7 @@ async function syncedPair(conflictPolicy: string): Promise<SyncedPair> {
   // A quiet pass, as a daemon makes next: the directories the first pass wrote into are scanned again once, so
   // a hinted pass after it scans only what it is told.
   expect((await runPass(rt)).plan.groups).toEqual([]);
-  return { rt, dir, binderId, folders, docIds, conflictPolicy };
+  return { rt, dir, binderId, folders, docIds, bystanders, conflictPolicy };
 }
 
 /**
@@ -121,12 +134,18 @@ function applyScenario(s: Scenario, p: SyncedPair): { written: string[]; follows
     localDirs.add(path.posix.dirname(rel));
     return path.join(p.dir, 'local', rel);
   };
+  if (s.removeDirB) {
+    fs.rmSync(path.join(p.dir, 'local', 'B'), { recursive: true });
+    localDirs.add('B'); // what the watcher reports: events in B (a missing directory is scanned from its parent)
+  }
   s.docs.forEach((change, i) => {
     const id = p.docIds[i]!;
     const doc = c.listDocuments(p.binderId).find((d) => d.id === id)!;
     const rel = `${doc.folderId === p.folders.A ? 'A' : 'B'}/${doc.fileName}`;
     const remoteVersion = `d${i} remote version (run ${run}) ${'-'.repeat(i)}`;
-    if (change.local === 'edit' || change.local === 'same-as-remote') {
+    if (s.removeDirB && rel.startsWith('B/')) {
+      // Its file went with the directory.
+    } else if (change.local === 'edit' || change.local === 'same-as-remote') {
       const content = change.local === 'edit' ? `d${i} local edit (run ${run})` : remoteVersion;
       fs.writeFileSync(local(rel), content);
       written.push(content);
@@ -148,9 +167,10 @@ function applyScenario(s: Scenario, p: SyncedPair): { written: string[]; follows
   });
   s.newLocal.forEach((inA, k) => {
     const content = `local new ${k} (run ${run})`;
-    fs.writeFileSync(local(`${inA ? 'A' : 'B'}/ln${k}.txt`), content);
+    const inB = !inA && !s.removeDirB;
+    fs.writeFileSync(local(`${inB ? 'B' : 'A'}/ln${k}.txt`), content);
     written.push(content);
-    if (!inA) newInB = true;
+    if (inB) newInB = true;
   });
   s.newRemote.forEach((inA, k) => {
     const content = `remote new ${k} (run ${run})`;
@@ -162,6 +182,12 @@ function applyScenario(s: Scenario, p: SyncedPair): { written: string[]; follows
     fs.writeFileSync(local('A/both.txt'), s.newOnBoth === 'same' ? content : `${content}, local`);
     c.addDocument(p.binderId, p.folders.A, 'both.txt', content);
     written.push(content, ...(s.newOnBoth === 'same' ? [] : [`${content}, local`]));
+  }
+  if (s.swapNames) {
+    const [x, y] = p.bystanders;
+    c.renameDocument(x!, 'swapping.txt');
+    c.renameDocument(y!, 'bystander 0.txt');
+    c.renameDocument(x!, 'bystander 1.txt');
   }
   if (s.folderB === 'renamed') c.renameFolder(p.folders.B, 'B renamed');
   if (s.folderB === 'moved-into-A') c.moveFolder(p.folders.B, p.folders.A);
