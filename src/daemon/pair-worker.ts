@@ -8,11 +8,12 @@ import { createWatcher, rootIdentity, type LocalWatcher, type WatchHints, type W
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
+import type { Issue } from '../sync/model.js';
 import { openPair, runPass, type PairRuntime, type PassObserver, type PassReport } from '../sync/pass.js';
 import type { EarlyWatcher } from './early-watchers.js';
 import { releaseMemorySoon } from './heap-tuning.js';
 import type { SyncMetrics } from './metrics.js';
-import { logPassSummary, pendingOf, recordPassMetrics } from './pass-summary.js';
+import { logIssueChanges, logPassSummary, pendingOf, recordPassMetrics } from './pass-summary.js';
 import { PairScheduler, type PairState, type PassOutcome, type Trigger } from './scheduler.js';
 import type { DaemonTiming } from './timing.js';
 
@@ -67,6 +68,8 @@ export class PairWorker {
   private hintedFull = false;
   /** Process CPU at the start of the last pass, when that pass was a quiet poll (see quietPollCost). */
   private quietPollStartCpu: NodeJS.CpuUsage | null = null;
+  /** The issues of the last pass, by key: logIssueChanges logs only what changed. */
+  private openIssues = new Map<string, Issue>();
   private readonly scheduler: PairScheduler;
   private readonly log: Logger;
   private activity: PairActivityView = { state: 'starting', since: Date.now(), nextPassAt: null, watcher: null };
@@ -180,6 +183,7 @@ export class PairWorker {
     }
     const pending = pendingOf(report);
     logPassSummary(this.log, report, trigger);
+    this.openIssues = logIssueChanges(this.log, this.openIssues, report.issues);
     this.writeMeta({ pendingUploads: String(pending.uploads), pendingDownloads: String(pending.downloads) });
     if (this.d.metrics) recordPassMetrics(this.d.metrics, report, pending, Date.now());
     if (rt.readOnly === true && rt.pair.direction === 'upload') {

@@ -1,7 +1,8 @@
 // What the daemon takes from a PassReport: what is still pending (status), whether the pass did anything (one
 // summary log line, or debug for a quiet poll), and the metrics it feeds.
 import type { Logger } from '../log.js';
-import type { ActionKind } from '../sync/model.js';
+import { groupIssues, INFORMATIONAL_ISSUES } from '../sync/issue-groups.js';
+import type { ActionKind, Issue } from '../sync/model.js';
 import type { PassReport } from '../sync/pass.js';
 import type { SyncMetrics } from './metrics.js';
 
@@ -54,6 +55,44 @@ export function logPassSummary(log: Logger, r: PassReport, trigger: string): voi
   const what = r.plan.blocked ? `blocked by a safety gate (${r.plan.blocked.code})` : counts || 'nothing done';
   const tail = fields.failed > 0 ? `, ${fields.failed} failed` : '';
   log.info(fields, `pass: ${what}${tail}; ${fmtBytes(fields.bytesUp)} up, ${fmtBytes(fields.bytesDown)} down in ${(r.durationMs / 1000).toFixed(1)} s`);
+}
+
+/** Lines of newly found issues logged per pass at most; the rest is one "... more" line pointing at `status`. */
+export const ISSUE_LOG_LIMIT = 20;
+/** Paths named in the "no longer blocked" line at most. */
+const RESOLVED_NAMED = 10;
+
+const issueKey = (i: Issue) => `${i.code}\u0000${i.relPath}\u0000${i.documentId ?? ''}`;
+
+/**
+ * Logs what changed in the pair's open issues since the previous pass: each new one (grouped as `status` groups
+ * them) at warn, or info for the informational codes, and one info line naming the items no longer blocked.
+ * A daemon run as a service is read through its log: an item it cannot sync (unreadable, a name the other side
+ * cannot take, a folder that does not exist remotely) must show there once, not only in `status`; a quiet pass
+ * repeats nothing. Returns the issues to pass in next time (a new daemon starts from none, so it names them all
+ * once at start-up).
+ */
+export function logIssueChanges(log: Logger, previous: ReadonlyMap<string, Issue>, issues: readonly Issue[]): Map<string, Issue> {
+  const current = new Map(issues.map((i) => [issueKey(i), i]));
+  const added = [...current].filter(([k]) => !previous.has(k)).map(([, i]) => i);
+  const resolved = [...previous].filter(([k]) => !current.has(k)).map(([, i]) => i.relPath);
+  const lines = groupIssues(added);
+  for (const g of lines.slice(0, ISSUE_LOG_LIMIT)) {
+    const fields = { relPath: g.label, code: g.code, count: g.count };
+    const msg = `not synced: ${g.label}: ${g.code}: ${g.detail}`;
+    if (INFORMATIONAL_ISSUES.has(g.code)) log.info(fields, msg);
+    else log.warn(fields, msg);
+  }
+  if (lines.length > ISSUE_LOG_LIMIT) {
+    const rest = lines.slice(ISSUE_LOG_LIMIT).reduce((n, g) => n + g.count, 0);
+    log.warn({ count: rest }, `not synced: ${rest} more item${rest === 1 ? '' : 's'}; run \`binder-sync status\` for the list`);
+  }
+  if (resolved.length > 0) {
+    const unique = [...new Set(resolved)].sort();
+    const named = unique.slice(0, RESOLVED_NAMED).join(', ') + (unique.length > RESOLVED_NAMED ? `, ... (${unique.length - RESOLVED_NAMED} more)` : '');
+    log.info({ count: unique.length }, `no longer blocked: ${named}`);
+  }
+  return current;
 }
 
 /** Feeds the Prometheus metrics from one pass report. */

@@ -17,6 +17,7 @@ import { executePlan, type ExecutionReport } from './executor.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { compileMetadataRules, type MetadataResolver } from './metadata-rules.js';
 import type { Action, BaseEntry, Issue, LocalObservation, Plan, ReconcileContext, RemoteObservation } from './model.js';
+import { INFORMATIONAL_ISSUES } from './issue-groups.js';
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
@@ -39,11 +40,6 @@ export function folderTreeMaxAgeMs(folders: number): number {
 /** Meta key: when the folder tree saved in the state DB was walked (ISO time). */
 const TREE_WALKED_AT = 'folderTreeWalkedAt';
 
-/**
- * Issues that follow from the user's own configuration and leave nothing pending: a pass with only these
- * still counts as "in sync" (exit 0).
- */
-const INFORMATIONAL: ReadonlySet<Issue['code']> = new Set(['local-delete-not-propagated']);
 
 /** Everything a pair needs across passes; opened once (per `sync` run, or per daemon lifetime). */
 export interface PairRuntime {
@@ -414,7 +410,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   };
   if (dryRun) {
     report.durationMs = Date.now() - started;
-    report.converged = plan.groups.length === 0 && plan.blocked === null && plan.issues.every((i) => INFORMATIONAL.has(i.code));
+    report.converged = plan.groups.length === 0 && plan.blocked === null && plan.issues.every((i) => INFORMATIONAL_ISSUES.has(i.code));
     return report;
   }
   let removedDirs: string[] = [];
@@ -463,7 +459,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   // The service kept failing mid-pass: surface it as the pass's error so callers back off (sync exits 3).
   if (report.execution?.stoppedBy) throw report.execution.stoppedBy;
   report.converged =
-    plan.blocked === null && failures.length === 0 && deferral.deferred.length === 0 && plan.issues.every((i) => INFORMATIONAL.has(i.code));
+    plan.blocked === null && failures.length === 0 && deferral.deferred.length === 0 && plan.issues.every((i) => INFORMATIONAL_ISSUES.has(i.code));
   return report;
 }
 
@@ -760,7 +756,7 @@ function nothingToDo(
     remoteRequests: o.requests,
     listingMethod: o.method,
     durationMs: Date.now() - o.started,
-    converged: issues.every((i) => INFORMATIONAL.has(i.code)),
+    converged: issues.every((i) => INFORMATIONAL_ISSUES.has(i.code)),
     deferred: [],
     recheckInMs: null,
     folderTreeFrom: o.treeWalkedAt !== null ? null : (rt.store.getMeta(TREE_WALKED_AT) ?? null),

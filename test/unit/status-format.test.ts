@@ -1,7 +1,8 @@
 // The human "not synced" list of `binder-sync status`: actionable issues first, many issues of one code in one
 // folder folded into one line, and the "more" line counting items, not lines.
 import { describe, expect, it } from 'vitest';
-import { formatStatus, groupIssues, type PairStatus, type StatusDocument } from '../../src/cli/status-command.js';
+import { formatStatus, type PairStatus, type StatusDocument } from '../../src/cli/status-command.js';
+import { groupIssues } from '../../src/sync/issue-groups.js';
 import type { Issue } from '../../src/sync/model.js';
 
 const waiting = (dir: string, n: number): Issue[] =>

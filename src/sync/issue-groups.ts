@@ -1,0 +1,80 @@
+// Issues (items a pass could not sync) as people read them: actionable codes first, many issues of one code in
+// one folder folded into one line. Shared by `status` and the daemon's log.
+import type { Issue } from './model.js';
+
+/**
+ * Issues that follow from the user's own configuration and leave nothing pending: a pass with only these
+ * still counts as "in sync" (exit 0), and the daemon logs them at info, not warn.
+ */
+export const INFORMATIONAL_ISSUES: ReadonlySet<Issue['code']> = new Set(['local-delete-not-propagated']);
+
+/**
+ * Order of the human "not synced" list: what someone must act on (refused uploads, missing metadata, files
+ * that cannot be read or named) first, the bulk that clears by itself once a remote folder exists after it, the
+ * informational notes last. Codes not listed here sort with the actionable ones.
+ */
+const ISSUE_ORDER: ReadonlyArray<Issue['code']> = [
+  'upload-refused',
+  'metadata-missing',
+  'unreadable',
+  'name-not-representable',
+  'path-collision',
+  'unknown-state',
+  'special-file',
+  'symlink',
+  'local-change-not-uploaded',
+  'remote-change-not-downloaded',
+  'root-files-unsupported',
+  'waiting-for-remote-folder',
+  'local-delete-not-propagated',
+];
+
+/** Issues of one code in one folder are folded into one line from this many on (fewer keep their names). */
+const GROUP_FROM = 4;
+
+export interface IssueLine {
+  /** The path (one item), or "folder/ (N files)" for several items of one code in one folder. */
+  label: string;
+  code: Issue['code'];
+  /** The detail (the same for all of the group), or the first item's with "e.g." when they differ. */
+  detail: string;
+  count: number;
+}
+
+/**
+ * The human "not synced" lines: GROUP_FROM or more issues of one code in one folder become one line with a
+ * count (a new local folder of 300 files waiting for its remote folder is one line, not 300), sorted by
+ * ISSUE_ORDER, then folder and path.
+ */
+export function groupIssues(issues: readonly Issue[]): IssueLine[] {
+  const groups = new Map<string, { code: Issue['code']; folder: string; items: Issue[] }>();
+  for (const i of issues) {
+    const slash = i.relPath.lastIndexOf('/');
+    const folder = slash < 0 ? '' : i.relPath.slice(0, slash);
+    const key = `${i.code}\u0000${folder}`;
+    const g = groups.get(key);
+    if (g) g.items.push(i);
+    else groups.set(key, { code: i.code, folder, items: [i] });
+  }
+  const rank = (code: Issue['code']) => {
+    const n = ISSUE_ORDER.indexOf(code);
+    return n < 0 ? 0 : n;
+  };
+  const sorted = [...groups.values()].sort(
+    (a, b) => rank(a.code) - rank(b.code) || (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0),
+  );
+  return sorted.flatMap(({ code, folder, items: unsorted }): IssueLine[] => {
+    const items = [...unsorted].sort((a, b) => (a.relPath < b.relPath ? -1 : a.relPath > b.relPath ? 1 : 0));
+    const first = items[0]!;
+    if (items.length < GROUP_FROM) return items.map((i) => ({ label: i.relPath, code, detail: oneLine(i.detail), count: 1 }));
+    const label = folder === '' ? `${items.length} items` : `${folder}/ (${items.length} files)`;
+    const same = items.every((i) => i.detail === first.detail);
+    const name = first.relPath.slice(folder === '' ? 0 : folder.length + 1);
+    return [{ label, code, detail: same ? oneLine(first.detail) : `e.g. ${name}: ${oneLine(first.detail)}`, count: items.length }];
+  });
+}
+
+/** A detail on one line (details may quote multi-line service errors). */
+export function oneLine(s: string): string {
+  return s.replace(/\s*\n\s*/g, ' ');
+}

@@ -1,0 +1,79 @@
+// The daemon's log of items it cannot sync: each new issue once (warn; info for the informational codes),
+// grouped as `status` groups them, capped per pass; nothing repeated by the next pass; one line when they clear.
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { ISSUE_LOG_LIMIT, logIssueChanges } from '../../src/daemon/pass-summary.js';
+import { createLogger } from '../../src/log.js';
+import type { Issue } from '../../src/sync/model.js';
+
+function capture() {
+  const records: Array<{ level: number; msg: string; [k: string]: unknown }> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const line of chunk.toString().split('\n')) if (line.trim()) records.push(JSON.parse(line) as (typeof records)[number]);
+      cb();
+    },
+  });
+  return { log: createLogger({ level: 'info', destination: sink, pretty: false }), records };
+}
+
+const WARN = 40;
+const INFO = 30;
+const unreadable = (relPath: string): Issue => ({ relPath, code: 'unreadable', detail: 'cannot read: EACCES' });
+
+describe('logIssueChanges', () => {
+  it('logs new issues once, at warn, and the informational ones at info', () => {
+    const { log, records } = capture();
+    const kept: Issue = { relPath: 'Docs/old.txt', code: 'local-delete-not-propagated', detail: 'kept remotely' };
+    let open = logIssueChanges(log, new Map(), [unreadable('Docs/a.txt'), kept]);
+    expect(records.map((r) => [r.level, r.msg])).toEqual([
+      [WARN, 'not synced: Docs/a.txt: unreadable: cannot read: EACCES'],
+      [INFO, 'not synced: Docs/old.txt: local-delete-not-propagated: kept remotely'],
+    ]);
+    expect(records[0]).toMatchObject({ relPath: 'Docs/a.txt', code: 'unreadable', count: 1 });
+
+    // The same issues again (a quiet pass, a parked one): nothing is logged.
+    open = logIssueChanges(log, open, [kept, unreadable('Docs/a.txt')]);
+    expect(records).toHaveLength(2);
+
+    // One more, one gone: the new one is logged, the gone one is named as no longer blocked.
+    open = logIssueChanges(log, open, [kept, unreadable('Docs/b.txt')]);
+    expect(records.slice(2).map((r) => [r.level, r.msg])).toEqual([
+      [WARN, 'not synced: Docs/b.txt: unreadable: cannot read: EACCES'],
+      [INFO, 'no longer blocked: Docs/a.txt'],
+    ]);
+    expect(open.size).toBe(2);
+  });
+
+  it('folds many items of one folder into one line, caps the lines per pass and points at status for the rest', () => {
+    const { log, records } = capture();
+    const folders = ISSUE_LOG_LIMIT + 5;
+    const issues = Array.from({ length: folders }, (_, f) =>
+      Array.from({ length: 4 }, (_, i): Issue => ({ relPath: `New ${String(f).padStart(2, '0')}/f${i}.txt`, code: 'waiting-for-remote-folder', detail: 'no remote folder yet' })),
+    ).flat();
+    const open = logIssueChanges(log, new Map(), issues);
+    expect(open.size).toBe(folders * 4);
+    expect(records).toHaveLength(ISSUE_LOG_LIMIT + 1);
+    expect(records[0]).toMatchObject({ level: WARN, msg: 'not synced: New 00/ (4 files): waiting-for-remote-folder: no remote folder yet', count: 4 });
+    expect(records.at(-1)).toMatchObject({ level: WARN, msg: 'not synced: 20 more items; run `binder-sync status` for the list', count: 20 });
+
+    // All cleared at once: one line, a bounded list of names.
+    logIssueChanges(log, open, []);
+    const last = records.at(-1)!;
+    expect(last.level).toBe(INFO);
+    expect(last.count).toBe(folders * 4);
+    expect(last.msg).toMatch(/^no longer blocked: New 00\/f0\.txt, New 00\/f1\.txt, .*, \.\.\. \(90 more\)$/);
+  });
+
+  it('tells apart two issues of one path with different codes, and one code for two documents', () => {
+    const { log, records } = capture();
+    const a: Issue = { relPath: 'x.txt', code: 'path-collision', detail: 'taken', documentId: 'd1' };
+    const b: Issue = { ...a, documentId: 'd2' };
+    const c: Issue = { relPath: 'x.txt', code: 'unknown-state', detail: 'not observed' };
+    const open = logIssueChanges(log, new Map(), [a, b, c]);
+    expect(open.size).toBe(3);
+    expect(records).toHaveLength(3);
+    logIssueChanges(log, open, [a, c]);
+    expect(records.at(-1)?.msg).toBe('no longer blocked: x.txt');
+  });
+});
