@@ -75,10 +75,10 @@ export interface CliResult {
 export function runCli(
   ws: Workspace | null,
   args: string[],
-  opts: { env?: NodeJS.ProcessEnv; readOnly?: boolean; timeoutMs?: number; /** e.g. setpriv to run as another user */ prefix?: string[] } = {},
+  opts: { env?: NodeJS.ProcessEnv; readOnly?: boolean; timeoutMs?: number; /** instead of `node bin/binder-sync.js` (e.g. as another user) */ command?: string[] } = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const [cmd, ...rest] = [...(opts.prefix ?? []), process.execPath, BIN, ...args];
+    const [cmd, ...rest] = [...(opts.command ?? [process.execPath, BIN]), ...args];
     const child = spawn(cmd!, rest, {
       env: { ...process.env, E2E_SECRET: ws ? secretOf(ws, opts.readOnly) : '', BINDER_SYNC_LOG_LEVEL: 'info', ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -96,7 +96,7 @@ export function runCli(
   });
 }
 
-export function sync(ws: Workspace, extraArgs: string[] = [], opts: { readOnly?: boolean; env?: NodeJS.ProcessEnv; prefix?: string[] } = {}): Promise<CliResult> {
+export function sync(ws: Workspace, extraArgs: string[] = [], opts: { readOnly?: boolean; env?: NodeJS.ProcessEnv; command?: string[] } = {}): Promise<CliResult> {
   return runCli(ws, ['sync', '--config', ws.configFile, ...extraArgs], opts);
 }
 

@@ -1,10 +1,10 @@
 // A local root the user may not write (chmod 000, a read-only mount): `sync` exits 6 (local filesystem failure,
 // README "Exit codes") with a LOCAL_ROOT message and a hint, not 1 with a raw EACCES of the case-sensitivity probe.
-// EACCES cannot happen for root, so as root the CLI runs as nobody (setpriv or runuser); skipped when neither exists.
+// EACCES cannot happen for root, so as root the CLI runs as nobody (see unprivileged.ts); skipped when it cannot.
 import fs from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, runCli, type Workspace } from './harness.js';
-import { chownTree, isRoot, unprivilegedPrefix as prefix } from './unprivileged.js';
+import { chownTree, isRoot, releaseUnprivileged, unprivilegedCommand } from './unprivileged.js';
 
 let ws: Workspace | undefined;
 afterEach(async () => {
@@ -13,7 +13,9 @@ afterEach(async () => {
   ws = undefined;
 });
 
-describe.skipIf(prefix === null)('a local root that cannot be written', () => {
+afterAll(releaseUnprivileged);
+
+describe.skipIf(unprivilegedCommand === null)('a local root that cannot be written', () => {
   it('makes sync exit 6 with a LOCAL_ROOT message and hint, and changes nothing', async () => {
     ws = await createWorkspace();
     const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
@@ -27,7 +29,7 @@ describe.skipIf(prefix === null)('a local root that cannot be written', () => {
     }
     fs.chmodSync(ws.local, 0o000);
 
-    const r = await runCli(ws, ['sync', '--config', ws.configFile], { prefix: prefix ?? [] });
+    const r = await runCli(ws, ['sync', '--config', ws.configFile], { command: unprivilegedCommand ?? [] });
     const explain = `exit=${r.code} signal=${r.signal}\nstdout=${r.stdout.slice(-2000)}\nstderr=${r.stderr.slice(-2000)}`;
     expect(r.code, explain).toBe(6);
     expect(r.stderr, explain).toContain(`the local root ${ws.local} is not writable by this user (EACCES`);

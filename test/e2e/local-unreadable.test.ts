@@ -1,15 +1,16 @@
 // Permission denied inside the sync root, end to end: a file or a folder the user running binder-sync may not
 // read (chmod 000). Nothing there may be taken as deleted, replaced, or uploaded half-read: the pass names the
 // path, syncs everything else, and the next pass (or the running daemon) completes once the mode is restored.
-// EACCES cannot happen for root, so as root the CLI runs as nobody (setpriv or runuser); skipped when neither exists.
+// EACCES cannot happen for root, so as root the CLI runs as nobody (see unprivileged.ts); skipped when it cannot.
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, localTree, remoteTree, sha256, sync, type CliResult, type Workspace } from './harness.js';
 import { eventually, msgHas, startDaemonProcess, type DaemonProcess, type LogLine } from './run-helpers.js';
-import { chownTree, isRoot, NOBODY, unprivilegedPrefix } from './unprivileged.js';
+import { chownTree, isRoot, NOBODY, releaseUnprivileged, unprivilegedCommand } from './unprivileged.js';
 
-const prefix = unprivilegedPrefix ?? [];
+const command = unprivilegedCommand ?? [];
+afterAll(releaseUnprivileged);
 let ws: Workspace | undefined;
 let daemon: DaemonProcess | undefined;
 afterEach(async () => {
@@ -20,7 +21,7 @@ afterEach(async () => {
 });
 
 const output = (r: CliResult) => `${r.stdout}\n${r.stderr}`;
-const runSync = (w: Workspace) => sync(w, [], { prefix });
+const runSync = (w: Workspace) => sync(w, [], { command });
 
 /** A workspace the unprivileged user owns (config, state, local root). */
 async function ownedWorkspace(): Promise<Workspace> {
@@ -46,7 +47,7 @@ function writeOwned(w: Workspace, rel: string, content: string, mode = 0o644): v
 /** binder-sync's own files (temp files, probes) anywhere under the root. */
 const daemonFiles = (dir: string) => [...localTree(dir).keys()].filter((p) => path.posix.basename(p).startsWith('.binder-sync-'));
 
-describe.skipIf(unprivilegedPrefix === null)('unreadable paths inside the sync root', () => {
+describe.skipIf(unprivilegedCommand === null)('unreadable paths inside the sync root', () => {
   it('sync: an unreadable file and folder are reported and left alone, the rest syncs, and both complete once readable', async () => {
     ws = await ownedWorkspace();
     const w = ws;
@@ -112,7 +113,7 @@ describe.skipIf(unprivilegedPrefix === null)('unreadable paths inside the sync r
     const c = w.emulator.control;
     const docs = c.createFolder(w.binderId, { name: 'Docs' });
     const a = c.addDocument(w.binderId, docs.id, 'a.txt', 'a v1').document;
-    daemon = startDaemonProcess(w, { prefix });
+    daemon = startDaemonProcess(w, { command });
     const d = daemon;
     await d.waitForLog(msgHas('pass: '), 30_000, 'the first pass');
     expect(fs.readFileSync(path.join(w.local, 'Docs/a.txt'), 'utf8')).toBe('a v1');

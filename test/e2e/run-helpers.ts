@@ -50,9 +50,9 @@ export const FAST_ENV: NodeJS.ProcessEnv = {
 
 export function startDaemonProcess(
   ws: Workspace,
-  opts: { args?: string[]; env?: NodeJS.ProcessEnv; configFile?: string; readOnly?: boolean; /** e.g. setpriv to run as another user */ prefix?: string[] } = {},
+  opts: { args?: string[]; env?: NodeJS.ProcessEnv; configFile?: string; readOnly?: boolean; /** instead of `node bin/binder-sync.js` (e.g. as another user) */ command?: string[] } = {},
 ): DaemonProcess {
-  const [cmd, ...rest] = [...(opts.prefix ?? []), process.execPath, BIN, 'run', '--config', opts.configFile ?? ws.configFile, ...(opts.args ?? [])];
+  const [cmd, ...rest] = [...(opts.command ?? [process.execPath, BIN]), 'run', '--config', opts.configFile ?? ws.configFile, ...(opts.args ?? [])];
   const child = spawn(cmd!, rest, {
     env: { ...process.env, E2E_SECRET: secretOf(ws, opts.readOnly), ...FAST_ENV, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
