@@ -117,25 +117,37 @@ function serializeErr(v: unknown): unknown {
   return { type: 'Object', message: redactUrlsInText(message), ...Object.fromEntries(Object.entries(o).filter(([k]) => k !== 'message' && k !== 'type')) };
 }
 
+/** An error's fields (errorFields' output) as one readable phrase: "message [CODE] (hint: ...)"; undefined otherwise. */
+function prettyError(v: unknown): string | undefined {
+  if (v === null || typeof v !== 'object') return undefined;
+  const e = v as Record<string, unknown>;
+  if (typeof e.type !== 'string' || typeof e.message !== 'string') return undefined;
+  const code = typeof e.code === 'string' ? ` [${e.code}]` : '';
+  const hint = typeof e.hint === 'string' ? ` (hint: ${e.hint})` : '';
+  const stack = typeof e.stack === 'string' ? `\n${e.stack}` : '';
+  return `${e.message}${code}${hint}${stack}`;
+}
+
 /** A compact human format for terminals: "12:00:01 INFO  [pair] message key=value". */
 function prettyStream(): DestinationStream {
-  const names: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 40: 'WARN ', 50: 'ERROR', 60: 'FATAL' };
-  return {
-    write(line: string) {
-      let rec: Record<string, unknown>;
-      try {
-        rec = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        process.stdout.write(line);
-        return;
-      }
-      const { level, time, msg, pair, ...rest } = rec;
-      const t = new Date(typeof time === 'number' ? time : Date.now()).toTimeString().slice(0, 8);
-      const fields = Object.entries(rest)
-        .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
-        .join(' ');
-      const p = pair ? `[${String(pair)}] ` : '';
-      process.stdout.write(`${t} ${names[Number(level)] ?? level} ${p}${String(msg ?? '')}${fields ? '  ' + fields : ''}\n`);
-    },
-  };
+  return { write: (line: string) => process.stdout.write(prettyLine(line)) };
+}
+
+const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 40: 'WARN ', 50: 'ERROR', 60: 'FATAL' };
+
+/** One JSON log line in the terminal format (a line that is not JSON is passed through). */
+export function prettyLine(line: string): string {
+  let rec: Record<string, unknown>;
+  try {
+    rec = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return line;
+  }
+  const { level, time, msg, pair, ...rest } = rec;
+  const t = new Date(typeof time === 'number' ? time : Date.now()).toTimeString().slice(0, 8);
+  const fields = Object.entries(rest)
+    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : (prettyError(v) ?? JSON.stringify(v))}`)
+    .join(' ');
+  const p = pair ? `[${String(pair)}] ` : '';
+  return `${t} ${LEVEL_NAMES[Number(level)] ?? String(level)} ${p}${String(msg ?? '')}${fields ? '  ' + fields : ''}\n`;
 }

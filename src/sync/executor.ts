@@ -60,7 +60,7 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
         } catch (err) {
           report.failures.push(failureOf(action, err));
           notifyDone(d, action, false);
-          d.log.warn({ action: action.kind, relPath: relPathOf(action), err: describeError(err) }, 'action failed');
+          d.log.warn({ action: action.kind, relPath: relPathOf(action), err }, 'action failed');
           if (isServiceWide(err) && ++serviceFailuresInARow >= budget && report.stoppedBy === null) {
             report.stoppedBy = err;
             queue.clear();

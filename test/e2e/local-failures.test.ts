@@ -7,6 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, localTree, remoteTree, sha256, sync, type CliResult, type Workspace } from './harness.js';
+import { eventually, msgHas, startDaemonProcess, type DaemonProcess } from './run-helpers.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function run(cmd: string, args: string[]): { ok: boolean; out: string } {
   const r = spawnSync(cmd, args, { encoding: 'utf8' });
@@ -39,8 +42,11 @@ if (can.mount) console.warn(`local-failures: skipping the disk-full test: ${can.
 if (can.chattr) console.warn(`local-failures: skipping the permission test: ${can.chattr}`);
 
 let ws: Workspace | undefined;
+let daemon: DaemonProcess | undefined;
 const cleanups: Array<() => void> = [];
 afterEach(async () => {
+  await daemon?.dispose();
+  daemon = undefined;
   for (const c of cleanups.splice(0).reverse()) c();
   await ws?.close();
   ws = undefined;
@@ -110,6 +116,38 @@ describe('local failures', () => {
     expect(after.code, output(after)).toBe(0);
     expect(localTree(w.local)).toEqual(remote);
     expect(localTree(w.local).get('Small/note.txt')).toBe(sha256('small enough'));
+    expect(daemonFiles(w.local)).toEqual([]);
+  }, 90_000);
+
+  it.skipIf(can.mount !== null)('disk full under the daemon: it logs ENOSPC with a hint, keeps running, and finishes once there is room', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    mountRoot(w, '2m');
+    const big = c.createFolder(w.binderId, { name: 'Big' });
+    c.addDocument(w.binderId, big.id, 'first.txt', 'fits');
+    daemon = startDaemonProcess(w);
+    const d = daemon;
+    await d.waitForLog(msgHas('pass: '), 20_000, 'the first pass');
+    expect(fs.readFileSync(path.join(w.local, 'Big/first.txt'), 'utf8')).toBe('fits');
+
+    // 4 x 700 KiB arrive remotely: they do not all fit.
+    for (let i = 0; i < 4; i++) c.addDocument(w.binderId, big.id, `part-${i}.bin`, content(i + 1, 700 * KB));
+    const failed = await d.waitForLog((l) => l.msg === 'action failed' && JSON.stringify(l).includes('ENOSPC'), 20_000, 'an ENOSPC failure');
+    // The error as fields (code, hint), not a flattened string.
+    expect(failed).toMatchObject({ level: 40, action: 'download', err: { type: 'BinderSyncError', code: 'LOCAL_IO', hint: expect.stringMatching(/disk is full: free some space/) } });
+    expect(failed.relPath).toMatch(/^Big\/part-\d\.bin$/);
+    await sleep(1000); // a retry or two against the full disk
+    expect(d.child.exitCode, d.tail()).toBe(null);
+    await eventually(() => daemonFiles(w.local).length === 0, 5_000, 'no temp file left between retries');
+    const remote = remoteTree(w);
+    for (const [rel, hash] of localTree(w.local)) expect(`${rel} ${hash}`).toBe(`${rel} ${remote.get(rel)}`);
+
+    // Room again, no restart: the daemon's retry brings the rest.
+    const grow = run('mount', ['-o', 'remount,size=8m', w.local]);
+    expect(grow.ok, grow.out).toBe(true);
+    const same = () => JSON.stringify([...localTree(w.local)].sort()) === JSON.stringify([...remote].sort());
+    await eventually(same, 30_000, 'all files downloaded', () => d.tail());
     expect(daemonFiles(w.local)).toEqual([]);
   }, 90_000);
 

@@ -3,7 +3,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { BinderSyncError } from '../../src/errors.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, prettyLine } from '../../src/log.js';
 
 function capture() {
   const records: Array<Record<string, unknown>> = [];
@@ -52,5 +52,19 @@ describe('createLogger: err', () => {
     const { log, records } = capture();
     log.error({ err: new Error('GET https://storage.example.com/blob/1?sig=SECRETSIG&se=1 failed') }, 'h');
     expect(JSON.stringify(records[0])).not.toContain('SECRETSIG');
+  });
+});
+
+describe('prettyLine (the terminal format)', () => {
+  it('shows an error as "message [CODE] (hint: ...)", other fields as key=value, and passes non-JSON through', () => {
+    const { log, records } = capture();
+    const err = new BinderSyncError('writing the downloaded content failed: ENOSPC', { code: 'LOCAL_IO', retryable: true, hint: 'free some space' });
+    log.warn({ pair: 'main', action: 'download', relPath: 'Big/a.bin', err }, 'action failed');
+    const line = prettyLine(JSON.stringify(records[0]));
+    expect(line).toMatch(/^\d\d:\d\d:\d\d WARN  \[main\] action failed {2}action=download relPath=Big\/a\.bin err=writing the downloaded content failed: ENOSPC \[LOCAL_IO\] \(hint: free some space\)\n$/);
+    expect(prettyLine('not json\n')).toBe('not json\n');
+    // An object that is not an error stays JSON.
+    log.info({ done: { upload: 2 } }, 'pass');
+    expect(prettyLine(JSON.stringify(records[1]))).toContain('done={"upload":2}');
   });
 });
