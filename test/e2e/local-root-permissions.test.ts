@@ -1,9 +1,11 @@
 // A local root the user may not write (chmod 000, a read-only mount): `sync` exits 6 (local filesystem failure,
 // README "Exit codes") with a LOCAL_ROOT message and a hint, not 1 with a raw EACCES of the case-sensitivity probe.
+// A state directory the user may not write (root-owned): `sync` and `run` exit 6 with LOCAL_STATE_DIR, naming it.
 // EACCES cannot happen for root, so as root the CLI runs as nobody (see unprivileged.ts); skipped when it cannot.
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, runCli, type Workspace } from './harness.js';
+import { createWorkspace, runCli, type CliResult, type Workspace } from './harness.js';
 import { chownTree, isRoot, releaseUnprivileged, unprivilegedCommand } from './unprivileged.js';
 
 let ws: Workspace | undefined;
@@ -44,5 +46,35 @@ describe.skipIf(unprivilegedCommand === null)('a local root that cannot be writt
     fs.chmodSync(ws.local, 0o755);
     expect(fs.readdirSync(ws.local)).toEqual([]);
     expect(ws.emulator.control.listDocuments(ws.binderId)).toHaveLength(1);
+  });
+});
+
+describe.skipIf(unprivilegedCommand === null || !isRoot)('a state directory that cannot be written', () => {
+  it('makes sync and run exit 6 naming the stateDir with a hint, a stale lock included, and changes nothing', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const folder = w.emulator.control.createFolder(w.binderId, { name: 'Docs' });
+    w.emulator.control.addDocument(w.binderId, folder.id, 'a.txt', 'remote a');
+    fs.mkdirSync(w.local, { recursive: true });
+    fs.chmodSync(w.dir, 0o755);
+    chownTree(w.dir); // the user owns its workspace and local root...
+    fs.mkdirSync(w.stateDir, { mode: 0o755 }); // ...but the stateDir belongs to root, as when a unit's StateDirectory is wrong
+    const command = unprivilegedCommand ?? [];
+    const expectRefused = (r: CliResult, doing: string) => {
+      const explain = `exit=${r.code} signal=${r.signal}\nstdout=${r.stdout.slice(-2000)}\nstderr=${r.stderr.slice(-2000)}`;
+      expect(r.code, explain).toBe(6);
+      expect(r.stderr, explain).toContain(`the state directory ${w.stateDir} is not writable by this user (EACCES when ${doing})`);
+      expect(r.stderr, explain).toMatch(/hint: binder-sync keeps its lock, state databases and trash in stateDir: make .* writable by the user binder-sync runs as \(uid 65534\)/);
+    };
+    expectRefused(await runCli(w, ['sync', '--config', w.configFile], { command }), 'creating its lock file');
+    const run = await runCli(w, ['run', '--config', w.configFile], { command, timeoutMs: 20_000 });
+    expectRefused(run, 'creating its lock file');
+    expect(run.stdout).toContain('"code":"LOCAL_STATE_DIR"');
+
+    // A lock file left by a crashed instance that the user can no longer remove.
+    fs.writeFileSync(path.join(w.stateDir, 'binder-sync.lock'), '999999999\n');
+    expectRefused(await runCli(w, ['sync', '--config', w.configFile], { command }), 'removing the stale lock file of pid 999999999');
+    expect(fs.readdirSync(w.local)).toEqual([]);
+    expect(fs.readdirSync(w.stateDir)).toEqual(['binder-sync.lock']);
   });
 });
