@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
+import { stateDirError } from './state-dir-error.js';
 
 export interface StateLock {
   readonly file: string;
@@ -67,34 +68,6 @@ export function acquireStateLock(stateDir: string): StateLock {
     }
   }
   throw new BinderSyncError(`could not take the lock ${file}`, { code: 'STATE_LOCKED', retryable: true, context: { stateDir } });
-}
-
-/**
- * A state directory binder-sync cannot create or write (a service user without access to /var/lib/..., a
- * read-only mount, a full disk): a LOCAL_ error (exit 6) that says which directory and what to do, instead of a
- * bare errno. Nothing was changed when it is thrown. A non-fs error (a bug) is passed through.
- */
-function stateDirError(stateDir: string, err: unknown, doing: string): unknown {
-  const code = (err as NodeJS.ErrnoException | null)?.code;
-  if (typeof code !== 'string' || !/^E[A-Z]+$/.test(code)) return err;
-  const denied = code === 'EACCES' || code === 'EPERM';
-  const why =
-    code === 'EROFS' ? 'is on a read-only filesystem'
-    : denied ? 'is not writable by this user'
-    : code === 'ENOSPC' || code === 'EDQUOT' ? 'is on a full disk'
-    : code === 'ENOTDIR' || code === 'EEXIST' ? 'is not a directory (or a parent of it is a file)'
-    : `cannot be written (${code})`;
-  const uid = typeof process.getuid === 'function' ? ` (uid ${process.getuid()})` : '';
-  return new BinderSyncError(`the state directory ${stateDir} ${why} (${code} when ${doing})`, {
-    code: 'LOCAL_STATE_DIR',
-    retryable: false,
-    context: { stateDir, errno: code },
-    cause: err,
-    hint:
-      code === 'ENOSPC' || code === 'EDQUOT'
-        ? 'free some disk space. Nothing was changed.'
-        : `binder-sync keeps its lock, state databases and trash in stateDir: make ${JSON.stringify(stateDir)} writable by the user binder-sync runs as${uid}, or set stateDir in the config to a directory that user owns. Nothing was changed.`,
-  });
 }
 
 function readPid(file: string): number | null {

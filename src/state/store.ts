@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { BinderSyncError } from '../errors.js';
 import type { BaseEntry, Issue, RemoteFolder } from '../sync/model.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
+import { stateDirError } from './state-dir-error.js';
 
 export type OutboxStage = 'planned' | 'slot' | 'put' | 'committing' | 'committed';
 
@@ -254,6 +255,8 @@ export class StateStore {
     } catch (err) {
       db?.close();
       if (err instanceof BinderSyncError) throw err;
+      // Creating the directory or the file failed (not SQLite): the directory's owner or mode, a read-only mount.
+      if (typeof (err as NodeJS.ErrnoException | null)?.syscall === 'string') throw stateDirError(dir, err, `creating ${path.basename(file)} in it`);
       const mapped = mapCorrupt(err, file);
       if (mapped instanceof BinderSyncError) throw mapped;
       throw new BinderSyncError(`Cannot open state DB ${file}: ${(err as Error).message}`, {

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, runCli, type CliResult, type Workspace } from './harness.js';
-import { chownTree, isRoot, releaseUnprivileged, unprivilegedCommand } from './unprivileged.js';
+import { chownTree, isRoot, NOBODY, releaseUnprivileged, unprivilegedCommand } from './unprivileged.js';
 
 let ws: Workspace | undefined;
 afterEach(async () => {
@@ -76,5 +76,16 @@ describe.skipIf(unprivilegedCommand === null || !isRoot)('a state directory that
     expectRefused(await runCli(w, ['sync', '--config', w.configFile], { command }), 'removing the stale lock file of pid 999999999');
     expect(fs.readdirSync(w.local)).toEqual([]);
     expect(fs.readdirSync(w.stateDir)).toEqual(['binder-sync.lock']);
+
+    // The stateDir is the user's, but the pair's folder in it is not: the same error names that folder.
+    fs.rmSync(path.join(w.stateDir, 'binder-sync.lock'));
+    fs.chownSync(w.stateDir, NOBODY, NOBODY);
+    const pairDir = path.join(w.stateDir, 'main');
+    fs.mkdirSync(pairDir, { mode: 0o755 });
+    const r = await runCli(w, ['sync', '--config', w.configFile], { command });
+    expect(r.code, r.stderr).toBe(6);
+    expect(r.stderr).toContain(`the state directory ${pairDir} is not writable by this user (EACCES when creating state.db in it)`);
+    expect(fs.readdirSync(w.local)).toEqual([]);
+    expect(fs.readdirSync(pairDir)).toEqual([]);
   });
 });
