@@ -19,6 +19,7 @@ const ISSUE_ORDER: ReadonlyArray<Issue['code']> = [
   'unreadable',
   'name-not-representable',
   'path-collision',
+  'ambiguous-remote-name',
   'unknown-state',
   'special-file',
   'symlink',

@@ -231,6 +231,7 @@ export interface Issue {
     | 'symlink'
     | 'special-file'
     | 'path-collision'
+    | 'ambiguous-remote-name'
     | 'unknown-state'
     | 'metadata-missing'
     | 'upload-refused';

@@ -21,7 +21,7 @@ import { INFORMATIONAL_ISSUES } from './issue-groups.js';
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
-import { contentIdOf, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForMetadata } from './plan-filters.js';
+import { contentIdOf, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 import { expireRefusals, loadRefusedUploads, saveRefusedUploads, type Refusal } from './refused-uploads.js';
@@ -389,7 +389,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     }
     if (rt.readOnly && ctx.direction === 'both') plan = reconcile(base, local, listing.observation, { ...ctx, direction: 'download' });
   }
-  plan = withheldForMetadata(plan, rt.metadata);
+  plan = withheldForMetadata(withheldForAmbiguousNames(plan, listing.observation), rt.metadata);
   if (expireRefusals(rt.refusedUploads, now().getTime())) saveRefused(rt);
   plan = withheldAsRefused(plan, rt.refusedUploads);
   const deferral = deferRecentlyWritten(plan, opts.minFileAgeMs ?? 0, now().getTime());
@@ -832,7 +832,7 @@ function rememberUnbasedHashes(rt: PairRuntime, obs: LocalObservation, full: boo
 function rememberRefused(rt: PairRuntime, plan: Plan, execution: ExecutionReport, at: number): void {
   let added = false;
   for (const f of execution.failures) {
-    if (f.kind !== 'upload' || f.code !== 'COMMIT_REFUSED' || f.retryable) continue;
+    if (f.kind !== 'upload' || (f.code !== 'COMMIT_REFUSED' && f.code !== 'COMMIT_MISDIRECTED') || f.retryable) continue;
     for (const g of plan.groups) {
       for (const a of g) {
         if (a.kind !== 'upload' || a.relPath !== f.relPath) continue;

@@ -1,7 +1,7 @@
 // Pure filters applied to a plan before it runs: which groups wait for metadata rules, which wait until the
 // local file they read has stopped changing. No I/O; the clock is a parameter.
 import type { MetadataResolver } from './metadata-rules.js';
-import type { Action, LocalFile, Plan } from './model.js';
+import type { Action, Issue, LocalFile, Plan, RemoteObservation, UploadTarget } from './model.js';
 
 /** The action sends local content to the service (an upload, or a conflict that uploads a copy or the local side). */
 export function wantsUpload(a: Action): boolean {
@@ -116,3 +116,66 @@ export function withheldAsRefused(plan: Plan, refused: RefusedUploads): Plan {
   });
   return { ...plan, groups, issues };
 }
+
+/**
+ * A file name as a service might compare it when it looks a document up by name: Unicode NFC, lower case. The
+ * spec does not show how a commit (4.9: folder + fileName) picks the document it adds a version to.
+ */
+export function looseName(fileName: string): string {
+  return fileName.normalize('NFC').toLowerCase();
+}
+
+/** Where an action's upload goes, if it uploads onto a name: an upload, or a conflict settled local-wins. */
+function uploadTargetOf(a: Action): UploadTarget | null {
+  if (a.kind === 'upload') return a.target;
+  if (a.kind === 'conflict' && a.policy === 'local-wins' && a.uploadConflictCopy) return { documentId: a.doc.documentId, folderId: a.doc.folderId, fileName: a.doc.fileName };
+  return null;
+}
+
+/**
+ * Withholds, with an 'ambiguous-remote-name' issue, every upload whose name another document of the same remote
+ * folder also has, exactly or but for case or Unicode form: the service takes a commit by folder and file name
+ * (4.9), so with two candidates the version could land on the other document (an independent server did just
+ * that with two documents named alike). Two new files of one folder whose names differ only so are the same
+ * case: the first in plan order goes, the others wait (and then meet the first's document). Nothing is lost:
+ * the local file stays as it is and `status` says which remote document to rename.
+ */
+export function withheldForAmbiguousNames(plan: Plan, remote: Pick<RemoteObservation, 'docs'>): Plan {
+  if (!plan.groups.some((g) => g.some((a) => uploadTargetOf(a) !== null))) return plan;
+  const byName = new Map<string, Array<{ documentId: string; fileName: string }>>();
+  const nameKey = (folderId: string, fileName: string) => `${folderId}\u0000${looseName(fileName)}`;
+  for (const d of remote.docs.values()) {
+    const k = nameKey(d.folderId, d.fileName);
+    const list = byName.get(k);
+    if (list) list.push(d);
+    else byName.set(k, [d]);
+  }
+  const newNames = new Map<string, string>(); // name key -> the relPath of the new upload that took it
+  const issues: Issue[] = [...plan.issues];
+  const groups = plan.groups.filter((group) => {
+    for (const a of group) {
+      const t = uploadTargetOf(a);
+      if (t === null) continue;
+      const k = nameKey(t.folderId, t.fileName);
+      const other = (byName.get(k) ?? []).find((d) => d.documentId !== t.documentId);
+      const sibling = t.documentId === null ? newNames.get(k) : undefined;
+      if (other === undefined && sibling === undefined) continue;
+      const detail =
+        other === undefined
+          ? `a new file in the same folder, "${sibling}", differs from this name only in case or Unicode form: a service that compares names so would merge the two documents; it waits until that one is uploaded`
+          : other.fileName === t.fileName
+            ? `another document in this remote folder (${other.documentId}) has the same name "${other.fileName}": the service takes an upload by folder and file name, so it could land on that one; rename one of the two on the service`
+            : `another document in this remote folder (${other.documentId}) is named "${other.fileName}", which differs only in case or Unicode form: a service that compares names so would put this upload on it; rename one of the two on the service`;
+      const relPath = a.kind === 'upload' || a.kind === 'conflict' ? a.relPath : '';
+      issues.push(t.documentId === null ? { relPath, code: 'ambiguous-remote-name', detail } : { relPath, code: 'ambiguous-remote-name', detail, documentId: t.documentId });
+      return false;
+    }
+    for (const a of group) {
+      const t = uploadTargetOf(a);
+      if (t !== null && t.documentId === null) newNames.set(nameKey(t.folderId, t.fileName), a.kind === 'upload' ? a.relPath : '');
+    }
+    return true;
+  });
+  return groups.length === plan.groups.length ? plan : { ...plan, groups, issues };
+}
+

@@ -103,6 +103,10 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
     d.store.deleteOutbox(id);
     throw refusedError(d, row, outcome.error);
   }
+  if (misdirected(outcome.row, outcome.version)) {
+    d.store.deleteOutbox(id); // committed: never again
+    throw misdirectedError(d, outcome.row, outcome.version);
+  }
   return { base: await d.store.transactionSoon(() => finishOutbox(d, outcome.row, outcome.version)), bytes: sent.bytes };
 }
 
@@ -136,6 +140,11 @@ export async function recoverOutbox(d: ExecutorDeps): Promise<{ finished: number
       dropped++;
       const e = refusedError(d, row, outcome.error);
       d.log.warn({ relPath: row.relPath, code: e.code, err: e.message }, 'dropped an upload interrupted by a restart: the service refused its commit');
+    } else if (misdirected(outcome.row, outcome.version)) {
+      d.store.deleteOutbox(row.id);
+      dropped++;
+      const e = misdirectedError(d, outcome.row, outcome.version);
+      d.log.warn({ relPath: row.relPath, code: e.code, err: e.message }, 'an upload interrupted by a restart was committed onto another document');
     } else {
       finishOutbox(d, outcome.row, outcome.version);
       finished++;
@@ -252,6 +261,28 @@ function refusedError(d: ExecutorDeps, row: OutboxRow, cause: unknown): BinderSy
     hint: permanent ? 'a file name or metadata the service does not accept? The same content is not sent again until the file changes or the daemon restarts' : 'the next pass uploads it again',
     cause,
   });
+}
+
+/**
+ * An edit's version that the service put on another document: the commit names a folder and a file name
+ * (4.9), and another document there has that name too (the plan withholds the cases it can see, see
+ * withheldForAmbiguousNames; this is one that appeared since the listing, or a service that compares names
+ * loosely). The version is not recorded as this document's: the next pass sees it as the other document's.
+ */
+function misdirected(row: OutboxRow, version: DocumentVersion): boolean {
+  return row.documentId !== null && version.documentId !== row.documentId;
+}
+
+function misdirectedError(d: ExecutorDeps, row: OutboxRow, version: DocumentVersion): BinderSyncError {
+  return new BinderSyncError(
+    `${row.relPath}: the service added this upload as a version of another document (${version.documentId}, not ${row.documentId}): two documents in its remote folder are named like "${row.fileName}"`,
+    {
+      code: 'COMMIT_MISDIRECTED',
+      retryable: false,
+      context: { pair: d.pair, relPath: row.relPath, documentId: row.documentId, committedTo: version.documentId },
+      hint: 'rename one of the two documents on the service; this content is not sent again until the file changes (nothing is lost: the other document keeps its earlier versions)',
+    },
+  );
 }
 
 /**

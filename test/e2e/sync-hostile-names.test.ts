@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, localTree, sha256, type Workspace } from './harness.js';
-import { expectConvergedPass, expectQuietPass, explain, listDir, syncJson, tempFilesUnder } from './scenario-helpers.js';
+import { expectConvergedPass, expectQuietPass, explain, issueCodes, listDir, syncJson, tempFilesUnder } from './scenario-helpers.js';
 
 let ws: Workspace;
 afterEach(async () => {
@@ -115,4 +115,45 @@ describe('hostile remote names', () => {
     expect(local.get(`H/${NFC}`)).toBe(sha256(`content ${NFC}`));
     await expectQuietPass(ws);
   });
+
+  it('an edit of a document whose name another one in its folder shares waits (a commit goes by name), and goes once one is renamed', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const h = c.createFolder(ws.binderId, { name: 'H' });
+    const one = c.addDocument(ws.binderId, h.id, 'one.txt', 'one v1').document.id;
+    const two = c.addDocument(ws.binderId, h.id, 'two.txt', 'two v1').document.id;
+    c.addDocument(ws.binderId, h.id, 'Notes.txt', 'notes v1');
+    await expectConvergedPass(ws);
+    c.renameDocument(two, 'one.txt'); // a service that does not keep names unique
+    await expectConvergedPass(ws);
+    const dupName = fs.readdirSync(path.join(ws.local, 'H')).find((n) => n.startsWith('one (dup-'));
+    expect(dupName, listDir(path.join(ws.local, 'H')).join(', ')).toBeDefined();
+    const dupPath = `H/${dupName!}`;
+
+    // Both twins edited, and a new file whose name differs from Notes.txt only in case.
+    fs.writeFileSync(path.join(ws.local, 'H/one.txt'), 'one v2 (local)');
+    fs.writeFileSync(path.join(ws.local, dupPath), 'two v2 (local)');
+    fs.writeFileSync(path.join(ws.local, 'H/notes.txt'), 'a second notes file');
+    const held = await syncJson(ws);
+    expect(held.code, explain(held)).toBe(1);
+    expect(issueCodes(held)).toEqual([`ambiguous-remote-name ${dupPath}`, 'ambiguous-remote-name H/notes.txt', 'ambiguous-remote-name H/one.txt'].sort());
+    // Nothing went to the service, and no edit was touched.
+    expect(c.listVersions(one).map((v) => v.version)).toEqual(['1']);
+    expect(c.listVersions(two).map((v) => v.version)).toEqual(['1']);
+    expect(c.listDocuments(ws.binderId)).toHaveLength(3);
+    expect(fs.readFileSync(path.join(ws.local, 'H/one.txt'), 'utf8')).toBe('one v2 (local)');
+    expect(fs.readFileSync(path.join(ws.local, dupPath), 'utf8')).toBe('two v2 (local)');
+
+    // The twin renamed on the service: the local file follows it, and each edit lands on its own document.
+    c.renameDocument(two, 'two again.txt');
+    const after = await syncJson(ws);
+    expect(after.code, explain(after)).toBe(1); // notes.txt still waits
+    expect(issueCodes(after)).toEqual(['ambiguous-remote-name H/notes.txt']);
+    expect(c.readContent(one).toString()).toBe('one v2 (local)');
+    expect(c.readContent(two).toString()).toBe('two v2 (local)');
+    expect(fs.readFileSync(path.join(ws.local, 'H/two again.txt'), 'utf8')).toBe('two v2 (local)');
+    expect(c.listVersions(one)).toHaveLength(2);
+    expect(c.listVersions(two)).toHaveLength(2);
+  });
 });
+

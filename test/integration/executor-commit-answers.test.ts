@@ -326,4 +326,26 @@ describe('recovering the outbox after a restart', () => {
     s.answerCommit((real, ...args) => real(...args));
     expect(await recoverOutbox(s.d)).toEqual({ finished: 1, dropped: 0 });
   });
+
+  it('a version the service puts on another document of the same name (commits go by name) is not recorded as ours', async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    // Two documents named a.txt in one folder (the emulator lets a rename make a twin; its commit takes the first).
+    const first = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'first').document;
+    const second = c.addDocument(s.d.binderId, s.folderId, 'b.txt', 'original').document;
+    c.renameDocument(second.id, 'a.txt');
+    synced(s, { ...second, fileName: 'a.txt' });
+    const local = writeLocal(s.root, 'a.txt', 'MY edit of the second');
+    const report = await executePlan(uploadPlan(local, s.folderId, second.id), s.d);
+    expect(report.failures).toEqual([
+      expect.objectContaining({ kind: 'upload', relPath: 'Docs/a.txt', code: 'COMMIT_MISDIRECTED', retryable: false, message: expect.stringContaining(`another document (${first.id}, not ${second.id})`) }),
+    ]);
+    // What the service did stays visible to the next listing; nothing of ours claims it.
+    expect(c.readContent(first.id).toString()).toBe('MY edit of the second');
+    expect(c.listVersions(second.id)).toHaveLength(1);
+    expect(s.store.listOutbox()).toEqual([]);
+    expect(s.store.loadBase().get(second.id)?.versionId).toBe(second.latestVersionId);
+    expect(s.store.loadBase().has(first.id)).toBe(false);
+  });
 });
+

@@ -2,8 +2,8 @@
 // with an issue. Everything else passes through untouched.
 import { describe, expect, it } from 'vitest';
 import type { MetadataResolver } from '../../src/sync/metadata-rules.js';
-import type { Action, LocalFile, Plan } from '../../src/sync/model.js';
-import { deferRecentlyWritten, TRANSFER_TEMP_QUIET_MS, withheldAsRefused, withheldForMetadata } from '../../src/sync/plan-filters.js';
+import type { Action, LocalFile, Plan, RemoteDoc } from '../../src/sync/model.js';
+import { deferRecentlyWritten, TRANSFER_TEMP_QUIET_MS, withheldAsRefused, withheldForAmbiguousNames, withheldForMetadata } from '../../src/sync/plan-filters.js';
 
 const file = (relPath: string, mtimeMs: number, ctimeMs = mtimeMs): LocalFile => ({ relPath, key: relPath, size: 1, mtimeMs, inode: 1, ctimeMs, sha256: 'h' });
 const upload = (f: LocalFile): Action => ({ kind: 'upload', relPath: f.relPath, key: f.key, local: f, target: { documentId: null, folderId: 'F', fileName: 'x' }, reason: 'new-local', replacesBase: null });
@@ -79,3 +79,57 @@ describe('withheldAsRefused', () => {
     expect(withheldAsRefused(p, new Map())).toBe(p);
   });
 });
+
+describe('withheldForAmbiguousNames', () => {
+  const doc = (documentId: string, fileName: string, folderId = 'F'): RemoteDoc => ({ documentId, fileName, folderId, versionId: 'v', relPath: `D/${fileName}`, key: `D/${fileName}` });
+  const remote = (...docs: RemoteDoc[]) => ({ docs: new Map(docs.map((d) => [d.documentId, d])) });
+  const uploadTo = (relPath: string, documentId: string | null, fileName: string, folderId = 'F'): Action => {
+    const f = file(relPath, 1);
+    return { kind: 'upload', relPath, key: relPath, local: f, target: { documentId, folderId, fileName }, reason: documentId === null ? 'new-local' : 'local-modified', replacesBase: documentId };
+  };
+  const kept = (p: Plan) => p.groups.map((g) => (g[0] as { relPath: string }).relPath);
+
+  it('withholds an edit of either of two documents with the same name in one folder, and says which one to rename', () => {
+    const r = withheldForAmbiguousNames(
+      plan([[uploadTo('D/dup.txt', 'd1', 'dup.txt')], [uploadTo('D/dup (dup-d2).txt', 'd2', 'dup.txt')], [uploadTo('D/other.txt', 'd3', 'other.txt')], [mkdir('E')]]),
+      remote(doc('d1', 'dup.txt'), doc('d2', 'dup.txt'), doc('d3', 'other.txt')),
+    );
+    expect(kept(r)).toEqual(['D/other.txt', 'E']);
+    expect(r.issues).toEqual([
+      { relPath: 'D/dup.txt', code: 'ambiguous-remote-name', documentId: 'd1', detail: expect.stringContaining('another document in this remote folder (d2) has the same name "dup.txt"') },
+      { relPath: 'D/dup (dup-d2).txt', code: 'ambiguous-remote-name', documentId: 'd2', detail: expect.stringContaining('(d1) has the same name') },
+    ]);
+  });
+
+  it('counts names equal but for case or Unicode form, for edits and for new files; other folders do not count', () => {
+    const nfd = 'Re\u0301sume\u0301.txt';
+    const r = withheldForAmbiguousNames(
+      plan([[uploadTo('D/readme.txt', null, 'readme.txt')], [uploadTo('D/Résumé.txt', 'd1', 'Résumé.txt')], [uploadTo('D/x.txt', null, 'x.txt')]]),
+      remote(doc('d0', 'README.txt'), doc('d1', 'Résumé.txt'), doc('d2', nfd), doc('d9', 'X.txt', 'G')),
+    );
+    expect(kept(r)).toEqual(['D/x.txt']);
+    expect(r.issues.map((i) => [i.relPath, i.detail.match(/is named "([^"]+)", which differs only in case or Unicode form/)?.[1]])).toEqual([
+      ['D/readme.txt', 'README.txt'],
+      ['D/Résumé.txt', nfd],
+    ]);
+  });
+
+  it('lets the first of two new files named alike go and holds the other; a plan without uploads is returned as it is', () => {
+    const r = withheldForAmbiguousNames(plan([[uploadTo('D/Notes.txt', null, 'Notes.txt')], [uploadTo('D/notes.txt', null, 'notes.txt')]]), remote());
+    expect(kept(r)).toEqual(['D/Notes.txt']);
+    expect(r.issues).toEqual([{ relPath: 'D/notes.txt', code: 'ambiguous-remote-name', detail: expect.stringContaining('"D/Notes.txt", differs from this name only in case') }]);
+    const quiet = plan([[mkdir('E')]]);
+    expect(withheldForAmbiguousNames(quiet, remote(doc('d1', 'a'), doc('d2', 'a')))).toBe(quiet);
+    const fine = plan([[uploadTo('D/a.txt', 'd1', 'a.txt')]]);
+    expect(withheldForAmbiguousNames(fine, remote(doc('d1', 'a.txt'), doc('d2', 'b.txt')))).toBe(fine);
+  });
+
+  it('holds a conflict settled local-wins onto a document whose name another one shares', () => {
+    const f = file('D/dup.txt', 1);
+    const conflict: Action = { kind: 'conflict', relPath: 'D/dup.txt', key: 'D/dup.txt', local: f, doc: doc('d1', 'dup.txt'), base: null, policy: 'local-wins', conflictPath: 'D/dup (conflict).txt', uploadConflictCopy: true };
+    const r = withheldForAmbiguousNames(plan([[conflict]]), remote(doc('d1', 'dup.txt'), doc('d2', 'dup.txt')));
+    expect(r.groups).toEqual([]);
+    expect(r.issues[0]).toMatchObject({ relPath: 'D/dup.txt', code: 'ambiguous-remote-name', documentId: 'd1' });
+  });
+});
+
