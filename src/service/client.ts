@@ -64,6 +64,8 @@ export type CommitSpelling = 'both' | 'reference' | 'walkthrough';
 
 export class ServiceClient {
   readonly capabilities: ServiceCapabilities = { downloadLinkSuffix: null, commitSpelling: null };
+  /** Set while the first commit finds the server's spelling (see commitUpload). */
+  private spellingProbe: Promise<void> | null = null;
   private readonly core: HttpCore;
   private readonly log: Logger;
 
@@ -148,6 +150,22 @@ export class ServiceClient {
    * some servers, or "content missing"; the caller reconciles by looking for the version.
    */
   async commitUpload(binderId: string, folderId: string, body: CommitBody, domain = 'binders'): Promise<DocumentVersion> {
+    // Until a spelling has worked, one commit at a time finds it: parallel uploads would each meet a strict
+    // server's 400 first (noise in its logs, and round trips). The others wait for it, then use what it learned.
+    while (this.capabilities.commitSpelling === null && this.spellingProbe !== null) await this.spellingProbe;
+    if (this.capabilities.commitSpelling !== null) return this.commitLearning(binderId, folderId, body, domain);
+    let settle = () => {};
+    this.spellingProbe = new Promise<void>((resolve) => (settle = resolve));
+    try {
+      return await this.commitLearning(binderId, folderId, body, domain);
+    } finally {
+      this.spellingProbe = null;
+      settle();
+    }
+  }
+
+  /** The commit of commitUpload, from the spelling known (or 'both'), falling back through the others. */
+  private async commitLearning(binderId: string, folderId: string, body: CommitBody, domain: string): Promise<DocumentVersion> {
     const known = this.capabilities.commitSpelling;
     const tried: CommitSpelling[] = [];
     const refusals: ServiceError[] = [];

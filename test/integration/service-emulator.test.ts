@@ -172,6 +172,32 @@ describe('every endpoint against the emulator', () => {
     expect(client.capabilities.commitSpelling).toBe(spelling);
   });
 
+  it('parallel first commits to a strict server: one finds the spelling, the others wait for it (one 400 in all, not one each)', async () => {
+    const { emu, client, c, binder, top } = await setup({ commitSpelling: 'reference' });
+    const names = ['p1.txt', 'p2.txt', 'p3.txt', 'p4.txt', 'p5.txt'];
+    const slots = await Promise.all(names.map((n) => client.uploadContent(() => Readable.from([Buffer.from(n)]), n.length)));
+    emu.control.resetCounters();
+    const versions = await Promise.all(names.map((n, i) => client.commitUpload(binder.id, top.id, { fileName: n, versionLabel: '1', uploadId: slots[i]!.uploadId, metadata: [] })));
+    expect(emu.control.counters().commit).toBe(names.length + 1);
+    expect(versions.map((v) => c.readContent(v.documentId).toString())).toEqual(names);
+    expect(client.capabilities.commitSpelling).toBe('reference');
+  });
+
+  it('a first commit that fails for another reason hands the search to the next one waiting', async () => {
+    const { emu, client, c, binder, top } = await setup({ commitSpelling: 'walkthrough' });
+    const bad = await client.uploadContent(() => Readable.from([Buffer.from('z')]), 1);
+    const good = await client.uploadContent(() => Readable.from([Buffer.from('g')]), 1);
+    const results = await Promise.allSettled([
+      client.commitUpload(binder.id, top.id, { fileName: 'back\\slash.txt', versionLabel: '1', uploadId: bad.uploadId, metadata: [] }),
+      client.commitUpload(binder.id, top.id, { fileName: 'good.txt', versionLabel: '1', uploadId: good.uploadId, metadata: [] }),
+    ]);
+    expect(results[0]).toMatchObject({ status: 'rejected', reason: { status: 400 } });
+    expect(results[1].status).toBe('fulfilled');
+    if (results[1].status === 'fulfilled') expect(c.readContent(results[1].value.documentId).toString()).toBe('g');
+    expect(client.capabilities.commitSpelling).toBe('walkthrough');
+    expect(emu.control.counters().commit).toBeGreaterThanOrEqual(3);
+  });
+
   it('a server taking both spellings takes the one body carrying both: 1 request per commit', async () => {
     const { emu, client, c, binder, top } = await setup();
     c.addMetadataElement(binder.id, { id: 'Ref', label: 'Ref', dataType: 'Text' });
