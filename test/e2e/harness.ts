@@ -104,16 +104,34 @@ export function sha256(data: Buffer | string): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** All regular files under dir, relative path -> sha256, skipping nothing (temp files would show up). */
-export function localTree(dir: string): Map<string, string> {
+/**
+ * All regular files under dir, relative path -> sha256, skipping nothing (temp files would show up). With
+ * `whileBusy`, a file or folder that vanishes during the walk (a running daemon's temp file) is left out
+ * instead of failing the walk.
+ */
+export function localTree(dir: string, opts: { whileBusy?: boolean } = {}): Map<string, string> {
   const out = new Map<string, string>();
+  const gone = (err: unknown) => opts.whileBusy === true && (err as NodeJS.ErrnoException).code === 'ENOENT';
   const walk = (abs: string, rel: string) => {
     if (!fs.existsSync(abs)) return;
-    for (const e of fs.readdirSync(abs, { withFileTypes: true })) {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(abs, { withFileTypes: true });
+    } catch (err) {
+      if (gone(err)) return;
+      throw err;
+    }
+    for (const e of entries) {
       const a = path.join(abs, e.name);
       const r = rel ? `${rel}/${e.name}` : e.name;
       if (e.isDirectory()) walk(a, r);
-      else if (e.isFile()) out.set(r, sha256(fs.readFileSync(a)));
+      else if (e.isFile()) {
+        try {
+          out.set(r, sha256(fs.readFileSync(a)));
+        } catch (err) {
+          if (!gone(err)) throw err;
+        }
+      }
     }
   };
   walk(dir, '');
