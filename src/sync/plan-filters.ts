@@ -128,7 +128,7 @@ export function looseName(fileName: string): string {
 /** Where an action's upload goes, if it uploads onto a name: an upload, or a conflict settled local-wins. */
 function uploadTargetOf(a: Action): UploadTarget | null {
   if (a.kind === 'upload') return a.target;
-  if (a.kind === 'conflict' && a.policy === 'local-wins' && a.uploadConflictCopy) return { documentId: a.doc.documentId, folderId: a.doc.folderId, fileName: a.doc.fileName };
+  if (a.kind === 'conflict' && a.policy === 'local-wins') return { documentId: a.doc.documentId, folderId: a.doc.folderId, fileName: a.doc.fileName };
   return null;
 }
 
