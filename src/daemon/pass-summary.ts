@@ -1,7 +1,7 @@
 // What the daemon takes from a PassReport: what is still pending (status), whether the pass did anything (one
 // summary log line, or debug for a quiet poll), and the metrics it feeds.
 import type { Logger } from '../log.js';
-import { groupIssues, INFORMATIONAL_ISSUES } from '../sync/issue-groups.js';
+import { GROUP_FROM, groupIssues, INFORMATIONAL_ISSUES, issueGroupKey } from '../sync/issue-groups.js';
 import type { ActionKind, Issue } from '../sync/model.js';
 import type { PassReport } from '../sync/pass.js';
 import type { SyncMetrics } from './metrics.js';
@@ -69,13 +69,17 @@ const issueKey = (i: Issue) => `${i.code}\u0000${i.relPath}\u0000${i.documentId 
  * them) at warn, or info for the informational codes, and one info line naming the items no longer blocked.
  * A daemon run as a service is read through its log: an item it cannot sync (unreadable, a name the other side
  * cannot take, a folder that does not exist remotely) must show there once, not only in `status`; a quiet pass
- * repeats nothing. Returns the issues to pass in next time (a new daemon starts from none, so it names them all
- * once at start-up).
+ * repeats nothing, nor does a pass that only adds items to a group already shown folded. Returns the issues
+ * to pass in next time (a new daemon starts from none, so it names them all once at start-up).
  */
 export function logIssueChanges(log: Logger, previous: ReadonlyMap<string, Issue>, issues: readonly Issue[]): Map<string, Issue> {
   const current = new Map(issues.map((i) => [issueKey(i), i]));
-  const added = [...current].filter(([k]) => !previous.has(k)).map(([, i]) => i);
   const resolved = [...previous].filter(([k]) => !current.has(k)).map(([, i]) => i.relPath);
+  // More of a group already shown folded ("New/ (300 files)"), such as a copy into a new folder still going on,
+  // is not announced again on every pass.
+  const before = new Map<string, number>();
+  for (const i of previous.values()) before.set(issueGroupKey(i), (before.get(issueGroupKey(i)) ?? 0) + 1);
+  const added = [...current].filter(([k, i]) => !previous.has(k) && (before.get(issueGroupKey(i)) ?? 0) < GROUP_FROM).map(([, i]) => i);
   const lines = groupIssues(added);
   for (const g of lines.slice(0, ISSUE_LOG_LIMIT)) {
     const fields = { relPath: g.label, code: g.code, count: g.count };

@@ -31,7 +31,7 @@ const ISSUE_ORDER: ReadonlyArray<Issue['code']> = [
 ];
 
 /** Issues of one code in one folder are folded into one line from this many on (fewer keep their names). */
-const GROUP_FROM = 4;
+export const GROUP_FROM = 4;
 
 export interface IssueLine {
   /** The path (one item), or "folder/ (N files)" for several items of one code in one folder. */
@@ -50,9 +50,8 @@ export interface IssueLine {
 export function groupIssues(issues: readonly Issue[]): IssueLine[] {
   const groups = new Map<string, { code: Issue['code']; folder: string; items: Issue[] }>();
   for (const i of issues) {
-    const slash = i.relPath.lastIndexOf('/');
-    const folder = slash < 0 ? '' : i.relPath.slice(0, slash);
-    const key = `${i.code}\u0000${folder}`;
+    const folder = folderOf(i);
+    const key = issueGroupKey(i);
     const g = groups.get(key);
     if (g) g.items.push(i);
     else groups.set(key, { code: i.code, folder, items: [i] });
@@ -73,6 +72,16 @@ export function groupIssues(issues: readonly Issue[]): IssueLine[] {
     const name = first.relPath.slice(folder === '' ? 0 : folder.length + 1);
     return [{ label, code, detail: same ? oneLine(first.detail) : `e.g. ${name}: ${oneLine(first.detail)}`, count: items.length }];
   });
+}
+
+function folderOf(i: Issue): string {
+  const slash = i.relPath.lastIndexOf('/');
+  return slash < 0 ? '' : i.relPath.slice(0, slash);
+}
+
+/** The group an issue is shown in: its code and its folder. */
+export function issueGroupKey(i: Issue): string {
+  return `${i.code}\u0000${folderOf(i)}`;
 }
 
 /** A detail on one line (details may quote multi-line service errors). */

@@ -76,4 +76,23 @@ describe('logIssueChanges', () => {
     logIssueChanges(log, open, [a, c]);
     expect(records.at(-1)?.msg).toBe('no longer blocked: x.txt');
   });
+
+  it('a group already shown folded is not announced again as it grows (a copy into a new folder going on); a small one names each new item', () => {
+    const { log, records } = capture();
+    const waiting = (dir: string, from: number, n: number): Issue[] =>
+      Array.from({ length: n }, (_, i): Issue => ({ relPath: `${dir}/f${from + i}.txt`, code: 'waiting-for-remote-folder', detail: 'no remote folder yet' }));
+    let open = logIssueChanges(log, new Map(), [...waiting('Big', 0, 5), ...waiting('Small', 0, 2)]);
+    expect(records.map((r) => r.msg)).toEqual([
+      'not synced: Big/ (5 files): waiting-for-remote-folder: no remote folder yet',
+      'not synced: Small/f0.txt: waiting-for-remote-folder: no remote folder yet',
+      'not synced: Small/f1.txt: waiting-for-remote-folder: no remote folder yet',
+    ]);
+    open = logIssueChanges(log, open, [...waiting('Big', 0, 50), ...waiting('Small', 0, 3)]);
+    expect(records.slice(3).map((r) => r.msg)).toEqual(['not synced: Small/f2.txt: waiting-for-remote-folder: no remote folder yet']);
+    expect(open.size).toBe(53);
+    // Another code in the same folder is a group of its own.
+    logIssueChanges(log, open, [...waiting('Big', 0, 50), ...waiting('Small', 0, 3), unreadable('Big/locked.txt')]);
+    expect(records.at(-1)?.msg).toBe('not synced: Big/locked.txt: unreadable: cannot read: EACCES');
+  });
 });
+
