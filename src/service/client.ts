@@ -64,8 +64,8 @@ export type CommitSpelling = 'both' | 'reference' | 'walkthrough';
 
 export class ServiceClient {
   readonly capabilities: ServiceCapabilities = { downloadLinkSuffix: null, commitSpelling: null };
-  /** Set while the first commit finds the server's spelling (see commitUpload). */
-  private spellingProbe: Promise<void> | null = null;
+  /** The call finding out a capability, while one does (see oneProbeAtATime). */
+  private readonly probes = new Map<keyof ServiceCapabilities, Promise<void>>();
   private readonly core: HttpCore;
   private readonly log: Logger;
 
@@ -152,14 +152,22 @@ export class ServiceClient {
   async commitUpload(binderId: string, folderId: string, body: CommitBody, domain = 'binders'): Promise<DocumentVersion> {
     // Until a spelling has worked, one commit at a time finds it: parallel uploads would each meet a strict
     // server's 400 first (noise in its logs, and round trips). The others wait for it, then use what it learned.
-    while (this.capabilities.commitSpelling === null && this.spellingProbe !== null) await this.spellingProbe;
-    if (this.capabilities.commitSpelling !== null) return this.commitLearning(binderId, folderId, body, domain);
+    return this.oneProbeAtATime('commitSpelling', () => this.commitLearning(binderId, folderId, body, domain));
+  }
+
+  /**
+   * Runs `call` at once when the capability is known; otherwise one call at a time finds it out, and the calls
+   * waiting meanwhile run with what it learned (or, when it failed for another reason, the next one probes).
+   */
+  private async oneProbeAtATime<T>(capability: keyof ServiceCapabilities, call: () => Promise<T>): Promise<T> {
+    for (let probe = this.probes.get(capability); this.capabilities[capability] === null && probe !== undefined; probe = this.probes.get(capability)) await probe;
+    if (this.capabilities[capability] !== null) return call();
     let settle = () => {};
-    this.spellingProbe = new Promise<void>((resolve) => (settle = resolve));
+    this.probes.set(capability, new Promise<void>((resolve) => (settle = resolve)));
     try {
-      return await this.commitLearning(binderId, folderId, body, domain);
+      return await call();
     } finally {
-      this.spellingProbe = null;
+      this.probes.delete(capability);
       settle();
     }
   }
@@ -261,7 +269,14 @@ export class ServiceClient {
    * Download link: `/raw` is the reference path, the walkthrough uses `/downloadlink` (spec 4.13). Until one
    * worked, `/raw` goes first and 404/405 falls back to `/downloadlink`; if both fail, the first error is thrown.
    */
-  async getDownloadLink(documentId: string, versionId: string): Promise<DownloadLink> {
+  getDownloadLink(documentId: string, versionId: string): Promise<DownloadLink> {
+    const known = this.capabilities.downloadLinkSuffix;
+    if (known) return this.linkAt(known, documentId, versionId);
+    // Parallel first downloads would each meet a 404 at the suffix the server lacks: one finds it out.
+    return this.oneProbeAtATime('downloadLinkSuffix', () => this.findDownloadLink(documentId, versionId));
+  }
+
+  private async findDownloadLink(documentId: string, versionId: string): Promise<DownloadLink> {
     const known = this.capabilities.downloadLinkSuffix;
     if (known) return this.linkAt(known, documentId, versionId);
     try {

@@ -145,6 +145,16 @@ describe('every endpoint against the emulator', () => {
     expect((await client.listBinders()).map((b) => b.id)).toEqual([binder.id]);
   });
 
+  it('parallel first links to a server without /raw: one finds /downloadlink, the others wait for it (one 404 in all)', async () => {
+    const { emu, client, c, binder, top } = await setup({ downloadLinkPaths: ['downloadlink'] });
+    const docs = ['a', 'b', 'c', 'd', 'e'].map((n) => c.addDocument(binder.id, top.id, `${n}.txt`, n));
+    const links = await Promise.all(docs.map((d) => client.getDownloadLink(d.document.id, d.version.id)));
+    expect(links).toHaveLength(5);
+    const suffixes = emu.control.lastRequests(100).filter((r) => r.route === 'downloadlink').map((r) => r.path.split('/').pop());
+    expect(suffixes.sort()).toEqual(['downloadlink', 'downloadlink', 'downloadlink', 'downloadlink', 'downloadlink', 'raw']);
+    expect(client.capabilities.downloadLinkSuffix).toBe('downloadlink');
+  });
+
   it('learns the /downloadlink suffix when /raw does not exist', async () => {
     const { emu, client, c, binder, top } = await setup({ downloadLinkPaths: ['downloadlink'] });
     const a = c.addDocument(binder.id, top.id, 'a.txt', 'alpha');
