@@ -1,6 +1,7 @@
 // Propagate: runs a plan. Groups run in parallel on a p-queue, the actions of one group in order; each
 // completed step is recorded in the state DB at once, so a crash at any instant resumes without loss or
 // duplication. A failed action is a value in the report (its group stops), never a crashed pass.
+import { setMaxListeners } from 'node:events';
 import fs from 'node:fs/promises';
 import PQueue from 'p-queue';
 import { BinderSyncError, describeError, isRetryable } from '../errors.js';
@@ -46,24 +47,32 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
   // stop starting new groups; trying thousands of files against a service that is down only floods the log.
   const budget = Math.max(3, d.concurrency);
   let serviceFailuresInARow = 0;
+  // Once the budget is spent, the transfers still in flight are aborted too: against a service that went away
+  // each would otherwise sit out its retries and its request timeout (a minute) before the pass could end.
+  // Aborting is the daemon's shutdown path: a partial download leaves no file, a slot not committed is dropped.
+  const stop = new AbortController();
+  const run: ExecutorDeps = { ...d, signal: d.signal ? AbortSignal.any([d.signal, stop.signal]) : stop.signal };
+  setMaxListeners(0, run.signal!);
   for (const group of plan.groups) {
     void queue.add(async () => {
       const steps = [...group];
       for (let i = 0; i < steps.length; i++) {
         const action = steps[i]!;
-        if (d.signal?.aborted || report.stoppedBy !== null) return;
+        if (run.signal?.aborted || report.stoppedBy !== null) return;
         try {
-          const moved = await runAction(action, d, report);
+          const moved = await runAction(action, run, report);
           if (moved !== undefined) for (let j = i + 1; j < steps.length; j++) steps[j] = expectingMovedFile(steps[j]!, moved);
           report.done[action.kind] = (report.done[action.kind] ?? 0) + 1;
           serviceFailuresInARow = 0;
         } catch (err) {
           report.failures.push(failureOf(action, err));
           notifyDone(d, action, false);
-          d.log.warn({ action: action.kind, relPath: relPathOf(action), err }, 'action failed');
+          // An action cut short by the stop below is not news: the stop's own line says it.
+          if (!stop.signal.aborted) d.log.warn({ action: action.kind, relPath: relPathOf(action), err }, 'action failed');
           if (isServiceWide(err) && ++serviceFailuresInARow >= budget && report.stoppedBy === null) {
             report.stoppedBy = err;
             queue.clear();
+            stop.abort();
             d.log.warn({ failures: serviceFailuresInARow }, 'the service keeps failing: stopping this pass early; the rest is retried later');
           }
           return; // later steps of this group depended on this one

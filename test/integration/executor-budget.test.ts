@@ -57,6 +57,33 @@ describe('executor error budget', () => {
     expect(calls()).toBe(report.failures.length * 3);
   });
 
+  it('aborts the transfers still in flight when it stops, instead of waiting out their retries and timeouts', async () => {
+    const unavailable = () => new ServiceError('GET /storage failed: 503', { code: 'SERVICE_UNAVAILABLE', retryable: true, request: 'GET {storage}' });
+    const { deps, store } = setup(unavailable);
+    let calls = 0;
+    const aborted: string[] = [];
+    // The first two downloads hang (a service gone away mid-body) until their signal says stop; the rest fail.
+    deps.client = {
+      downloadVersionTo: (documentId: string, _v: string, _dest: unknown, opts: { signal?: AbortSignal } = {}) => {
+        calls++;
+        if (calls > 2) return Promise.reject(unavailable());
+        return new Promise((_resolve, reject) => {
+          opts.signal?.addEventListener('abort', () => {
+            aborted.push(documentId);
+            reject(new ServiceError('GET {storage} aborted', { code: 'ABORTED', retryable: false, request: 'GET {storage}' }));
+          });
+        });
+      },
+    } as unknown as ExecutorDeps['client'];
+    const report = await executePlan(downloads(40), deps);
+    store.close();
+    expect(report.stoppedBy).toBeInstanceOf(ServiceError);
+    expect(aborted.sort()).toEqual(['d0', 'd1']);
+    expect(report.failures.map((f) => f.relPath)).toEqual(expect.arrayContaining(['F/f0.txt', 'F/f1.txt']));
+    const files = (fs.readdirSync(deps.root, { recursive: true }) as string[]).filter((p) => fs.statSync(path.join(deps.root, p)).isFile());
+    expect(files).toEqual([]); // no temp file left behind
+  });
+
   it('keeps going through per-file failures', async () => {
     const { deps, calls, store } = setup(() => new BinderSyncError('disk trouble', { code: 'LOCAL_IO', retryable: false }));
     const report = await executePlan(downloads(30), deps);
