@@ -103,6 +103,23 @@ describe('binder-sync status', () => {
     expect(fs.existsSync(ws.stateDir)).toBe(false);
   });
 
+  it('shows the error of a sync that failed (wrong secret) until a pass succeeds, without the secret', async () => {
+    const ws = await workspace();
+    expect((await sync(ws)).code).toBe(0);
+    expect(field((await status(ws)).stdout, 'last error')).toBe('-');
+    const wrong = 'wrong-Secret-1a2b3c4d5e6f';
+    const failed = await sync(ws, [], { env: { E2E_SECRET: wrong } });
+    expect(failed.code).toBe(3);
+    const after = await status(ws);
+    expect(field(after.stdout, 'state')).toBe('error');
+    expect(field(after.stdout, 'last error')).toMatch(/refused the client credentials/);
+    expect(after.stdout).not.toContain(wrong);
+    expect(statusJson(await status(ws, '--json')).pairs[0]).toMatchObject({ state: 'error', lastError: expect.stringMatching(/refused the client credentials/) });
+    // The next good pass clears it.
+    expect((await sync(ws)).code).toBe(0);
+    expect(field((await status(ws)).stdout, 'last error')).toBe('-');
+  });
+
   it('shows conflicts newest first and unsyncable items, in human and JSON output', async () => {
     const ws = await workspace();
     const c = ws.emulator.control;
