@@ -74,14 +74,17 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
 
   // Each unique folder ends up placed or rejected; rejecting a folder rejects its subtree with the same reason.
   const settled = new Set<string>();
-  const rejectSubtree = (folder: FolderIn, reason: string): void => {
+  // `at`: where the item would be, for people (the parent's local path, then remote names below a rejected folder).
+  const rejectSubtree = (folder: FolderIn, reason: string, at?: string): void => {
     if (settled.has(folder.id)) return;
     settled.add(folder.id);
-    unmappable.push({ folderId: folder.id, name: folder.name, reason });
-    for (const d of childDocs.get(folder.id) ?? []) rejectDoc(d, reason);
-    for (const f of childFolders.get(folder.id) ?? []) rejectSubtree(f, reason);
+    const path = at === undefined ? undefined : joinRel(at, folder.name);
+    unmappable.push({ folderId: folder.id, name: folder.name, reason, ...(path !== undefined ? { path } : {}) });
+    for (const d of childDocs.get(folder.id) ?? []) rejectDoc(d, reason, path);
+    for (const f of childFolders.get(folder.id) ?? []) rejectSubtree(f, reason, path);
   };
-  const rejectDoc = (d: DocIn, reason: string) => unmappable.push({ documentId: d.documentId, name: d.fileName, reason });
+  const rejectDoc = (d: DocIn, reason: string, at?: string) =>
+    unmappable.push({ documentId: d.documentId, name: d.fileName, reason, ...(at !== undefined ? { path: joinRel(at, d.fileName) } : {}) });
 
   // Ids listed twice with different data: which version is right is unknown, so neither is placed.
   for (const id of folderIn.conflicting) {
@@ -102,8 +105,8 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
     const subFolders = [...(childFolders.get(parent.id) ?? [])].sort(byId);
     for (const f of subFolders) {
       const local = localNameFor(f.name);
-      if ('error' in local) rejectSubtree(f, UNMAPPABLE.badName(local.error));
-      else if (input.isIgnored?.(joinRel(parent.relPath, local.name), true)) rejectSubtree(f, UNMAPPABLE.ignored);
+      if ('error' in local) rejectSubtree(f, UNMAPPABLE.badName(local.error), parent.relPath);
+      else if (input.isIgnored?.(joinRel(parent.relPath, local.name), true)) rejectSubtree(f, UNMAPPABLE.ignored, parent.relPath);
       else siblings.push({ kind: 'folder', id: f.id, name: local.name, key: pathKey(local.name, ci), preferred: false, folder: f });
     }
     if (parent.id !== null) {
@@ -112,12 +115,12 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
       for (const d of docsHere) {
         const local = localNameFor(d.fileName);
         if ('error' in local) {
-          rejectDoc(d, UNMAPPABLE.badName(local.error));
+          rejectDoc(d, UNMAPPABLE.badName(local.error), parent.relPath);
           continue;
         }
         const plain = joinRel(parent.relPath, local.name);
         if (input.isIgnored?.(plain, false)) {
-          rejectDoc(d, UNMAPPABLE.ignored);
+          rejectDoc(d, UNMAPPABLE.ignored, parent.relPath);
           continue;
         }
         const preferredPath = input.preferredPath?.(d.documentId);
@@ -132,14 +135,14 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
       const isDir = sibling.kind === 'folder';
       // A dup-suffixed name is a new path: it must pass the ignore rules too.
       if (name !== sibling.name && input.isIgnored?.(relPath, isDir)) {
-        if (sibling.folder) rejectSubtree(sibling.folder, UNMAPPABLE.ignored);
-        else if (sibling.doc) rejectDoc(sibling.doc, UNMAPPABLE.ignored);
+        if (sibling.folder) rejectSubtree(sibling.folder, UNMAPPABLE.ignored, parent.relPath);
+        else if (sibling.doc) rejectDoc(sibling.doc, UNMAPPABLE.ignored, parent.relPath);
         continue;
       }
       // Safety net: sibling keys are unique and parents are unique, so this should never trigger.
       if (usedKeys.has(key)) {
-        if (sibling.folder) rejectSubtree(sibling.folder, UNMAPPABLE.collision);
-        else if (sibling.doc) rejectDoc(sibling.doc, UNMAPPABLE.collision);
+        if (sibling.folder) rejectSubtree(sibling.folder, UNMAPPABLE.collision, parent.relPath);
+        else if (sibling.doc) rejectDoc(sibling.doc, UNMAPPABLE.collision, parent.relPath);
         continue;
       }
       usedKeys.add(key);

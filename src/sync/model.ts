@@ -104,7 +104,8 @@ export interface RemoteObservation {
   /** Base documents absent from the listing AND confirmed gone (GET /documents/{id} -> 404 or moved out). */
   gone: Set<string>;
   /** Remote items that exist but cannot be placed locally (reported, never deleted). */
-  unmappable: Array<{ documentId?: string; folderId?: string; name: string; reason: string }>;
+  /** `path`: where it would be (the parent's local path and the remote name), when its parent is placed. */
+  unmappable: Array<{ documentId?: string; folderId?: string; name: string; reason: string; path?: string }>;
 }
 
 /** The last state both sides agreed on for one document (Unison's archive). */

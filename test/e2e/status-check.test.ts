@@ -188,7 +188,8 @@ describe('binder-sync status', () => {
     const p = statusJson(await status(ws, '--json')).pairs[0]!;
     expect(p.issues).toHaveLength(15);
     expect(p.issues.filter((i) => i.code === 'waiting-for-remote-folder')).toHaveLength(12);
-    expect(p.issues).toContainEqual(expect.objectContaining({ relPath: 'scratch.tmp', code: 'name-not-representable', detail: 'ignored by local rules' }));
+    // Named by its full path, like every other item.
+    expect(p.issues).toContainEqual(expect.objectContaining({ relPath: 'Docs/scratch.tmp', code: 'name-not-representable', detail: 'ignored by local rules' }));
     for (const i of p.issues) expect(Object.keys(i).sort()).toEqual(expect.arrayContaining(['code', 'detail', 'relPath']));
 
     const out = (await status(ws)).stdout;
@@ -196,7 +197,7 @@ describe('binder-sync status', () => {
     const list = out.slice(out.indexOf('  not synced')).split('\n').slice(1).filter((l) => l.startsWith('    '));
     expect(list, out).toEqual([
       expect.stringMatching(/^ {4}Docs\/new\.txt +metadata-missing: required metadata without a value: Department/),
-      expect.stringMatching(/^ {4}scratch\.tmp +name-not-representable: ignored by local rules$/),
+      expect.stringMatching(/^ {4}Docs\/scratch\.tmp +name-not-representable: ignored by local rules$/),
       expect.stringMatching(/^ {4}top\.txt +root-files-unsupported: /),
       expect.stringMatching(/^ {4}A new folder\/ \(12 files\) +waiting-for-remote-folder: no remote folder for "A new folder" yet/),
     ]);

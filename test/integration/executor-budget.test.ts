@@ -62,16 +62,18 @@ describe('executor error budget', () => {
     const { deps, store } = setup(unavailable);
     let calls = 0;
     const aborted: string[] = [];
-    // The first two downloads hang (a service gone away mid-body) until their signal says stop; the rest fail.
+    // Two downloads hang (a service gone away mid-body) until their signal says stop; the rest fail at once.
     deps.client = {
       downloadVersionTo: (documentId: string, _v: string, _dest: unknown, opts: { signal?: AbortSignal } = {}) => {
         calls++;
-        if (calls > 2) return Promise.reject(unavailable());
+        if (documentId !== 'd0' && documentId !== 'd1') return Promise.reject(unavailable());
         return new Promise((_resolve, reject) => {
-          opts.signal?.addEventListener('abort', () => {
+          const abort = () => {
             aborted.push(documentId);
             reject(new ServiceError('GET {storage} aborted', { code: 'ABORTED', retryable: false, request: 'GET {storage}' }));
-          });
+          };
+          if (opts.signal?.aborted) abort();
+          else opts.signal?.addEventListener('abort', abort);
         });
       },
     } as unknown as ExecutorDeps['client'];

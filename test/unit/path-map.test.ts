@@ -125,10 +125,10 @@ describe('mapRemoteTree: unmappable items', () => {
     expect(r.docs).toEqual({ d1: 'Tab/keep.txt' });
     expect(r.folders).toEqual({ T: 'Tab' });
     expect(r.unmappable).toEqual([
-      { documentId: 'd2', name: 'scratch.tmp', reason: UNMAPPABLE.ignored },
-      { documentId: 'd3', name: 'x.js', reason: UNMAPPABLE.ignored },
-      { folderId: 'N', name: 'node_modules', reason: UNMAPPABLE.ignored },
-      { folderId: 'N2', name: 'deep', reason: UNMAPPABLE.ignored },
+      { documentId: 'd2', name: 'scratch.tmp', reason: UNMAPPABLE.ignored, path: 'Tab/scratch.tmp' },
+      { documentId: 'd3', name: 'x.js', reason: UNMAPPABLE.ignored, path: 'Tab/node_modules/deep/x.js' },
+      { folderId: 'N', name: 'node_modules', reason: UNMAPPABLE.ignored, path: 'Tab/node_modules' },
+      { folderId: 'N2', name: 'deep', reason: UNMAPPABLE.ignored, path: 'Tab/node_modules/deep' },
     ]);
     expect(UNMAPPABLE.ignored).toBe('ignored by local rules');
   });
@@ -142,7 +142,7 @@ describe('mapRemoteTree: unmappable items', () => {
   it('a dup name that is ignored makes that document unmappable', () => {
     const r = paths({ folders: [folder('T', 'Tab')], docs: [doc('a', 'x.txt', 'T'), doc('b', 'x.txt', 'T')], isIgnored: (p) => p.includes('(dup-') });
     expect(r.docs).toEqual({ a: 'Tab/x.txt' });
-    expect(r.unmappable).toEqual([{ documentId: 'b', name: 'x.txt', reason: UNMAPPABLE.ignored }]);
+    expect(r.unmappable).toEqual([{ documentId: 'b', name: 'x.txt', reason: UNMAPPABLE.ignored, path: 'Tab/x.txt' }]);
   });
 
   it('a document in a folder that is not in the tree is unmappable', () => {
@@ -200,6 +200,6 @@ describe('mapRemoteTree: unmappable items', () => {
 
   it('a name that is not valid Unicode is unmappable, not dropped', () => {
     const r = paths({ folders: [folder('T', 'Tab')], docs: [doc('d', 'bad\uD800', 'T')] });
-    expect(r.unmappable).toEqual([{ documentId: 'd', name: 'bad\uD800', reason: 'name cannot be used locally: name is not valid Unicode (unpaired surrogate)' }]);
+    expect(r.unmappable).toEqual([{ documentId: 'd', name: 'bad\uD800', reason: 'name cannot be used locally: name is not valid Unicode (unpaired surrogate)', path: 'Tab/bad\uD800' }]);
   });
 });
