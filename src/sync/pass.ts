@@ -389,6 +389,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     }
     if (rt.readOnly && ctx.direction === 'both') plan = reconcile(base, local, listing.observation, { ...ctx, direction: 'download' });
   }
+  if (rt.readOnly === true && rt.pair.direction === 'both') plan = readOnlyReasons(plan);
   plan = withheldForMetadata(withheldForAmbiguousNames(plan, listing.observation), rt.metadata);
   if (expireRefusals(rt.refusedUploads, now().getTime())) saveRefused(rt);
   plan = withheldAsRefused(plan, rt.refusedUploads);
@@ -826,6 +827,16 @@ function rememberUnbasedHashes(rt: PairRuntime, obs: LocalObservation, full: boo
     if (byKey?.has(f.key) === true) continue;
     rt.unbasedHashes.set(f.key, { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs, sha256: f.sha256 });
   }
+}
+
+/**
+ * A pair configured `direction: both` that runs download-only because the API client may not write: its
+ * "not uploaded" items say so, rather than "direction is download", which the config does not say.
+ */
+function readOnlyReasons(plan: Plan): Plan {
+  const because = 'the API client has read-only access';
+  const issues = plan.issues.map((i) => (i.detail.startsWith('direction is download') ? { ...i, detail: i.detail.replace('direction is download', because) } : i));
+  return { ...plan, issues };
 }
 
 /** Uploads refused for good this pass are remembered with their content (see withheldAsRefused). */

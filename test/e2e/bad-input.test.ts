@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Fault } from '../../src/emulator/index.js';
 import { createWorkspace, readLocal, runCli, sync, writeLocal, type CliResult, type Workspace } from './harness.js';
-import { deepSnapshot, fileHash, stateDbPath } from './reliability-helpers.js';
+import { deepSnapshot, stateDigest } from './reliability-helpers.js';
 import { writeRunConfig } from './run-helpers.js';
 import { expectConvergedPass } from './scenario-helpers.js';
 
@@ -136,7 +136,7 @@ async function syncedWithPendingChanges(): Promise<{ w: Workspace; snapshot: () 
   c.deleteDocument(gone.id);
   writeLocal(w, 'Docs/new-local.txt', 'not uploaded yet');
   const snapshot = () =>
-    JSON.stringify({ local: [...deepSnapshot(w.local)], trash: [...deepSnapshot(path.join(w.stateDir, 'main', 'trash'))], db: fileHash(stateDbPath(w)) });
+    JSON.stringify({ local: [...deepSnapshot(w.local)], trash: [...deepSnapshot(path.join(w.stateDir, 'main', 'trash'))], db: stateDigest(w) });
   return { w, snapshot };
 }
 

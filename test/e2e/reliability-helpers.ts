@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { expect } from 'vitest';
 import { mulberry32 } from '../../src/emulator/ids.js';
 import type { RequestRecord } from '../../src/emulator/index.js';
@@ -152,6 +153,26 @@ export function fileHash(abs: string): string {
 /** The pair's state DB file (what a failed pass must not have changed). */
 export function stateDbPath(w: Workspace, pair = 'main'): string {
   return path.join(w.stateDir, pair, 'state.db');
+}
+
+/**
+ * A digest of everything the pair's state DB holds (every table, row by row) except the `lastError` note, which
+ * a failed pass writes for `status`: equal means the pass changed no sync state. 'missing' when there is no DB.
+ */
+export function stateDigest(w: Workspace, pair = 'main'): string {
+  const file = stateDbPath(w, pair);
+  if (!fs.existsSync(file)) return 'missing';
+  const db = new Database(file, { readonly: true });
+  try {
+    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{ name: string }>).map((t) => t.name);
+    const dump = tables.map((t) => {
+      const rows = db.prepare(`SELECT * FROM "${t}" ORDER BY rowid`).all() as Array<Record<string, unknown>>;
+      return [t, t === 'meta' ? rows.filter((r) => r.key !== 'lastError') : rows];
+    });
+    return createHash('sha256').update(JSON.stringify(dump)).digest('hex');
+  } finally {
+    db.close();
+  }
 }
 
 /** Every file and directory under dir with type, size, mtime, inode and content hash: equal means untouched. */

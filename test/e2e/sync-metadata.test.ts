@@ -95,6 +95,8 @@ describe('read-only client', () => {
     expect(r.code, explain(r)).toBe(1);
     expect(r.report?.failures, explain(r)).toEqual([]);
     expect(issueCodes(r)).toEqual(['local-change-not-uploaded T/local.txt']);
+    // Its reason is the access, not a direction the config does not have.
+    expect(r.report?.issues[0]?.detail).toMatch(/^the API client has read-only access: /);
     expect(r.stderr.match(/read-only/gi) ?? [], r.stderr).toHaveLength(1);
     expect(r.stderr).toMatch(/download-only/);
 
