@@ -6,7 +6,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, readLocal, runCli, sync, writeLocal, type Workspace } from './harness.js';
-import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
+import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess, type LogLine } from './run-helpers.js';
 
 let ws: Workspace | undefined;
 let daemon: DaemonProcess | undefined;
@@ -134,12 +134,15 @@ describe('binder-sync run: syncing', () => {
     daemon = startDaemonProcess(w, { readOnly: true });
     const d = daemon;
     await d.waitForLog((l) => l.msg === 'downloaded' && l.relPath === 'Docs/remote.txt', 15_000, 'download with a read-only client');
-    await d.waitForLog(msgHas('read-only'), 5_000, 'the read-only warning');
+    // The mode is said once; each file it keeps local is named once (not synced: ..., with the same reason).
+    const modeWarning = (l: LogLine) => typeof l.msg === 'string' && l.msg.includes('read-only') && !l.msg.startsWith('not synced:');
+    await d.waitForLog(modeWarning, 5_000, 'the read-only warning');
     writeLocal(w, 'Docs/local2.txt', 'also local');
     await sleep(3_500);
     expect(readLocal(w, 'Docs/remote.txt')).toBe('from the binder');
     expect(c.listDocuments(w.binderId).map((x) => x.fileName)).toEqual(['remote.txt']);
-    expect(d.count(msgHas('read-only'))).toBe(1);
+    expect(d.count(modeWarning), d.tail()).toBe(1);
+    expect(d.count(msgHas('not synced: Docs/local2.txt: local-change-not-uploaded: the API client has read-only access')), d.tail()).toBe(1);
     expect(d.child.exitCode).toBeNull();
   }, 30_000);
 
