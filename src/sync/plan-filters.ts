@@ -126,9 +126,9 @@ export function looseName(fileName: string): string {
 }
 
 /** Where an action's upload goes, if it uploads onto a name: an upload, or a conflict settled local-wins. */
-function uploadTargetOf(a: Action): UploadTarget | null {
-  if (a.kind === 'upload') return a.target;
-  if (a.kind === 'conflict' && a.policy === 'local-wins') return { documentId: a.doc.documentId, folderId: a.doc.folderId, fileName: a.doc.fileName };
+function uploadTargetOf(a: Action): (UploadTarget & { relPath: string }) | null {
+  if (a.kind === 'upload') return { ...a.target, relPath: a.relPath };
+  if (a.kind === 'conflict' && a.policy === 'local-wins') return { documentId: a.doc.documentId, folderId: a.doc.folderId, fileName: a.doc.fileName, relPath: a.relPath };
   return null;
 }
 
@@ -166,13 +166,13 @@ export function withheldForAmbiguousNames(plan: Plan, remote: Pick<RemoteObserva
           : other.fileName === t.fileName
             ? `another document in this remote folder (${other.documentId}) has the same name "${other.fileName}": the service takes an upload by folder and file name, so it could land on that one; rename one of the two on the service`
             : `another document in this remote folder (${other.documentId}) is named "${other.fileName}", which differs only in case or Unicode form: a service that compares names so would put this upload on it; rename one of the two on the service`;
-      const relPath = a.kind === 'upload' || a.kind === 'conflict' ? a.relPath : '';
-      issues.push(t.documentId === null ? { relPath, code: 'ambiguous-remote-name', detail } : { relPath, code: 'ambiguous-remote-name', detail, documentId: t.documentId });
+      const issue: Issue = { relPath: t.relPath, code: 'ambiguous-remote-name', detail };
+      issues.push(t.documentId === null ? issue : { ...issue, documentId: t.documentId });
       return false;
     }
     for (const a of group) {
       const t = uploadTargetOf(a);
-      if (t !== null && t.documentId === null) newNames.set(nameKey(t.folderId, t.fileName), a.kind === 'upload' ? a.relPath : '');
+      if (t !== null && t.documentId === null) newNames.set(nameKey(t.folderId, t.fileName), t.relPath);
     }
     return true;
   });
