@@ -143,6 +143,16 @@ export interface ReconcileContext {
    * deleted. Such a document is not downloaded again until its remote version changes.
    */
   forgotten?: ReadonlyMap<string, string>;
+  /**
+   * Why local changes are not uploaded when direction is 'download', for the issues that say so: the config's
+   * direction by default; "the API client has read-only access" for a pair set to 'both' that may not write.
+   */
+  notUploadingBecause?: string;
+}
+
+/** The reason the issues of a download-only pass give for a local change left local. */
+export function notUploadingBecause(ctx: ReconcileContext): string {
+  return ctx.notUploadingBecause ?? 'direction is download';
 }
 
 /** Where an upload goes: a new version of documentId, or a new document when documentId is null. */

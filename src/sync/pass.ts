@@ -387,9 +387,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
         hint: 'grant the API client read/write access, or set direction: download',
       });
     }
-    if (rt.readOnly && ctx.direction === 'both') plan = reconcile(base, local, listing.observation, { ...ctx, direction: 'download' });
+    if (rt.readOnly && ctx.direction === 'both') plan = reconcile(base, local, listing.observation, { ...ctx, direction: 'download', notUploadingBecause: READ_ONLY_REASON });
   }
-  if (rt.readOnly === true && rt.pair.direction === 'both') plan = readOnlyReasons(plan);
   plan = withheldForMetadata(withheldForAmbiguousNames(plan, listing.observation), rt.metadata);
   if (expireRefusals(rt.refusedUploads, now().getTime())) saveRefused(rt);
   plan = withheldAsRefused(plan, rt.refusedUploads);
@@ -532,10 +531,15 @@ function observeOptions(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry>, s
   };
 }
 
+/** A pair set to `direction: both` runs download-only when the API client may not write; its issues say why. */
+const READ_ONLY_REASON = 'the API client has read-only access';
+
 /** What reconcile needs besides the three observations: the pair's policies, as this process may apply them. */
 function reconcileContext(rt: PairRuntime, now: () => Date, force: boolean): ReconcileContext {
+  const readOnlyBoth = rt.readOnly === true && rt.pair.direction === 'both';
   return {
-    direction: rt.readOnly === true && rt.pair.direction === 'both' ? 'download' : rt.pair.direction,
+    direction: readOnlyBoth ? 'download' : rt.pair.direction,
+    ...(readOnlyBoth ? { notUploadingBecause: READ_ONLY_REASON } : {}),
     conflictPolicy: rt.pair.conflictPolicy,
     localDeletePolicy: rt.pair.localDeletePolicy,
     caseInsensitive: rt.caseInsensitive,
@@ -827,16 +831,6 @@ function rememberUnbasedHashes(rt: PairRuntime, obs: LocalObservation, full: boo
     if (byKey?.has(f.key) === true) continue;
     rt.unbasedHashes.set(f.key, { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs, sha256: f.sha256 });
   }
-}
-
-/**
- * A pair configured `direction: both` that runs download-only because the API client may not write: its
- * "not uploaded" items say so, rather than "direction is download", which the config does not say.
- */
-function readOnlyReasons(plan: Plan): Plan {
-  const because = 'the API client has read-only access';
-  const issues = plan.issues.map((i) => (i.detail.startsWith('direction is download') ? { ...i, detail: i.detail.replace('direction is download', because) } : i));
-  return { ...plan, issues };
 }
 
 /** Uploads refused for good this pass are remembered with their content (see withheldAsRefused). */

@@ -1,6 +1,7 @@
 // Reconcile for items without a base row (new local files, new remote documents, remote folders) and the
 // shared "who holds this path" check that every step writing a local path goes through.
 import type { Action, BaseEntry, Issue, LocalFile, PathKey, ReconcileContext, RemoteDoc, RemoteFolder } from './model.js';
+import { notUploadingBecause } from './model.js';
 import { baseNameOf, joinRel, parentOf } from './path-key.js';
 import type { PlanBuilder } from './reconcile-builder.js';
 import { conflict, download, upload, versionOf } from './reconcile-steps.js';
@@ -98,7 +99,7 @@ export function planLocalFile(
   const remoteNew = atKey.find((d) => !s.view.base.has(d.documentId));
   if (remoteNew && !s.out.isClaimed(file.key)) return { actions: [unbasedPair(s, file, remoteNew)], issue: null };
   if (atKey.length > 0) return none('path-collision', 'a synced remote document already uses this path');
-  if (s.ctx.direction === 'download') return none('local-change-not-uploaded', 'direction is download: local changes are not uploaded');
+  if (s.ctx.direction === 'download') return none('local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: local changes are not uploaded`);
   const folder = s.view.folderForParentOf(file.key) ?? followedFolder(s, file);
   if (!folder) return none('waiting-for-remote-folder', `no remote folder for "${parentOf(file.relPath)}" yet; the service cannot create folders`);
   if ('issue' in folder) return { actions: [], issue: folder.issue };

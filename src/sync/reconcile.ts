@@ -12,7 +12,7 @@ import type {
   RemoteDoc,
   RemoteObservation,
 } from './model.js';
-import { statOf } from './model.js';
+import { notUploadingBecause, statOf } from './model.js';
 import { PlanBuilder } from './reconcile-builder.js';
 import { checkGates } from './reconcile-gates.js';
 import {
@@ -219,7 +219,7 @@ function pullRemoteChange(s: PassState, b: BaseEntry, file: LocalFile, doc: Remo
 
 function pushLocalChange(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {
   if (s.ctx.direction === 'download') {
-    issue(s, file.relPath, 'local-change-not-uploaded', 'direction is download: the local change is not uploaded', b.documentId);
+    issue(s, file.relPath, 'local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: the local change is not uploaded`, b.documentId);
     return;
   }
   commitBase(s, b, [upload(file, versionOf(doc), 'local-modified', b.documentId)], false);
@@ -264,7 +264,7 @@ function followRemoteMove(
     if (l === 'modified' && remoteModified) actions.push(conflict(moved, doc, b, s.ctx, s.out.conflictPathFor(moved.relPath)));
     if (l === 'modified' && !remoteModified) {
       if (s.ctx.direction === 'both') actions.push(upload(moved, versionOf(doc), 'local-modified', b.documentId));
-      else issue(s, moved.relPath, 'local-change-not-uploaded', 'direction is download: the local change is not uploaded', b.documentId);
+      else issue(s, moved.relPath, 'local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: the local change is not uploaded`, b.documentId);
     }
   }
   commitBase(s, b, actions, true, occ.after);
