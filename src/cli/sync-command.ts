@@ -1,12 +1,11 @@
 // `binder-sync sync`: one full pass for every pair (or one), then exit. Exit 0 when both sides agree.
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import { createLogger, logLevelFromEnv } from '../log.js';
 import { describeError } from '../errors.js';
 import { acquireStateLock } from '../state/lock.js';
-import { StateStore } from '../state/store.js';
+import { writePairMeta } from '../state/pair-meta.js';
 import { openPair, runPass, settleInSyncMark, type PairRuntime, type PassReport } from '../sync/pass.js';
 import { describePlan, summarizeReport } from './report-format.js';
 import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
@@ -101,7 +100,9 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
         printError(err);
         log.error({ pair: pair.name, err }, 'pass failed');
         worst = Math.max(worst, exitCodeFor(err));
-        if (!opts.dryRun) recordLastError(rt?.store, path.join(config.stateDir, pair.name, 'state.db'), err);
+        // Left where `status` reads it, as the daemon does (a failed cron `sync` must not look like the last good
+        // pass). A state DB that does not exist yet is not created for it.
+        if (!opts.dryRun) writePairMeta(rt?.store, path.join(config.stateDir, pair.name, 'state.db'), { lastError: describeError(err).split('\n')[0] ?? '' }, { create: false });
       } finally {
         rt?.store.close();
       }
@@ -113,27 +114,6 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
   }
   if (opts.json) process.stdout.write(`${JSON.stringify(reports.map(jsonReport), null, 2)}\n`);
   return worst;
-}
-
-/**
- * A pass that threw (the service unreachable, credentials refused) leaves its error where `status` reads it, as
- * the daemon does: otherwise `status` after a failed cron `sync` would show the last good pass and no error.
- * A state DB that does not exist yet is not created for it; a DB that cannot be written is left as it is.
- */
-function recordLastError(open: StateStore | undefined, dbFile: string, err: unknown): void {
-  const line = describeError(err).split('\n')[0] ?? '';
-  let store = open;
-  try {
-    if (store === undefined) {
-      if (!fs.existsSync(dbFile)) return;
-      store = StateStore.open(dbFile);
-    }
-    store.setMeta('lastError', line);
-  } catch {
-    // the error itself was printed; status shows what the DB can hold
-  } finally {
-    if (open === undefined) store?.close();
-  }
 }
 
 /** Blocked by a gate: 4; every failure local (disk full, permissions): 6; anything else left: 1. */

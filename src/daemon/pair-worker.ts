@@ -1,13 +1,12 @@
 // One pair inside the daemon: opens it (retried with back-off until it works), watches its root, runs passes
 // when the scheduler says so, and publishes its state (meta keys in the state DB, metrics, the status file).
-import fs from 'node:fs';
 import path from 'node:path';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
 import { createWatcher, rootIdentity, type LocalWatcher, type WatchHints, type WatcherBackend } from '../local/watcher.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
-import { StateStore } from '../state/store.js';
+import { writePairMeta } from '../state/pair-meta.js';
 import type { Issue } from '../sync/model.js';
 import { openPair, runPass, type PairRuntime, type PassObserver, type PassReport } from '../sync/pass.js';
 import type { EarlyWatcher } from './early-watchers.js';
@@ -368,27 +367,8 @@ export class PairWorker {
    * runtime, so a short-lived handle on the same DB file is used; a DB that cannot be opened is skipped.
    */
   private writeMeta(values: Record<string, string | null>): void {
-    let store = this.rt?.store;
-    let temporary = false;
-    try {
-      if (!store) {
-        const dir = path.join(this.d.stateDir, this.name);
-        fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-        store = StateStore.open(path.join(dir, 'state.db'));
-        temporary = true;
-      }
-      const s = store;
-      s.transaction(() => {
-        for (const [k, v] of Object.entries(values)) {
-          if (v === null) s.deleteMeta(k);
-          else s.setMeta(k, v);
-        }
-      });
-    } catch (err) {
-      this.log.debug({ err }, 'could not write status to the state DB');
-    } finally {
-      if (temporary) store?.close();
-    }
+    const err = writePairMeta(this.rt?.store, path.join(this.d.stateDir, this.name, 'state.db'), values, { create: true });
+    if (err !== null) this.log.debug({ err }, 'could not write status to the state DB');
   }
 }
 
