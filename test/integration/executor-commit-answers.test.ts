@@ -347,5 +347,25 @@ describe('recovering the outbox after a restart', () => {
     expect(s.store.loadBase().get(second.id)?.versionId).toBe(second.latestVersionId);
     expect(s.store.loadBase().has(first.id)).toBe(false);
   });
+
+  it('a commit repeated after a restart that the service puts on another document of the name is dropped, not recorded as ours', async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    const first = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'first').document;
+    const second = c.addDocument(s.d.binderId, s.folderId, 'b.txt', 'original').document;
+    c.renameDocument(second.id, 'a.txt');
+    synced(s, { ...second, fileName: 'a.txt' });
+    const local = writeLocal(s.root, 'a.txt', 'edit of the second, committed after a restart');
+    const sent = await s.d.client.uploadContent(() => Readable.from([Buffer.from('edit of the second, committed after a restart')]), local.size);
+    const id = s.store.addOutbox({
+      relPath: local.relPath, key: local.key, documentId: second.id, folderId: s.folderId, fileName: 'a.txt', sha256: local.sha256 ?? '',
+      size: local.size, mtimeMs: local.mtimeMs, inode: local.inode, ctimeMs: local.ctimeMs, versionLabel: '2', reason: 'local-modified',
+    });
+    s.store.setOutboxStage(id, 'committing', { uploadId: sent.uploadId });
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1 });
+    expect(s.store.listOutbox()).toEqual([]);
+    expect(s.store.loadBase().get(second.id)?.versionId).toBe(second.latestVersionId);
+    expect(s.store.loadBase().has(first.id)).toBe(false);
+  });
 });
 
