@@ -266,7 +266,6 @@ function row(label: string, value: string, width = 19): string {
   return `${label.padEnd(width)}${value}`;
 }
 
-
 function listPreview(items: string[], n: number): string {
   return items.length <= n ? items.join(', ') : `${items.slice(0, n).join(', ')}, ...`;
 }

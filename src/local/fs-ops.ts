@@ -242,7 +242,6 @@ export function resolveInside(root: string, relPath: string): string {
   return abs;
 }
 
-
 /**
  * Creates a temp file (O_EXCL, named with TEMP_PREFIX, which scans ignore; mode 0600 until commitTempFile gives
  * it its final mode) for content that will be committed into dirAbs, and returns its open descriptor, which the caller must

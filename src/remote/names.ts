@@ -10,7 +10,6 @@ export const TEMP_PREFIX = '.binder-sync-';
 /** Extensions longer than this are not kept when a long name is shortened. */
 const MAX_KEPT_EXTENSION_BYTES = 32;
 
-
 /**
  * The local name for a remote name. `encoded` tells whether it differs from the remote name.
  * Returns an error only for names that are not valid Unicode (unpaired surrogates), which no file system

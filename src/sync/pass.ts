@@ -40,7 +40,6 @@ export function folderTreeMaxAgeMs(folders: number): number {
 /** Meta key: when the folder tree saved in the state DB was walked (ISO time). */
 const TREE_WALKED_AT = 'folderTreeWalkedAt';
 
-
 /** Everything a pair needs across passes; opened once (per `sync` run, or per daemon lifetime). */
 export interface PairRuntime {
   pair: PairConfig;
