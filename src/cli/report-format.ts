@@ -1,6 +1,7 @@
 // Human-readable plan and pass summaries for the terminal.
 import type { PassReport } from '../sync/pass.js';
 import type { Action } from '../sync/model.js';
+import { describeDone } from '../sync/executor.js';
 
 export function describeAction(a: Action): string {
   switch (a.kind) {
@@ -36,7 +37,7 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
   if (r.plan.blocked) {
     lines.push(`[${r.pair}] STOPPED: ${r.plan.blocked.message}`);
   } else if (ex) {
-    const done = Object.entries(ex.done).map(([k, n]) => `${n} ${k}`).join(', ') || 'nothing to do';
+    const done = describeDone(ex) || 'nothing to do';
     lines.push(`[${r.pair}] ${done}; ${fmtBytes(ex.bytesDownloaded)} down, ${fmtBytes(ex.bytesUploaded)} up in ${(r.durationMs / 1000).toFixed(1)} s`);
     for (const c of ex.conflicts) lines.push(`[${r.pair}] conflict ${c.relPath}: ${c.outcome}${c.conflictPath ? ` (${c.conflictPath})` : ''}`);
     for (const f of ex.failures) lines.push(`[${r.pair}] FAILED ${f.kind} ${f.relPath}: ${f.message}${f.retryable ? ' (will retry)' : ''}`);

@@ -133,6 +133,7 @@ function jsonReport(r: PassReport) {
     done: r.execution?.done ?? {},
     failures: r.execution?.failures ?? [],
     conflicts: r.execution?.conflicts ?? [],
+    identical: r.execution?.identical ?? 0,
     issues: r.issues,
     hashed: r.hashed,
     remoteRequests: r.remoteRequests,

@@ -3,6 +3,7 @@
 import type { Logger } from '../log.js';
 import { GROUP_FROM, groupIssues, INFORMATIONAL_ISSUES, issueGroupKey } from '../sync/issue-groups.js';
 import type { ActionKind, Issue } from '../sync/model.js';
+import { describeDone } from '../sync/executor.js';
 import type { PassReport } from '../sync/pass.js';
 import type { SyncMetrics } from './metrics.js';
 
@@ -49,9 +50,7 @@ export function logPassSummary(log: Logger, r: PassReport, trigger: string): voi
     log.debug(fields, 'quiet pass');
     return;
   }
-  const counts = Object.entries(fields.done)
-    .map(([k, n]) => `${n} ${k}`)
-    .join(', ');
+  const counts = ex ? describeDone(ex) : '';
   const what = r.plan.blocked ? `blocked by a safety gate (${r.plan.blocked.code})` : counts || 'nothing done';
   const tail = fields.failed > 0 ? `, ${fields.failed} failed` : '';
   log.info(fields, `pass: ${what}${tail}; ${fmtBytes(fields.bytesUp)} up, ${fmtBytes(fields.bytesDown)} down in ${(r.durationMs / 1000).toFixed(1)} s`);

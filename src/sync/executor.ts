@@ -37,10 +37,23 @@ export interface ExecutionReport {
   /** Directories a move or trash step took a file out of: candidates for removal when left empty. */
   vacatedDirs: Set<string>;
   conflicts: Array<{ relPath: string; conflictPath: string | null; outcome: string }>;
+  /** Conflicts (counted in done.conflict) whose two sides turned out identical: recorded as in sync, nothing kept. */
+  identical: number;
+}
+
+/** What a pass did, for one line: "2 download, 1 upload"; conflicts found identical on both sides said so. */
+export function describeDone(ex: Pick<ExecutionReport, 'done' | 'identical'>): string {
+  return Object.entries(ex.done)
+    .flatMap(([kind, n]) => {
+      if (kind !== 'conflict' || ex.identical === 0) return [`${n} ${kind}`];
+      const real = (n ?? 0) - ex.identical;
+      return [...(real > 0 ? [`${real} conflict`] : []), `${ex.identical} identical on both sides`];
+    })
+    .join(', ');
 }
 
 export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<ExecutionReport> {
-  const report: ExecutionReport = { stoppedBy: null, done: {}, failures: [], bytesDownloaded: 0, bytesUploaded: 0, vacatedDirs: new Set(), conflicts: [] };
+  const report: ExecutionReport = { stoppedBy: null, done: {}, failures: [], bytesDownloaded: 0, bytesUploaded: 0, vacatedDirs: new Set(), conflicts: [], identical: 0 };
   if (plan.blocked) return report;
   const queue = new PQueue({ concurrency: Math.max(1, d.concurrency) });
   // Error budget: after this many service-wide failures in a row (each already retried by the client),
@@ -228,6 +241,7 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
   if (local.sha256 !== null && tmp.sha256 === local.sha256) {
     await fs.rm(tmp.tempPath, { force: true });
     d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, local, local.sha256));
+    report.identical++;
     return;
   }
   const at = d.now().toISOString();

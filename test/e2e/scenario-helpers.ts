@@ -15,6 +15,8 @@ export interface JsonReport {
   done: Record<string, number>;
   failures: Array<{ kind: string; relPath: string; code: string; retryable: boolean; message: string }>;
   conflicts: Array<{ relPath: string; conflictPath: string | null; outcome: string }>;
+  /** Planned conflicts that held the same content on both sides (counted in done.conflict). */
+  identical: number;
   issues: Array<{ relPath: string; documentId?: string; code: string; detail: string }>;
   hashed: number;
   remoteRequests: number;

@@ -89,6 +89,9 @@ describe('no base, both present', () => {
     expect(versionContents(ws, same.id)).toEqual(['identical']);
     expect(fs.statSync(path.join(ws.local, 'T/same.txt')).ino).toBe(inodeSame);
     expect(r.report?.conflicts.map((x) => x.relPath)).toEqual(['T/diff.txt']);
+    // Both were planned as conflicts (no base); the summary tells the identical one apart from a real one.
+    expect(r.report?.done.conflict).toBe(2);
+    expect(r.report?.identical).toBe(1);
     // Different content: a conflict, never "remote wins": the local content survives as an uploaded copy.
     expect(readLocal(ws, 'T/diff.txt')).toBe('remote side');
     expect(versionContents(ws, diff.id)).toEqual(['remote side']);

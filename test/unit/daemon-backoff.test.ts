@@ -1,8 +1,9 @@
 // Failure classification (transient vs config-like), retry delays, the timing environment overrides, and what
-// the daemon reads from a pass report (pending counts, "did something").
+// the daemon reads from a pass report (pending counts, "did something", the one-line summary of what was done).
 import { describe, expect, it } from 'vitest';
 import { classifyFailure, jitter, retryDelay } from '../../src/daemon/backoff.js';
 import { passDidSomething, pendingOf } from '../../src/daemon/pass-summary.js';
+import { describeDone } from '../../src/sync/executor.js';
 import { DEFAULT_TIMING, timingFromEnv } from '../../src/daemon/timing.js';
 import { BinderSyncError } from '../../src/errors.js';
 import { ServiceError } from '../../src/service/errors.js';
@@ -77,7 +78,7 @@ describe('pass report reading', () => {
   const report = (groups: Action[][], done: PassReport['execution'] extends infer E ? (E extends { done: infer D } ? D : never) : never, blocked = false): PassReport => ({
     pair: 'p',
     plan: { groups, issues: [], blocked: blocked ? { code: 'max-delete', message: 'too many' } : null },
-    execution: blocked ? null : { stoppedBy: null, vacatedDirs: new Set(), done, failures: [], bytesDownloaded: 0, bytesUploaded: 0, conflicts: [] },
+    execution: blocked ? null : { stoppedBy: null, vacatedDirs: new Set(), done, failures: [], bytesDownloaded: 0, bytesUploaded: 0, conflicts: [], identical: 0 },
     issues: [],
     hashed: 0,
     remoteRequests: 1,
@@ -100,5 +101,15 @@ describe('pass report reading', () => {
     expect(passDidSomething(report([], {}))).toBe(false);
     expect(passDidSomething(report([[action('upload')]], { upload: 1 }))).toBe(true);
     expect(passDidSomething(report([[action('upload')]], {}, true))).toBe(true);
+  });
+});
+
+describe('describeDone', () => {
+  it('counts each kind, and tells conflicts that held the same content on both sides apart from real ones', () => {
+    expect(describeDone({ done: { download: 2, upload: 1 }, identical: 0 })).toBe('2 download, 1 upload');
+    expect(describeDone({ done: { conflict: 2 }, identical: 0 })).toBe('2 conflict');
+    expect(describeDone({ done: { download: 1, conflict: 3 }, identical: 1 })).toBe('1 download, 2 conflict, 1 identical on both sides');
+    expect(describeDone({ done: { conflict: 2 }, identical: 2 })).toBe('2 identical on both sides');
+    expect(describeDone({ done: {}, identical: 0 })).toBe('');
   });
 });
