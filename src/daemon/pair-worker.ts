@@ -162,6 +162,7 @@ export class PairWorker {
         // rsync, cp and downloads write in several steps, and editors and sed save through temp files that are
         // renamed a moment later.
         minFileAgeMs: this.d.pair.quietPeriod,
+        ...(this.d.timing.writeAccessRecheckMs !== undefined ? { writeAccessRecheckMs: this.d.timing.writeAccessRecheckMs } : {}),
         // A restart within minutes of the last folder walk does not walk again (see there).
         reuseSavedFolderTree: true,
         parkWhenQuiet: true,

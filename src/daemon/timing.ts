@@ -13,6 +13,8 @@ export interface DaemonTiming {
   rescanIntervalOverrideMs: number | undefined;
   /** Watcher quiet period before its hints trigger a pass (BINDER_SYNC_WATCH_SETTLE_MS; default 300 ms). */
   watchSettleMs: number | undefined;
+  /** How long a pair found read-only stays so before write access is probed again (BINDER_SYNC_WRITE_ACCESS_RECHECK_MS; default 1 h). */
+  writeAccessRecheckMs: number | undefined;
 }
 
 export const DEFAULT_TIMING: DaemonTiming = {
@@ -22,6 +24,7 @@ export const DEFAULT_TIMING: DaemonTiming = {
   pollIntervalOverrideMs: undefined,
   rescanIntervalOverrideMs: undefined,
   watchSettleMs: undefined,
+  writeAccessRecheckMs: undefined,
 };
 
 /** Default bound on how long in-flight passes may run after SIGTERM/SIGINT before they are aborted. */
@@ -38,7 +41,8 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string): number | undefined {
  * Timing from the environment. These overrides are not part of the config file on purpose: the schema keeps
  * pollInterval >= 5 s to protect the service, and only tests need less. Invalid values are ignored.
  *   BINDER_SYNC_POLL_INTERVAL_MS, BINDER_SYNC_RESCAN_INTERVAL_MS, BINDER_SYNC_BACKOFF_BASE_MS,
- *   BINDER_SYNC_BACKOFF_MAX_MS, BINDER_SYNC_FATAL_RETRY_MS, BINDER_SYNC_WATCH_SETTLE_MS
+ *   BINDER_SYNC_BACKOFF_MAX_MS, BINDER_SYNC_FATAL_RETRY_MS, BINDER_SYNC_WATCH_SETTLE_MS,
+ *   BINDER_SYNC_WRITE_ACCESS_RECHECK_MS
  */
 export function timingFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonTiming {
   return {
@@ -48,5 +52,6 @@ export function timingFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonTimin
     pollIntervalOverrideMs: positiveInt(env, 'BINDER_SYNC_POLL_INTERVAL_MS'),
     rescanIntervalOverrideMs: positiveInt(env, 'BINDER_SYNC_RESCAN_INTERVAL_MS'),
     watchSettleMs: positiveInt(env, 'BINDER_SYNC_WATCH_SETTLE_MS'),
+    writeAccessRecheckMs: positiveInt(env, 'BINDER_SYNC_WRITE_ACCESS_RECHECK_MS'),
   };
 }

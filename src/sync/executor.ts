@@ -52,6 +52,22 @@ export function describeDone(ex: Pick<ExecutionReport, 'done' | 'identical'>): s
     .join(', ');
 }
 
+/** Two executions of one pass (a trial upload, then the rest) as one report. */
+export function mergeExecutions(a: ExecutionReport, b: ExecutionReport): ExecutionReport {
+  const done: ExecutionReport['done'] = { ...a.done };
+  for (const [kind, n] of Object.entries(b.done) as Array<[ActionKind, number]>) done[kind] = (done[kind] ?? 0) + n;
+  return {
+    stoppedBy: a.stoppedBy ?? b.stoppedBy,
+    done,
+    failures: [...a.failures, ...b.failures],
+    bytesDownloaded: a.bytesDownloaded + b.bytesDownloaded,
+    bytesUploaded: a.bytesUploaded + b.bytesUploaded,
+    vacatedDirs: new Set([...a.vacatedDirs, ...b.vacatedDirs]),
+    conflicts: [...a.conflicts, ...b.conflicts],
+    identical: a.identical + b.identical,
+  };
+}
+
 export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<ExecutionReport> {
   const report: ExecutionReport = { stoppedBy: null, done: {}, failures: [], bytesDownloaded: 0, bytesUploaded: 0, vacatedDirs: new Set(), conflicts: [], identical: 0 };
   if (plan.blocked) return report;

@@ -13,7 +13,7 @@ import { digestLocalTree } from '../local/tree-digest.js';
 import { fetchRemote, folderTreeUnchanged, observeRemote, searchDigestsOf, searchPagesUnchanged, type ListRemoteOptions, type RawDoc, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
-import { executePlan, type ExecutionReport } from './executor.js';
+import { executePlan, mergeExecutions, type ExecutionReport } from './executor.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { compileMetadataRules, type MetadataResolver } from './metadata-rules.js';
 import type { Action, BaseEntry, Issue, LocalObservation, Plan, ReconcileContext, RemoteObservation } from './model.js';
@@ -25,6 +25,7 @@ import { contentIdOf, deferRecentlyWritten, wantsUpload, withheldAsRefused, with
 import { recoverOutbox } from './upload.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 import { expireRefusals, loadRefusedUploads, saveRefusedUploads, type Refusal } from './refused-uploads.js';
+import { loadCommitsRefusedAt, pickTrialUpload, saveCommitsRefusedAt, withoutGroup, WRITE_ACCESS_RECHECK_MS } from './write-access.js';
 
 /**
  * How long a walked folder tree may stand in for a new walk (one request per folder: 85% of a poll's requests
@@ -58,6 +59,13 @@ export interface PairRuntime {
    * pair download-only with one warning.
    */
   readOnly: boolean | null;
+  /** When this process found the client read-only (ms); it looks again after PassOptions.writeAccessRecheckMs. */
+  readOnlySince: number;
+  /**
+   * When the service last refused a commit for lack of write access (ms; kept in the state DB), or null: the
+   * next plan with uploads then sends one of them first (write-access.ts).
+   */
+  commitsRefusedAt: number | null;
   /** Stale temp files were looked for since the pair was opened (see runPass). */
   tempsCleaned: boolean;
   /**
@@ -130,6 +138,8 @@ export interface PassOptions {
    * writing it (tar, rsync, a download). The daemon uses it; PassReport.recheckInMs says when to look again.
    */
   minFileAgeMs?: number;
+  /** How long a client found read-only stays so before write access is probed again (default: an hour). */
+  writeAccessRecheckMs?: number;
   dryRun?: boolean;
   force?: boolean;
   now?: () => Date;
@@ -197,6 +207,8 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       metadata,
       caseInsensitive,
       readOnly: null,
+      readOnlySince: 0,
+      commitsRefusedAt: loadCommitsRefusedAt(store),
       tempsCleaned: false,
       refusedUploads: loadRefusedUploads(store, configDigest(pair, caseInsensitive), Date.now()),
       unbasedHashes: new Map(),
@@ -265,6 +277,12 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const dryRun = opts.dryRun === true;
   ensureRoot(rt.pair, rt.store);
   const deps = executorDeps(rt, opts, now);
+  if (rt.readOnly === true && !dryRun && now().getTime() - rt.readOnlySince >= (opts.writeAccessRecheckMs ?? WRITE_ACCESS_RECHECK_MS)) {
+    // Probed again below if this pass has something to upload; a quiet poll would plan nothing at all.
+    rt.readOnly = null;
+    rt.cache.quiet = false;
+    rt.log.info('checking write access again (access granted since then is picked up now)');
+  }
   const subtrees = localSubtrees(rt, opts);
   // A poll with no local hint while the local observation is parked: the tree is scanned (whole) only if the
   // remote side turns out to have changed.
@@ -375,9 +393,19 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   rt.cache.remote = null;
   rt.cache.quiet = false;
   const ctx = reconcileContext(rt, now, opts.force === true);
-  let plan = reconcile(base, local, listing.observation, ctx);
-  if (rt.readOnly === null && !dryRun && plan.groups.some((g) => g.some(wantsUpload))) {
+  if (expireRefusals(rt.refusedUploads, now().getTime())) saveRefused(rt);
+  // Reconcile, then hold back what may not go yet: uploads without their metadata, onto an ambiguous name,
+  // refused before, and files still being written.
+  const planFor = (c: ReconcileContext) =>
+    deferRecentlyWritten(
+      withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(reconcile(base, local, listing.observation, c), listing.observation), rt.metadata), rt.refusedUploads),
+      opts.minFileAgeMs ?? 0,
+      now().getTime(),
+    );
+  let deferral = planFor(ctx);
+  if (rt.readOnly === null && !dryRun && deferral.plan.groups.some((g) => g.some(wantsUpload))) {
     rt.readOnly = await probeReadOnly(rt);
+    if (rt.readOnly) rt.readOnlySince = now().getTime();
     if (rt.readOnly && ctx.direction === 'upload') {
       throw new BinderSyncError(`pair ${rt.pair.name}: direction is upload, but the API client has read-only access`, {
         code: 'SERVICE_READ_ONLY',
@@ -386,13 +414,9 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
         hint: 'grant the API client read/write access, or set direction: download',
       });
     }
-    if (rt.readOnly && ctx.direction === 'both') plan = reconcile(base, local, listing.observation, { ...ctx, direction: 'download', notUploadingBecause: READ_ONLY_REASON });
+    if (rt.readOnly && ctx.direction === 'both') deferral = planFor(downloadOnly(ctx, READ_ONLY_REASON));
   }
-  plan = withheldForMetadata(withheldForAmbiguousNames(plan, listing.observation), rt.metadata);
-  if (expireRefusals(rt.refusedUploads, now().getTime())) saveRefused(rt);
-  plan = withheldAsRefused(plan, rt.refusedUploads);
-  const deferral = deferRecentlyWritten(plan, opts.minFileAgeMs ?? 0, now().getTime());
-  plan = deferral.plan;
+  let plan = deferral.plan;
   const report: PassReport = {
     pair: rt.pair.name,
     plan,
@@ -420,8 +444,27 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     opts.onPlan?.(plan);
     // The base is about to change: a crash from here on must not leave the old in-sync mark behind.
     if (plan.groups.length > 0) rt.store.deleteMeta(IN_SYNC_MARK);
-    report.execution = await executePlan(plan, deps);
-    noticeReadOnly(rt, report.execution);
+    const trial = rt.readOnly === false && rt.commitsRefusedAt !== null ? pickTrialUpload(plan) : null;
+    if (trial === null) {
+      report.execution = await executePlan(plan, deps);
+      noteWriteAccess(rt, report.execution, now().getTime());
+    } else {
+      // The service refused commits before (maybe in another process): one upload goes first, the rest
+      // only if it is committed (write-access.ts). Without that, every changed file would be PUT for nothing.
+      rt.log.info({ relPath: relPathOfTrial(trial), refusedAt: new Date(rt.commitsRefusedAt!).toISOString() }, 'the service refused to commit uploads before: uploading one file first to see whether it accepts them now');
+      const first = await executePlan({ ...plan, groups: [trial] }, deps);
+      noteWriteAccess(rt, first, now().getTime());
+      let rest = withoutGroup(plan, trial);
+      if ((first.done.upload ?? 0) === 0) {
+        const reason = rt.readOnly === true ? READ_ONLY_REASON : 'the first upload of this pass did not go through, and the service refused commits before';
+        // The rest waits for a pass whose trial goes through; an upload-only pair has nothing else to do.
+        rest = ctx.direction === 'both' ? planFor(downloadOnly(ctx, reason)).plan : { ...rest, groups: [] };
+      }
+      plan = { ...rest, groups: [trial, ...rest.groups] };
+      report.plan = plan;
+      report.issues = plan.issues;
+      report.execution = mergeExecutions(first, await executePlan(rest, deps));
+    }
     rememberRefused(rt, plan, report.execution, now().getTime());
     const emptied = new Set([...report.execution.vacatedDirs, ...foldersGone(rt, raw, listing.observation)]);
     removedDirs = await removeVacatedDirs(rt, emptied, listing.observation);
@@ -853,16 +896,40 @@ function saveRefused(rt: PairRuntime): void {
 }
 
 /**
- * A server may hand out upload slots to any authenticated client (spec 3: "caller authenticated") and refuse
- * only the commit: a commit answered 401/403 turns the pair download-only exactly as a refused slot does,
- * so later passes stop sending bytes that can never be committed.
+ * What an execution showed about write access. A server may hand out upload slots to any authenticated client
+ * (spec 3: "caller authenticated") and refuse only the commit: a commit answered 401/403 turns the pair
+ * download-only exactly as a refused slot does, so later passes stop sending bytes that can never be
+ * committed, and the refusal is kept in the state DB for the next process (write-access.ts). A commit that
+ * goes through forgets it.
  */
-function noticeReadOnly(rt: PairRuntime, execution: ExecutionReport): void {
-  if (rt.readOnly === true || !execution.failures.some((f) => f.code === 'SERVICE_READ_ONLY')) return;
+function noteWriteAccess(rt: PairRuntime, execution: ExecutionReport, nowMs: number): void {
+  const refused = execution.failures.some((f) => f.code === 'SERVICE_READ_ONLY');
+  if (!refused) {
+    if ((execution.done.upload ?? 0) > 0 && rt.commitsRefusedAt !== null) {
+      rt.commitsRefusedAt = null;
+      saveCommitsRefusedAt(rt.store, null);
+      rt.log.info('the service accepted a commit again: uploads resume');
+    }
+    return;
+  }
+  rt.commitsRefusedAt = nowMs;
+  saveCommitsRefusedAt(rt.store, nowMs);
+  if (rt.readOnly === true) return;
   rt.readOnly = true;
+  rt.readOnlySince = nowMs;
   rt.log.warn(
     'the service refused to commit an upload for lack of write access: this pair runs download-only from now on and local changes are not uploaded (grant read/write access to sync both ways)',
   );
+}
+
+/** The context of a `both` pair that may not upload (read-only client): download-only, saying why. */
+function downloadOnly(ctx: ReconcileContext, reason: string): ReconcileContext {
+  return { ...ctx, direction: 'download', notUploadingBecause: reason };
+}
+
+function relPathOfTrial(trial: Action[]): string {
+  const a = trial[0];
+  return a?.kind === 'upload' ? a.relPath : '';
 }
 
 async function probeReadOnly(rt: PairRuntime): Promise<boolean> {
