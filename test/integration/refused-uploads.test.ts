@@ -1,6 +1,7 @@
 // Refused uploads kept in the state DB (src/sync/refused-uploads.ts): a real SQLite file for the stored form, and
 // passes against the emulator (real HTTP) for what a new process does with them: the same bytes are not sent
-// again after a restart, and are tried again when the file or the config changes, or after a day.
+// again after a restart, and are tried again when the file or the config changes, or after a day; the same for a
+// commit the service put on another document of the same name.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -58,7 +59,7 @@ describe('the stored refusals', () => {
   });
 });
 
-describe('a refused upload and a new process', () => {
+describe('refusals and a new process', () => {
   let emu: Emulator;
   let client: ServiceClient;
   let rt: PairRuntime;
@@ -75,19 +76,13 @@ pairs: [{ name: p, localPath: ./local, binderId: ${binderId}${pairExtra} }]`;
     return rt;
   };
   const puts = () => emu.control.counters()['storage-put'];
+  const writeDoc = (name: string, content: string) => fs.writeFileSync(path.join(dir, 'local', 'Docs', name), content);
 
   beforeEach(async () => {
     emu = await startEmulator({ quiet: true });
     binderId = emu.control.createBinder({ name: 'B' }).id;
     emu.control.createFolder(binderId, { name: 'Docs' });
     client = new ServiceClient({ baseUrl: emu.baseUrl, authUrl: emu.authUrl, ...emu.credentials, requestTimeoutMs: 10_000 });
-    await open();
-    await runPass(rt);
-    fs.writeFileSync(path.join(dir, 'local', 'Docs', 'refused.txt'), 'the service will not take this');
-    emu.control.injectFault({ route: 'commit', status: 400 });
-    const first = await runPass(rt);
-    expect(first.execution?.failures.map((f) => f.code)).toEqual(['COMMIT_REFUSED']);
-    expect(puts()).toBe(1);
   });
   afterEach(async () => {
     rt.store.close();
@@ -95,29 +90,75 @@ pairs: [{ name: p, localPath: ./local, binderId: ${binderId}${pairExtra} }]`;
     await emu.close();
   });
 
-  it('is not sent again by the next process while the file and the config stay the same', async () => {
-    await open();
-    const again = await runPass(rt);
-    expect(again.issues.map((i) => [i.relPath, i.code])).toEqual([['Docs/refused.txt', 'upload-refused']]);
-    expect(puts()).toBe(1);
-    expect(again.converged).toBe(false);
+  describe('a commit refused (400)', () => {
+    beforeEach(async () => {
+      await open();
+      await runPass(rt);
+      writeDoc('refused.txt', 'the service will not take this');
+      emu.control.injectFault({ route: 'commit', status: 400 });
+      const first = await runPass(rt);
+      expect(first.execution?.failures.map((f) => f.code)).toEqual(['COMMIT_REFUSED']);
+      expect(puts()).toBe(1);
+    });
+
+    it('is not sent again by the next process while the file and the config stay the same', async () => {
+      await open();
+      const again = await runPass(rt);
+      expect(again.issues.map((i) => [i.relPath, i.code])).toEqual([['Docs/refused.txt', 'upload-refused']]);
+      expect(puts()).toBe(1);
+      expect(again.converged).toBe(false);
+    });
+
+    it('is tried again when the file changes, when the config changes, and after a day', async () => {
+      writeDoc('refused.txt', 'changed, still refused');
+      await open();
+      await runPass(rt);
+      expect(puts()).toBe(2);
+      await open(', conflictPolicy: remote-wins');
+      await runPass(rt);
+      expect(puts()).toBe(3);
+      await open(', conflictPolicy: remote-wins');
+      await runPass(rt, { now: () => new Date(Date.now() + REFUSAL_RETRY_MS + 60_000) });
+      expect(puts()).toBe(4);
+      // Once the service takes it, it is synced like any file.
+      emu.control.clearFaults();
+      await open(', conflictPolicy: remote-wins');
+      await runPass(rt, { now: () => new Date(Date.now() + 2 * REFUSAL_RETRY_MS + 120_000) });
+      expect(emu.control.listDocuments(binderId).map((d) => d.fileName)).toEqual(['refused.txt']);
+    });
   });
 
-  it('is tried again when the file changes, when the config changes, and after a day', async () => {
-    fs.writeFileSync(path.join(dir, 'local', 'Docs', 'refused.txt'), 'changed, still refused');
+  it('a commit that landed on another document of the same name is not sent again until the file changes', async () => {
+    const c = emu.control;
+    const folderId = c.listFolders(binderId)[0]!.id;
+    // The emulator's commit takes the first document of a name: the twin is created first, under another name.
+    const twin = c.addDocument(binderId, folderId, 'twin.txt', 'the twin').document;
+    const mine = c.addDocument(binderId, folderId, 'a.txt', 'mine').document;
     await open();
     await runPass(rt);
-    expect(puts()).toBe(2);
-    await open(', conflictPolicy: remote-wins');
-    await runPass(rt);
-    expect(puts()).toBe(3);
-    await open(', conflictPolicy: remote-wins');
-    await runPass(rt, { now: () => new Date(Date.now() + REFUSAL_RETRY_MS + 60_000) });
-    expect(puts()).toBe(4);
-    // Once the service takes it, it is synced like any file.
-    emu.control.clearFaults();
-    await open(', conflictPolicy: remote-wins');
-    await runPass(rt, { now: () => new Date(Date.now() + 2 * REFUSAL_RETRY_MS + 120_000) });
-    expect(emu.control.listDocuments(binderId).map((d) => d.fileName)).toEqual(['refused.txt']);
+    writeDoc('a.txt', 'my edit');
+    // The twin takes the name after the listing (the plan filter for ambiguous names cannot see it coming).
+    const misdirected = await runPass(rt, { onPlan: () => void c.renameDocument(twin.id, 'a.txt') });
+    expect(misdirected.execution?.failures.map((f) => f.code)).toEqual(['COMMIT_MISDIRECTED']);
+    expect(c.readContent(twin.id).toString()).toBe('my edit');
+    c.renameDocument(twin.id, 'twin.txt');
+    const putsAfter = puts();
+
+    // A new process, the names unique again: the same bytes are not sent once more (the service put them on the
+    // twin, which is where the user should look), and the reason is an issue.
+    await open();
+    const again = await runPass(rt);
+    expect(puts()).toBe(putsAfter);
+    const held = again.issues.find((i) => i.relPath === 'Docs/a.txt');
+    expect(held?.code).toBe('upload-refused');
+    expect(held?.detail).toContain('another document');
+    expect(c.listVersions(mine.id)).toHaveLength(1);
+
+    // The file changes: it goes, onto its own document.
+    writeDoc('a.txt', 'my second edit');
+    const next = await runPass(rt);
+    expect(next.execution?.failures).toEqual([]);
+    expect(c.readContent(mine.id).toString()).toBe('my second edit');
+    expect(c.listVersions(mine.id)).toHaveLength(2);
   });
 });
