@@ -1,4 +1,4 @@
-// Random kills: the daemon is SIGKILLed at 10 random instants (seeded; 50 in test/soak with SOAK=1) while it
+// Random kills: the daemon is SIGKILLed at 50 random instants (seeded; 150 in test/soak with SOAK=1) while it
 // uploads, downloads, resolves conflicts and applies remote renames and moves, and restarted each time. Then it
 // must converge with nothing lost, nothing duplicated and no temp file. Replay with CRASH_SEED=<seed>.
 import fs from 'node:fs';
@@ -16,8 +16,8 @@ afterEach(async () => {
 
 describe('random kills', () => {
   const rng = seededRng('CRASH_SEED');
-  it(`10 SIGKILLs at random instants, then convergence without loss or duplicates (seed ${rng.seed})`, () =>
-    randomKillTest(rng, { kills: 10, killAfterMs: [300, 2500], opsPerRound: 6 }), 110_000);
+  it(`50 SIGKILLs at random instants, then convergence without loss or duplicates (seed ${rng.seed})`, () =>
+    randomKillTest(rng, { kills: 50, killAfterMs: [300, 3000], opsPerRound: 8 }), 600_000);
 });
 
 // Two duplicates the crash model (test/unit/reconcile-crash-sim.test.ts) found, reproduced with the real CLI.
