@@ -5,6 +5,7 @@ import type { ServiceClient } from '../service/index.js';
 import type { StateStore } from '../state/store.js';
 import type { MetadataResolver } from './metadata-rules.js';
 import type { Action } from './model.js';
+import type { FolderRecheck } from './name-recheck.js';
 import type { VersionLabelScheme } from './version-label.js';
 
 export interface ExecutorDeps {
@@ -28,6 +29,8 @@ export interface ExecutorDeps {
   concurrency: number;
   signal?: AbortSignal;
   onBytes?: (n: number) => void;
+  /** Folder listings shared by the new documents' last name check (executePlan makes one per plan). */
+  folderRecheck?: FolderRecheck;
   /** Called after each action ran (ok false: it failed); for progress displays. */
   onActionDone?: (action: Action, ok: boolean) => void;
 }

@@ -10,6 +10,7 @@ import { hashFile } from '../local/hash.js';
 import { failpoint } from '../failpoints.js';
 import { expectingMovedFile, type SettledMove } from './after-move.js';
 import { downloadToTemp } from './download.js';
+import { FolderRecheck } from './name-recheck.js';
 import { recordDownloadIntent, recordMoveIntent } from './intents.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { sameStat, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
@@ -80,7 +81,11 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
   // each would otherwise sit out its retries and its request timeout (a minute) before the pass could end.
   // Aborting is the daemon's shutdown path: a partial download leaves no file, a slot not committed is dropped.
   const stop = new AbortController();
-  const run: ExecutorDeps = { ...d, signal: d.signal ? AbortSignal.any([d.signal, stop.signal]) : stop.signal };
+  const run: ExecutorDeps = {
+    ...d,
+    signal: d.signal ? AbortSignal.any([d.signal, stop.signal]) : stop.signal,
+    folderRecheck: d.folderRecheck ?? new FolderRecheck(d.client, d.binderId),
+  };
   setMaxListeners(0, run.signal!);
   for (const group of plan.groups) {
     void queue.add(async () => {

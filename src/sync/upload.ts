@@ -10,6 +10,7 @@ import { ServiceError } from '../service/index.js';
 import type { Document, DocumentVersion, MetadataValue } from '../service/schemas.js';
 import type { OutboxRow } from '../state/store.js';
 import { sameStat, type BaseEntry, type LocalFile, type UploadTarget } from './model.js';
+import { FolderRecheck } from './name-recheck.js';
 import { nextVersionLabel } from './version-label.js';
 import type { ExecutorDeps } from './executor-deps.js';
 
@@ -81,15 +82,20 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
   // An edit is committed only onto the version it was made from. The plan may rest on a listing up to one poll
   // old (a pass after a local save reuses the last one), and someone may have added a version since: committing
   // then would bury their edit under ours without a conflict. Checked as late as possible, after the PUT.
+  // A new document: no document of its name may have appeared in the folder meanwhile (name-recheck.ts).
+  const putEndedAt = Date.now();
   let current: Document | null | undefined;
-  if (req.target.documentId !== null) {
-    try {
+  try {
+    if (req.target.documentId !== null) {
       current = await d.client.getDocument(req.target.documentId);
       if (req.reason === 'local-modified') assertStillBase(d, req, current);
-    } catch (err) {
-      d.store.deleteOutbox(id);
-      throw err;
+    } else {
+      const recheck = d.folderRecheck ?? new FolderRecheck(d.client, d.binderId);
+      await recheck.assertNameFree({ pair: d.pair, relPath: req.relPath, folderId: req.target.folderId, fileName: req.target.fileName }, putEndedAt);
     }
+  } catch (err) {
+    d.store.deleteOutbox(id);
+    throw err;
   }
   const row = await d.store.transactionSoon(() => {
     d.store.setOutboxStage(id, 'committing', { uploadId: sent.uploadId, sha256: sent.sha256 });

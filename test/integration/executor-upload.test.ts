@@ -103,3 +103,52 @@ describe('upload of a file that changes while its PUT is in flight', () => {
     expect(emu.control.listDocuments(binderId)).toHaveLength(0);
   });
 });
+
+describe("a new document's name, taken on the service while its PUT is in flight", () => {
+  // The commit names only a folder and a file name (4.9): committed, the upload would become a version of the
+  // document that appeared, burying its content without a conflict (the emulator adds it as a version).
+  type Fixture = Awaited<ReturnType<typeof setup>>;
+  const cases: Array<[string, (s: Fixture) => void]> = [
+    ['a colleague creates a document of that name', (s) => onFirstBytes(s.d, () => void s.emu.control.addDocument(s.binderId, s.folderId, 'big.bin', 'COLLEAGUE'))],
+    ['a document is renamed to it, but for case', (s) => {
+      const other = s.emu.control.addDocument(s.binderId, s.folderId, 'other.bin', 'COLLEAGUE').document;
+      onFirstBytes(s.d, () => void s.emu.control.renameDocument(other.id, 'BIG.bin'));
+    }],
+  ];
+  for (const [what, takeTheName] of cases) {
+    it(`${what}: not committed, the file and the document left as they are`, async () => {
+      const s = await setup();
+      const local = writeLocal(s.root, content(7));
+      takeTheName(s);
+      const report = await executePlan(uploadPlan(local, s.folderId), s.d);
+      expect(report.failures).toEqual([expect.objectContaining({ kind: 'upload', relPath: 'Docs/big.bin', code: 'REMOTE_CHANGED', retryable: true })]);
+      expect(report.failures[0]?.message).toContain('appeared in its remote folder');
+      const docs = s.emu.control.listDocuments(s.binderId);
+      expect(docs).toHaveLength(1);
+      expect(s.emu.control.listVersions(docs[0]!.id)).toHaveLength(1);
+      expect(s.emu.control.readContent(docs[0]!.id).toString()).toBe('COLLEAGUE');
+      expect(s.emu.control.counters().commit).toBe(0);
+      expect(s.store.listOutbox()).toEqual([]);
+      expect(s.store.loadBase().size).toBe(0);
+      expect(sha(fs.readFileSync(path.join(s.root, 'Docs', 'big.bin')))).toBe(local.sha256);
+    });
+  }
+
+  it('uploads into one folder that end together share one listing of it', async () => {
+    const s = await setup();
+    const files = ['a.txt', 'b.txt', 'c.txt', 'd.txt'].map((name) => {
+      const abs = path.join(s.root, 'Docs', name);
+      fs.writeFileSync(abs, `content of ${name}`);
+      return { relPath: `Docs/${name}`, key: `Docs/${name}`, ...toFileStat(fs.lstatSync(abs)), sha256: sha(Buffer.from(`content of ${name}`)) };
+    });
+    const plan: Plan = {
+      groups: files.map((local) => [{ kind: 'upload' as const, relPath: local.relPath, key: local.key, local, target: { documentId: null, folderId: s.folderId, fileName: local.relPath.slice(5) }, reason: 'new-local' as const, replacesBase: null }]),
+      issues: [],
+      blocked: null,
+    };
+    const report = await executePlan(plan, s.d);
+    expect(report.failures).toEqual([]);
+    expect(s.emu.control.listDocuments(s.binderId).map((d) => d.fileName).sort()).toEqual(['a.txt', 'b.txt', 'c.txt', 'd.txt']);
+    expect(s.emu.control.counters().folderdocuments).toBe(1);
+  });
+});
