@@ -265,7 +265,9 @@ function refusedError(d: ExecutorDeps, row: OutboxRow, cause: unknown): BinderSy
     code: 'COMMIT_REFUSED',
     retryable: !permanent,
     context: { pair: d.pair, relPath: row.relPath, ...(status !== undefined ? { status } : {}) },
-    hint: permanent ? 'a file name or metadata the service does not accept? The same content is not sent again until the file changes or the daemon restarts' : 'the next pass uploads it again',
+    hint: permanent
+      ? "a file name or metadata the service does not accept? The same content is not sent again until the file or the pair's config changes, or for a day"
+      : 'the next pass uploads it again',
     cause,
   });
 }

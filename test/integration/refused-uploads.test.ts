@@ -98,6 +98,8 @@ pairs: [{ name: p, localPath: ./local, binderId: ${binderId}${pairExtra} }]`;
       emu.control.injectFault({ route: 'commit', status: 400 });
       const first = await runPass(rt);
       expect(first.execution?.failures.map((f) => f.code)).toEqual(['COMMIT_REFUSED']);
+      // The hint says what this file's tests show (a restart does not bring it back).
+      expect(first.execution?.failures[0]?.message).toContain("not sent again until the file or the pair's config changes, or for a day");
       expect(puts()).toBe(1);
     });
 
