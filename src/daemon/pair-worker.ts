@@ -199,7 +199,7 @@ export class PairWorker {
         code: 'PASS_BLOCKED',
         retryable: false,
         context: { pair: this.name, gate: report.plan.blocked.code },
-        hint: 'check the local root and the binder; if the change is intended run `binder-sync sync --force` once',
+        hint: 'check the local root and the binder; if the change is intended, stop the daemon, run `binder-sync sync --force` once and start it again',
       });
     }
     return {

@@ -27,6 +27,12 @@ export function countDeletes(groups: Action[][], local?: LocalObservation): numb
 }
 
 /**
+ * How to let a blocked pass through, said so that it works from where the message is read: a daemon has no
+ * --force, and `sync` exits 5 while the daemon holds the state directory.
+ */
+const FORCE_ONCE = 'run `binder-sync sync --force` once (stop the daemon first, if one runs)';
+
+/**
  * Rule for max-delete: blocked when deletes > max(1, floor(maxDeleteShare * baseCount)). One delete is always
  * allowed (a single trashed file is never a mass event, even with a tiny base). Conflicts with no base are
  * always keep-both (conflictPolicyFor), so they never count.
@@ -49,7 +55,7 @@ export function checkGates(
       code: 'local-root-empty',
       message:
         `The local folder is empty but ${baseCount} file(s) were synced before; an unmounted or replaced disk ` +
-        'looks like this, so nothing was changed. If you really deleted everything, run again with --force.',
+        `looks like this, so nothing was changed. If you really deleted everything, ${FORCE_ONCE}.`,
     };
   }
   if (baseCount > 0 && remote.docs.size === 0) {
@@ -57,7 +63,7 @@ export function checkGates(
       code: 'remote-empty',
       message:
         `The binder listing is empty but ${baseCount} document(s) were synced before; nothing was changed. ` +
-        'If the binder really is empty now, run again with --force.',
+        `If the binder really is empty now, ${FORCE_ONCE}.`,
     };
   }
   const deletes = countDeletes(groups, local);
@@ -69,7 +75,7 @@ export function checkGates(
       message:
         `This pass would move ${deletes} local file(s) to the trash, more than the ${allowed} allowed ` +
         `(${pct}% of ${baseCount} synced file(s)); nothing was changed. Check the binder, then raise ` +
-        'maxDeleteShare or run again with --force.',
+        `maxDeleteShare (a running daemon takes it on reload) or ${FORCE_ONCE}.`,
     };
   }
   return null;

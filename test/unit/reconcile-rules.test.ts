@@ -66,7 +66,8 @@ describe('safety gates', () => {
     w.local.files.clear();
     const p = plan(w);
     expect(p.blocked?.code).toBe('local-root-empty');
-    expect(p.blocked?.message).toContain('--force');
+    // Said so that it works where it is read: the daemon has no --force, and `sync` waits for its lock.
+    expect(p.blocked?.message).toContain('run `binder-sync sync --force` once (stop the daemon first, if one runs)');
     expect(p.groups).toEqual([]);
     const forced = plan(w, { force: true });
     expect(forced.blocked).toBeNull();
