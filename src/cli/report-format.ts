@@ -2,6 +2,7 @@
 import type { PassReport } from '../sync/pass.js';
 import type { Action } from '../sync/model.js';
 import { describeDone } from '../sync/executor.js';
+import { oneLine, printable } from '../sync/issue-groups.js';
 
 export function describeAction(a: Action): string {
   switch (a.kind) {
@@ -44,7 +45,7 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
   } else if (dryRun) {
     lines.push(`[${r.pair}] dry run: ${r.plan.groups.flat().length} action(s) planned, nothing changed`);
   }
-  for (const i of r.issues) lines.push(`[${r.pair}] not synced: ${i.relPath}: ${i.code}: ${i.detail}`);
+  for (const i of r.issues) lines.push(`[${r.pair}] not synced: ${printable(i.relPath)}: ${i.code}: ${oneLine(i.detail)}`);
   // Said, so that a folder renamed on the service in the meantime (seen only by a walk) is not a mystery.
   if (r.folderTreeFrom !== null && !dryRun) lines.push(`[${r.pair}] folder tree as walked at ${r.folderTreeFrom} (--walk-folders lists every folder again)`);
   lines.push(`[${r.pair}] ${r.converged ? 'in sync' : 'NOT in sync'}`);

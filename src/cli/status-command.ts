@@ -7,7 +7,7 @@ import type { Config, PairConfig } from '../config/schema.js';
 import { readDaemonStatus, liveLockOwner, type DaemonStatus } from '../daemon/status-file.js';
 import { BinderSyncError, describeError } from '../errors.js';
 import { StateStore, type ConflictRow, type OutboxStage } from '../state/store.js';
-import { groupIssues, oneLine } from '../sync/issue-groups.js';
+import { groupIssues, oneLine, printable } from '../sync/issue-groups.js';
 import type { Issue } from '../sync/model.js';
 import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
 import { ExitCode } from './exit-codes.js';
@@ -229,7 +229,7 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     }
     lines.push(row('  files in sync', String(p.filesInSync)));
     const ups = p.pendingUploads;
-    const upText = ups.length === 0 ? '0 uploads' : `${ups.length} upload${ups.length === 1 ? '' : 's'} (${listPreview(ups.map((u) => u.relPath), 3)})`;
+    const upText = ups.length === 0 ? '0 uploads' : `${ups.length} upload${ups.length === 1 ? '' : 's'} (${listPreview(ups.map((u) => printable(u.relPath)), 3)})`;
     const downText = p.pendingDownloads === null ? 'downloads unknown' : `${p.pendingDownloads} download${p.pendingDownloads === 1 ? '' : 's'}`;
     lines.push(row('  pending', `${upText}, ${downText}`));
     lines.push(row('  last error', p.lastError ? oneLine(p.lastError) : '-'));
@@ -238,8 +238,8 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
       const shown = p.conflicts.slice(0, HUMAN_LIST_LIMIT);
       const width = Math.max(...shown.map((c) => ago(c.at, now).length));
       for (const c of shown) {
-        const copy = c.conflictPath ? `  -> ${c.conflictPath}` : '';
-        lines.push(`    ${ago(c.at, now).padEnd(width)}  ${c.relPath}${copy}  [${c.policy}]`);
+        const copy = c.conflictPath ? `  -> ${printable(c.conflictPath)}` : '';
+        lines.push(`    ${ago(c.at, now).padEnd(width)}  ${printable(c.relPath)}${copy}  [${c.policy}]`);
       }
       if (p.conflicts.length > shown.length || p.moreConflicts) lines.push(`    ... ${p.conflicts.length - shown.length}${p.moreConflicts ? '+' : ''} more (see --json)`);
     } else {

@@ -1,7 +1,7 @@
 // What the daemon takes from a PassReport: what is still pending (status), whether the pass did anything (one
 // summary log line, or debug for a quiet poll), and the metrics it feeds.
 import type { Logger } from '../log.js';
-import { GROUP_FROM, groupIssues, INFORMATIONAL_ISSUES, issueGroupKey } from '../sync/issue-groups.js';
+import { GROUP_FROM, groupIssues, INFORMATIONAL_ISSUES, issueGroupKey, printable } from '../sync/issue-groups.js';
 import type { ActionKind, Issue } from '../sync/model.js';
 import { describeDone } from '../sync/executor.js';
 import type { PassReport } from '../sync/pass.js';
@@ -91,7 +91,7 @@ export function logIssueChanges(log: Logger, previous: ReadonlyMap<string, Issue
     log.warn({ count: rest }, `not synced: ${rest} more item${rest === 1 ? '' : 's'}; run \`binder-sync status\` for the list`);
   }
   if (resolved.length > 0) {
-    const unique = [...new Set(resolved)].sort();
+    const unique = [...new Set(resolved)].sort().map(printable);
     const named = unique.slice(0, RESOLVED_NAMED).join(', ') + (unique.length > RESOLVED_NAMED ? `, ... (${unique.length - RESOLVED_NAMED} more)` : '');
     log.info({ count: unique.length }, `no longer blocked: ${named}`);
   }

@@ -66,10 +66,10 @@ export function groupIssues(issues: readonly Issue[]): IssueLine[] {
   return sorted.flatMap(({ code, folder, items: unsorted }): IssueLine[] => {
     const items = [...unsorted].sort((a, b) => (a.relPath < b.relPath ? -1 : a.relPath > b.relPath ? 1 : 0));
     const first = items[0]!;
-    if (items.length < GROUP_FROM) return items.map((i) => ({ label: i.relPath, code, detail: oneLine(i.detail), count: 1 }));
-    const label = folder === '' ? `${items.length} items` : `${folder}/ (${items.length} files)`;
+    if (items.length < GROUP_FROM) return items.map((i) => ({ label: printable(i.relPath), code, detail: oneLine(i.detail), count: 1 }));
+    const label = folder === '' ? `${items.length} items` : `${printable(folder)}/ (${items.length} files)`;
     const same = items.every((i) => i.detail === first.detail);
-    const name = first.relPath.slice(folder === '' ? 0 : folder.length + 1);
+    const name = printable(first.relPath.slice(folder === '' ? 0 : folder.length + 1));
     return [{ label, code, detail: same ? oneLine(first.detail) : `e.g. ${name}: ${oneLine(first.detail)}`, count: items.length }];
   });
 }
@@ -82,6 +82,19 @@ function folderOf(i: Issue): string {
 /** The group an issue is shown in: its code and its folder. */
 export function issueGroupKey(i: Issue): string {
   return `${i.code}\u0000${folderOf(i)}`;
+}
+
+/**
+ * A name as a terminal line can show it: control characters (a newline or a tab in a file name, which a
+ * service or `printf` can make) as escapes, so that one item stays on one line of `status` or of the log.
+ */
+export function printable(name: string): string {
+  return name.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
+    if (c === '\n') return '\\n';
+    if (c === '\t') return '\\t';
+    if (c === '\r') return '\\r';
+    return `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
+  });
 }
 
 /** A detail on one line (details may quote multi-line service errors). */

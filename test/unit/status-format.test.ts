@@ -1,8 +1,8 @@
 // The human "not synced" list of `binder-sync status`: actionable issues first, many issues of one code in one
-// folder folded into one line, and the "more" line counting items, not lines.
+// folder folded into one line, the "more" line counting items, not lines, and names with control characters.
 import { describe, expect, it } from 'vitest';
 import { formatStatus, type PairStatus, type StatusDocument } from '../../src/cli/status-command.js';
-import { groupIssues } from '../../src/sync/issue-groups.js';
+import { groupIssues, printable } from '../../src/sync/issue-groups.js';
 import type { Issue } from '../../src/sync/model.js';
 
 const waiting = (dir: string, n: number): Issue[] =>
@@ -77,5 +77,32 @@ describe('formatStatus "watcher"', () => {
   it('shows no watcher line when the daemon is not running or has not started one yet', () => {
     expect(formatStatus(doc(false, 'folders'), new Date(0))).not.toMatch(/watcher/);
     expect(formatStatus(doc(true, null), new Date(0))).not.toMatch(/watcher/);
+  });
+});
+
+describe('names with control characters', () => {
+  it('stay on one line of status: a newline, a tab and other control characters are shown escaped', () => {
+    expect(printable('N/new\nline.txt')).toBe('N/new\\nline.txt');
+    expect(printable('N/tab\tname\r.txt')).toBe('N/tab\\tname\\r.txt');
+    expect(printable('N/bell\u0007 del\u007f c1\u0085.txt')).toBe('N/bell\\x07 del\\x7f c1\\x85.txt');
+    expect(printable('N/café ␁ ok.txt')).toBe('N/café ␁ ok.txt');
+    const issues: Issue[] = [{ relPath: 'N/new\nline.txt', code: 'name-not-representable', detail: 'the name holds a newline' }];
+    const pair: PairStatus = {
+      name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 0,
+      pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingDownloads: 0,
+      conflicts: [{ relPath: 'N/con\nflict.txt', conflictPath: 'N/con\nflict (conflict).txt', policy: 'keep-both', detail: 'x', at: new Date(0).toISOString() }],
+      moreConflicts: false, issues,
+    };
+    const doc: StatusDocument = {
+      version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
+      daemon: { running: false, pid: null, startedAt: null, metricsPort: null }, pairs: [pair],
+    };
+    const out = formatStatus(doc, new Date(0));
+    expect(out).toContain('N/new\\nline.txt  name-not-representable: the name holds a newline');
+    expect(out).toContain('N/up\\tload.txt');
+    expect(out).toContain('N/con\\nflict.txt  -> N/con\\nflict (conflict).txt');
+    expect(out).not.toMatch(/[\t\u0000-\u0009\u000b-\u001f]/);
+    for (const line of out.split('\n')) expect(line.startsWith('line') || line.startsWith('flict'), line).toBe(false);
   });
 });
