@@ -23,6 +23,13 @@ export interface PassOutcome {
 /** Polls are never spaced out further than this many pollIntervals by the CPU budget. */
 export const MAX_POLL_STRETCH = 5;
 
+/**
+ * A quiet poll cheaper than this (ms of CPU) never spaces polls out, whatever the budget: the budget is for
+ * large binders (a 100k-document listing is ~1 s of JSON); a small binder polled every 5 s would otherwise be
+ * slowed by the noise of the process's other work (a watcher, the garbage collector, another pair's transfer).
+ */
+export const MIN_STRETCHING_POLL_CPU_MS = 200;
+
 /** Two poll spacings differ by more than a quarter of the smaller one (what is worth a log line). */
 function farApart(a: number, b: number): boolean {
   return Math.abs(a - b) > Math.min(a, b) / 4;
@@ -71,6 +78,8 @@ export class PairScheduler {
   private readonly health: HealthLog;
   /** Smoothed CPU cost of a quiet poll (ms), and the poll spacing last announced in the log. */
   private pollCostMs: number | null = null;
+  /** The last quiet poll's own reading (ms): a cost counts once two polls in a row show it. */
+  private lastPollReadingMs: number | null = null;
   private announcedIntervalMs: number;
   private readonly random: () => number;
   private readonly now: () => number;
@@ -95,7 +104,14 @@ export class PairScheduler {
     return Math.round(Math.min(base * MAX_POLL_STRETCH, Math.max(base, wanted)));
   }
 
-  private notePollCost(cpuMs: number): void {
+  private notePollCost(reading: number): void {
+    // A reading is process-wide CPU: a spike (another pair's transfer, a collection of garbage left by a burst
+    // of uploads) must not space polls out. What two quiet polls in a row cost at least is what polling costs.
+    const previous = this.lastPollReadingMs;
+    this.lastPollReadingMs = reading;
+    if (previous === null) return;
+    const both = Math.min(reading, previous);
+    const cpuMs = both < MIN_STRETCHING_POLL_CPU_MS ? 0 : both;
     // A higher cost counts at once (the budget is a ceiling); a lower one by halves, so one cheap poll does
     // not pull the schedule back in.
     this.pollCostMs = this.pollCostMs === null ? cpuMs : Math.max(cpuMs, 0.5 * this.pollCostMs + 0.5 * cpuMs);
@@ -212,6 +228,7 @@ export class PairScheduler {
     this.health.succeeded();
     this.softFailures = outcome?.retryableFailures ? this.softFailures + 1 : 0;
     if (typeof outcome?.quietPollCpuMs === 'number') this.notePollCost(outcome.quietPollCpuMs);
+    else this.lastPollReadingMs = null; // a pass that did work: the next two quiet polls measure afresh
     if (this.dirty) return true;
     const poll = jitter(this.pollIntervalMs, this.random);
     let [trigger2, delay]: [Trigger, number] = poll <= this.o.rescanIntervalMs ? ['poll', poll] : ['rescan', this.o.rescanIntervalMs];

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BinderSyncError } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import { ServiceError } from '../../src/service/errors.js';
-import { PairScheduler, type PairState, type PassOutcome, type Trigger } from '../../src/daemon/scheduler.js';
+import { MIN_STRETCHING_POLL_CPU_MS, PairScheduler, type PairState, type PassOutcome, type Trigger } from '../../src/daemon/scheduler.js';
 import { DEFAULT_TIMING } from '../../src/daemon/timing.js';
 
 interface LogRecord {
@@ -299,10 +299,11 @@ describe('PairScheduler', () => {
       expect(t.logs(30).filter((m) => m.includes('polling every'))).toEqual([]);
     });
 
-    it('spaces polls out to cost/budget (up at once, down by halves), at most 5x pollInterval, logs on change, and comes back', async () => {
-      const { delays, t } = await delaysFor(1, [1_200, 1_200, 1_300, 10_000, 10_000, 10_000, 100, 100, 100, 100, 100, 100]);
-      expect(delays.slice(0, 3)).toEqual([132_000, 132_000, 143_000]); // a higher cost counts at once // cost / 1% x 1.1 (room for the jitter)
-      expect(delays[5]).toBe(300_000); // capped at 5 x 60 s
+    it('spaces polls out to cost/budget (up once two polls show it, down by halves), at most 5x pollInterval, logs on change, and comes back', async () => {
+      const { delays, t } = await delaysFor(1, [1_200, 1_200, 1_300, 1_300, 10_000, 10_000, 10_000, 100, 100, 100, 100, 100, 100]);
+      // cost / 1% x 1.1 (room for the jitter), from the second poll that shows it; a higher cost counts at once then.
+      expect(delays.slice(0, 4)).toEqual([60_000, 132_000, 132_000, 143_000]);
+      expect(delays[6]).toBe(300_000); // capped at 5 x 60 s
       expect(delays.at(-1)).toBe(60_000); // cheap again: back to pollInterval
       const notes = t.logs(30).filter((m) => m.startsWith('polling every'));
       expect(notes[0]).toMatch(/^polling every 132 s instead of 60 s: one listing of this binder costs 1\.20 s of CPU/);
@@ -310,25 +311,51 @@ describe('PairScheduler', () => {
       expect(notes.length).toBeLessThan(delays.length / 2); // on changes of more than a quarter, not per poll
     });
 
-    it('says nothing while the spacing stays within a quarter of pollInterval ("every 10 s instead of 10 s")', async () => {
-      const t = setup({ poll: 10_000, budget: 1 });
+    it('says nothing while the spacing stays within a quarter of pollInterval ("every 30 s instead of 30 s")', async () => {
+      const t = setup({ poll: 30_000, budget: 1 });
       t.s.start();
       t.last().resolve();
       await settle();
-      // 95 ms -> 10.45 s, 104 ms -> 11.44 s, then cheap again: real but small changes, flapping around pollInterval.
-      for (const cpu of [95, 104, 40, 104, 40, 95, 30]) {
+      // 285 ms -> 31.35 s, 312 ms -> 34.32 s, then cheap again: real but small changes, flapping around pollInterval.
+      const intervals: number[] = [];
+      for (const cpu of [285, 312, 312, 120, 312, 312, 285, 285, 90]) {
         await vi.advanceTimersByTimeAsync(t.s.pollIntervalMs);
         t.last().resolve({ retryableFailures: false, quietPollCpuMs: cpu });
         await settle();
+        intervals.push(t.s.pollIntervalMs);
       }
       await t.s.stop();
+      expect(Math.max(...intervals)).toBe(34_320); // it did move, by less than a quarter
       expect(t.logs(30).filter((m) => m.startsWith('polling every'))).toEqual([]);
     });
 
     it('logs a steady spacing once, however many polls it lasts', async () => {
       const { delays, t } = await delaysFor(1, [1_000, 1_050, 980, 1_020, 1_000, 1_010]);
-      expect(delays[0]).toBe(110_000);
+      expect(delays[1]).toBe(110_000);
       expect(t.logs(30).filter((m) => m.startsWith('polling every'))).toEqual([expect.stringMatching(/^polling every 110 s instead of 60 s: /)]);
+    });
+
+    it('is not moved by one costly poll between cheap ones (process-wide CPU: another pair, a collection)', async () => {
+      const { delays, t } = await delaysFor(1, [300, 1_421, 300, 2_000, 250, 5_000]);
+      expect(delays).toEqual([60_000, 60_000, 60_000, 60_000, 60_000, 60_000]);
+      expect(t.logs(30).filter((m) => m.includes('polling every'))).toEqual([]);
+    });
+
+    it('never spaces out a poll cheaper than MIN_STRETCHING_POLL_CPU_MS, even at pollInterval 5 s', async () => {
+      const t = setup({ poll: 5_000, budget: 1 }); // the budget: 50 ms per poll
+      t.s.start();
+      t.last().resolve();
+      await settle();
+      const delays: number[] = [];
+      for (const cpu of [MIN_STRETCHING_POLL_CPU_MS - 1, 150, 120, 190, 199, 300, 300]) {
+        await vi.advanceTimersByTimeAsync(t.s.pollIntervalMs);
+        t.last().resolve({ retryableFailures: false, quietPollCpuMs: cpu });
+        await settle();
+        delays.push((t.states.at(-1)?.nextAt as number) - Date.now());
+      }
+      await t.s.stop();
+      expect(delays.slice(0, 5)).toEqual([5_000, 5_000, 5_000, 5_000, 5_000]);
+      expect(delays.at(-1)).toBe(25_000); // 300 ms twice: 33 s wanted, capped at 5 x 5 s
     });
 
     it('is off at 0, and ignores passes that were not quiet polls', async () => {
