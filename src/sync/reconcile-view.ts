@@ -4,6 +4,7 @@ import type {
   BaseEntry,
   LocalFile,
   LocalObservation,
+  LocalProblem,
   PathKey,
   RemoteDoc,
   RemoteFolder,
@@ -26,7 +27,7 @@ export class ReconcileView {
   readonly folders: RemoteFolder[];
   readonly folderByKey = new Map<PathKey, RemoteFolder>();
   readonly localFiles: LocalFile[];
-  private readonly problemKeys: Set<PathKey>;
+  private readonly problemKeys: Map<PathKey, LocalProblem>;
   /** Local directory key -> the remote folders the base last saw there (built on first use). */
   private foldersOfBaseDirs: Map<PathKey, Set<string>> | null = null;
 
@@ -48,13 +49,21 @@ export class ReconcileView {
     this.folders = [...remote.folders.values()].sort((a, b) => cmp(a.key, b.key) || cmp(a.folderId, b.folderId));
     for (const f of this.folders) if (!this.folderByKey.has(f.key)) this.folderByKey.set(f.key, f);
     this.localFiles = [...local.files.values()].sort((a, b) => cmp(a.key, b.key));
-    this.problemKeys = new Set(local.problems.map((p) => p.key));
+    this.problemKeys = new Map(local.problems.map((p) => [p.key, p]));
   }
 
   /** Unknown when the key itself or any ancestor directory could not be observed this pass. */
   isUnknown(key: PathKey): boolean {
-    for (let k = key; k !== ''; k = parentOf(k)) if (this.problemKeys.has(k)) return true;
-    return false;
+    return this.problemAt(key) !== undefined;
+  }
+
+  /** The scan's problem at key or at its nearest ancestor that has one (what makes the key unknown). */
+  problemAt(key: PathKey): LocalProblem | undefined {
+    for (let k = key; k !== ''; k = parentOf(k)) {
+      const p = this.problemKeys.get(k);
+      if (p !== undefined) return p;
+    }
+    return undefined;
   }
 
   /** A local file sits where this key needs a directory (some ancestor of key is a file). */
@@ -103,7 +112,7 @@ export class ReconcileView {
 
   /** Every key that exists on either side: a conflict copy must avoid all of them. */
   takenKeys(): Set<PathKey> {
-    const keys = new Set<PathKey>([...this.local.files.keys(), ...this.local.dirs.keys(), ...this.problemKeys]);
+    const keys = new Set<PathKey>([...this.local.files.keys(), ...this.local.dirs.keys(), ...this.problemKeys.keys()]);
     for (const d of this.docs) keys.add(d.key);
     for (const f of this.folders) keys.add(f.key);
     return keys;

@@ -6,6 +6,7 @@ import type {
   BaseEntry,
   Issue,
   LocalFile,
+  LocalProblem,
   LocalObservation,
   Plan,
   ReconcileContext,
@@ -190,10 +191,23 @@ function issue(s: PassState, relPath: string, code: Issue['code'], detail: strin
   s.out.issue({ relPath, documentId, code, detail });
 }
 
+/** Why a local path could not be observed, after "the local path" or "the local folder X". */
+const UNOBSERVED_BECAUSE: Record<LocalProblem['reason'], string> = {
+  unreadable: 'cannot be read',
+  symlink: 'is a symlink (never followed)',
+  'special-file': 'is not a regular file',
+  'name-not-representable': 'has a name that cannot be synced',
+  changing: 'was changing while it was scanned (looked at again next pass)',
+};
+
 function localUnknown(s: PassState, b: BaseEntry): void {
   // Resolved: every cell with an unknown local state reports it (the table demands it for unchanged
-  // remote; a pending remote change is even more worth showing), and nothing is planned.
-  issue(s, b.relPath, 'unknown-state', 'the local file could not be observed this pass; left as it is', b.documentId);
+  // remote; a pending remote change is even more worth showing), and nothing is planned. The detail says what
+  // the scan met there: a symlink or a bad name stays until someone changes it, a file being written does not.
+  const p = s.view.problemAt(b.key);
+  const where = p === undefined || p.key === b.key ? 'the local path' : `the local folder ${p.relPath}`;
+  const why = p === undefined ? 'could not be observed this pass' : UNOBSERVED_BECAUSE[p.reason];
+  issue(s, b.relPath, 'unknown-state', `${where} ${why}: the synced file and its document are left as they are`, b.documentId);
 }
 
 function keepOrAdopt(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {

@@ -402,6 +402,21 @@ describe('issues from the observations', () => {
     w.remote.unmappable.push({ documentId: 'u1', name: 'docs/a:b', reason: 'colon' });
     expect(codes(plan(w))).toEqual(['name-not-representable docs/a:b', 'special-file docs/b', 'unknown-state docs/c', 'symlink docs/z']);
   });
+
+  it("says why a synced file's local side is unknown: what the scan met at its path or at the nearest folder above", () => {
+    const w = world().folder('f1', 'docs').folder('f2', 'locked');
+    w.synced('d1', 'docs/link.txt', 'f1').synced('d2', 'locked/a.txt', 'f2').synced('d3', 'docs/busy.txt', 'f1');
+    w.local.files.delete('docs/link.txt');
+    w.local.files.delete('locked/a.txt');
+    w.local.files.delete('docs/busy.txt');
+    w.problem('docs/link.txt', 'symlink').problem('locked', 'unreadable').problem('docs/busy.txt', 'changing');
+    const p = plan(w);
+    expect(p.groups).toEqual([]);
+    const unknown = new Map(p.issues.filter((i) => i.code === 'unknown-state').map((i) => [i.relPath, i.detail]));
+    expect(unknown.get('docs/link.txt')).toBe('the local path is a symlink (never followed): the synced file and its document are left as they are');
+    expect(unknown.get('locked/a.txt')).toBe('the local folder locked cannot be read: the synced file and its document are left as they are');
+    expect(unknown.get('docs/busy.txt')).toContain('was changing while it was scanned (looked at again next pass)');
+  });
 });
 
 describe('determinism and purity', () => {
