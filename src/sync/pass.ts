@@ -21,7 +21,7 @@ import { INFORMATIONAL_ISSUES } from './issue-groups.js';
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
-import { contentIdOf, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForMetadata } from './plan-filters.js';
+import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 import { expireRefusals, loadRefusedUploads, saveRefusedUploads, type Refusal } from './refused-uploads.js';
@@ -59,6 +59,8 @@ export interface PairRuntime {
    * pair download-only with one warning.
    */
   readOnly: boolean | null;
+  /** Local files that went missing, by path, with when a pass first saw it (see deferFreshDeletes). */
+  missingSince: Map<string, number>;
   /** When this process found the client read-only (ms); it looks again after PassOptions.writeAccessRecheckMs. */
   readOnlySince: number;
   /**
@@ -208,6 +210,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       caseInsensitive,
       readOnly: null,
       readOnlySince: 0,
+      missingSince: new Map(),
       commitsRefusedAt: loadCommitsRefusedAt(store),
       tempsCleaned: false,
       refusedUploads: loadRefusedUploads(store, configDigest(pair, caseInsensitive), Date.now()),
@@ -395,13 +398,18 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const ctx = reconcileContext(rt, now, opts.force === true);
   if (expireRefusals(rt.refusedUploads, now().getTime())) saveRefused(rt);
   // Reconcile, then hold back what may not go yet: uploads without their metadata, onto an ambiguous name,
-  // refused before, and files still being written.
-  const planFor = (c: ReconcileContext) =>
-    deferRecentlyWritten(
-      withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(reconcile(base, local, listing.observation, c), listing.observation), rt.metadata), rt.refusedUploads),
-      opts.minFileAgeMs ?? 0,
-      now().getTime(),
-    );
+  // refused before, files still being written, and answers to a local delete seen a moment ago.
+  const planFor = (c: ReconcileContext) => {
+    const held = withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(reconcile(base, local, listing.observation, c), listing.observation), rt.metadata), rt.refusedUploads);
+    const writing = deferRecentlyWritten(held, opts.minFileAgeMs ?? 0, now().getTime());
+    const deleting = deferFreshDeletes(writing.plan, rt.missingSince, opts.minFileAgeMs ?? 0, now().getTime());
+    const rechecks = [writing.recheckInMs, deleting.recheckInMs].filter((ms) => ms !== null);
+    return {
+      plan: deleting.plan,
+      deferred: [...writing.deferred, ...deleting.deferred],
+      recheckInMs: rechecks.length > 0 ? Math.min(...rechecks) : null,
+    };
+  };
   let deferral = planFor(ctx);
   if (rt.readOnly === null && !dryRun && deferral.plan.groups.some((g) => g.some(wantsUpload))) {
     rt.readOnly = await probeReadOnly(rt);

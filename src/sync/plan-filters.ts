@@ -47,6 +47,49 @@ export function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number
   return { plan: { ...plan, groups }, deferred, recheckInMs: Math.max(50, recheckAt - nowMs + 50) };
 }
 
+/** The path of a step that answers a local delete: restoring the file, or forgetting its document (localDeletePolicy). */
+function localDeleteAnswered(a: Action): string | null {
+  if (a.kind === 'download' && a.reason === 'restore-local-delete') return a.relPath;
+  if (a.kind === 'forget' && a.reason === 'local-deleted-forget') return a.relPath;
+  return null;
+}
+
+/**
+ * Steps that answer a local delete wait until the file has been missing for minAgeMs (the daemon's quietPeriod):
+ * editors save by renaming the original away and the new file in (Word, LibreOffice, `vim` without
+ * backupcopy), and a pass between the two would restore the old content only to have it replaced a moment
+ * later, or, with localDeletePolicy forget, drop the document and then meet the new file as a conflict.
+ * `missingSince` (path -> when a pass first saw it missing) is kept by the caller across passes and pruned
+ * here of paths no longer missing. minAgeMs 0 (`sync`) defers nothing.
+ */
+export function deferFreshDeletes(
+  plan: Plan,
+  missingSince: Map<string, number>,
+  minAgeMs: number,
+  nowMs: number,
+): { plan: Plan; deferred: string[]; recheckInMs: number | null } {
+  const seen = new Set<string>();
+  const deferred: string[] = [];
+  let recheckAt = Infinity;
+  const groups = minAgeMs <= 0 ? plan.groups : plan.groups.filter((group) => {
+    const missing = group.map(localDeleteAnswered).filter((p) => p !== null);
+    let fresh = false;
+    for (const relPath of missing) {
+      seen.add(relPath);
+      const since = missingSince.get(relPath) ?? nowMs;
+      missingSince.set(relPath, since);
+      if (nowMs - since >= minAgeMs) continue;
+      fresh = true;
+      deferred.push(relPath);
+      recheckAt = Math.min(recheckAt, since + minAgeMs);
+    }
+    return !fresh;
+  });
+  for (const relPath of missingSince.keys()) if (!seen.has(relPath)) missingSince.delete(relPath);
+  if (deferred.length === 0) return { plan, deferred, recheckInMs: null };
+  return { plan: { ...plan, groups }, deferred, recheckInMs: Math.max(50, recheckAt - nowMs + 50) };
+}
+
 /**
  * Names other programs give a file while they write it, then rename it away: rsync's `.<name>.XXXXXX`, sed -i's
  * `sedXXXXXX`, mktemp's `tmp.XXXXXXXXXX`. Such a file is left alone until it has been still for

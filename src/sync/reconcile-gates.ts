@@ -50,7 +50,9 @@ export function checkGates(
 ): Plan['blocked'] {
   if (ctx.force) return null;
   const baseCount = base.size;
-  if (baseCount > 0 && local.files.size === 0 && local.problems.length === 0) {
+  // One synced file gone is no mass event (as max-delete allows one delete): an editor saving the only synced
+  // file by renaming it away and the new one in must not stop the pair.
+  if (baseCount > 1 && local.files.size === 0 && local.problems.length === 0) {
     return {
       code: 'local-root-empty',
       message:

@@ -392,3 +392,27 @@ describe('binder-sync sync: files with unusual timestamps', () => {
   });
 });
 
+
+// Word and LibreOffice save by renaming the original away (to a name the ignore rules skip) and the new file
+// in. A pass between the two saw a local delete: it restored the old content (default policy), or dropped the
+// document and then met the new file as a conflict (forget). A delete is answered once it has lasted the
+// quiet period.
+describe.each([['restore'], ['forget']] as const)('an editor saving by rename-away, rename-in (localDeletePolicy %s)', (policy) => {
+  it('0.7 s apart: one new version, no restore, no conflict copy', async () => {
+    const { w, d } = await started({}, policy === 'forget' ? { localDeletePolicy: 'forget' } : {});
+    const doc = path.join(w.local, 'Docs', 'report.docx');
+    fs.writeFileSync(doc, 'draft 1');
+    await eventually(() => remoteVersions(w).get('report.docx')?.length === 1, 10_000, 'first upload', d.tail);
+    const dir = path.join(w.local, 'Docs');
+    fs.writeFileSync(path.join(dir, '~WRD0002.tmp'), 'draft 2, saved by the editor');
+    await shAsync(`cd '${dir}' && mv report.docx '~WRL0001.tmp' && sleep 0.7 && mv '~WRD0002.tmp' report.docx && rm '~WRL0001.tmp'`);
+    await eventually(() => remoteVersions(w).get('report.docx')?.length === 2, 10_000, 'the save uploaded', d.tail);
+    await sleep(2_500);
+    expect(remoteVersions(w).get('report.docx')).toEqual([sha256('draft 1'), sha256('draft 2, saved by the editor')]);
+    expect([...remoteVersions(w).keys()], d.tail()).toEqual(['report.docx']);
+    expect(fs.readFileSync(doc, 'utf8')).toBe('draft 2, saved by the editor');
+    expect(fs.readdirSync(dir)).toEqual(['report.docx']);
+    expect(d.count(msgHas('restored a file')), d.tail()).toBe(0);
+    expect(d.count(msgHas('changed since')), d.tail()).toBe(0);
+  });
+});

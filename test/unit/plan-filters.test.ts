@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MetadataResolver } from '../../src/sync/metadata-rules.js';
 import type { Action, LocalFile, Plan, RemoteDoc } from '../../src/sync/model.js';
-import { deferRecentlyWritten, TRANSFER_TEMP_QUIET_MS, withheldAsRefused, withheldForAmbiguousNames, withheldForMetadata } from '../../src/sync/plan-filters.js';
+import { deferFreshDeletes, deferRecentlyWritten, TRANSFER_TEMP_QUIET_MS, withheldAsRefused, withheldForAmbiguousNames, withheldForMetadata } from '../../src/sync/plan-filters.js';
 
 const file = (relPath: string, mtimeMs: number, ctimeMs = mtimeMs): LocalFile => ({ relPath, key: relPath, size: 1, mtimeMs, inode: 1, ctimeMs, sha256: 'h' });
 const upload = (f: LocalFile): Action => ({ kind: 'upload', relPath: f.relPath, key: f.key, local: f, target: { documentId: null, folderId: 'F', fileName: 'x' }, reason: 'new-local', replacesBase: null });
@@ -54,6 +54,44 @@ describe('deferRecentlyWritten', () => {
   it('does nothing with a zero minimum age (the sync command)', () => {
     const p = plan([[upload(file('A/new.txt', 10_000))]]);
     expect(deferRecentlyWritten(p, 0, 10_000)).toEqual({ plan: p, deferred: [], recheckInMs: null });
+  });
+});
+
+describe('deferFreshDeletes', () => {
+  const restore = (relPath: string): Action => ({ kind: 'download', relPath, key: relPath, doc: {} as RemoteDoc, expectLocal: null, reason: 'restore-local-delete' });
+  const newRemote = (relPath: string): Action => ({ ...restore(relPath), reason: 'new-remote' } as Action);
+  const forget = (relPath: string): Action => ({ kind: 'forget', documentId: 'D', relPath, reason: 'local-deleted-forget' });
+  const kinds = (p: Plan) => p.groups.map((g) => g.map((a) => `${a.kind} ${(a as { relPath: string }).relPath}`).join(' + '));
+
+  it('holds the answer to a local delete until the file has been missing for the minimum age, across passes', () => {
+    const missing = new Map<string, number>();
+    const p = plan([[restore('A/saved.docx')], [forget('A/gone.txt')], [newRemote('A/new.txt')], [mkdir('B')]]);
+    const first = deferFreshDeletes(p, missing, 1_000, 10_000);
+    expect(kinds(first.plan)).toEqual(['download A/new.txt', 'mkdir-local B']);
+    expect(first.deferred).toEqual(['A/saved.docx', 'A/gone.txt']);
+    expect(first.recheckInMs).toBe(1_050);
+    // Still missing 0.6 s later: still held, due 0.4 s later.
+    const second = deferFreshDeletes(p, missing, 1_000, 10_600);
+    expect(second.deferred).toEqual(['A/saved.docx', 'A/gone.txt']);
+    expect(second.recheckInMs).toBe(450);
+    // Missing for the minimum age: answered.
+    const third = deferFreshDeletes(p, missing, 1_000, 11_000);
+    expect(third).toEqual({ plan: p, deferred: [], recheckInMs: null });
+  });
+
+  it('forgets a path that came back, so that a later delete of it waits again', () => {
+    const missing = new Map<string, number>();
+    deferFreshDeletes(plan([[restore('A/x.txt')]]), missing, 1_000, 10_000);
+    expect([...missing.keys()]).toEqual(['A/x.txt']);
+    deferFreshDeletes(plan([]), missing, 1_000, 10_500); // the file is back: nothing to answer
+    expect(missing.size).toBe(0);
+    expect(deferFreshDeletes(plan([[restore('A/x.txt')]]), missing, 1_000, 20_000).deferred).toEqual(['A/x.txt']);
+  });
+
+  it('defers nothing at minimum age 0 (`sync`)', () => {
+    const missing = new Map<string, number>();
+    const p = plan([[restore('A/x.txt')], [forget('A/y.txt')]]);
+    expect(deferFreshDeletes(p, missing, 0, 10_000)).toEqual({ plan: p, deferred: [], recheckInMs: null });
   });
 });
 

@@ -74,6 +74,16 @@ describe('safety gates', () => {
     expect(forced.groups.flat().every((a) => a.kind === 'download' && a.reason === 'restore-local-delete')).toBe(true);
     expect(forced.groups).toHaveLength(3);
   });
+  it('local-root-empty does not fire for a single synced file (an editor saving it by rename-away, rename-in)', () => {
+    const w = manySynced(1);
+    w.local.files.clear();
+    const p = plan(w);
+    expect(p.blocked).toBeNull();
+    expect(p.groups.flat().map((a) => [a.kind, 'reason' in a ? a.reason : ''])).toEqual([['download', 'restore-local-delete']]);
+    const two = manySynced(2);
+    two.local.files.clear();
+    expect(plan(two).blocked?.code).toBe('local-root-empty');
+  });
   it('local-root-empty does not fire when the scanner reported problems', () => {
     const w = manySynced(2);
     w.local.files.clear();
