@@ -111,7 +111,7 @@ export class PairScheduler {
     this.lastPollReadingMs = reading;
     if (previous === null) return;
     const both = Math.min(reading, previous);
-    const cpuMs = both < MIN_STRETCHING_POLL_CPU_MS ? 0 : both;
+    const cpuMs = both < (this.o.timing.pollCpuFloorMs ?? MIN_STRETCHING_POLL_CPU_MS) ? 0 : both;
     // A higher cost counts at once (the budget is a ceiling); a lower one by halves, so one cheap poll does
     // not pull the schedule back in.
     this.pollCostMs = this.pollCostMs === null ? cpuMs : Math.max(cpuMs, 0.5 * this.pollCostMs + 0.5 * cpuMs);

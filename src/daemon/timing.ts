@@ -15,6 +15,8 @@ export interface DaemonTiming {
   watchSettleMs: number | undefined;
   /** How long a pair found read-only stays so before write access is probed again (BINDER_SYNC_WRITE_ACCESS_RECHECK_MS; default 1 h). */
   writeAccessRecheckMs: number | undefined;
+  /** A quiet poll cheaper than this never spaces polls out (BINDER_SYNC_POLL_CPU_FLOOR_MS; default MIN_STRETCHING_POLL_CPU_MS). */
+  pollCpuFloorMs: number | undefined;
 }
 
 export const DEFAULT_TIMING: DaemonTiming = {
@@ -25,6 +27,7 @@ export const DEFAULT_TIMING: DaemonTiming = {
   rescanIntervalOverrideMs: undefined,
   watchSettleMs: undefined,
   writeAccessRecheckMs: undefined,
+  pollCpuFloorMs: undefined,
 };
 
 /** Default bound on how long in-flight passes may run after SIGTERM/SIGINT before they are aborted. */
@@ -42,7 +45,7 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string): number | undefined {
  * pollInterval >= 5 s to protect the service, and only tests need less. Invalid values are ignored.
  *   BINDER_SYNC_POLL_INTERVAL_MS, BINDER_SYNC_RESCAN_INTERVAL_MS, BINDER_SYNC_BACKOFF_BASE_MS,
  *   BINDER_SYNC_BACKOFF_MAX_MS, BINDER_SYNC_FATAL_RETRY_MS, BINDER_SYNC_WATCH_SETTLE_MS,
- *   BINDER_SYNC_WRITE_ACCESS_RECHECK_MS
+ *   BINDER_SYNC_WRITE_ACCESS_RECHECK_MS, BINDER_SYNC_POLL_CPU_FLOOR_MS
  */
 export function timingFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonTiming {
   return {
@@ -53,5 +56,6 @@ export function timingFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonTimin
     rescanIntervalOverrideMs: positiveInt(env, 'BINDER_SYNC_RESCAN_INTERVAL_MS'),
     watchSettleMs: positiveInt(env, 'BINDER_SYNC_WATCH_SETTLE_MS'),
     writeAccessRecheckMs: positiveInt(env, 'BINDER_SYNC_WRITE_ACCESS_RECHECK_MS'),
+    pollCpuFloorMs: positiveInt(env, 'BINDER_SYNC_POLL_CPU_FLOOR_MS'),
   };
 }

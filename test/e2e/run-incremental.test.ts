@@ -47,10 +47,12 @@ describe('binder-sync run: incremental passes', () => {
     c.addDocument(w.binderId, docs.id, 'a.txt', 'v1');
     // A budget so small that any poll exceeds it: the spacing goes to its cap, 5 x pollInterval.
     writeRunConfig(w, { pairs: [{ name: 'main', localPath: './local', binderId: w.binderId, pollInterval: '5s', pollCpuBudget: 0.000001 }] });
-    // No poll-interval override: the budget applies only to the configured interval.
-    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '' } });
+    // No poll-interval override: the budget applies only to the configured interval. The floor below which a
+    // poll never spaces polls out (0.2 s of CPU) is lowered: this binder's poll costs a few ms.
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '', BINDER_SYNC_POLL_CPU_FLOOR_MS: '1' } });
     const d = daemon;
-    const note = await d.waitForLog(msgHas('polling every'), 15_000, 'the poll spacing note');
+    // Two quiet polls must show the cost (5 s apart, ±10%).
+    const note = await d.waitForLog(msgHas('polling every'), 25_000, 'the poll spacing note');
     expect(note.msg).toMatch(/^polling every 25 s instead of 5 s: one listing of this binder costs/);
     expect(note).toMatchObject({ pollIntervalMs: 25_000, configuredMs: 5_000 });
     c.resetCounters();

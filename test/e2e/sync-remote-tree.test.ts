@@ -211,9 +211,11 @@ describe('the folder tree of a binder with many folders', () => {
   it('a sync soon after a walk that takes over a second reuses the saved tree; --walk-folders walks it', async () => {
     ws = await createWorkspace();
     const c = ws.emulator.control;
-    const tabs = Array.from({ length: 6 }, (_, i) => c.createFolder(ws.binderId, { name: `Tab ${i}` }));
+    // 15 folders at 10 requests per second: the walk (16 requests) alone would take over a second, and the saved
+    // tree stands in for 15 s (one second per folder), room for three runs on a loaded machine.
+    const tabs = Array.from({ length: 15 }, (_, i) => c.createFolder(ws.binderId, { name: `Tab ${i}` }));
     c.addDocument(ws.binderId, tabs[0]!.id, 'a.txt', 'a');
-    writeRunConfig(ws, { service: { requestsPerSecond: 5 } }); // 6 folders: the walk (7 requests) alone would take over a second
+    writeRunConfig(ws, { service: { requestsPerSecond: 10 } });
     const walkedAt = Date.now();
     expect((await expectConvergedPass(ws)).report?.folderTreeFrom).toBeNull();
     expect(fs.statSync(path.join(ws.local, 'Tab 5')).isDirectory()).toBe(true);
@@ -234,8 +236,8 @@ describe('the folder tree of a binder with many folders', () => {
 
     c.resetCounters();
     expect((await expectConvergedPass(ws, ['--walk-folders'])).report?.folderTreeFrom).toBeNull();
-    // 7 per walk; the pass that applied the rename checks its work once more for the in-sync mark (settlingPays).
-    expect(c.counters().folders + c.counters().subfolders).toBeGreaterThanOrEqual(7);
+    // 16 per walk; the pass that applied the rename checks its work once more for the in-sync mark (settlingPays).
+    expect(c.counters().folders + c.counters().subfolders).toBeGreaterThanOrEqual(16);
     expect(fs.existsSync(path.join(ws.local, 'Tab 5'))).toBe(false);
     expect(fs.statSync(path.join(ws.local, 'Renamed')).isDirectory()).toBe(true);
     expect(readLocal(ws, 'Tab 0/a.txt')).toBe('a');
