@@ -17,7 +17,7 @@ export interface Pending {
  * pending download: resolving it always starts by fetching the remote content.
  */
 export function pendingOf(r: PassReport): Pending {
-  const planned: Partial<Record<ActionKind, number>> = {};
+  const planned: Partial<Record<ActionKind, number>> = { ...r.plan.blocked?.held };
   for (const group of r.plan.groups) for (const a of group) planned[a.kind] = (planned[a.kind] ?? 0) + 1;
   const done = r.execution?.done ?? {};
   const left = (k: ActionKind) => Math.max(0, (planned[k] ?? 0) - (done[k] ?? 0));

@@ -253,6 +253,9 @@ export interface Plan {
   /** Ordered groups: actions in one group touch one item and run in order; groups may run in parallel. */
   groups: Action[][];
   issues: Issue[];
-  /** Set when a safety gate stopped the pass: nothing in `groups` may run. */
-  blocked: { code: 'max-delete' | 'local-root-empty' | 'remote-empty'; message: string } | null;
+  /**
+   * Set when a safety gate stopped the pass: `groups` is then empty, and `held` counts the steps it held back
+   * by kind (what `status` shows as pending).
+   */
+  blocked: { code: 'max-delete' | 'local-root-empty' | 'remote-empty'; message: string; held?: Partial<Record<ActionKind, number>> } | null;
 }

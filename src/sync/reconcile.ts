@@ -3,6 +3,7 @@
 // Invariants: modified beats deleted; unknown is never deleted; no base + both present is never "remote wins".
 import type {
   Action,
+  ActionKind,
   BaseEntry,
   Issue,
   LocalFile,
@@ -65,7 +66,10 @@ export function reconcile(
 
   const { groups, issues } = s.out.build();
   const blocked = checkGates(base, local, remote, groups, ctx);
-  return { groups: blocked ? [] : groups, issues, blocked };
+  if (blocked === null) return { groups, issues, blocked };
+  const held: Partial<Record<ActionKind, number>> = {};
+  for (const a of groups.flat()) held[a.kind] = (held[a.kind] ?? 0) + 1;
+  return { groups: [], issues, blocked: { ...blocked, held } };
 }
 
 /**

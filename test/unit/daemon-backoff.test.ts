@@ -97,6 +97,12 @@ describe('pass report reading', () => {
     expect(pendingOf(report(groups, {}, true))).toEqual({ uploads: 2, downloads: 2 });
   });
 
+  it('counts what a safety gate held back as pending (a blocked plan has no groups)', () => {
+    const blocked = report([], {}, true);
+    blocked.plan.blocked = { code: 'max-delete', message: 'too many', held: { upload: 1, 'trash-local': 25, download: 3, conflict: 1 } };
+    expect(pendingOf(blocked)).toEqual({ uploads: 1, downloads: 4 });
+  });
+
   it('calls a pass with nothing done quiet, and one that did or was blocked not', () => {
     expect(passDidSomething(report([], {}))).toBe(false);
     expect(passDidSomething(report([[action('upload')]], { upload: 1 }))).toBe(true);

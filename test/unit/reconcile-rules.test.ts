@@ -82,7 +82,7 @@ describe('safety gates', () => {
     expect(p.groups.flat().map((a) => [a.kind, 'reason' in a ? a.reason : ''])).toEqual([['download', 'restore-local-delete']]);
     const two = manySynced(2);
     two.local.files.clear();
-    expect(plan(two).blocked?.code).toBe('local-root-empty');
+    expect(plan(two).blocked).toMatchObject({ code: 'local-root-empty', held: { download: 2 } }); // the restores it held back
   });
   it('local-root-empty does not fire when the scanner reported problems', () => {
     const w = manySynced(2);
