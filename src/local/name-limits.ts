@@ -4,6 +4,20 @@
 /** Longest file name (in UTF-8 bytes) that Linux file systems accept. */
 export const MAX_NAME_BYTES = 255;
 
+/** Longest path (UTF-8 bytes, without the final NUL) that Linux system calls accept: PATH_MAX is 4096. */
+export const MAX_PATH_BYTES = 4095;
+
+/**
+ * Room kept below MAX_PATH_BYTES for the names binder-sync puts beside a file: its temp file
+ * (`.binder-sync-tmp-<tag><counter>`) and a conflict copy (`name (conflict <date> <time>).ext`).
+ */
+const SIDE_NAME_ROOM = 64;
+
+/** The longest relative path a remote item may map to under `root` (the sync root, absolute). */
+export function maxRelPathBytes(root: string): number {
+  return MAX_PATH_BYTES - utf8Length(root) - 1 - SIDE_NAME_ROOM;
+}
+
 export function utf8Length(s: string): number {
   return Buffer.byteLength(s, 'utf8'); // counts without encoding a copy
 }

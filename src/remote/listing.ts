@@ -16,6 +16,8 @@ export interface ListRemoteOptions {
   caseInsensitive: boolean;
   base: ReadonlyMap<string, BaseEntry>;
   isIgnored?: (relPath: string, isDir: boolean) => boolean;
+  /** See RemoteTreeInput.maxPathBytes. */
+  maxPathBytes?: number;
   signal?: AbortSignal;
 }
 
@@ -164,6 +166,7 @@ export async function observeRemote(client: ListingClient, raw: RawListing, opts
     caseInsensitive: opts.caseInsensitive,
     preferredPath: (id) => opts.base.get(id)?.relPath,
     ...(opts.isIgnored ? { isIgnored: opts.isIgnored } : {}),
+    ...(opts.maxPathBytes !== undefined ? { maxPathBytes: opts.maxPathBytes } : {}),
   });
   return {
     observation: { docs: mapped.docs, folders: mapped.folders, gone, unmappable: mapped.unmappable },

@@ -14,6 +14,8 @@ export interface RemoteTreeInput {
   preferredPath?: (documentId: string) => string | undefined;
   /** Local ignore rules: a remote item mapped to an ignored path is unmappable (the scanner would never see it). */
   isIgnored?: (relPath: string, isDir: boolean) => boolean;
+  /** Longest relPath (UTF-8 bytes) the local file system can take under the sync root (maxRelPathBytes). */
+  maxPathBytes?: number;
 }
 
 export interface RemoteTreeMapping {
@@ -31,6 +33,7 @@ export const UNMAPPABLE = {
   missingFolder: (folderId: string) => `folder ${folderId} is not in the listing`,
   badName: (error: string) => `name cannot be used locally: ${error}`,
   collision: 'path collides with another item',
+  tooLong: (max: number) => `the local path would be longer than the system allows (over ${max} bytes under the sync root)`,
 } as const;
 
 type FolderIn = RemoteTreeInput['folders'][number];
@@ -137,6 +140,12 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
       if (name !== sibling.name && input.isIgnored?.(relPath, isDir)) {
         if (sibling.folder) rejectSubtree(sibling.folder, UNMAPPABLE.ignored, parent.relPath);
         else if (sibling.doc) rejectDoc(sibling.doc, UNMAPPABLE.ignored, parent.relPath);
+        continue;
+      }
+      // A path the system cannot take (ENAMETOOLONG): reported, never attempted on every pass.
+      if (input.maxPathBytes !== undefined && Buffer.byteLength(relPath) > input.maxPathBytes) {
+        if (sibling.folder) rejectSubtree(sibling.folder, UNMAPPABLE.tooLong(input.maxPathBytes), parent.relPath);
+        else if (sibling.doc) rejectDoc(sibling.doc, UNMAPPABLE.tooLong(input.maxPathBytes), parent.relPath);
         continue;
       }
       // Safety net: sibling keys are unique and parents are unique, so this should never trigger.

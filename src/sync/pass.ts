@@ -7,6 +7,7 @@ import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
 import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../local/fs-ops.js';
 import { detectCaseInsensitive } from '../local/fs-probe.js';
+import { maxRelPathBytes } from '../local/name-limits.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type PriorFile, type ScanOptions } from '../local/scanner.js';
 import { digestLocalTree } from '../local/tree-digest.js';
@@ -577,6 +578,7 @@ function observeOptions(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry>, s
     caseInsensitive: rt.caseInsensitive,
     base,
     isIgnored: (p, isDir) => rt.ignore.ignores(p, isDir),
+    maxPathBytes: maxRelPathBytes(rt.pair.localPath),
     ...(signal ? { signal } : {}),
   };
 }

@@ -157,3 +157,27 @@ describe('hostile remote names', () => {
   });
 });
 
+
+describe('a remote tree deeper than the local file system allows', () => {
+  it('is reported as not synced (exit 1), not a local failure (exit 6); the rest syncs, and a daemon-style second pass is the same', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const top = c.createFolder(ws.binderId, { name: 'Deep' });
+    c.addDocument(ws.binderId, top.id, 'shallow.txt', 'fits');
+    // 20 levels of 220-byte names: over 4096 bytes (PATH_MAX) below the root.
+    let parent = top;
+    for (let i = 0; i < 20; i++) parent = c.createFolder(ws.binderId, { name: `${String(i).padStart(2, '0')}${'d'.repeat(218)}`, parentId: parent.id });
+    c.addDocument(ws.binderId, parent.id, 'long.txt', 'too deep to place');
+
+    for (let run = 0; run < 2; run++) {
+      const r = await syncJson(ws);
+      expect(r.code, explain(r)).toBe(1);
+      expect(r.report?.failures, explain(r)).toEqual([]);
+      const tooLong = r.report!.issues.filter((i) => i.detail.includes('longer than the system allows'));
+      expect(tooLong.map((i) => i.code)).toContain('name-not-representable');
+      expect(tooLong.some((i) => i.relPath.endsWith('/long.txt'))).toBe(true);
+    }
+    expect(localTree(ws.local).get('Deep/shallow.txt')).toBe(sha256('fits'));
+    expect(tempFilesUnder(ws.local)).toEqual([]);
+  });
+});

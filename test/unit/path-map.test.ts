@@ -116,6 +116,23 @@ describe('mapRemoteTree: collisions', () => {
 describe('mapRemoteTree: unmappable items', () => {
   const isIgnored = (relPath: string) => relPath.endsWith('.tmp') || relPath.split('/').includes('node_modules');
 
+  it('a path longer than the local file system takes is unmappable, with what is below it; shorter neighbours are placed', () => {
+    const r = paths({
+      folders: [folder('T', 'Tab'), folder('L', 'l'.repeat(12), 'T'), folder('D', 'deeper', 'L')],
+      docs: [doc('d1', 'fits.txt', 'T'), doc('d2', 'far-too-long-a-name.txt', 'T'), doc('d3', 'x', 'L'), doc('d4', 'y.txt', 'D')],
+      maxPathBytes: 20,
+    });
+    expect(r.folders).toEqual({ T: 'Tab', L: `Tab/${'l'.repeat(12)}` }); // 16 bytes
+    expect(r.docs).toEqual({ d1: 'Tab/fits.txt', d3: `Tab/${'l'.repeat(12)}/x` }); // 12 and 18 bytes
+    const tooLong = UNMAPPABLE.tooLong(20);
+    expect([...r.unmappable].sort((a, b) => (a.path! < b.path! ? -1 : 1))).toEqual([
+      { documentId: 'd2', name: 'far-too-long-a-name.txt', reason: tooLong, path: 'Tab/far-too-long-a-name.txt' },
+      { folderId: 'D', name: 'deeper', reason: tooLong, path: `Tab/${'l'.repeat(12)}/deeper` },
+      { documentId: 'd4', name: 'y.txt', reason: tooLong, path: `Tab/${'l'.repeat(12)}/deeper/y.txt` },
+    ]);
+    expect(tooLong).toContain('longer than the system allows');
+  });
+
   it('documents and folders at ignored paths are unmappable, with their contents', () => {
     const r = paths({
       folders: [folder('T', 'Tab'), folder('N', 'node_modules', 'T'), folder('N2', 'deep', 'N')],
