@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { BinderSyncError, describeError } from '../errors.js';
 import { ServiceError } from '../service/errors.js';
+import { stateDbWriteError } from '../state/state-dir-error.js';
 import { ExitCode } from './exit-codes.js';
 
 export function loadConfigOrExplain(file: string, log?: Logger): LoadedConfig {
@@ -16,7 +17,8 @@ export function loadConfigOrExplain(file: string, log?: Logger): LoadedConfig {
 }
 
 /** Exit code for an error that ended a command. */
-export function exitCodeFor(err: unknown): number {
+export function exitCodeFor(thrown: unknown): number {
+  const err = stateDbWriteError(thrown);
   if (err instanceof ServiceError) return ExitCode.service;
   if (err instanceof BinderSyncError) {
     if (err.code.startsWith('CONFIG')) return ExitCode.usage;
@@ -28,5 +30,5 @@ export function exitCodeFor(err: unknown): number {
 }
 
 export function printError(err: unknown): void {
-  process.stderr.write(`binder-sync: ${describeError(err)}\n`);
+  process.stderr.write(`binder-sync: ${describeError(stateDbWriteError(err))}\n`);
 }

@@ -2,6 +2,7 @@
 // config-like (the pair stays in the error state and is retried slowly), and the delay before the next try.
 import { BinderSyncError, describeError } from '../errors.js';
 import { ServiceError } from '../service/errors.js';
+import { stateDbWriteError } from '../state/state-dir-error.js';
 import type { DaemonTiming } from './timing.js';
 
 export interface FailureInfo {
@@ -31,7 +32,8 @@ const FATAL_CODES = new Set([
   'PASS_BLOCKED', // a safety gate stopped the pass: someone must look (or run sync --force)
 ]);
 
-export function classifyFailure(err: unknown): FailureInfo {
+export function classifyFailure(thrown: unknown): FailureInfo {
+  const err = stateDbWriteError(thrown);
   const code = err instanceof BinderSyncError ? err.code : 'UNEXPECTED';
   const fatal = FATAL_CODES.has(code) || code.startsWith('CONFIG');
   const info: FailureInfo = { fatal, code, reason: describeError(err).split('\n')[0] ?? code };

@@ -28,3 +28,35 @@ export function stateDirError(stateDir: string, err: unknown, doing: string): un
         : `binder-sync keeps its lock, state databases and trash in stateDir: make ${JSON.stringify(stateDir)} writable by the user binder-sync runs as${uid}, or set stateDir in the config to a directory that user owns. Nothing was changed.`,
   });
 }
+
+/** SQLite's codes for a state DB that cannot be written: the disk is full, or the file system refuses. */
+const UNWRITABLE: Record<string, string> = {
+  SQLITE_FULL: 'the disk holding it is full',
+  SQLITE_READONLY: 'its file system or file is read-only',
+  SQLITE_CANTOPEN: 'its file cannot be opened',
+  SQLITE_IOERR: 'the disk reported an I/O error',
+};
+
+/**
+ * A state DB write that failed because of the disk under the state directory (better-sqlite3 throws an
+ * SqliteError with SQLITE_FULL, SQLITE_IOERR_*, SQLITE_READONLY_*): a LOCAL_STATE_DIR error that says so, with a
+ * hint, retryable (space may return). Anything else is passed through. The step whose record failed is
+ * planned again by the next pass, from what it then finds on disk.
+ */
+export function stateDbWriteError(err: unknown): unknown {
+  if (err instanceof BinderSyncError) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return err;
+  const family = Object.keys(UNWRITABLE).find((k) => code === k || code.startsWith(`${k}_`));
+  if (family === undefined) return err;
+  return new BinderSyncError(`the state database cannot be written: ${UNWRITABLE[family]} (${code})`, {
+    code: 'LOCAL_STATE_DIR',
+    retryable: true,
+    context: { sqlite: code },
+    cause: err,
+    hint:
+      family === 'SQLITE_FULL'
+        ? 'free some disk space where stateDir is; the next pass picks up where this one stopped'
+        : 'check the disk and the permissions of stateDir; the next pass picks up where this one stopped',
+  });
+}

@@ -8,6 +8,7 @@ import { BinderSyncError, describeError, isRetryable } from '../errors.js';
 import { commitTempFile, ensureDir, localChanged, lstatOrNull, moveFile, replaceFile, resolveInside, toFileStat } from '../local/fs-ops.js';
 import { hashFile } from '../local/hash.js';
 import { failpoint } from '../failpoints.js';
+import { stateDbWriteError } from '../state/state-dir-error.js';
 import { expectingMovedFile, type SettledMove } from './after-move.js';
 import { downloadToTemp } from './download.js';
 import { FolderRecheck } from './name-recheck.js';
@@ -98,7 +99,8 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
           if (moved !== undefined) for (let j = i + 1; j < steps.length; j++) steps[j] = expectingMovedFile(steps[j]!, moved);
           report.done[action.kind] = (report.done[action.kind] ?? 0) + 1;
           serviceFailuresInARow = 0;
-        } catch (err) {
+        } catch (thrown) {
+          const err = stateDbWriteError(thrown);
           report.failures.push(failureOf(action, err));
           notifyDone(d, action, false);
           // An action cut short by the stop below is not news: the stop's own line says it.

@@ -5,7 +5,10 @@ import { classifyFailure, jitter, retryDelay } from '../../src/daemon/backoff.js
 import { passDidSomething, pendingOf } from '../../src/daemon/pass-summary.js';
 import { describeDone } from '../../src/sync/executor.js';
 import { DEFAULT_TIMING, timingFromEnv } from '../../src/daemon/timing.js';
+import { exitCodeFor } from '../../src/cli/common.js';
+import { ExitCode } from '../../src/cli/exit-codes.js';
 import { BinderSyncError } from '../../src/errors.js';
+import { stateDbWriteError } from '../../src/state/state-dir-error.js';
 import { ServiceError } from '../../src/service/errors.js';
 import type { Action } from '../../src/sync/model.js';
 import type { PassReport } from '../../src/sync/pass.js';
@@ -117,5 +120,34 @@ describe('describeDone', () => {
     expect(describeDone({ done: { download: 1, conflict: 3 }, identical: 1 })).toBe('1 download, 2 conflict, 1 identical on both sides');
     expect(describeDone({ done: { conflict: 2 }, identical: 2 })).toBe('2 identical on both sides');
     expect(describeDone({ done: {}, identical: 0 })).toBe('');
+  });
+});
+
+describe('a state DB that cannot be written', () => {
+  it('is a LOCAL_STATE_DIR failure with a hint (a real SQLITE_FULL), transient for the daemon and exit 6 for sync', async () => {
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(':memory:');
+    db.exec('CREATE TABLE t (x BLOB)');
+    db.pragma('max_page_count = 8'); // a "disk" of 8 pages: the same SQLITE_FULL a full file system gives
+    let full: unknown;
+    try {
+      for (let i = 0; i < 100; i++) db.prepare('INSERT INTO t VALUES (?)').run(Buffer.alloc(4096));
+    } catch (err) {
+      full = err;
+    } finally {
+      db.close();
+    }
+    expect((full as { code?: string }).code).toBe('SQLITE_FULL');
+    const mapped = stateDbWriteError(full);
+    expect(mapped).toBeInstanceOf(BinderSyncError);
+    expect(mapped).toMatchObject({ code: 'LOCAL_STATE_DIR', retryable: true });
+    expect((mapped as BinderSyncError).message).toBe('the state database cannot be written: the disk holding it is full (SQLITE_FULL)');
+    expect((mapped as BinderSyncError).hint).toContain('free some disk space where stateDir is');
+    expect(classifyFailure(full)).toMatchObject({ fatal: false, code: 'LOCAL_STATE_DIR' });
+    expect(exitCodeFor(full)).toBe(ExitCode.local);
+    // Other SQLite errors, and errors of our own, pass through unchanged.
+    const other = Object.assign(new Error('constraint'), { code: 'SQLITE_CONSTRAINT_UNIQUE' });
+    expect(stateDbWriteError(other)).toBe(other);
+    expect(stateDbWriteError(Object.assign(new Error('io'), { code: 'SQLITE_IOERR_WRITE' }))).toMatchObject({ code: 'LOCAL_STATE_DIR' });
   });
 });
