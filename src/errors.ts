@@ -35,6 +35,16 @@ export class BinderSyncError extends Error {
   }
 }
 
+/**
+ * An error's message on one line, without its hint, for a log field or a status row: the lines after the first
+ * (a list of problems, a quoted service answer) are kept, joined with "; ", not cut off.
+ */
+export function oneLineMessage(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const [first = '', ...rest] = text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  return rest.length === 0 ? first : `${first} ${rest.join('; ')}`;
+}
+
 /** Formats any thrown value for a user-facing message. */
 export function describeError(err: unknown): string {
   if (err instanceof BinderSyncError) return err.describe();

@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import { createLogger, logLevelFromEnv } from '../log.js';
-import { describeError } from '../errors.js';
+import { describeError, oneLineMessage } from '../errors.js';
+import { stateDbWriteError } from '../state/state-dir-error.js';
 import { acquireStateLock } from '../state/lock.js';
 import { writePairMeta } from '../state/pair-meta.js';
 import { openPair, runPass, settleInSyncMark, type PairRuntime, type PassReport } from '../sync/pass.js';
@@ -102,7 +103,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
         worst = Math.max(worst, exitCodeFor(err));
         // Left where `status` reads it, as the daemon does (a failed cron `sync` must not look like the last good
         // pass). A state DB that does not exist yet is not created for it.
-        if (!opts.dryRun) writePairMeta(rt?.store, path.join(config.stateDir, pair.name, 'state.db'), { lastError: describeError(err).split('\n')[0] ?? '' }, { create: false });
+        if (!opts.dryRun) writePairMeta(rt?.store, path.join(config.stateDir, pair.name, 'state.db'), { lastError: oneLineMessage(stateDbWriteError(err)) }, { create: false });
       } finally {
         rt?.store.close();
       }

@@ -1,6 +1,6 @@
 // How the daemon reacts to a failed pass: which failures are transient (exponential back-off) and which are
 // config-like (the pair stays in the error state and is retried slowly), and the delay before the next try.
-import { BinderSyncError, describeError } from '../errors.js';
+import { BinderSyncError, oneLineMessage } from '../errors.js';
 import { ServiceError } from '../service/errors.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
 import type { DaemonTiming } from './timing.js';
@@ -36,7 +36,7 @@ export function classifyFailure(thrown: unknown): FailureInfo {
   const err = stateDbWriteError(thrown);
   const code = err instanceof BinderSyncError ? err.code : 'UNEXPECTED';
   const fatal = FATAL_CODES.has(code) || code.startsWith('CONFIG');
-  const info: FailureInfo = { fatal, code, reason: describeError(err).split('\n')[0] ?? code };
+  const info: FailureInfo = { fatal, code, reason: oneLineMessage(err) || code };
   if (err instanceof BinderSyncError && err.hint) info.reason += ` (hint: ${err.hint})`;
   if (err instanceof ServiceError && err.retryAfterMs !== undefined) info.retryAfterMs = err.retryAfterMs;
   return info;

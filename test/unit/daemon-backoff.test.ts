@@ -47,6 +47,15 @@ describe('classifyFailure', () => {
     expect(classifyFailure(err).retryAfterMs).toBe(7000);
     expect(classifyFailure(new Error('plain')).code).toBe('UNEXPECTED');
   });
+
+  it('keeps every line of a multi-line message (the metadata rules that do not fit), not just the first', () => {
+    const err = new BinderSyncError("pair second: metadata rules do not fit the binder's metadata elements:\n  metadata[2].values.Status: \"Bogus\" is not an allowed value\n  metadata[3].match: empty", {
+      code: 'METADATA_RULES_INVALID', retryable: false, hint: 'fix the rules',
+    });
+    expect(classifyFailure(err).reason).toBe(
+      'pair second: metadata rules do not fit the binder\'s metadata elements: metadata[2].values.Status: "Bogus" is not an allowed value; metadata[3].match: empty (hint: fix the rules)',
+    );
+  });
 });
 
 describe('retryDelay', () => {
