@@ -73,8 +73,11 @@ export interface PairStatus {
   lastError: string | null;
   /** Base entries: files known to be the same on both sides. */
   filesInSync: number;
+  /** Uploads in flight (their outbox rows). */
   pendingUploads: Array<{ relPath: string; stage: OutboxStage; since: string }>;
-  /** Downloads the last pass left to do; null when the daemon has not reported it. */
+  /** Uploads the daemon's pass has to do (planned at its start, left at its end); null when not reported. */
+  pendingUploadCount: number | null;
+  /** Downloads the daemon's pass has to do (planned at its start, left at its end); null when not reported. */
   pendingDownloads: number | null;
   /** Newest first, at most 100. */
   conflicts: Array<Pick<ConflictRow, 'relPath' | 'conflictPath' | 'policy' | 'detail' | 'at'>>;
@@ -156,6 +159,7 @@ function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon
     lastError: null,
     filesInSync: 0,
     pendingUploads: [],
+    pendingUploadCount: null,
     pendingDownloads: null,
     conflicts: [],
     moreConflicts: false,
@@ -173,8 +177,12 @@ function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon
       out.lastPollAt = meta('lastPollAt');
       out.lastScanAt = meta('lastScanAt');
       out.lastError = meta('lastError');
-      const pending = meta('pendingDownloads');
-      out.pendingDownloads = pending !== null && /^\d+$/.test(pending) ? Number(pending) : null;
+      const count = (k: string) => {
+        const v = meta(k);
+        return v !== null && /^\d+$/.test(v) ? Number(v) : null;
+      };
+      out.pendingDownloads = count('pendingDownloads');
+      out.pendingUploadCount = count('pendingUploads');
       out.filesInSync = store.countBase();
       out.pendingUploads = store.listOutbox().map((o) => ({ relPath: o.relPath, stage: o.stage, since: o.createdAt }));
       const conflicts = store.listConflicts(CONFLICT_LIMIT + 1);
@@ -229,7 +237,9 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     }
     lines.push(row('  files in sync', String(p.filesInSync)));
     const ups = p.pendingUploads;
-    const upText = ups.length === 0 ? '0 uploads' : `${ups.length} upload${ups.length === 1 ? '' : 's'} (${listPreview(ups.map((u) => printable(u.relPath)), 3)})`;
+    const upCount = Math.max(ups.length, p.pendingUploadCount ?? 0);
+    const inFlight = ups.length === 0 ? '' : ` (${upCount > ups.length ? `${ups.length} in flight: ` : ''}${listPreview(ups.map((u) => printable(u.relPath)), 3)})`;
+    const upText = `${upCount} upload${upCount === 1 ? '' : 's'}${inFlight}`;
     const downText = p.pendingDownloads === null ? 'downloads unknown' : `${p.pendingDownloads} download${p.pendingDownloads === 1 ? '' : 's'}`;
     lines.push(row('  pending', `${upText}, ${downText}`));
     lines.push(row('  last error', p.lastError ? oneLine(p.lastError) : '-'));

@@ -168,7 +168,12 @@ export class PairWorker {
         parkWhenQuiet: true,
         localReady: this.watcherStarting,
         signal: this.signal,
-        ...(obs?.onPlan ? { onPlan: obs.onPlan } : {}),
+        // What the pass is about to do, for `status` while it runs (a first sync of thousands of files takes minutes).
+        onPlan: (plan) => {
+          const planned = pendingOf({ plan, execution: null });
+          this.writeMeta({ pendingUploads: String(planned.uploads), pendingDownloads: String(planned.downloads) });
+          obs?.onPlan?.(plan);
+        },
         ...(obs?.onActionDone ? { onActionDone: obs.onActionDone } : {}),
         ...(obs?.onBytes ? { onBytes: obs.onBytes } : {}),
       });

@@ -16,7 +16,7 @@ export interface Pending {
  * Planned transfers not done by the pass (all of them when a gate blocked it). A conflict not done counts as a
  * pending download: resolving it always starts by fetching the remote content.
  */
-export function pendingOf(r: PassReport): Pending {
+export function pendingOf(r: Pick<PassReport, 'plan' | 'execution'>): Pending {
   const planned: Partial<Record<ActionKind, number>> = { ...r.plan.blocked?.held };
   for (const group of r.plan.groups) for (const a of group) planned[a.kind] = (planned[a.kind] ?? 0) + 1;
   const done = r.execution?.done ?? {};

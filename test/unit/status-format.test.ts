@@ -42,7 +42,7 @@ describe('formatStatus "not synced"', () => {
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
       lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 0,
-      pendingUploads: [], pendingDownloads: 0, conflicts: [], moreConflicts: false, issues,
+      pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, conflicts: [], moreConflicts: false, issues,
     };
     const doc: StatusDocument = {
       version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
@@ -59,7 +59,7 @@ describe('formatStatus "watcher"', () => {
   const pair = (watcher: string | null): PairStatus => ({
     name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
     lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, lastError: null, filesInSync: 0,
-    pendingUploads: [], pendingDownloads: 0, conflicts: [], moreConflicts: false, issues: [],
+    pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, conflicts: [], moreConflicts: false, issues: [],
   });
   const doc = (running: boolean, watcher: string | null): StatusDocument => ({
     version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
@@ -90,7 +90,7 @@ describe('names with control characters', () => {
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
       lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 0,
-      pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingDownloads: 0,
+      pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingUploadCount: null, pendingDownloads: 0,
       conflicts: [{ relPath: 'N/con\nflict.txt', conflictPath: 'N/con\nflict (conflict).txt', policy: 'keep-both', detail: 'x', at: new Date(0).toISOString() }],
       moreConflicts: false, issues,
     };
@@ -104,5 +104,25 @@ describe('names with control characters', () => {
     expect(out).toContain('N/con\\nflict.txt  -> N/con\\nflict (conflict).txt');
     expect(out).not.toMatch(/[\t\u0000-\u0009\u000b-\u001f]/);
     for (const line of out.split('\n')) expect(line.startsWith('line') || line.startsWith('flict'), line).toBe(false);
+  });
+});
+
+describe('formatStatus "pending" during a long pass', () => {
+  const doc = (pendingUploads: PairStatus['pendingUploads'], pendingUploadCount: number | null, pendingDownloads: number | null): StatusDocument => ({
+    version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
+    daemon: { running: true, pid: 42, startedAt: null, metricsPort: null },
+    pairs: [{
+      name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'syncing', stateDb: '/s/main/state.db', stateError: null,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 700,
+      pendingUploads, pendingUploadCount, pendingDownloads, conflicts: [], moreConflicts: false, issues: [],
+    }],
+  });
+  const inFlight = ['a.txt', 'b.txt', 'c.txt', 'd.txt'].map((n) => ({ relPath: `Docs/${n}`, stage: 'slot' as const, since: new Date(0).toISOString() }));
+
+  it('counts what the pass planned, and names the uploads in flight', () => {
+    expect(formatStatus(doc(inFlight, 4300, 0), new Date(0))).toMatch(/^ {2}pending +4300 uploads \(4 in flight: Docs\/a\.txt, Docs\/b\.txt, Docs\/c\.txt, \.\.\.\), 0 downloads$/m);
+    expect(formatStatus(doc([], 4300, 120), new Date(0))).toMatch(/^ {2}pending +4300 uploads, 120 downloads$/m);
+    // Without the daemon's count (a state DB written by `sync` alone), the uploads in flight are all it knows.
+    expect(formatStatus(doc(inFlight.slice(0, 1), null, null), new Date(0))).toMatch(/^ {2}pending +1 upload \(Docs\/a\.txt\), downloads unknown$/m);
   });
 });
