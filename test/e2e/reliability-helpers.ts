@@ -497,8 +497,14 @@ export async function runRandomKills(
       c.renameDocument(d.id, d.name);
     },
     () => {
+      // Never into a folder that already holds a document of that name: two documents at one path would be
+      // this test's doing, not the daemon's, and the check below reads any such pair as a duplicate upload
+      // (seed 256884401: a local edit written at a renamed document's new path before the daemon had moved
+      // the file there became a new document, rightly, and a later move put the original beside it).
       const d = rng.pick(docs);
-      d.dir = rng.pick(dirs.filter((x) => x !== d.dir));
+      const to = rng.pick(dirs.filter((x) => x !== d.dir));
+      if (c.listDocuments(w.binderId).some((o) => o.folderId === folders[to] && o.fileName === d.name)) return;
+      d.dir = to;
       c.moveDocument(d.id, folders[d.dir]);
     },
     () => {
