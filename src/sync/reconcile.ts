@@ -297,6 +297,10 @@ function followRemoteMove(
 function remoteMoveOntoLocalFile(
   s: PassState, b: BaseEntry, l: LocalState, file: LocalFile | undefined, doc: RemoteDoc, there: LocalFile, after?: number,
 ): void {
+  if (!file && l === 'deleted' && renamedAlikeLocally(b, there)) {
+    followedLocally(s, b, doc, there, after);
+    return;
+  }
   const claim = unbasedPair(s, there, doc);
   // Unchanged old copy: trash it FIRST. Its base row stays until the claim records the document at its new
   // path, so a crash between the two steps leaves "deleted locally, moved remotely" (planned the same way
@@ -305,6 +309,39 @@ function remoteMoveOntoLocalFile(
   if (file && l === 'modified') {
     keepAsLocalFile(s, b, file, actions, 'new-local', after); // the modified file stays at the old path
     return;
+  }
+  commitBase(s, b, actions, true, after);
+}
+
+/**
+ * The user made the remote's rename locally too: the file at the document's new path is the base's own file
+ * (its inode; the old path is gone) and the scan read its content. Not a stranger's file, so no conflict copy:
+ * it is compared with the base, exactly as if the daemon had moved it there. Inode numbers are reused, so a
+ * new file that got a deleted file's inode reads as an edit of that document, which loses nothing: the
+ * remote content stays in the version history. Without a hash or an inode it stays a conflict.
+ */
+function renamedAlikeLocally(b: BaseEntry, there: LocalFile): boolean {
+  return b.inode !== 0 && there.inode === b.inode && there.sha256 !== null;
+}
+
+function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: LocalFile, after?: number): void {
+  s.consumedLocal.add(there.key);
+  s.consumedDocs.add(doc.documentId);
+  const edited = there.sha256 !== b.sha256;
+  const remoteModified = doc.versionId !== b.versionId;
+  const adopt: Action = {
+    kind: 'adopt',
+    base: { ...b, ...statOf(there), relPath: there.relPath, key: there.key, fileName: doc.fileName, folderId: doc.folderId },
+    reason: 'renamed-alike',
+  };
+  const actions: Action[] = [];
+  if (edited && remoteModified) actions.push(conflict(there, doc, b, s.ctx, s.out.conflictPathFor(there.relPath)));
+  else if (remoteModified) actions.push(download(doc, statOf(there), 'remote-modified'));
+  else if (!edited) actions.push(adopt);
+  else if (s.ctx.direction === 'both') actions.push(upload(there, versionOf(doc), 'local-modified', b.documentId));
+  else {
+    issue(s, there.relPath, 'local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: the local change is not uploaded`, b.documentId);
+    actions.push(adopt);
   }
   commitBase(s, b, actions, true, after);
 }

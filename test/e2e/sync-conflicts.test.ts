@@ -154,6 +154,44 @@ describe('no base, both present', () => {
   });
 });
 
+describe('the same rename made on both sides', () => {
+  it('then an edit at the new name: one new version of the document, no conflict copy, nothing downloaded', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'T' });
+    const { document } = c.addDocument(ws.binderId, tab.id, 'draft.md', 'synced');
+    await expectConvergedPass(ws);
+    c.renameDocument(document.id, 'final.md');
+    fs.renameSync(path.join(ws.local, 'T/draft.md'), path.join(ws.local, 'T/final.md'));
+    fs.appendFileSync(path.join(ws.local, 'T/final.md'), ' and edited');
+
+    const r = await expectConvergedPass(ws);
+    expect(r.report?.conflicts, explain(r)).toEqual([]);
+    expect(fs.readdirSync(path.join(ws.local, 'T'))).toEqual(['final.md']);
+    expect(readLocal(ws, 'T/final.md')).toBe('synced and edited');
+    expect(versionContents(ws, document.id)).toEqual(['synced', 'synced and edited']);
+    expect([...docsByName(ws).keys()]).toEqual(['final.md']);
+    expectSidesEqual(ws);
+    await expectQuietPass(ws);
+  });
+
+  it('unchanged: adopted at the new name with no transfer at all', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'T' });
+    const { document } = c.addDocument(ws.binderId, tab.id, 'draft.md', 'synced');
+    await expectConvergedPass(ws);
+    c.renameDocument(document.id, 'final.md');
+    fs.renameSync(path.join(ws.local, 'T/draft.md'), path.join(ws.local, 'T/final.md'));
+
+    const r = await expectConvergedPass(ws);
+    expect(r.report?.done, explain(r)).toEqual({ adopt: 1 });
+    expect(versionContents(ws, document.id)).toEqual(['synced']);
+    expectSidesEqual(ws);
+    await expectQuietPass(ws);
+  });
+});
+
 describe('local delete policy', () => {
   async function deletedLocally(policy: 'restore' | 'forget'): Promise<string> {
     ws = await createWorkspace({ pair: { localDeletePolicy: policy } });

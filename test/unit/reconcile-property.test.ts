@@ -138,7 +138,11 @@ function checkInvariants(w: World, ctx: ReconcileContext, plan: Plan): string | 
       const b = baseAt.get(f.key);
       if (unknown(f.key) || (b && b.sha256 === f.sha256)) continue;
       if (b && !w.remote.docs.has(b.documentId) && !w.remote.gone.has(b.documentId)) continue; // remote unknown
-      const handled = all.some((a) => (a.kind === 'upload' || a.kind === 'conflict') ? a.key === f.key : a.kind === 'move-local' && pathKey(a.from, false) === f.key)
+      // The same rename made on both sides: the file is the document's own, unchanged content. An adopt that
+      // records it here, or a download of the document's newer version over it, syncs it.
+      const adopted = (a: Action) => (a.kind === 'adopt' && a.base.key === f.key && a.base.sha256 === f.sha256)
+        || (a.kind === 'download' && a.key === f.key && base.get(a.doc.documentId)?.sha256 === f.sha256);
+      const handled = all.some((a) => (a.kind === 'upload' || a.kind === 'conflict') ? a.key === f.key : (a.kind === 'move-local' && pathKey(a.from, false) === f.key) || adopted(a))
         || plan.issues.some((i) => pathKey(i.relPath, false) === f.key);
       if (!handled) return `local change at ${f.relPath} neither synced nor reported`;
     }

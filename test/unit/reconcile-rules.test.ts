@@ -279,6 +279,53 @@ describe('remote moves onto occupied paths', () => {
       'upload docs/a.txt -> new:f1/a.txt new-local replaces=none',
     ]]);
   });
+  describe('the same rename made locally (the base\'s inode at the new path, the old path gone)', () => {
+    // Each row: local content, remote version -> the one step planned at docs/b.txt.
+    const rows: Array<[string, string, string, string]> = [
+      ['unchanged', 'h1', 'v1', 'adopt d1 renamed-alike'],
+      ['edited after the rename', 'h2', 'v1', 'upload docs/b.txt -> d1:f1/b.txt local-modified replaces=d1'],
+      ['remote edited', 'h1', 'v2', `download docs/b.txt d1@v2 expect=${Object.values({ ...statFor('h1'), ctimeMs: 5 }).join(':')} remote-modified`],
+      ['both edited', 'h2', 'v2', 'conflict docs/b.txt d1@v2 base=d1 keep-both copy=docs/b (conflict T).txt upload-copy=true'],
+    ];
+    for (const [name, localSha, version, step] of rows) {
+      it(`${name}: ${step.split(' ')[0]}, no conflict copy of one's own file`, () => {
+        const w = world();
+        w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+        w.file('docs/b.txt', localSha, { inode: statFor('h1').inode, ctimeMs: 5 });
+        w.doc('d1', 'docs/b.txt', version, 'f1');
+        const p = plan(w);
+        expect(summarizeGroups(p.groups)).toEqual([[step]]);
+        expect(p.issues).toEqual([]);
+      });
+    }
+    it('the base moves to the new path, with the stat of the file there', () => {
+      const w = world();
+      w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+      w.file('docs/b.txt', 'h1', { inode: statFor('h1').inode, ctimeMs: 5 });
+      w.doc('d1', 'docs/b.txt', 'v1', 'f1');
+      const a = plan(w).groups[0]![0]!;
+      expect(a.kind === 'adopt' && a.base).toMatchObject({ relPath: 'docs/b.txt', key: 'docs/b.txt', fileName: 'b.txt', folderId: 'f1', sha256: 'h1', ctimeMs: 5 });
+    });
+    it('download mode: an edit is reported, not uploaded, and the base follows the file', () => {
+      const w = world();
+      w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+      w.file('docs/b.txt', 'h2', { inode: statFor('h1').inode });
+      w.doc('d1', 'docs/b.txt', 'v1', 'f1');
+      const p = plan(w, { direction: 'download' });
+      expect(summarizeGroups(p.groups)).toEqual([['adopt d1 renamed-alike']]);
+      expect(p.issues.map((i) => `${i.relPath} ${i.code}`)).toEqual(['docs/b.txt local-change-not-uploaded']);
+    });
+    it('another inode, an unknown inode (0) or an unread file (sha256 null) stays a conflict with no base', () => {
+      for (const [fileStat, sha, baseInode] of [[{}, 'h2', undefined], [{ inode: 0 }, 'h2', 0], [{ inode: statFor('h1').inode }, null, undefined]] as const) {
+        const w = world();
+        w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1', baseInode === undefined ? {} : { inode: baseInode });
+        const f = w.file('docs/b.txt', 'h2', fileStat);
+        if (sha === null) w.local.files.set(f.key, { ...f, sha256: null });
+        w.doc('d1', 'docs/b.txt', 'v1', 'f1');
+        expect(summarizeGroups(plan(w).groups)).toEqual([['conflict docs/b.txt d1@v1 base=none keep-both copy=docs/b (conflict T).txt upload-copy=true']]);
+      }
+    });
+  });
   it('a chain of renames runs in one group, the path freed first', () => {
     const w = world();
     w.baseRow('dA', 'docs/a.txt', 'v1', 'f1', 'hA');
