@@ -14,6 +14,12 @@ export interface FailureInfo {
   reason: string;
   /** The server's Retry-After, when it sent one. */
   retryAfterMs?: number;
+  /**
+   * A safety gate stopped the pass (PASS_BLOCKED). It can clear by itself (a disk mounted again, files put
+   * back, a listing that recovers), so it is looked at again every poll interval rather than every 5 min:
+   * a blocked pass changes nothing and costs what a poll costs.
+   */
+  recheckEachPoll?: true;
 }
 
 /**
@@ -39,6 +45,7 @@ export function classifyFailure(thrown: unknown): FailureInfo {
   const info: FailureInfo = { fatal, code, reason: oneLineMessage(err) || code };
   if (err instanceof BinderSyncError && err.hint) info.reason += ` (hint: ${err.hint})`;
   if (err instanceof ServiceError && err.retryAfterMs !== undefined) info.retryAfterMs = err.retryAfterMs;
+  if (code === 'PASS_BLOCKED') info.recheckEachPoll = true;
   return info;
 }
 
@@ -50,9 +57,10 @@ export function jitter(ms: number, random: () => number): number {
 /**
  * Delay before retry number `attempt` (1 = after the first failure). Transient: base doubling up to max,
  * jittered; a server's Retry-After is honoured when longer (capped at one hour as a sanity bound).
- * Fatal: the slow fixed period.
+ * Fatal: the slow fixed period (a blocked pass: the poll interval, when given and shorter).
  */
-export function retryDelay(failure: FailureInfo, attempt: number, timing: DaemonTiming, random: () => number): number {
+export function retryDelay(failure: FailureInfo, attempt: number, timing: DaemonTiming, random: () => number, pollIntervalMs?: number): number {
+  if (failure.recheckEachPoll && pollIntervalMs !== undefined) return jitter(Math.min(pollIntervalMs, timing.fatalRetryMs), random);
   if (failure.fatal) return jitter(timing.fatalRetryMs, random);
   const exp = Math.min(timing.backoffMaxMs, timing.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
   const delay = jitter(exp, random);

@@ -25,7 +25,9 @@ export class HealthLog {
     const changed = this.failing !== null;
     this.failing = { code: f.code, since: this.failing?.since ?? this.now(), attempts: 1 };
     const fields = { code: f.code, retryInMs, ...(f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : {}) };
-    const what = f.fatal ? 'pair in error state (retried every few minutes until fixed)' : 'pair failing, retrying with back-off';
+    const what = f.recheckEachPoll
+      ? 'pair in error state (looked at again every poll interval)'
+      : f.fatal ? 'pair in error state (retried every few minutes until fixed)' : 'pair failing, retrying with back-off';
     const msg = `${changed ? 'failure changed: ' : ''}${what}: ${f.reason}`;
     if (f.fatal) this.log.error(fields, msg);
     else this.log.warn(fields, msg);

@@ -204,7 +204,7 @@ export class PairWorker {
         code: 'PASS_BLOCKED',
         retryable: false,
         context: { pair: this.name, gate: report.plan.blocked.code },
-        hint: 'check the local root and the binder; if the change is intended, stop the daemon, run `binder-sync sync --force` once and start it again',
+        hint: 'check the local root and the binder (the pair is looked at again every poll interval); if the change is intended, stop the daemon, run `binder-sync sync --force` once and start it again',
       });
     }
     return {

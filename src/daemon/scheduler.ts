@@ -217,7 +217,7 @@ export class PairScheduler {
     if (this.stopped) return false;
     if (failure) {
       this.failures++;
-      const delay = retryDelay(failure, this.failures, this.o.timing, this.random);
+      const delay = retryDelay(failure, this.failures, this.o.timing, this.random, this.pollIntervalMs);
       this.health.failed(failure, delay);
       this.o.onFailure?.(failure);
       this.dirty = false; // the retry is a full pass

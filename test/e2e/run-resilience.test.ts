@@ -1,4 +1,5 @@
-// `binder-sync run` end to end, trouble: a service outage is survived, logged once and recovered from; SIGTERM
+// `binder-sync run` end to end, trouble: a service outage is survived, logged once and recovered from; a pair
+// stopped by a safety gate resumes by itself at the next poll; SIGTERM
 // in the middle of a transfer exits 0 quickly and the next start finishes without duplicates; a second SIGINT
 // exits at once with 130.
 import fs from 'node:fs';
@@ -90,6 +91,30 @@ describe('binder-sync run: trouble', () => {
     if (how === 'moved back' && watcher === 'native') expect(rewatched).toEqual([]); // still watching the same inode
     else expect(rewatched, d.tail(40)).toEqual([watcher === 'native' ? 'folders' : watcher]);
   }, 40_000);
+
+  it('a pair stopped by a safety gate (its tree moved away) resumes by itself at the next poll once the tree is back', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, folder.id, 'a.txt', 'one');
+    c.addDocument(w.binderId, folder.id, 'b.txt', 'two');
+    writeRunConfig(w);
+    // The error period stays at its default of 5 min: only the poll interval can bring the pair back in time.
+    const d = start(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '1000' } });
+    await d.waitForLog(msgHas('pass: '), 15_000, 'the first pass');
+    const away = path.join(path.dirname(w.local), 'Docs-away');
+    fs.renameSync(path.join(w.local, 'Docs'), away);
+    await d.waitForLog(msgHas('error state'), 15_000, 'the gate to stop the pair');
+    expect(d.lines.find(msgHas('error state'))?.msg).toMatch(/looked at again every poll interval.*local root/);
+    fs.renameSync(away, path.join(w.local, 'Docs'));
+    await d.waitForLog(msgIs('pair recovered'), 15_000, 'the pair to resume');
+    writeLocal(w, 'Docs/c.txt', 'after');
+    await eventually(() => c.listDocuments(w.binderId).some((x) => x.fileName === 'c.txt'), 10_000, 'a new file uploaded', d.tail);
+    // Nothing was restored into the empty root nor uploaded twice while it was blocked.
+    expect(c.listDocuments(w.binderId).map((x) => x.fileName).sort()).toEqual(['a.txt', 'b.txt', 'c.txt']);
+    expect(readLocal(w, 'Docs/a.txt')).toBe('one');
+  }, 60_000);
 
   it('exits 0 quickly on SIGTERM mid-transfer, and the next start finishes without duplicates', async () => {
     ws = await createWorkspace();

@@ -224,6 +224,29 @@ describe('PairScheduler', () => {
     expect(logs(50)[0]).toContain('unknown element');
   });
 
+  it('looks at a pair stopped by a safety gate again every poll interval (a remounted disk resumes by itself), still in the error state', async () => {
+    const { s, passes, last, states } = setup({ poll: 30_000 });
+    s.start();
+    const blocked = () => new BinderSyncError('pair main: the local root is empty', { code: 'PASS_BLOCKED', retryable: false });
+    last().reject(blocked());
+    await settle();
+    expect(s.current).toBe('error');
+    expect(states.at(-1)!.nextAt! - Date.now()).toBe(30_000);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(passes.map((p) => p.trigger)).toEqual(['start', 'retry']);
+    last().resolve();
+    await settle();
+    expect(s.current).toBe('idle');
+  });
+
+  it('never rechecks a blocked pair more often than the error period when the poll interval is longer', async () => {
+    const { s, last, states } = setup({ poll: 3_600_000 });
+    s.start();
+    last().reject(new BinderSyncError('blocked', { code: 'PASS_BLOCKED', retryable: false }));
+    await settle();
+    expect(states.at(-1)!.nextAt! - Date.now()).toBe(300_000);
+  });
+
   it('logs a change of failure reason once, as a new state', async () => {
     const { s, last, logs } = setup();
     s.start();
