@@ -13,7 +13,7 @@ export function notifySystemd(args: string[], log: Logger, env: NodeJS.ProcessEn
   return new Promise((resolve) => {
     try {
       execFile('systemd-notify', args, { env, timeout: 5000 }, (err) => {
-        if (err) log.debug({ err: err.message, args }, 'systemd-notify failed');
+        if (err) log.debug({ err, args }, 'systemd-notify failed');
         resolve();
       });
     } catch (err) {

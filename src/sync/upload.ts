@@ -146,12 +146,12 @@ export async function recoverOutbox(d: ExecutorDeps): Promise<{ finished: number
       d.store.deleteOutbox(row.id);
       dropped++;
       const e = refusedError(d, row, outcome.error);
-      d.log.warn({ relPath: row.relPath, code: e.code, err: e.message }, 'dropped an upload interrupted by a restart: the service refused its commit');
+      d.log.warn({ relPath: row.relPath, code: e.code, err: e }, 'dropped an upload interrupted by a restart: the service refused its commit');
     } else if (misdirected(outcome.row, outcome.version)) {
       d.store.deleteOutbox(row.id);
       dropped++;
       const e = misdirectedError(d, outcome.row, outcome.version);
-      d.log.warn({ relPath: row.relPath, code: e.code, err: e.message }, 'an upload interrupted by a restart was committed onto another document');
+      d.log.warn({ relPath: row.relPath, code: e.code, err: e }, 'an upload interrupted by a restart was committed onto another document');
     } else {
       finishOutbox(d, outcome.row, outcome.version);
       finished++;
