@@ -155,7 +155,8 @@ describe('no base, both present', () => {
 });
 
 describe('the same rename made on both sides', () => {
-  it('then an edit at the new name: one new version of the document, no conflict copy, nothing downloaded', async () => {
+  /** A synced T/draft.md ('synced'), renamed to final.md remotely and locally; returns the document id. */
+  async function renamedOnBothSides(): Promise<string> {
     ws = await createWorkspace();
     const c = ws.emulator.control;
     const tab = c.createFolder(ws.binderId, { name: 'T' });
@@ -163,30 +164,29 @@ describe('the same rename made on both sides', () => {
     await expectConvergedPass(ws);
     c.renameDocument(document.id, 'final.md');
     fs.renameSync(path.join(ws.local, 'T/draft.md'), path.join(ws.local, 'T/final.md'));
+    return document.id;
+  }
+
+  it('then an edit at the new name: one new version of the document, no conflict copy, nothing downloaded', async () => {
+    const docId = await renamedOnBothSides();
     fs.appendFileSync(path.join(ws.local, 'T/final.md'), ' and edited');
 
     const r = await expectConvergedPass(ws);
     expect(r.report?.conflicts, explain(r)).toEqual([]);
     expect(fs.readdirSync(path.join(ws.local, 'T'))).toEqual(['final.md']);
     expect(readLocal(ws, 'T/final.md')).toBe('synced and edited');
-    expect(versionContents(ws, document.id)).toEqual(['synced', 'synced and edited']);
+    expect(versionContents(ws, docId)).toEqual(['synced', 'synced and edited']);
     expect([...docsByName(ws).keys()]).toEqual(['final.md']);
     expectSidesEqual(ws);
     await expectQuietPass(ws);
   });
 
   it('unchanged: adopted at the new name with no transfer at all', async () => {
-    ws = await createWorkspace();
-    const c = ws.emulator.control;
-    const tab = c.createFolder(ws.binderId, { name: 'T' });
-    const { document } = c.addDocument(ws.binderId, tab.id, 'draft.md', 'synced');
-    await expectConvergedPass(ws);
-    c.renameDocument(document.id, 'final.md');
-    fs.renameSync(path.join(ws.local, 'T/draft.md'), path.join(ws.local, 'T/final.md'));
+    const docId = await renamedOnBothSides();
 
     const r = await expectConvergedPass(ws);
     expect(r.report?.done, explain(r)).toEqual({ adopt: 1 });
-    expect(versionContents(ws, document.id)).toEqual(['synced']);
+    expect(versionContents(ws, docId)).toEqual(['synced']);
     expectSidesEqual(ws);
     await expectQuietPass(ws);
   });
