@@ -181,6 +181,26 @@ describe('the same rename made on both sides', () => {
     await expectQuietPass(ws);
   });
 
+  it('a folder renamed alike on both sides, one file edited in it: one new version, the rest adopted, nothing copied', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'Q3' });
+    const docs = ['a.txt', 'b.txt', 'c.txt'].map((n) => c.addDocument(ws.binderId, tab.id, n, `${n} synced`).document);
+    await expectConvergedPass(ws);
+    c.renameFolder(tab.id, 'Q3 final');
+    fs.renameSync(path.join(ws.local, 'Q3'), path.join(ws.local, 'Q3 final'));
+    fs.appendFileSync(path.join(ws.local, 'Q3 final/b.txt'), ', edited');
+
+    const r = await expectConvergedPass(ws);
+    expect(r.report?.done, explain(r)).toEqual({ adopt: 2, upload: 1 });
+    expect(fs.readdirSync(ws.local)).toEqual(['Q3 final']);
+    expect(fs.readdirSync(path.join(ws.local, 'Q3 final')).sort()).toEqual(['a.txt', 'b.txt', 'c.txt']);
+    expect(versionContents(ws, docs[1]!.id)).toEqual(['b.txt synced', 'b.txt synced, edited']);
+    expect(c.listDocuments(ws.binderId)).toHaveLength(3);
+    expectSidesEqual(ws);
+    await expectQuietPass(ws);
+  });
+
   it('unchanged: adopted at the new name with no transfer at all', async () => {
     const docId = await renamedOnBothSides();
 

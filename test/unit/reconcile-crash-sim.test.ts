@@ -260,14 +260,15 @@ class CrashWorld {
    * Documents whose first versions hold the same (unshared) content: one file uploaded as two documents. With
    * `allowStaleCopies`, a document whose content a torn download or a torn move had put on disk, or a file whose
    * trash step a crash skipped, is not counted: those are the three known duplicates (reported bugs, see the
-   * it.fails tests below), counted in staleCopies.
+   * it.fails tests below), counted in staleCopies. A content the user renamed locally is two documents by design
+   * (SimWorld.renamedLocally).
    */
   createdTwice(allowStaleCopies: boolean): string[] {
     const firstOf = new Map<string, string>();
     const out: string[] = [];
     for (const d of this.w.sortedDocs()) {
       const first = d.versions[0]?.content;
-      if (first === undefined || this.shared.has(first)) continue;
+      if (first === undefined || this.shared.has(first) || this.w.renamedLocally.has(first)) continue;
       const other = firstOf.get(first);
       if (other) {
         if (allowStaleCopies && (this.tornDownloads.has(first) || this.tornMoves.has(first) || this.orphaned.has(first))) this.staleCopies++;

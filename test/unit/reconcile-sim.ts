@@ -29,6 +29,7 @@ export type SimOp =
   | { t: 'local-write'; dir: number; name: number; content: number }
   | { t: 'local-modify'; pick: number; content: number }
   | { t: 'local-delete'; pick: number }
+  | { t: 'local-rename'; pick: number; dir: number; name: number }
   | { t: 'remote-add'; folder: number; name: number; content: number }
   | { t: 'remote-modify'; pick: number; content: number }
   | { t: 'remote-rename'; pick: number; name: number }
@@ -45,6 +46,11 @@ export class SimWorld {
   readonly folders = new Map<string, SimFolder>(Object.entries(FOLDERS).map(([k, v]) => [k, { ...v }]));
   readonly base = new Map<string, BaseEntry>();
   readonly trash: string[] = [];
+  /**
+   * Contents a user renamed locally. The service cannot rename, so a local rename is uploaded as a new document
+   * and the old name handled as a delete (restored): two documents of one content, by the user's own doing.
+   */
+  readonly renamedLocally = new Set<string>();
   private n = 0;
   passes = 0;
 
@@ -137,6 +143,19 @@ export class SimWorld {
       case 'local-write': return this.writeLocal(joinRel(DIRS[op.dir] ?? '', NAMES[op.name] ?? 'x'), this.content(op.content));
       case 'local-modify': { const p = files[op.pick % Math.max(1, files.length)]; if (p) this.writeLocal(p, this.content(op.content)); return; }
       case 'local-delete': { const p = files[op.pick % Math.max(1, files.length)]; if (p) this.local.delete(p); return; }
+      case 'local-rename': {
+        // mv onto a free path: the same inode, content and mtime under another name (often the name a remote
+        // rename gave the document too).
+        const p = files[op.pick % Math.max(1, files.length)];
+        const to = joinRel(DIRS[op.dir] ?? '', NAMES[op.name] ?? 'x');
+        const f = p === undefined ? undefined : this.local.get(p);
+        if (!f || this.local.has(to) || this.dirs.has(to)) return;
+        this.local.delete(p!);
+        this.local.set(to, this.relinked(f));
+        this.renamedLocally.add(f.content);
+        for (let d = parentOf(to); d !== ''; d = parentOf(d)) this.dirs.add(d);
+        return;
+      }
       case 'remote-add': {
         const folderId = folderIds[op.folder % folderIds.length] ?? 'fA';
         const fileName = NAMES[op.name] ?? 'x';
@@ -317,6 +336,7 @@ export const simOpArb: fc.Arbitrary<SimOp> = fc.oneof(
   { arbitrary: fc.record({ t: fc.constant('local-write' as const), dir: fc.nat(DIRS.length - 1), name: fc.nat(NAMES.length - 1), content: fc.nat(3) }), weight: 4 },
   { arbitrary: fc.record({ t: fc.constant('local-modify' as const), pick: fc.nat(20), content: fc.nat(3) }), weight: 3 },
   { arbitrary: fc.record({ t: fc.constant('local-delete' as const), pick: fc.nat(20) }), weight: 2 },
+  { arbitrary: fc.record({ t: fc.constant('local-rename' as const), pick: fc.nat(20), dir: fc.nat(DIRS.length - 1), name: fc.nat(NAMES.length - 1) }), weight: 2 },
   { arbitrary: fc.record({ t: fc.constant('remote-add' as const), folder: fc.nat(3), name: fc.nat(NAMES.length - 1), content: fc.nat(3) }), weight: 4 },
   { arbitrary: fc.record({ t: fc.constant('remote-modify' as const), pick: fc.nat(20), content: fc.nat(3) }), weight: 3 },
   { arbitrary: fc.record({ t: fc.constant('remote-rename' as const), pick: fc.nat(20), name: fc.nat(NAMES.length - 1) }), weight: 4 },
