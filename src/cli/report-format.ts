@@ -21,7 +21,7 @@ export function describeAction(a: Action): string {
     case 'forget':
       return `forget       ${a.relPath}  (${a.reason})`;
     case 'mkdir-local':
-      return `mkdir        ${a.relPath}/`;
+      return `mkdir        ${a.relPath}/${a.reason === 'restore-local-delete' ? '  (restore-local-delete)' : ''}`;
   }
 }
 

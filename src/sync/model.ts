@@ -223,7 +223,8 @@ export type Action =
     }
   | { kind: 'adopt'; base: BaseEntry; reason: string }
   | { kind: 'forget'; documentId: string; relPath: string; reason: 'deleted-both' | 'local-deleted-forget' | 'remote-deleted-kept-local' }
-  | { kind: 'mkdir-local'; relPath: string; key: PathKey; folderId: string };
+  /** restore-local-delete: synced files lay under this directory, so it went missing locally (see deferFreshDeletes). */
+  | { kind: 'mkdir-local'; relPath: string; key: PathKey; folderId: string; reason: 'new-remote-folder' | 'restore-local-delete' };
 
 export type ActionKind = Action['kind'];
 

@@ -47,9 +47,14 @@ export function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number
   return { plan: { ...plan, groups }, deferred, recheckInMs: Math.max(50, recheckAt - nowMs + 50) };
 }
 
-/** The path of a step that answers a local delete: restoring the file, or forgetting its document (localDeletePolicy). */
+/**
+ * The path of a step that answers a local delete: restoring the file (also with a newer remote version, or at
+ * the path a remote rename gave it), re-creating the directory synced files lay in, or forgetting the
+ * document (localDeletePolicy).
+ */
 function localDeleteAnswered(a: Action): string | null {
-  if (a.kind === 'download' && a.reason === 'restore-local-delete') return a.relPath;
+  if (a.kind === 'download' && (a.reason === 'restore-local-delete' || (a.reason === 'remote-modified' && a.expectLocal === null))) return a.relPath;
+  if (a.kind === 'mkdir-local' && a.reason === 'restore-local-delete') return a.relPath;
   if (a.kind === 'forget' && a.reason === 'local-deleted-forget') return a.relPath;
   return null;
 }
@@ -58,7 +63,9 @@ function localDeleteAnswered(a: Action): string | null {
  * Steps that answer a local delete wait until the file has been missing for minAgeMs (the daemon's quietPeriod):
  * editors save by renaming the original away and the new file in (Word, LibreOffice, `vim` without
  * backupcopy), and a pass between the two would restore the old content only to have it replaced a moment
- * later, or, with localDeletePolicy forget, drop the document and then meet the new file as a conflict.
+ * later, or, with localDeletePolicy forget, drop the document and then meet the new file as a conflict. A
+ * newer remote version waits too: written into the gap, the save would replace it with no conflict reported.
+ * A directory moved out and back (`mv d /tmp; mv /tmp/d .`) must not find a re-created one and nest inside it.
  * `missingSince` (path -> when a pass first saw it missing) is kept by the caller across passes and pruned
  * here of paths no longer missing. minAgeMs 0 (`sync`) defers nothing.
  */

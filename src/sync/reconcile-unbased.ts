@@ -174,7 +174,8 @@ export function planFolders(s: PassState): void {
   for (const f of s.view.folders) {
     if (f.key === '' || s.view.local.dirs.has(f.key) || s.view.isUnknown(f.key)) continue;
     const blocked = s.view.local.files.has(f.key) || s.view.ancestorIsFile(f.key);
-    const action: Action = { kind: 'mkdir-local', relPath: f.relPath, key: f.key, folderId: f.folderId };
+    const reason = s.view.hadSyncedFilesUnder(f.key) ? 'restore-local-delete' : 'new-remote-folder';
+    const action: Action = { kind: 'mkdir-local', relPath: f.relPath, key: f.key, folderId: f.folderId, reason };
     if (blocked || s.out.commit(f.key, [action]) === null) collision(s, f.relPath, 'a local file has the name of this remote folder');
   }
 }

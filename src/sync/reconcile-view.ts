@@ -30,6 +30,8 @@ export class ReconcileView {
   private readonly problemKeys: Map<PathKey, LocalProblem>;
   /** Local directory key -> the remote folders the base last saw there (built on first use). */
   private foldersOfBaseDirs: Map<PathKey, Set<string>> | null = null;
+  /** Every directory key with a base row somewhere below it (built on first use). */
+  private dirsWithBase: Set<PathKey> | null = null;
 
   constructor(
     readonly base: ReadonlyMap<string, BaseEntry>,
@@ -97,6 +99,17 @@ export class ReconcileView {
       return folder.key + dirKey.slice(k.length);
     }
     return null;
+  }
+
+  /** Did synced files lie under this directory? Then a remote folder missing here was removed locally. */
+  hadSyncedFilesUnder(dirKey: PathKey): boolean {
+    if (this.dirsWithBase === null) {
+      this.dirsWithBase = new Set();
+      for (const b of this.bases) {
+        for (let d = parentOf(b.key); d !== '' && !this.dirsWithBase.has(d); d = parentOf(d)) this.dirsWithBase.add(d);
+      }
+    }
+    return this.dirsWithBase.has(dirKey);
   }
 
   private indexBaseDirs(): Map<PathKey, Set<string>> {

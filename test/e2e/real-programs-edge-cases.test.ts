@@ -416,3 +416,48 @@ describe.each([['restore'], ['forget']] as const)('an editor saving by rename-aw
     expect(d.count(msgHas('changed since')), d.tail()).toBe(0);
   });
 });
+
+// Black-box findings of the sixteenth session: answers to a local delete that did not wait for quietPeriod.
+describe('a file or folder gone for a moment while something changes remotely (quietPeriod 3s)', () => {
+  it('an editor save with a remote edit in its gap: a keep-both conflict, the remote edit not silently superseded', async () => {
+    const { w, d } = await started({ BINDER_SYNC_POLL_INTERVAL_MS: '300' }, { quietPeriod: '3s' });
+    const c = w.emulator.control;
+    const dir = path.join(w.local, 'Docs');
+    fs.writeFileSync(path.join(dir, 'plan.txt'), 'draft 1');
+    await eventually(() => remoteVersions(w).get('plan.txt')?.length === 1, 10_000, 'first upload', d.tail);
+    const docId = c.listDocuments(w.binderId).find((x) => x.fileName === 'plan.txt')!.id;
+    fs.writeFileSync(path.join(dir, 'plan.new'), 'draft 2, saved by the editor');
+    fs.renameSync(path.join(dir, 'plan.txt'), path.join(dir, 'plan.bak'));
+    c.addVersion(docId, 'remote edit');
+    await sleep(1_200); // the daemon lists the remote edit while the file is away
+    fs.renameSync(path.join(dir, 'plan.new'), path.join(dir, 'plan.txt'));
+    fs.rmSync(path.join(dir, 'plan.bak'));
+    await eventually(() => d.count(msgHas('conflict: kept both')) === 1, 15_000, 'a keep-both conflict', d.tail);
+    await sleep(1_500);
+    expect(remoteVersions(w).get('plan.txt'), d.tail()).toEqual([sha256('draft 1'), sha256('remote edit')]);
+    expect(fs.readFileSync(path.join(dir, 'plan.txt'), 'utf8')).toBe('remote edit');
+    const copy = fs.readdirSync(dir).find((n) => n.includes('conflict'));
+    expect(copy, d.tail()).toBeDefined();
+    expect(fs.readFileSync(path.join(dir, copy!), 'utf8')).toBe('draft 2, saved by the editor');
+    expect(d.count(msgHas('restored a file')), d.tail()).toBe(0);
+  });
+
+  it('a folder moved out of the tree and back within quietPeriod: not re-created meanwhile, so not nested on its return', async () => {
+    const { w, d } = await started({}, { quietPeriod: '3s' });
+    const c = w.emulator.control;
+    const docs = c.listFolders(w.binderId).find((f) => f.name === 'Docs')!;
+    const sub = c.createFolder(w.binderId, { name: 'Sub', parentId: docs.id });
+    c.addDocument(w.binderId, sub.id, 'inside.txt', 'inside');
+    const inside = path.join(w.local, 'Docs', 'Sub', 'inside.txt');
+    await eventually(() => fs.existsSync(inside), 15_000, 'the folder downloaded', d.tail);
+    const away = path.join(fx.scratch, 'Sub');
+    fs.renameSync(path.join(w.local, 'Docs', 'Sub'), away);
+    await sleep(800);
+    // mv, not rename(2): rename would replace an empty directory there, mv moves into it, as a user's mv does.
+    execFileSync('mv', [away, path.join(w.local, 'Docs', 'Sub')]);
+    await sleep(4_000);
+    expect(localTree(path.join(w.local, 'Docs')), d.tail()).toEqual(new Map([['Sub/inside.txt', sha256('inside')]]));
+    expect(d.count(msgHas('restored a file')), d.tail()).toBe(0);
+    expect(c.listDocuments(w.binderId).map((x) => x.fileName)).toEqual(['inside.txt']);
+  });
+});

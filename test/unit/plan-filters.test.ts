@@ -7,7 +7,7 @@ import { deferFreshDeletes, deferRecentlyWritten, TRANSFER_TEMP_QUIET_MS, withhe
 
 const file = (relPath: string, mtimeMs: number, ctimeMs = mtimeMs): LocalFile => ({ relPath, key: relPath, size: 1, mtimeMs, inode: 1, ctimeMs, sha256: 'h' });
 const upload = (f: LocalFile): Action => ({ kind: 'upload', relPath: f.relPath, key: f.key, local: f, target: { documentId: null, folderId: 'F', fileName: 'x' }, reason: 'new-local', replacesBase: null });
-const mkdir = (relPath: string): Action => ({ kind: 'mkdir-local', relPath, key: relPath, folderId: 'F' });
+const mkdir = (relPath: string, reason: 'new-remote-folder' | 'restore-local-delete' = 'new-remote-folder'): Action => ({ kind: 'mkdir-local', relPath, key: relPath, folderId: 'F', reason });
 const plan = (groups: Action[][]): Plan => ({ groups, issues: [], blocked: null });
 
 describe('deferRecentlyWritten', () => {
@@ -86,6 +86,17 @@ describe('deferFreshDeletes', () => {
     deferFreshDeletes(plan([]), missing, 1_000, 10_500); // the file is back: nothing to answer
     expect(missing.size).toBe(0);
     expect(deferFreshDeletes(plan([[restore('A/x.txt')]]), missing, 1_000, 20_000).deferred).toEqual(['A/x.txt']);
+  });
+
+  it('holds a newer remote version for a missing file, and a synced folder missing locally, the same way', () => {
+    const missing = new Map<string, number>();
+    const newer: Action = { ...restore('A/report.docx'), reason: 'remote-modified' } as Action;
+    const replaceInPlace: Action = { ...newer, relPath: 'A/edit.txt', key: 'A/edit.txt', expectLocal: { size: 1, mtimeMs: 1, inode: 1, ctimeMs: 1 } } as Action;
+    const p = plan([[newer], [mkdir('Team/Sub', 'restore-local-delete')], [mkdir('Team/New')], [replaceInPlace]]);
+    const first = deferFreshDeletes(p, missing, 1_000, 10_000);
+    expect(kinds(first.plan)).toEqual(['mkdir-local Team/New', 'download A/edit.txt']);
+    expect(first.deferred).toEqual(['A/report.docx', 'Team/Sub']);
+    expect(deferFreshDeletes(p, missing, 1_000, 11_000).plan).toEqual(p);
   });
 
   it('defers nothing at minimum age 0 (`sync`)', () => {

@@ -27,7 +27,7 @@ const upload = (n: number, size: number): Action => ({
   reason: 'new-local',
   replacesBase: null,
 });
-const mkdir: Action = { kind: 'mkdir-local', relPath: 'A', key: 'a', folderId: 'F' };
+const mkdir: Action = { kind: 'mkdir-local', relPath: 'A', key: 'a', folderId: 'F', reason: 'new-remote-folder' };
 const plan = (groups: Action[][]): Plan => ({ groups, issues: [], blocked: null });
 
 /** A fake terminal: records every write; `screen` is what the one line shows now. */

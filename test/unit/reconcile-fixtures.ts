@@ -120,7 +120,7 @@ export function summarize(a: Action): string {
     case 'forget':
       return `forget ${a.documentId} ${a.reason}`;
     case 'mkdir-local':
-      return `mkdir ${a.relPath} ${a.folderId}`;
+      return `mkdir ${a.relPath} ${a.folderId}${a.reason === 'restore-local-delete' ? ' restore-local-delete' : ''}`;
   }
 }
 

@@ -213,6 +213,16 @@ describe('new remote documents and folders', () => {
     expect(up.groups).toEqual([]);
     expect(codes(up)).toEqual(['remote-change-not-downloaded docs/sub/x.txt']);
   });
+  it('a folder that synced files lay under, missing locally, is re-created as the answer to a local delete', () => {
+    const w = world().folder('f1', 'docs').folder('f2', 'docs/sub', 'f1').folder('f3', 'docs/sub/deep', 'f2');
+    w.baseRow('d1', 'docs/sub/deep/x.txt', 'v1', 'f3', 'h1');
+    w.doc('d1', 'docs/sub/deep/x.txt', 'v1', 'f3');
+    w.dir('docs');
+    expect(summarizeGroups(plan(w).groups)).toEqual([
+      ['mkdir docs/sub f2 restore-local-delete'], ['mkdir docs/sub/deep f3 restore-local-delete'],
+      ['download docs/sub/deep/x.txt d1@v1 expect=none restore-local-delete'],
+    ]);
+  });
   it('a local file where a remote folder should be is a collision', () => {
     const w = world().folder('f5', 'papers');
     w.file('papers', 'blocker');
@@ -447,7 +457,7 @@ describe('conflict copy names', () => {
     const c = plan(w).groups.flat().find((a) => a.kind === 'conflict');
     expect(c?.kind === 'conflict' && c.conflictPath).toBe('docs/a (conflict T 3).txt');
     const b = new PlanBuilder(false, new Set(), 'T');
-    b.commit('x', [{ kind: 'mkdir-local', relPath: 'a (conflict T).txt', key: 'a (conflict T).txt', folderId: 'f' }]);
+    b.commit('x', [{ kind: 'mkdir-local', relPath: 'a (conflict T).txt', key: 'a (conflict T).txt', folderId: 'f', reason: 'new-remote-folder' }]);
     expect(b.conflictPathFor('a.txt')).toBe('a (conflict T 2).txt');
   });
 });
