@@ -99,6 +99,10 @@ export function planLocalFile(
   const remoteNew = atKey.find((d) => !s.view.base.has(d.documentId));
   if (remoteNew && !s.out.isClaimed(file.key)) return { actions: [unbasedPair(s, file, remoteNew)], issue: null };
   if (atKey.length > 0) return none('path-collision', 'a synced remote document already uses this path');
+  // A folder was replaced by a file of its name (rm -r d; echo > d): uploaded, the document would sit beside
+  // the folder, and map back to this path as "d (dup-<id>)", renaming the user's file.
+  // planFolders reports it, except in upload mode.
+  if (s.view.folderByKey.has(file.key)) return s.ctx.direction === 'upload' ? none('path-collision', FOLDER_NAMED_LIKE_FILE) : { actions: [], issue: null };
   if (s.ctx.direction === 'download') return none('local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: local changes are not uploaded`);
   const folder = s.view.folderForParentOf(file.key) ?? followedFolder(s, file);
   if (!folder) return none('waiting-for-remote-folder', `no remote folder for "${parentOf(file.relPath)}" yet; the service cannot create folders`);
@@ -168,6 +172,8 @@ export function planLocalNew(s: PassState, file: LocalFile): void {
   if (actions.length > 0 && s.out.commit(file.key, actions) === null) collision(s, file.relPath, 'another change in this pass writes the same path');
 }
 
+const FOLDER_NAMED_LIKE_FILE = 'a local file has the name of this remote folder (the service cannot delete or rename folders): rename the file';
+
 /** Remote folders missing locally become local directories (never in upload mode). */
 export function planFolders(s: PassState): void {
   if (s.ctx.direction === 'upload') return;
@@ -176,6 +182,6 @@ export function planFolders(s: PassState): void {
     const blocked = s.view.local.files.has(f.key) || s.view.ancestorIsFile(f.key);
     const reason = s.view.hadSyncedFilesUnder(f.key) ? 'restore-local-delete' : 'new-remote-folder';
     const action: Action = { kind: 'mkdir-local', relPath: f.relPath, key: f.key, folderId: f.folderId, reason };
-    if (blocked || s.out.commit(f.key, [action]) === null) collision(s, f.relPath, 'a local file has the name of this remote folder');
+    if (blocked || s.out.commit(f.key, [action]) === null) collision(s, f.relPath, FOLDER_NAMED_LIKE_FILE);
   }
 }

@@ -63,9 +63,13 @@ function build(st: State, reverse: boolean): World {
   for (const [i, p] of st.remoteNew.entries()) if (!usedRemote.has(p) && p !== 'A/S') { usedRemote.add(p); docs.push(() => w.doc(`n${i}`, p, 'v1', 'fA')); }
   for (const f of rev(docs)) f();
   for (const b of rev(baseRows)) w.baseRow(b.id, b.path, 'v1', 'fA', b.sha);
-  const firstPerPath = st.local.filter((f, i) => st.local.findIndex((g) => g.path === f.path) === i);
+  // A file at A/S replaced the remote folder's directory locally (rm -r A/S; echo > A/S), unless files lie
+  // under A/S: a path is not both a file and a directory.
+  const sIsDir = st.local.some((f) => f.path.startsWith('A/S/'));
+  const firstPerPath = st.local.filter((f, i) => st.local.findIndex((g) => g.path === f.path) === i && !(f.path === 'A/S' && sIsDir));
   for (const f of rev(firstPerPath)) w.file(f.path, f.sha, f.touched ? { mtimeMs: 1 } : {});
-  w.dir('A').dir('A/S');
+  w.dir('A');
+  if (!w.local.files.has('A/S')) w.dir('A/S');
   for (const p of st.problems) w.problem(p.path, p.reason);
   return w;
 }
