@@ -57,11 +57,12 @@ const parentOf = (rel: string): string => (rel.includes('/') ? rel.slice(0, rel.
  */
 export async function startFolderWatcher(opts: WatchOptions): Promise<LocalWatcher> {
   const root = await resolveWatchRoot(opts.root);
-  const rootIno = (await fs.promises.stat(root)).ino;
+  const rootId = await fs.promises.lstat(root, { bigint: true });
   const pump = createHintPump(opts, 'folders', root);
-  const tree = new FolderTree(root, rootIno, linksCountSubfolders(root), opts, pump);
+  const tree = new FolderTree(root, rootId, linksCountSubfolders(root), opts, pump);
   try {
     tree.watchSubtree('');
+    tree.lookAtRootNamesake();
   } catch (err) {
     tree.close();
     pump.close();
@@ -79,10 +80,13 @@ class FolderTree {
    */
   private readonly subfolders = new Map<string, Set<string>>();
   private closed = false;
+  /** Whether the root held an entry named like the root when last looked at (see selfEvent). */
+  private rootNamesake = false;
 
   constructor(
     private readonly root: string,
-    private readonly rootIno: number,
+    /** The root as it was when watched: its dev, inode and birth time tell it from a root made again. */
+    private readonly rootId: fs.BigIntStats,
     /** Folders with 2 links have no subfolders here (see LINKS_COUNT_SUBFOLDERS): they are watched unread. */
     private readonly skipLeaves: boolean,
     private readonly opts: WatchOptions,
@@ -206,12 +210,13 @@ class FolderTree {
   }
 
   /**
-   * A rename event named like its own folder: maybe the folder's own event, after which its watch is dead even
-   * when a folder is back under that name. The parent's event cannot always tell: a folder deleted and created
-   * again can get the same inode number back at once (seen here on ext4: after `rm -r r; mkdir -p r/s` the
-   * new r/s had the old r/s's). So the folder is watched again, which is right either way. For the root, which
-   * has no watched parent, that is the daemon's job: the event reports it gone (WATCH_ROOT_GONE), and the
-   * daemon starts a new watcher once the root is there. Returns true when the event was not an entry's.
+   * A rename event named like its own folder: maybe the folder's own event (deleted, moved, or only an
+   * attribute changed: touch, chmod), after which its watch may be dead even when a folder is back under that
+   * name. The parent's event cannot always tell: a folder deleted and created again can get the same inode
+   * number back at once (seen here on ext4: after `rm -r r; mkdir -p r/s` the new r/s had the old r/s's). So
+   * the folder is watched again, which is right either way. For the root, which has no watched parent, that is
+   * the daemon's job: the event reports it gone (WATCH_ROOT_GONE) when it is (rootGone), and the daemon starts
+   * a new watcher once the root is there. Returns true when the event was not an entry's.
    */
   private selfEvent(dir: string, name: string): boolean {
     let entryThere = false;
@@ -221,11 +226,16 @@ class FolderTree {
       entryThere = false;
     }
     if (dir === '') {
-      // An entry named like the root, with the root in place, is only an entry; otherwise (also: an entry of
-      // that name deleted) the root may have been replaced, and a new watcher is cheap next to a missed change.
-      if (entryThere && !this.rootReplaced()) return false;
-      this.pump.push({ type: 'unlinkDir', relPath: '' });
-      return true;
+      if (this.rootGone()) {
+        this.pump.push({ type: 'unlinkDir', relPath: '' });
+        return true;
+      }
+      // The root is in place and its watch alive: the root's own attributes changed (touch, chmod, and
+      // `rsync -a` setting its times, all reported like this), or an entry named like it did. With no such
+      // entry now nor at the last look, nothing in the root changed; otherwise it is that entry's event.
+      const was = this.rootNamesake;
+      this.rootNamesake = entryThere;
+      return !entryThere && !was;
     }
     this.unwatch(dir);
     this.watchNew(dir);
@@ -247,14 +257,31 @@ class FolderTree {
     return dir === '' ? path.basename(this.root) : dir.slice(dir.lastIndexOf('/') + 1);
   }
 
-  /** True when the root is gone or another directory now (moved away, deleted, a disk mounted again). */
-  private rootReplaced(): boolean {
+  /** Notes whether the root holds an entry named like the root (once watched, before any event is handled). */
+  lookAtRootNamesake(): void {
     try {
-      const st = fs.statSync(this.root, { throwIfNoEntry: false });
-      return st === undefined || !st.isDirectory() || st.ino !== this.rootIno;
+      this.rootNamesake = fs.lstatSync(path.join(this.root, this.ownName('')), { throwIfNoEntry: false }) !== undefined;
     } catch {
-      return true;
+      this.rootNamesake = true; // unknown: its events are then taken as the entry's, which costs a rescan at most
     }
+  }
+
+  /**
+   * True when the root is gone or another directory now (moved away, deleted, a disk mounted again). The birth
+   * time tells a root deleted and made again with its old inode number back (ext4 does that at once);
+   * a filesystem that keeps none reports 0 both times.
+   */
+  private rootGone(): boolean {
+    let st: fs.BigIntStats | undefined;
+    try {
+      st = fs.lstatSync(this.root, { bigint: true, throwIfNoEntry: false });
+    } catch (err) {
+      // A parent's permissions changed: the root is still there, and its watch too.
+      const code = (err as NodeJS.ErrnoException | null)?.code;
+      return code !== 'EACCES' && code !== 'EPERM';
+    }
+    const id = this.rootId;
+    return st === undefined || !st.isDirectory() || st.dev !== id.dev || st.ino !== id.ino || st.birthtimeNs !== id.birthtimeNs;
   }
 
   private onError(err: unknown): void {
