@@ -1,10 +1,16 @@
-// A new document's name, checked again just before its commit. A commit names only a folder and a file name
-// (4.9); if someone created a document of that name there since the listing the plan rests on (a colleague's
-// new file, a rename), a server that adds the upload as a version of that document would bury their content
-// under ours without a conflict (edits are checked the same way against their document's latest version).
+// An upload's name, checked again just before its commit. A commit names only a folder and a file name (4.9):
+// the service attaches the version to whatever document of that name the folder holds then, or creates one.
+// - A new document: if someone created a document of that name there since the listing the plan rests on (a
+//   colleague's new file, a rename), the upload would bury their content under ours without a conflict.
+// - An edit: if its document was renamed or moved meanwhile, the commit would create a stray document under
+//   the old name (or land on another document named like it).
+// Either fails with REMOTE_CHANGED, nothing committed; the next pass lists again and plans with the new names.
 // The folder's documents are listed once more after the upload's PUT, one request (4.6) shared by the uploads
-// into the same folder that finish within RECHECK_TOLERANCE_MS of each other: a bulk upload costs about one
-// listing per folder per second, not one per file.
+// into the same folder that end within RECHECK_TOLERANCE_MS of it: a bulk upload costs about one listing per
+// folder per second, not one per file. The race left is that second plus a round trip. Listing after every
+// PUT instead (at most one in flight per folder) narrowed it to a round trip but made a 3,000-file upload into
+// one folder 12% slower at 1000 req/s (hundreds of listings of a growing folder): a name that appears in that
+// second loses nothing either way, the other document keeps its versions.
 import { BinderSyncError } from '../errors.js';
 import type { ServiceClient } from '../service/index.js';
 import type { Document } from '../service/schemas.js';
@@ -16,6 +22,13 @@ export const RECHECK_TOLERANCE_MS = 1000;
 interface Listing {
   startedAt: number;
   documents: Promise<Document[]>;
+}
+
+interface RecheckContext {
+  pair: string;
+  relPath: string;
+  folderId: string;
+  fileName: string;
 }
 
 /** The latest listing of each remote folder's documents, shared by the uploads of one plan. */
@@ -42,10 +55,10 @@ export class FolderRecheck {
   }
 
   /**
-   * Throws REMOTE_CHANGED (retryable) when the folder now holds a document named like `fileName` (exactly, or
-   * but for case or Unicode form, as withheldForAmbiguousNames compares): the next pass lists it and keeps both.
+   * A new document: throws REMOTE_CHANGED (retryable) when the folder now holds a document named like `fileName`
+   * (exactly, or but for case or Unicode form, as withheldForAmbiguousNames compares): the next pass keeps both.
    */
-  async assertNameFree(ctx: { pair: string; relPath: string; folderId: string; fileName: string }, putEndedAt: number): Promise<void> {
+  async assertNameFree(ctx: RecheckContext, putEndedAt: number): Promise<void> {
     const documents = await this.documents(ctx.folderId, putEndedAt - RECHECK_TOLERANCE_MS);
     const name = looseName(ctx.fileName);
     const taken = documents.find((doc) => looseName(doc.fileName) === name);
@@ -54,5 +67,26 @@ export class FolderRecheck {
       `${ctx.relPath}: not uploaded: a document named "${taken.fileName}" (${taken.id}) appeared in its remote folder since the last listing; the next pass lists the binder again and keeps both (a conflict copy if the contents differ)`,
       { code: 'REMOTE_CHANGED', retryable: true, context: { pair: ctx.pair, relPath: ctx.relPath, folderId: ctx.folderId, documentId: taken.id } },
     );
+  }
+
+  /**
+   * An edit: throws REMOTE_CHANGED (retryable) unless its document is still in the folder under exactly
+   * `fileName` and no other document there is named like it, i.e. unless the commit can only reach that document.
+   */
+  async assertStillNamed(ctx: RecheckContext & { documentId: string }, putEndedAt: number): Promise<void> {
+    const documents = await this.documents(ctx.folderId, putEndedAt - RECHECK_TOLERANCE_MS);
+    const name = looseName(ctx.fileName);
+    const own = documents.find((doc) => doc.id === ctx.documentId);
+    const twin = documents.find((doc) => doc.id !== ctx.documentId && looseName(doc.fileName) === name);
+    if (own !== undefined && own.fileName === ctx.fileName && twin === undefined) return;
+    let why: string;
+    if (own === undefined) why = `its document (${ctx.documentId}) was renamed or moved on the service during the upload: it is no longer in its remote folder`;
+    else if (own.fileName !== ctx.fileName) why = `its document (${ctx.documentId}) was renamed or moved on the service during the upload: it is now named "${own.fileName}", not "${ctx.fileName}"`;
+    else why = `another document in its remote folder, "${twin?.fileName}" (${twin?.id}), is now named like it (renamed, moved or created there since the last listing)`;
+    throw new BinderSyncError(`${ctx.relPath}: not uploaded: ${why}; nothing was committed, the next pass lists the binder again and plans it anew`, {
+      code: 'REMOTE_CHANGED',
+      retryable: true,
+      context: { pair: ctx.pair, relPath: ctx.relPath, folderId: ctx.folderId, documentId: ctx.documentId, ...(twin ? { otherDocumentId: twin.id } : {}) },
+    });
   }
 }

@@ -82,16 +82,24 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
   // An edit is committed only onto the version it was made from. The plan may rest on a listing up to one poll
   // old (a pass after a local save reuses the last one), and someone may have added a version since: committing
   // then would bury their edit under ours without a conflict. Checked as late as possible, after the PUT.
-  // A new document: no document of its name may have appeared in the folder meanwhile (name-recheck.ts).
+  // The commit goes by name (4.9): an edit's document must still hold its name, and a new document's name must
+  // still be free, in a listing of the folder at most a second older than the end of the PUT (name-recheck.ts).
   const putEndedAt = Date.now();
+  const recheck = d.folderRecheck ?? new FolderRecheck(d.client, d.binderId);
+  const named = { pair: d.pair, relPath: req.relPath, folderId: req.target.folderId, fileName: req.target.fileName };
   let current: Document | null | undefined;
   try {
-    if (req.target.documentId !== null) {
-      current = await d.client.getDocument(req.target.documentId);
+    const documentId = req.target.documentId;
+    if (documentId !== null) {
+      // Both requested side by side: neither waits for the other.
+      const [doc, stillNamed] = await Promise.allSettled([d.client.getDocument(documentId), recheck.assertStillNamed({ ...named, documentId }, putEndedAt)]);
+      if (doc.status === 'rejected') throw doc.reason;
+      current = doc.value;
+      // A deleted document or a new version says more than the rename check that follows from it.
       if (req.reason === 'local-modified') assertStillBase(d, req, current);
+      if (stillNamed.status === 'rejected') throw stillNamed.reason;
     } else {
-      const recheck = d.folderRecheck ?? new FolderRecheck(d.client, d.binderId);
-      await recheck.assertNameFree({ pair: d.pair, relPath: req.relPath, folderId: req.target.folderId, fileName: req.target.fileName }, putEndedAt);
+      await recheck.assertNameFree(named, putEndedAt);
     }
   } catch (err) {
     d.store.deleteOutbox(id);
@@ -273,10 +281,10 @@ function refusedError(d: ExecutorDeps, row: OutboxRow, cause: unknown): BinderSy
 }
 
 /**
- * An edit's version that the service put on another document: the commit names a folder and a file name
- * (4.9), and another document there has that name too (the plan withholds the cases it can see, see
- * withheldForAmbiguousNames; this is one that appeared since the listing, or a service that compares names
- * loosely). The version is not recorded as this document's: the next pass sees it as the other document's.
+ * An edit's version that the service put on another document: the commit names a folder and a file name (4.9),
+ * and what the service found under that name was not our document (it was renamed or moved after the name check
+ * before the commit, or another document took a name like it, or the service compares names loosely). The
+ * version is not recorded as this document's: the next pass sees it as the other document's.
  */
 function misdirected(row: OutboxRow, version: DocumentVersion): boolean {
   return row.documentId !== null && version.documentId !== row.documentId;
@@ -284,12 +292,12 @@ function misdirected(row: OutboxRow, version: DocumentVersion): boolean {
 
 function misdirectedError(d: ExecutorDeps, row: OutboxRow, version: DocumentVersion): BinderSyncError {
   return new BinderSyncError(
-    `${row.relPath}: the service added this upload as a version of another document (${version.documentId}, not ${row.documentId}): two documents in its remote folder are named like "${row.fileName}"`,
+    `${row.relPath}: the service attached this upload to another document (${version.documentId}, not ${row.documentId}), probably because the document was renamed or moved on the service during the upload, or another document in its remote folder has a name like "${row.fileName}"`,
     {
       code: 'COMMIT_MISDIRECTED',
       retryable: false,
       context: { pair: d.pair, relPath: row.relPath, documentId: row.documentId, committedTo: version.documentId },
-      hint: 'rename one of the two documents on the service; this content is not sent again until the file changes (nothing is lost: the other document keeps its earlier versions)',
+      hint: `look at document ${version.documentId} on the service: it holds this content now (the document keeps its earlier versions, nothing is lost); this content is not sent again until the file changes`,
     },
   );
 }

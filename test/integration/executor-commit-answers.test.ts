@@ -330,11 +330,15 @@ describe('recovering the outbox after a restart', () => {
   it('a version the service puts on another document of the same name (commits go by name) is not recorded as ours', async () => {
     const s = await setup();
     const c = s.emu.control;
-    // Two documents named a.txt in one folder (the emulator lets a rename make a twin; its commit takes the first).
-    const first = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'first').document;
-    const second = c.addDocument(s.d.binderId, s.folderId, 'b.txt', 'original').document;
-    c.renameDocument(second.id, 'a.txt');
-    synced(s, { ...second, fileName: 'a.txt' });
+    // Two documents named a.txt in one folder when the commit arrives (the emulator lets a rename make a twin; its
+    // commit takes the first): the first takes the name after the last name check, as the commit is sent.
+    const first = c.addDocument(s.d.binderId, s.folderId, 'x.txt', 'first').document;
+    const second = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    synced(s, second);
+    s.answerCommit((real, ...args) => {
+      c.renameDocument(first.id, 'a.txt');
+      return real(...args);
+    });
     const local = writeLocal(s.root, 'a.txt', 'MY edit of the second');
     const report = await executePlan(uploadPlan(local, s.folderId, second.id), s.d);
     expect(report.failures).toEqual([

@@ -139,8 +139,15 @@ pairs: [{ name: p, localPath: ./local, binderId: ${binderId}${pairExtra} }]`;
     await open();
     await runPass(rt);
     writeDoc('a.txt', 'my edit');
-    // The twin takes the name after the listing (the plan filter for ambiguous names cannot see it coming).
-    const misdirected = await runPass(rt, { onPlan: () => void c.renameDocument(twin.id, 'a.txt') });
+    // The twin takes the name after the last name check, as the commit is sent (neither the plan filter for
+    // ambiguous names nor the check before the commit can see it coming).
+    const commit = client.commitUpload.bind(client);
+    client.commitUpload = (...args) => {
+      client.commitUpload = commit;
+      c.renameDocument(twin.id, 'a.txt');
+      return commit(...args);
+    };
+    const misdirected = await runPass(rt);
     expect(misdirected.execution?.failures.map((f) => f.code)).toEqual(['COMMIT_MISDIRECTED']);
     expect(c.readContent(twin.id).toString()).toBe('my edit');
     c.renameDocument(twin.id, 'twin.txt');
