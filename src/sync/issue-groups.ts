@@ -99,5 +99,6 @@ export function printable(name: string): string {
 
 /** A detail on one line (details may quote multi-line service errors). */
 export function oneLine(s: string): string {
-  return s.replace(/\s*\n\s*/g, ' ');
+  // Control characters left (a tab or an escape in a quoted file name) are shown escaped, as in names.
+  return printable(s.replace(/\s*\n\s*/g, ' '));
 }

@@ -296,7 +296,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     const steps = await recoverIntents(rt.store, rt.pair.localPath, rt.log);
     if (steps > 0) rt.log.info({ steps }, 'finished local steps interrupted by a restart');
     const rec = await recoverOutbox(deps);
-    if (rec.finished + rec.dropped > 0) rt.log.info(rec, 'recovered the upload outbox');
+    if (rec.finished + rec.dropped > 0) rt.log.info(rec, 'finished or dropped the uploads an earlier pass left unfinished');
     if (steps + rec.finished + rec.dropped > 0) {
       rt.cache.quiet = false; // the base changed: plan again
       rt.store.deleteMeta(IN_SYNC_MARK);

@@ -154,16 +154,16 @@ export async function recoverOutbox(d: ExecutorDeps): Promise<{ finished: number
       d.store.deleteOutbox(row.id);
       dropped++;
       const e = refusedError(d, row, outcome.error);
-      d.log.warn({ relPath: row.relPath, code: e.code, err: e }, 'dropped an upload interrupted by a restart: the service refused its commit');
+      d.log.warn({ relPath: row.relPath, code: e.code, err: e }, 'dropped an upload an earlier pass left unfinished (a restart, or a failed commit request): the service refused its commit');
     } else if (misdirected(outcome.row, outcome.version)) {
       d.store.deleteOutbox(row.id);
       dropped++;
       const e = misdirectedError(d, outcome.row, outcome.version);
-      d.log.warn({ relPath: row.relPath, code: e.code, err: e }, 'an upload interrupted by a restart was committed onto another document');
+      d.log.warn({ relPath: row.relPath, code: e.code, err: e }, 'an upload an earlier pass left unfinished (a restart, or a failed commit request) was committed onto another document');
     } else {
       finishOutbox(d, outcome.row, outcome.version);
       finished++;
-      d.log.info({ relPath: row.relPath, documentId: outcome.version.documentId }, 'finished an upload interrupted by a restart');
+      d.log.info({ relPath: row.relPath, documentId: outcome.version.documentId }, 'finished an upload an earlier pass left unfinished (a restart, or a failed commit request)');
     }
   }
   return { finished, dropped };

@@ -86,10 +86,13 @@ describe('names with control characters', () => {
     expect(printable('N/tab\tname\r.txt')).toBe('N/tab\\tname\\r.txt');
     expect(printable('N/bell\u0007 del\u007f c1\u0085.txt')).toBe('N/bell\\x07 del\\x7f c1\\x85.txt');
     expect(printable('N/café ␁ ok.txt')).toBe('N/café ␁ ok.txt');
-    const issues: Issue[] = [{ relPath: 'N/new\nline.txt', code: 'name-not-representable', detail: 'the name holds a newline' }];
+    const issues: Issue[] = [
+      { relPath: 'N/new\nline.txt', code: 'name-not-representable', detail: 'the name holds a newline' },
+      { relPath: 'N/x.txt', code: 'path-collision', detail: 'its copy "N/ta\tb.txt" is in the way' },
+    ];
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 0,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0,
       pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingUploadCount: null, pendingDownloads: 0,
       conflicts: [{ relPath: 'N/con\nflict.txt', conflictPath: 'N/con\nflict (conflict).txt', policy: 'keep-both', detail: 'x', at: new Date(0).toISOString() }],
       moreConflicts: false, issues,
@@ -101,6 +104,8 @@ describe('names with control characters', () => {
     const out = formatStatus(doc, new Date(0));
     expect(out).toContain('N/new\\nline.txt  name-not-representable: the name holds a newline');
     expect(out).toContain('N/up\\tload.txt');
+    expect(out).toContain('its copy "N/ta\\tb.txt" is in the way');
+    expect(out).toContain('LOCAL_IO: N/e\\tsc\\x1b[31m.txt');
     expect(out).toContain('N/con\\nflict.txt  -> N/con\\nflict (conflict).txt');
     expect(out).not.toMatch(/[\t\u0000-\u0009\u000b-\u001f]/);
     for (const line of out.split('\n')) expect(line.startsWith('line') || line.startsWith('flict'), line).toBe(false);
