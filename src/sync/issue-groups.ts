@@ -6,7 +6,7 @@ import type { Issue } from './model.js';
  * Issues that follow from the user's own configuration and leave nothing pending: a pass with only these
  * still counts as "in sync" (exit 0), and the daemon logs them at info, not warn.
  */
-export const INFORMATIONAL_ISSUES: ReadonlySet<Issue['code']> = new Set(['local-delete-not-propagated']);
+export const INFORMATIONAL_ISSUES: ReadonlySet<Issue['code']> = new Set(['local-delete-not-propagated', 'changing']);
 
 /**
  * Order of the human "not synced" list: what someone must act on (refused uploads, missing metadata, files
@@ -27,6 +27,7 @@ const ISSUE_ORDER: ReadonlyArray<Issue['code']> = [
   'remote-change-not-downloaded',
   'root-files-unsupported',
   'waiting-for-remote-folder',
+  'changing',
   'local-delete-not-propagated',
 ];
 

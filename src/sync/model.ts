@@ -245,6 +245,8 @@ export interface Issue {
     | 'path-collision'
     | 'ambiguous-remote-name'
     | 'unknown-state'
+    /** A file being written while it was scanned: looked at again next pass (informational). */
+    | 'changing'
     | 'metadata-missing'
     | 'upload-refused';
   detail: string;

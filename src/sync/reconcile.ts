@@ -32,7 +32,7 @@ const PROBLEM_CODES: Record<LocalObservation['problems'][number]['reason'], Issu
   symlink: 'symlink',
   'special-file': 'special-file',
   'name-not-representable': 'name-not-representable',
-  changing: 'unknown-state',
+  changing: 'changing',
 };
 
 export function reconcile(
@@ -209,6 +209,8 @@ function localUnknown(s: PassState, b: BaseEntry): void {
   // remote; a pending remote change is even more worth showing), and nothing is planned. The detail says what
   // the scan met there: a symlink or a bad name stays until someone changes it, a file being written does not.
   const p = s.view.problemAt(b.key);
+  // A file still being written: its own 'changing' issue says so, and the next pass looks again.
+  if (p !== undefined && p.key === b.key && p.reason === 'changing') return;
   const where = p === undefined || p.key === b.key ? 'the local path' : `the local folder ${p.relPath}`;
   const why = p === undefined ? 'could not be observed this pass' : UNOBSERVED_BECAUSE[p.reason];
   issue(s, b.relPath, 'unknown-state', `${where} ${why}: the synced file and its document are left as they are`, b.documentId);
