@@ -12,7 +12,7 @@ import { stateDbWriteError } from '../state/state-dir-error.js';
 import { expectingMovedFile, type SettledMove } from './after-move.js';
 import { downloadToTemp } from './download.js';
 import { FolderRecheck } from './name-recheck.js';
-import { recordDownloadIntent, recordMoveIntent } from './intents.js';
+import { recordDownloadIntent, recordMoveIntent, recordPlainMoveIntent } from './intents.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { sameStat, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
@@ -272,11 +272,14 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
     case 'keep-both': {
       const copyAbs = resolveInside(d.root, a.conflictPath);
       let copyStat;
+      const moving = recordPlainMoveIntent(d.store, a.relPath, a.conflictPath, local.inode);
       try {
         copyStat = await moveFile(abs, copyAbs, local);
       } catch (err) {
         await fs.rm(tmp.tempPath, { force: true });
         throw err;
+      } finally {
+        d.store.deleteIntent(moving);
       }
       failpoint('conflict-after-move');
       const intent = await recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));

@@ -31,6 +31,12 @@ const BaseSchema = z.object({
 const DownloadIntentSchema = z.object({ base: BaseSchema });
 /** A file about to move from `from` to base.relPath (inode = the file's inode; base keeps its old stat). */
 const MoveIntentSchema = z.object({ from: z.string(), inode: z.number(), base: BaseSchema });
+/**
+ * A file about to move from `from` to `to` with no base row to write (a local edit set aside as a conflict
+ * copy). Stored as a 'move' too (the intents table takes only the two kinds); told apart by having no base.
+ */
+const PlainMoveIntentSchema = z.object({ from: z.string(), to: z.string(), inode: z.number() });
+const AnyMoveIntentSchema = z.union([MoveIntentSchema, PlainMoveIntentSchema]);
 
 /**
  * Records a download intent; resolves once it is committed, so the caller may then touch the file. Group
@@ -42,6 +48,12 @@ export function recordDownloadIntent(store: StateStore, base: BaseEntry): Promis
 
 export function recordMoveIntent(store: StateStore, from: string, inode: number, base: BaseEntry): number {
   return store.addIntent('move', { from, inode, base } satisfies z.infer<typeof MoveIntentSchema>);
+}
+
+/** See PlainMoveIntentSchema. Without it, a crash between link and unlink left the edit at both paths, and the
+ * next pass set it aside as a conflict copy a second time: two documents of one content. */
+export function recordPlainMoveIntent(store: StateStore, from: string, to: string, inode: number): number {
+  return store.addIntent('move', { from, to, inode } satisfies z.infer<typeof PlainMoveIntentSchema>);
 }
 
 /**
@@ -56,7 +68,10 @@ export async function recoverIntents(store: StateStore, root: string, log: Logge
   for (const intent of store.listIntents()) {
     try {
       if (intent.kind === 'download') finished += (await recoverDownload(store, root, DownloadIntentSchema.parse(intent.payload).base)) ? 1 : 0;
-      else finished += recoverMove(store, root, MoveIntentSchema.parse(intent.payload)) ? 1 : 0;
+      else {
+        const move = AnyMoveIntentSchema.parse(intent.payload);
+        finished += ('base' in move ? recoverMove(store, root, move) : recoverPlainMove(root, move)) ? 1 : 0;
+      }
     } catch (err) {
       log.warn({ err, kind: intent.kind }, 'could not finish an interrupted step; the next pass looks at the files as they are');
     }
@@ -89,6 +104,15 @@ function recoverMove(store: StateStore, root: string, m: z.infer<typeof MoveInte
     if (current && current.documentId !== m.base.documentId) return; // the path was claimed since: leave it
     store.putBase(m.base);
   });
+  return true;
+}
+
+function recoverPlainMove(root: string, m: z.infer<typeof PlainMoveIntentSchema>): boolean {
+  const to = lstatOrNull(resolveInside(root, m.to));
+  if (to === null || to.ino !== m.inode) return false;
+  const fromAbs = resolveInside(root, m.from);
+  const from = lstatOrNull(fromAbs);
+  if (from !== null && from.ino === m.inode) fs.unlinkSync(fromAbs);
   return true;
 }
 

@@ -171,6 +171,9 @@ const CASES: Array<{ failpoint: FailpointName; scenario: ScenarioName }> = [
   { failpoint: 'download-after-rename', scenario: 'download of a new file' },
   { failpoint: 'download-after-rename', scenario: 'download replacing a file' },
   { failpoint: 'conflict-after-move', scenario: 'keep-both conflict' },
+  // Torn between link and unlink: the edit at its path and at the copy's (crash-random seed 261755730 made two
+  // conflict copies, two documents of one content, this way).
+  { failpoint: 'move-after-link', scenario: 'keep-both conflict' },
   { failpoint: 'move-after-rename', scenario: 'remote move' },
   { failpoint: 'trash-after-move', scenario: 'remote delete' },
   { failpoint: 'upload-after-slot', scenario: 'everything at once' },
