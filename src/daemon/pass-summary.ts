@@ -46,6 +46,10 @@ export function logPassSummary(log: Logger, r: PassReport, trigger: string): voi
     hashed: r.hashed,
     ms: r.durationMs,
   };
+  if (r.blockedAgain) {
+    log.debug(fields, `pass: still blocked by a safety gate (${r.plan.blocked?.code ?? ''})`);
+    return;
+  }
   if (!passDidSomething(r)) {
     log.debug(fields, 'quiet pass');
     return;

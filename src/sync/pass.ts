@@ -71,6 +71,8 @@ export interface PairRuntime {
   commitsRefusedAt: number | null;
   /** Stale temp files were looked for since the pair was opened (see runPass). */
   tempsCleaned: boolean;
+  /** The safety gate that stopped the last pass, or null: a gate that stops pass after pass is logged once. */
+  lastGate: string | null;
   /**
    * Uploads the service refused for good (400/422: a name or metadata it does not accept), by path key, with
    * the content then: not sent again until the file changes, the config changes or a day has passed; kept in
@@ -185,6 +187,8 @@ export interface PassReport {
    * walk stood in: see folderTreeMaxAgeMs and PassOptions.reuseSavedFolderTree); null when it walked it.
    */
   folderTreeFrom: string | null;
+  /** A safety gate stopped this pass as it stopped the pass before (a daemon looks again every poll): said once. */
+  blockedAgain: boolean;
 }
 
 /** Opens the pair's state and checks what can be checked before the first pass. */
@@ -214,6 +218,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       missingSince: new Map(),
       commitsRefusedAt: loadCommitsRefusedAt(store),
       tempsCleaned: false,
+      lastGate: null,
       refusedUploads: loadRefusedUploads(store, configDigest(pair, caseInsensitive), Date.now()),
       unbasedHashes: new Map(),
       cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, quiet: false, localParked: false, issues: [] },
@@ -439,6 +444,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     converged: false,
     deferred: deferral.deferred,
     recheckInMs: deferral.recheckInMs,
+    blockedAgain: !dryRun && plan.blocked !== null && rt.lastGate === plan.blocked.code,
   };
   if (dryRun) {
     report.durationMs = Date.now() - started;
@@ -446,9 +452,11 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     return report;
   }
   let removedDirs: string[] = [];
+  rt.lastGate = plan.blocked?.code ?? null;
   if (plan.blocked) {
     rt.store.setMeta('lastError', plan.blocked.message);
-    rt.log.error({ gate: plan.blocked.code }, plan.blocked.message);
+    if (report.blockedAgain) rt.log.debug({ gate: plan.blocked.code }, plan.blocked.message);
+    else rt.log.error({ gate: plan.blocked.code }, plan.blocked.message);
   } else {
     opts.onPlan?.(plan);
     // The base is about to change: a crash from here on must not leave the old in-sync mark behind.
@@ -804,6 +812,7 @@ function nothingToDo(
     }
   });
   const issues = rt.cache.issues;
+  rt.lastGate = null;
   return {
     pair: rt.pair.name,
     plan: { groups: [], issues, blocked: null },
@@ -816,6 +825,7 @@ function nothingToDo(
     converged: issues.every((i) => INFORMATIONAL_ISSUES.has(i.code)),
     deferred: [],
     recheckInMs: null,
+    blockedAgain: false,
     folderTreeFrom: o.treeWalkedAt !== null ? null : (rt.store.getMeta(TREE_WALKED_AT) ?? null),
   };
 }

@@ -179,9 +179,12 @@ export function planFolders(s: PassState): void {
   if (s.ctx.direction === 'upload') return;
   for (const f of s.view.folders) {
     if (f.key === '' || s.view.local.dirs.has(f.key) || s.view.isUnknown(f.key)) continue;
-    const blocked = s.view.local.files.has(f.key) || s.view.ancestorIsFile(f.key);
+    const fileHere = s.view.local.files.has(f.key);
+    const fileAbove = !fileHere && s.view.ancestorIsFile(f.key);
     const reason = s.view.hadSyncedFilesUnder(f.key) ? 'restore-local-delete' : 'new-remote-folder';
     const action: Action = { kind: 'mkdir-local', relPath: f.relPath, key: f.key, folderId: f.folderId, reason };
-    if (blocked || s.out.commit(f.key, [action]) === null) collision(s, f.relPath, FOLDER_NAMED_LIKE_FILE);
+    if (fileHere || fileAbove || s.out.commit(f.key, [action]) === null) {
+      collision(s, f.relPath, fileAbove ? 'a local file has the name of a folder above this remote folder' : FOLDER_NAMED_LIKE_FILE);
+    }
   }
 }

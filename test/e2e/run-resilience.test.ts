@@ -107,6 +107,11 @@ describe('binder-sync run: trouble', () => {
     fs.renameSync(path.join(w.local, 'Docs'), away);
     await d.waitForLog(msgHas('error state'), 15_000, 'the gate to stop the pair');
     expect(d.lines.find(msgHas('error state'))?.msg).toMatch(/looked at again every poll interval.*local root/);
+    // Looked at again each poll, but said once while it lasts (an unmounted disk must not flood the log).
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(d.count((l) => l.msg.startsWith('The local folder is empty')), d.tail(30)).toBe(1);
+    expect(d.count(msgHas('blocked by a safety gate')), d.tail(30)).toBe(1);
+    expect(d.count(msgHas('error state'))).toBe(1);
     fs.renameSync(away, path.join(w.local, 'Docs'));
     await d.waitForLog(msgIs('pair recovered'), 15_000, 'the pair to resume');
     writeLocal(w, 'Docs/c.txt', 'after');

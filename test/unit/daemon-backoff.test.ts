@@ -100,6 +100,7 @@ describe('pass report reading', () => {
     deferred: [],
     recheckInMs: null,
     folderTreeFrom: null,
+    blockedAgain: false,
   });
 
   it('counts planned transfers that were not done', () => {

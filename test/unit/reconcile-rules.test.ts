@@ -231,7 +231,7 @@ describe('new remote documents and folders', () => {
     expect(codes(p)).toEqual(['path-collision papers', 'root-files-unsupported papers']);
   });
   it('a folder replaced by a file of its name (rm -r d; echo > d): the file is reported, not uploaded beside the folder', () => {
-    const w = world().folder('f1', 'Team').folder('f2', 'Team/Kind', 'f1');
+    const w = world().folder('f1', 'Team').folder('f2', 'Team/Kind', 'f1').folder('f3', 'Team/Kind/sub', 'f2');
     w.baseRow('d1', 'Team/Kind/a.txt', 'v1', 'f2', 'h1');
     w.doc('d1', 'Team/Kind/a.txt', 'v1', 'f2');
     w.file('Team/Kind', 'x');
@@ -239,6 +239,7 @@ describe('new remote documents and folders', () => {
     expect(p.groups.flat().filter((a) => a.kind === 'upload' || a.kind === 'mkdir-local')).toEqual([]);
     const said = 'path-collision: a local file has the name of this remote folder (the service cannot delete or rename folders): rename the file';
     expect(p.issues.filter((i) => i.relPath === 'Team/Kind').map((i) => `${i.code}: ${i.detail}`)).toEqual([said]);
+    expect(p.issues.find((i) => i.relPath === 'Team/Kind/sub')?.detail).toBe('a local file has the name of a folder above this remote folder');
     const up = plan(w, { direction: 'upload' });
     expect(up.groups.flat().filter((a) => a.kind === 'upload')).toEqual([]);
     expect(up.issues.filter((i) => i.relPath === 'Team/Kind').map((i) => `${i.code}: ${i.detail}`)).toEqual([said]);
