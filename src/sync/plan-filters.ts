@@ -78,6 +78,7 @@ export function deferFreshDeletes(
   const seen = new Set<string>();
   const deferred: string[] = [];
   let recheckAt = Infinity;
+  const forgetsHeld = new Set<string>();
   const groups = minAgeMs <= 0 ? plan.groups : plan.groups.filter((group) => {
     const missing = group.map(localDeleteAnswered).filter((p) => p !== null);
     let fresh = false;
@@ -90,11 +91,14 @@ export function deferFreshDeletes(
       deferred.push(relPath);
       recheckAt = Math.min(recheckAt, since + minAgeMs);
     }
+    if (fresh) for (const a of group) if (a.kind === 'forget') forgetsHeld.add(a.relPath);
     return !fresh;
   });
   for (const relPath of missingSince.keys()) if (!seen.has(relPath)) missingSince.delete(relPath);
   if (deferred.length === 0) return { plan, deferred, recheckInMs: null };
-  return { plan: { ...plan, groups }, deferred, recheckInMs: Math.max(50, recheckAt - nowMs + 50) };
+  // A forget held back has not happened: its note ("no longer synced") waits with it.
+  const issues = plan.issues.filter((i) => !(i.code === 'local-delete-not-propagated' && forgetsHeld.has(i.relPath)));
+  return { plan: { ...plan, groups, issues }, deferred, recheckInMs: Math.max(50, recheckAt - nowMs + 50) };
 }
 
 /**

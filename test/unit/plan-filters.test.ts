@@ -79,6 +79,14 @@ describe('deferFreshDeletes', () => {
     expect(third).toEqual({ plan: p, deferred: [], recheckInMs: null });
   });
 
+  it('holds the note of a held forget with it: nothing is "no longer synced" yet', () => {
+    const missing = new Map<string, number>();
+    const note = (relPath: string) => ({ relPath, code: 'local-delete-not-propagated' as const, detail: 'no longer synced' });
+    const p: Plan = { groups: [[forget('A/gone.txt')]], issues: [note('A/gone.txt'), note('B/old.txt')], blocked: null };
+    expect(deferFreshDeletes(p, missing, 1_000, 10_000).plan.issues.map((i) => i.relPath)).toEqual(['B/old.txt']);
+    expect(deferFreshDeletes(p, missing, 1_000, 11_000).plan.issues.map((i) => i.relPath)).toEqual(['A/gone.txt', 'B/old.txt']);
+  });
+
   it('forgets a path that came back, so that a later delete of it waits again', () => {
     const missing = new Map<string, number>();
     deferFreshDeletes(plan([[restore('A/x.txt')]]), missing, 1_000, 10_000);
