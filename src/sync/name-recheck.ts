@@ -64,7 +64,7 @@ export class FolderRecheck {
     const taken = documents.find((doc) => looseName(doc.fileName) === name);
     if (taken === undefined) return;
     throw new BinderSyncError(
-      `${ctx.relPath}: not uploaded: a document named "${taken.fileName}" (${taken.id}) appeared in its remote folder since the last listing; the next pass lists the binder again and keeps both (a conflict copy if the contents differ)`,
+      `${ctx.relPath}: not uploaded: a document named "${taken.fileName}" (${taken.id}) appeared in its remote folder since the last listing; nothing was committed; the next pass lists the binder again and compares the two (nothing is overwritten)`,
       { code: 'REMOTE_CHANGED', retryable: true, context: { pair: ctx.pair, relPath: ctx.relPath, folderId: ctx.folderId, documentId: taken.id } },
     );
   }
