@@ -172,13 +172,36 @@ export function planLocalNew(s: PassState, file: LocalFile): void {
   if (actions.length > 0 && s.out.commit(file.key, actions) === null) collision(s, file.relPath, 'another change in this pass writes the same path');
 }
 
+/**
+ * Remote folders deleted locally under localDeletePolicy forget: those holding documents forgotten after a
+ * local delete and no other document (nor any below), and the folders under them with no document below.
+ * Re-created empty, they would undo half of the user's delete.
+ */
+function forgottenFolders(s: PassState): (key: PathKey) => boolean {
+  const forgotten = s.ctx.forgotten;
+  if (s.ctx.localDeletePolicy !== 'forget' || forgotten === undefined || forgotten.size === 0) return () => false;
+  const withForgotten = new Set<PathKey>();
+  const live = new Set<PathKey>();
+  for (const d of s.view.docs) {
+    const gone = forgotten.get(d.documentId) === d.versionId && !s.view.local.files.has(d.key);
+    for (let k = parentOf(d.key); k !== ''; k = parentOf(k)) (gone ? withForgotten : live).add(k);
+  }
+  return (key) => {
+    if (live.has(key)) return false;
+    for (let k = key; k !== ''; k = parentOf(k)) if (withForgotten.has(k) && !live.has(k)) return true;
+    return false;
+  };
+}
+
 const FOLDER_NAMED_LIKE_FILE = 'a local file has the name of this remote folder (the service cannot delete or rename folders): rename the file';
 
 /** Remote folders missing locally become local directories (never in upload mode). */
 export function planFolders(s: PassState): void {
   if (s.ctx.direction === 'upload') return;
+  const forgottenOnly = forgottenFolders(s);
   for (const f of s.view.folders) {
     if (f.key === '' || s.view.local.dirs.has(f.key) || s.view.isUnknown(f.key)) continue;
+    if (forgottenOnly(f.key)) continue; // deleted locally under localDeletePolicy forget: stays deleted
     const fileHere = s.view.local.files.has(f.key);
     const fileAbove = !fileHere && s.view.ancestorIsFile(f.key);
     const reason = s.view.hadSyncedFilesUnder(f.key) ? 'restore-local-delete' : 'new-remote-folder';

@@ -544,4 +544,17 @@ describe('forgotten documents (localDeletePolicy forget)', () => {
     const p = plan(w, { localDeletePolicy: 'forget', forgotten: new Map([['d1', 'v1']]) });
     expect(summarizeGroups(p.groups)).toEqual([['download docs/a.txt d1@v2 expect=none new-remote']]);
   });
+
+  it('does not re-create a folder deleted with its files (nor an empty folder in it); a folder with another document comes back', () => {
+    const w = world().folder('f2', 'Kind').folder('f3', 'Kind/deep', 'f2').folder('f4', 'Mixed').folder('f5', 'Mixed/sub', 'f4');
+    w.doc('d1', 'Kind/a.txt', 'v1', 'f2');
+    w.doc('d2', 'Mixed/gone.txt', 'v1', 'f4');
+    w.doc('d3', 'Mixed/sub/new.txt', 'v1', 'f5');
+    const p = plan(w, { localDeletePolicy: 'forget', forgotten: new Map([['d1', 'v1'], ['d2', 'v1']]) });
+    expect(summarizeGroups(p.groups)).toEqual([['mkdir Mixed f4'], ['mkdir Mixed/sub f5'], ['download Mixed/sub/new.txt d3@v1 expect=none new-remote']]);
+    // Under restore, or with nothing forgotten, the folders come back as ever.
+    expect(summarizeGroups(plan(w, { forgotten: new Map([['d1', 'v1']]) }).groups).flat().filter((x) => x.startsWith('mkdir'))).toEqual([
+      'mkdir Kind f2', 'mkdir Kind/deep f3', 'mkdir Mixed f4', 'mkdir Mixed/sub f5',
+    ]);
+  });
 });
