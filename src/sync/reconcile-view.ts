@@ -32,8 +32,6 @@ export class ReconcileView {
   private foldersOfBaseDirs: Map<PathKey, Set<string>> | null = null;
   /** Every directory key with a base row somewhere below it (built on first use). */
   private dirsWithBase: Set<PathKey> | null = null;
-  /** Base rows by the inode they recorded (built on first use; 0 left out). */
-  private basesByInode: Map<number, BaseEntry> | null = null;
 
   constructor(
     readonly base: ReadonlyMap<string, BaseEntry>,
@@ -101,15 +99,6 @@ export class ReconcileView {
       return folder.key + dirKey.slice(k.length);
     }
     return null;
-  }
-
-  /** The base row that recorded this inode (the first by key when several did), if any. */
-  baseWithInode(inode: number): BaseEntry | undefined {
-    if (this.basesByInode === null) {
-      this.basesByInode = new Map();
-      for (const b of this.bases) if (b.inode !== 0 && !this.basesByInode.has(b.inode)) this.basesByInode.set(b.inode, b);
-    }
-    return inode === 0 ? undefined : this.basesByInode.get(inode);
   }
 
   /** Did synced files lie under this directory? Then a remote folder missing here was removed locally. */

@@ -265,19 +265,6 @@ function followRemoteMove(
     uploadModeRemoteMove(s, b, l, remoteModified, file, doc);
     return true;
   }
-  // The user moved this very file to the document's new path while something else took its old one: names
-  // swapped or rotated alike on both sides (mv x t; mv y x; mv t y, and the same renames on the service).
-  const there = s.view.local.files.get(doc.key);
-  if (file && there && there !== file && file.inode !== b.inode && renamedAlikeLocally(b, there) && !s.consumedLocal.has(there.key) && !s.view.isUnknown(doc.key)) {
-    const steps = followedLocallySteps(s, b, doc, there);
-    // What is at the old path now: another synced file whose document moved here too (a swap) adopts it;
-    // anything else is a file of its own.
-    const owner = s.view.baseWithInode(file.inode);
-    const claimed = owner !== undefined && owner !== b && s.view.remote.docs.get(owner.documentId)?.key === b.key;
-    if (claimed) commitBase(s, b, steps, true);
-    else keepAsLocalFile(s, b, file, steps, 'new-local');
-    return true;
-  }
   const occ = occupancy(s, doc.key, b);
   if (occ.kind === 'defer') return false;
   if (occ.kind === 'blocked') {
@@ -340,10 +327,6 @@ function renamedAlikeLocally(b: BaseEntry, there: LocalFile): boolean {
 }
 
 function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: LocalFile, after?: number): void {
-  commitBase(s, b, followedLocallySteps(s, b, doc, there), true, after);
-}
-
-function followedLocallySteps(s: PassState, b: BaseEntry, doc: RemoteDoc, there: LocalFile): Action[] {
   s.consumedLocal.add(there.key);
   s.consumedDocs.add(doc.documentId);
   const edited = there.sha256 !== b.sha256;
@@ -362,7 +345,7 @@ function followedLocallySteps(s: PassState, b: BaseEntry, doc: RemoteDoc, there:
     issue(s, there.relPath, 'local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: the local change is not uploaded`, b.documentId);
     actions.push(adopt);
   }
-  return actions;
+  commitBase(s, b, actions, true, after);
 }
 
 /**

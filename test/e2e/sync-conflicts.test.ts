@@ -201,31 +201,6 @@ describe('the same rename made on both sides', () => {
     await expectQuietPass(ws);
   });
 
-  it('two names swapped alike on both sides: both adopted, no version, nothing undone', async () => {
-    ws = await createWorkspace();
-    const c = ws.emulator.control;
-    const tab = c.createFolder(ws.binderId, { name: 'E' });
-    const x = c.addDocument(ws.binderId, tab.id, 'x.txt', 'content X').document;
-    const y = c.addDocument(ws.binderId, tab.id, 'y.txt', 'content Y').document;
-    await expectConvergedPass(ws);
-    const at = (n: string) => path.join(ws.local, 'E', n);
-    fs.renameSync(at('x.txt'), at('tmp'));
-    fs.renameSync(at('y.txt'), at('x.txt'));
-    fs.renameSync(at('tmp'), at('y.txt'));
-    c.renameDocument(x.id, 'tmp');
-    c.renameDocument(y.id, 'x.txt');
-    c.renameDocument(x.id, 'y.txt');
-
-    const r = await expectConvergedPass(ws);
-    expect(r.report?.done, explain(r)).toEqual({ adopt: 2 });
-    expect(readLocal(ws, 'E/x.txt')).toBe('content Y');
-    expect(readLocal(ws, 'E/y.txt')).toBe('content X');
-    expect(versionContents(ws, x.id)).toEqual(['content X']);
-    expect(versionContents(ws, y.id)).toEqual(['content Y']);
-    expectSidesEqual(ws);
-    await expectQuietPass(ws);
-  });
-
   it('unchanged: adopted at the new name with no transfer at all', async () => {
     const docId = await renamedOnBothSides();
 

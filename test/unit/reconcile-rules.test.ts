@@ -330,20 +330,6 @@ describe('remote moves onto occupied paths', () => {
       const a = plan(w).groups[0]![0]!;
       expect(a.kind === 'adopt' && a.base).toMatchObject({ relPath: 'docs/b.txt', key: 'docs/b.txt', fileName: 'b.txt', folderId: 'f1', sha256: 'h1', ctimeMs: 5 });
     });
-    it('names swapped alike on both sides (mv x t; mv y x; mv t y, and the same on the service): both adopted, nothing sent', () => {
-      const w = world();
-      w.baseRow('dX', 'docs/x.txt', 'v1', 'f1', 'hX');
-      w.baseRow('dY', 'docs/y.txt', 'v1', 'f1', 'hY');
-      w.file('docs/x.txt', 'hY', { ctimeMs: 7 });
-      w.file('docs/y.txt', 'hX', { ctimeMs: 8 });
-      w.doc('dX', 'docs/y.txt', 'v1', 'f1');
-      w.doc('dY', 'docs/x.txt', 'v1', 'f1');
-      const p = plan(w);
-      expect(summarizeGroups(p.groups).flat().sort()).toEqual(['adopt dX renamed-alike', 'adopt dY renamed-alike']);
-      expect(p.issues).toEqual([]);
-      const at = new Map(p.groups.flat().map((a) => [a.kind === 'adopt' ? a.base.documentId : '', a.kind === 'adopt' ? a.base.relPath : '']));
-      expect(at).toEqual(new Map([['dX', 'docs/y.txt'], ['dY', 'docs/x.txt']]));
-    });
     it('download mode: an edit is reported, not uploaded, and the base follows the file', () => {
       const w = world();
       w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
