@@ -1,7 +1,7 @@
 // What the daemon takes from a PassReport: what is still pending (status), whether the pass did anything (one
 // summary log line, or debug for a quiet poll), and the metrics it feeds.
 import type { Logger } from '../log.js';
-import { GROUP_FROM, groupIssues, INFORMATIONAL_ISSUES, issueGroupKey, printable } from '../sync/issue-groups.js';
+import { GROUP_FROM, groupIssues, issueGroupKey, LOGGED_AT_INFO, printable } from '../sync/issue-groups.js';
 import type { ActionKind, Issue } from '../sync/model.js';
 import { describeDone } from '../sync/executor.js';
 import type { PassReport } from '../sync/pass.js';
@@ -87,7 +87,7 @@ export function logIssueChanges(log: Logger, previous: ReadonlyMap<string, Issue
   for (const g of lines.slice(0, ISSUE_LOG_LIMIT)) {
     const fields = { relPath: g.label, code: g.code, count: g.count };
     const msg = `not synced: ${g.label}: ${g.code}: ${g.detail}`;
-    if (INFORMATIONAL_ISSUES.has(g.code)) log.info(fields, msg);
+    if (LOGGED_AT_INFO.has(g.code)) log.info(fields, msg);
     else log.warn(fields, msg);
   }
   if (lines.length > ISSUE_LOG_LIMIT) {

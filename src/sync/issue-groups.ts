@@ -6,7 +6,12 @@ import type { Issue } from './model.js';
  * Issues that follow from the user's own configuration and leave nothing pending: a pass with only these
  * still counts as "in sync" (exit 0), and the daemon logs them at info, not warn.
  */
-export const INFORMATIONAL_ISSUES: ReadonlySet<Issue['code']> = new Set(['local-delete-not-propagated', 'changing']);
+export const INFORMATIONAL_ISSUES: ReadonlySet<Issue['code']> = new Set(['local-delete-not-propagated']);
+/**
+ * Issues the daemon logs at info, not warn: the informational ones, and a file still being written (it is not
+ * in sync yet, so it still counts against convergence, but the next pass looks again by itself).
+ */
+export const LOGGED_AT_INFO: ReadonlySet<Issue['code']> = new Set([...INFORMATIONAL_ISSUES, 'changing']);
 
 /**
  * Order of the human "not synced" list: what someone must act on (refused uploads, missing metadata, files

@@ -22,6 +22,12 @@ const INFO = 30;
 const unreadable = (relPath: string): Issue => ({ relPath, code: 'unreadable', detail: 'cannot read: EACCES' });
 
 describe('logIssueChanges', () => {
+  it('logs a file still being written at info: the next pass looks again by itself', () => {
+    const { log, records } = capture();
+    logIssueChanges(log, new Map(), [{ relPath: 'Docs/big.iso', code: 'changing', detail: 'the file changed while it was being read' }]);
+    expect(records.map((r) => [r.level, r.msg])).toEqual([[INFO, 'not synced: Docs/big.iso: changing: the file changed while it was being read']]);
+  });
+
   it('logs new issues once, at warn, and the informational ones at info', () => {
     const { log, records } = capture();
     const kept: Issue = { relPath: 'Docs/old.txt', code: 'local-delete-not-propagated', detail: 'kept remotely' };
