@@ -182,11 +182,15 @@ function forgottenFolders(s: PassState): (key: PathKey) => boolean {
   if (s.ctx.localDeletePolicy !== 'forget' || forgotten === undefined || forgotten.size === 0) return () => false;
   const withForgotten = new Set<PathKey>();
   const live = new Set<PathKey>();
-  for (const d of s.view.docs) {
-    const gone = forgotten.get(d.documentId) === d.versionId && !s.view.local.files.has(d.key);
-    for (let k = parentOf(d.key); k !== ''; k = parentOf(k)) (gone ? withForgotten : live).add(k);
-  }
+  let indexed = false; // built on first use: most passes have no remote folder missing locally
   return (key) => {
+    if (!indexed) {
+      indexed = true;
+      for (const d of s.view.docs) {
+        const gone = forgotten.get(d.documentId) === d.versionId && !s.view.local.files.has(d.key);
+        for (let k = parentOf(d.key); k !== ''; k = parentOf(k)) (gone ? withForgotten : live).add(k);
+      }
+    }
     if (live.has(key)) return false;
     for (let k = key; k !== ''; k = parentOf(k)) if (withForgotten.has(k) && !live.has(k)) return true;
     return false;

@@ -275,20 +275,24 @@ function followRemoteMove(
     remoteMoveOntoLocalFile(s, b, l, file, doc, occ.file, occ.after);
     return true;
   }
-  const actions: Action[] = [];
-  if (!file) actions.push(download(doc, null, 'remote-modified'));
-  else {
-    actions.push(moveLocal(file, doc));
-    const moved = movedTo(file, doc);
-    if (l === 'unchanged' && remoteModified) actions.push(download(doc, statOf(file), 'remote-modified'));
-    if (l === 'modified' && remoteModified) actions.push(conflict(moved, doc, b, s.ctx, s.out.conflictPathFor(moved.relPath)));
-    if (l === 'modified' && !remoteModified) {
-      if (s.ctx.direction === 'both') actions.push(upload(moved, versionOf(doc), 'local-modified', b.documentId));
-      else issue(s, moved.relPath, 'local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: the local change is not uploaded`, b.documentId);
-    }
-  }
+  const actions = file
+    ? [moveLocal(file, doc), ...contentStepsAt(s, b, movedTo(file, doc), l === 'modified', remoteModified, doc)]
+    : [download(doc, null, 'remote-modified')];
   commitBase(s, b, actions, true, occ.after);
   return true;
+}
+
+/**
+ * The steps for b's file once it is at its document's new path (moved there by the daemon, or by the user): a
+ * newer remote version replaces an unchanged file, both changed is a conflict, a local edit goes up as the
+ * next version (or is reported when this pair does not upload). None when neither side changed the content.
+ */
+function contentStepsAt(s: PassState, b: BaseEntry, at: LocalFile, edited: boolean, remoteModified: boolean, doc: RemoteDoc): Action[] {
+  if (!edited) return remoteModified ? [download(doc, statOf(at), 'remote-modified')] : [];
+  if (remoteModified) return [conflict(at, doc, b, s.ctx, s.out.conflictPathFor(at.relPath))];
+  if (s.ctx.direction === 'both') return [upload(at, versionOf(doc), 'local-modified', b.documentId)];
+  issue(s, at.relPath, 'local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: the local change is not uploaded`, b.documentId);
+  return [];
 }
 
 /**
@@ -329,23 +333,14 @@ function renamedAlikeLocally(b: BaseEntry, there: LocalFile): boolean {
 function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: LocalFile, after?: number): void {
   s.consumedLocal.add(there.key);
   s.consumedDocs.add(doc.documentId);
-  const edited = there.sha256 !== b.sha256;
-  const remoteModified = doc.versionId !== b.versionId;
+  const steps = contentStepsAt(s, b, there, there.sha256 !== b.sha256, doc.versionId !== b.versionId, doc);
+  // Nothing to transfer: the base row alone moves to the file's new path.
   const adopt: Action = {
     kind: 'adopt',
     base: { ...b, ...statOf(there), relPath: there.relPath, key: there.key, fileName: doc.fileName, folderId: doc.folderId },
     reason: 'renamed-alike',
   };
-  const actions: Action[] = [];
-  if (edited && remoteModified) actions.push(conflict(there, doc, b, s.ctx, s.out.conflictPathFor(there.relPath)));
-  else if (remoteModified) actions.push(download(doc, statOf(there), 'remote-modified'));
-  else if (!edited) actions.push(adopt);
-  else if (s.ctx.direction === 'both') actions.push(upload(there, versionOf(doc), 'local-modified', b.documentId));
-  else {
-    issue(s, there.relPath, 'local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: the local change is not uploaded`, b.documentId);
-    actions.push(adopt);
-  }
-  commitBase(s, b, actions, true, after);
+  commitBase(s, b, steps.length > 0 ? steps : [adopt], true, after);
 }
 
 /**
