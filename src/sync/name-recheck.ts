@@ -2,8 +2,8 @@
 // the service attaches the version to whatever document of that name the folder holds then, or creates one.
 // - A new document: if someone created a document of that name there since the listing the plan rests on (a
 //   colleague's new file, a rename), the upload would bury their content under ours without a conflict.
-// - An edit: if its document was renamed or moved meanwhile, the commit would create a stray document under
-//   the old name (or land on another document named like it).
+// - An edit: if another document there took a name like it, the commit could land on that one. (Its own
+//   document renamed or moved meanwhile is seen on the document itself, fetched after the PUT: upload.ts.)
 // Either fails with REMOTE_CHANGED, nothing committed; the next pass lists again and plans with the new names.
 // The folder's documents are listed once more after the upload's PUT, one request (4.6) shared by the uploads
 // into the same folder that end within RECHECK_TOLERANCE_MS of it: a bulk upload costs about one listing per
@@ -70,23 +70,17 @@ export class FolderRecheck {
   }
 
   /**
-   * An edit: throws REMOTE_CHANGED (retryable) unless its document is still in the folder under exactly
-   * `fileName` and no other document there is named like it, i.e. unless the commit can only reach that document.
+   * An edit: throws REMOTE_CHANGED (retryable) when another document in its folder is now named like it, so the
+   * commit could land there. Its own name and folder are checked on the document itself (upload.ts).
    */
-  async assertStillNamed(ctx: RecheckContext & { documentId: string }, putEndedAt: number): Promise<void> {
+  async assertNoTwin(ctx: RecheckContext & { documentId: string }, putEndedAt: number): Promise<void> {
     const documents = await this.documents(ctx.folderId, putEndedAt - RECHECK_TOLERANCE_MS);
     const name = looseName(ctx.fileName);
-    const own = documents.find((doc) => doc.id === ctx.documentId);
     const twin = documents.find((doc) => doc.id !== ctx.documentId && looseName(doc.fileName) === name);
-    if (own !== undefined && own.fileName === ctx.fileName && twin === undefined) return;
-    let why: string;
-    if (own === undefined) why = `its document (${ctx.documentId}) was renamed or moved on the service during the upload: it is no longer in its remote folder`;
-    else if (own.fileName !== ctx.fileName) why = `its document (${ctx.documentId}) was renamed or moved on the service during the upload: it is now named "${own.fileName}", not "${ctx.fileName}"`;
-    else why = `another document in its remote folder, "${twin?.fileName}" (${twin?.id}), is now named like it (renamed, moved or created there since the last listing)`;
-    throw new BinderSyncError(`${ctx.relPath}: not uploaded: ${why}; nothing was committed, the next pass lists the binder again and plans it anew`, {
-      code: 'REMOTE_CHANGED',
-      retryable: true,
-      context: { pair: ctx.pair, relPath: ctx.relPath, folderId: ctx.folderId, documentId: ctx.documentId, ...(twin ? { otherDocumentId: twin.id } : {}) },
-    });
+    if (twin === undefined) return;
+    throw new BinderSyncError(
+      `${ctx.relPath}: not uploaded: another document in its remote folder, "${twin.fileName}" (${twin.id}), is now named like it (renamed, moved or created there since the last listing); nothing was committed, the next pass lists the binder again and plans it anew`,
+      { code: 'REMOTE_CHANGED', retryable: true, context: { pair: ctx.pair, relPath: ctx.relPath, folderId: ctx.folderId, documentId: ctx.documentId, otherDocumentId: twin.id } },
+    );
   }
 }

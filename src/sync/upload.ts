@@ -92,12 +92,13 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
     const documentId = req.target.documentId;
     if (documentId !== null) {
       // Both requested side by side: neither waits for the other.
-      const [doc, stillNamed] = await Promise.allSettled([d.client.getDocument(documentId), recheck.assertStillNamed({ ...named, documentId }, putEndedAt)]);
+      const [doc, noTwin] = await Promise.allSettled([d.client.getDocument(documentId), recheck.assertNoTwin({ ...named, documentId }, putEndedAt)]);
       if (doc.status === 'rejected') throw doc.reason;
       current = doc.value;
-      // A deleted document or a new version says more than the rename check that follows from it.
+      // A deleted document or a new version says more than the name checks that follow from it.
       if (req.reason === 'local-modified') assertStillBase(d, req, current);
-      if (stillNamed.status === 'rejected') throw stillNamed.reason;
+      assertStillNamed(d, req, current);
+      if (noTwin.status === 'rejected') throw noTwin.reason;
     } else {
       await recheck.assertNameFree(named, putEndedAt);
     }
@@ -241,6 +242,26 @@ function assertStillBase(d: ExecutorDeps, req: UploadRequest, current: Document 
     `${req.relPath}: not uploaded: the document ${current === null ? 'was deleted' : 'got a new version'} on the service since the last listing; the next pass lists the binder again and resolves it (a conflict keeps both edits)`,
     { code: 'REMOTE_CHANGED', retryable: true, context: { pair: d.pair, relPath: req.relPath, documentId } },
   );
+}
+
+/**
+ * The commit goes by name (4.9): an edit's document must still be in the planned folder under exactly the
+ * planned name, as the document itself says after the PUT. A rename during the upload made the commit create
+ * a stray document under the old name.
+ */
+function assertStillNamed(d: ExecutorDeps, req: UploadRequest, current: Document | null): void {
+  const t = req.target;
+  if (current !== null && current.fileName === t.fileName && current.folderId === t.folderId) return;
+  const why = current === null
+    ? 'was deleted on the service during the upload'
+    : current.folderId === t.folderId
+      ? `was renamed or moved on the service during the upload: it is now named "${current.fileName}", not "${t.fileName}"`
+      : 'was renamed or moved on the service during the upload: it is no longer in its remote folder';
+  throw new BinderSyncError(`${req.relPath}: not uploaded: its document (${t.documentId}) ${why}; nothing was committed, the next pass lists the binder again and plans it anew`, {
+    code: 'REMOTE_CHANGED',
+    retryable: true,
+    context: { pair: d.pair, relPath: req.relPath, folderId: t.folderId, documentId: t.documentId },
+  });
 }
 
 /** The row under a label no version of its document carries now (persisted first); null when ours is free. */

@@ -147,6 +147,53 @@ pairs: [{ name: p, localPath: ./local, binderId: ${binderId} }]`,
   }
 });
 
+describe("an edit's document renamed just after a shared listing of its folder", () => {
+  it('is caught on the document itself (fetched after the PUT), not on the listing up to a second old', async () => {
+    const s = await executorFixture(cleanups, 'recheck-stale-');
+    const c = s.emu.control;
+    const doc = c.addDocument(s.binderId, s.folderId, 'plan.txt', 'original').document;
+    s.store.putBase({
+      documentId: doc.id, versionId: doc.latestVersionId, versionLabel: '1', folderId: s.folderId, fileName: 'plan.txt',
+      relPath: 'Docs/plan.txt', key: 'Docs/plan.txt', size: 8, mtimeMs: 1, inode: 1, ctimeMs: 1, sha256: sha('original'),
+    });
+    const fresh = writeLocal(s.root, 'new.txt', 'a new file');
+    const edit = writeLocal(s.root, 'plan.txt', 'my edit, longer than the new file');
+    // The new file's upload lists the folder; once that listing has answered, the document is renamed, and
+    // only then does the edit's PUT end: the edit shares the listing (well within a second), which predates it.
+    let listed!: () => void;
+    const listing = new Promise<void>((r) => (listed = r));
+    const realList = s.client.listFolderDocuments.bind(s.client);
+    s.client.listFolderDocuments = async (...args) => {
+      const docs = await realList(...args);
+      listed();
+      return docs;
+    };
+    const realUpload = s.client.uploadContent.bind(s.client);
+    s.client.uploadContent = async (...args) => {
+      const sent = await realUpload(...args);
+      if (sent.bytes === edit.size) {
+        await listing;
+        c.renameDocument(doc.id, 'plan-final.txt');
+      }
+      return sent;
+    };
+    const plan: Plan = {
+      groups: [
+        ...newFilesPlan([fresh], s.folderId).groups,
+        [{ kind: 'upload', relPath: edit.relPath, key: edit.key, local: edit, target: { documentId: doc.id, folderId: s.folderId, fileName: 'plan.txt' }, reason: 'local-modified', replacesBase: null }],
+      ],
+      issues: [],
+      blocked: null,
+    };
+    const report = await executePlan(plan, s.d);
+    expect(report.failures).toEqual([expect.objectContaining({ relPath: 'Docs/plan.txt', code: 'REMOTE_CHANGED' })]);
+    expect(report.failures[0]?.message).toContain('it is now named "plan-final.txt"');
+    expect(c.counters().folderdocuments).toBe(1); // the edit did share the stale listing
+    expect(c.listDocuments(s.binderId).map((x) => x.fileName).sort()).toEqual(['new.txt', 'plan-final.txt']);
+    expect(c.listVersions(doc.id)).toHaveLength(1);
+  });
+});
+
 describe('a burst of new files into one folder', () => {
   it('a name taken after an earlier upload listed the folder is seen by the uploads ending a second later: none commits onto it', async () => {
     const s = await executorFixture(cleanups, 'recheck-burst-');
