@@ -4,6 +4,7 @@
 import type { RemoteDoc, RemoteFolder, RemoteObservation } from '../sync/model.js';
 import { joinRel, pathKey } from '../sync/path-key.js';
 import { localNameFor, withDupSuffix } from './names.js';
+import { utf8Length } from '../local/name-limits.js';
 
 export interface RemoteTreeInput {
   /** parentId null = top-level tab of the drive. */
@@ -143,7 +144,7 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
         continue;
       }
       // A path the system cannot take (ENAMETOOLONG): reported, never attempted on every pass.
-      if (input.maxPathBytes !== undefined && Buffer.byteLength(relPath) > input.maxPathBytes) {
+      if (input.maxPathBytes !== undefined && utf8Length(relPath) > input.maxPathBytes) {
         if (sibling.folder) rejectSubtree(sibling.folder, UNMAPPABLE.tooLong(input.maxPathBytes), parent.relPath);
         else if (sibling.doc) rejectDoc(sibling.doc, UNMAPPABLE.tooLong(input.maxPathBytes), parent.relPath);
         continue;
