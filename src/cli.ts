@@ -2,6 +2,7 @@
 // Returns the process exit code (see cli/exit-codes.ts); never calls process.exit itself so that
 // commands can close what they opened.
 import { Command, CommanderError } from 'commander';
+import { dropOutputWhenReaderGone } from './cli/broken-pipe.js';
 import { holdEarlySignals, releaseEarlySignals } from './cli/early-signals.js';
 import { ExitCode } from './cli/exit-codes.js';
 import { describeError } from './errors.js';
@@ -42,6 +43,7 @@ Exit codes:
 (not installed globally) run it as \`npx binder-sync ...\`.`;
 
 export async function main(argv: string[]): Promise<number> {
+  dropOutputWhenReaderGone();
   const program = new Command();
   let exitCode: number = ExitCode.ok;
   program

@@ -1,7 +1,7 @@
 // Developer tool (not part of `npm run bench`): A/B of large-file transfers. Runs `binder-sync sync` from
 // several builds (each a bin/binder-sync.js with its own dist/ beside it) and the floor, interleaved, on the
 // large set of benchmarks 1 and 2, and prints wall and CPU (user+sys, /usr/bin/time) medians per side;
-// LAB_PROFILE=1 adds one --cpu-prof run per build and direction, summarized; LAB_FLOOR_DURABLE=1 adds the
+// LAB_PROFILE=1 adds one --cpu-prof run per build and direction, summarized (LAB_PROFILE=all: the floor's too); LAB_FLOOR_DURABLE=1 adds the
 // download floor that fsyncs each file.
 // Usage: `npx tsc -p bench/tsconfig.json && LAB_BINS=base=/tmp/ab/base/bin/binder-sync.js,new=bin/binder-sync.js
 //   LAB_MODE=download,upload LAB_RUNS=5 node bench/.out/bench/tools/transfer-lab.js`
@@ -22,7 +22,9 @@ const bins = (process.env.LAB_BINS ?? `cur=${path.join(ROOT, 'bin', 'binder-sync
 });
 const modes = (process.env.LAB_MODE ?? 'download,upload').split(',');
 const runs = Number(process.env.LAB_RUNS ?? 5);
-const profile = process.env.LAB_PROFILE === '1';
+/** LAB_PROFILE=1: one profiled run per build; LAB_PROFILE=all: the floors' too. */
+const profile = process.env.LAB_PROFILE === '1' || process.env.LAB_PROFILE === 'all';
+const profileFloors = process.env.LAB_PROFILE === 'all';
 const withFloor = process.env.LAB_FLOOR !== '0';
 /** LAB_FLOOR_DURABLE=1: a "floor+fsync" side too (downloads: the floor fsyncing each file). */
 const withDurableFloor = process.env.LAB_FLOOR_DURABLE === '1';
@@ -75,7 +77,7 @@ function downloadSides(emu: Emulator, binderId: string): Side[] {
     one(b.name, (dir, local, nodeArgs) => timed(syncArgs(b.bin, writeConfig(dir, { emu, binderId, localPath: local, stateDir: path.join(dir, 'state'), limits }), nodeArgs), secret, dir)),
   );
   const floorSide = (name: string, durable: boolean): Side =>
-    one(name, (dir, local) => timed([path.join(OUT, 'floor', 'download.js')], { ...secret, BENCH_FLOOR: JSON.stringify({ ...floorArgs(emu, binderId, local, limits), durable }) }, dir));
+    one(name, (dir, local, nodeArgs) => timed([...nodeArgs, path.join(OUT, 'floor', 'download.js')], { ...secret, BENCH_FLOOR: JSON.stringify({ ...floorArgs(emu, binderId, local, limits), durable }) }, dir));
   if (withFloor) sides.push(floorSide('floor', false));
   if (withDurableFloor) sides.push(floorSide('floor+fsync', true));
   return sides;
@@ -108,7 +110,7 @@ function uploadSides(source: string): Side[] {
   );
   if (withFloor) {
     sides.push(
-      one('floor', (emu, binderId, dir) => timed([path.join(OUT, 'floor', 'upload.js')], { [SECRET_ENV]: emu.credentials.clientSecret, BENCH_FLOOR: JSON.stringify(floorArgs(emu, binderId, source, limits)) }, dir)),
+      one('floor', (emu, binderId, dir, nodeArgs) => timed([...nodeArgs, path.join(OUT, 'floor', 'upload.js')], { [SECRET_ENV]: emu.credentials.clientSecret, BENCH_FLOOR: JSON.stringify(floorArgs(emu, binderId, source, limits)) }, dir)),
     );
   }
   return sides;
@@ -148,7 +150,7 @@ async function measure(mode: string, sides: Side[]): Promise<void> {
     console.log(`| ${name} | ${(w / 1000).toFixed(2)} | ${(c / 1000).toFixed(2)} | ${(w / floor).toFixed(2)}x | ${ts.map((t) => (t.wall / 1000).toFixed(2)).join(' / ')} |`);
   }
   if (profile) {
-    for (const s of sides) if (!s.name.startsWith('floor')) await s.run(true);
+    for (const s of sides) if (profileFloors || !s.name.startsWith('floor')) await s.run(true);
   }
 }
 

@@ -75,7 +75,15 @@ export interface CliResult {
 export function runCli(
   ws: Workspace | null,
   args: string[],
-  opts: { env?: NodeJS.ProcessEnv; readOnly?: boolean; timeoutMs?: number; /** instead of `node bin/binder-sync.js` (e.g. as another user) */ command?: string[] } = {},
+  opts: {
+    env?: NodeJS.ProcessEnv;
+    readOnly?: boolean;
+    timeoutMs?: number;
+    /** instead of `node bin/binder-sync.js` (e.g. as another user) */
+    command?: string[];
+    /** Closes the read end of the child's stdout at once, as `| true` does: its writes then fail with EPIPE. */
+    closeStdout?: boolean;
+  } = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const [cmd, ...rest] = [...(opts.command ?? [process.execPath, BIN]), ...args];
@@ -85,6 +93,7 @@ export function runCli(
     });
     let stdout = '';
     let stderr = '';
+    if (opts.closeStdout) child.stdout.destroy();
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000);
