@@ -105,7 +105,7 @@ export function runCli(
   });
 }
 
-export function sync(ws: Workspace, extraArgs: string[] = [], opts: { readOnly?: boolean; env?: NodeJS.ProcessEnv; command?: string[] } = {}): Promise<CliResult> {
+export function sync(ws: Workspace, extraArgs: string[] = [], opts: Omit<NonNullable<Parameters<typeof runCli>[2]>, 'timeoutMs'> = {}): Promise<CliResult> {
   return runCli(ws, ['sync', '--config', ws.configFile, ...extraArgs], opts);
 }
 
