@@ -22,6 +22,8 @@ export interface PassState {
   vacated: Set<string>;
   /** Files whose base row is forgotten in group `group` but which stay on disk, waiting for a remote claim. */
   orphans: Map<PathKey, { file: LocalFile; group: number; documentId: string }>;
+  /** Base documents this pass forgets because their local file was deleted (localDeletePolicy forget). */
+  forgetting: Set<string>;
 }
 
 export type Occupancy =
@@ -174,12 +176,13 @@ export function planLocalNew(s: PassState, file: LocalFile): void {
 
 /**
  * Remote folders deleted locally under localDeletePolicy forget: those holding documents forgotten after a
- * local delete and no other document (nor any below), and the folders under them with no document below.
- * Re-created empty, they would undo half of the user's delete.
+ * local delete (in an earlier pass, or in this one: `rm -r` of a synced folder) and no other document (nor any
+ * below), and the folders under them with no document below. Re-created empty, they would undo half of the
+ * user's delete.
  */
 function forgottenFolders(s: PassState): (key: PathKey) => boolean {
-  const forgotten = s.ctx.forgotten;
-  if (s.ctx.localDeletePolicy !== 'forget' || forgotten === undefined || forgotten.size === 0) return () => false;
+  const forgotten = s.ctx.forgotten ?? new Map<string, string>();
+  if (s.ctx.localDeletePolicy !== 'forget' || (forgotten.size === 0 && s.forgetting.size === 0)) return () => false;
   const withForgotten = new Set<PathKey>();
   const live = new Set<PathKey>();
   let indexed = false; // built on first use: most passes have no remote folder missing locally
@@ -187,7 +190,7 @@ function forgottenFolders(s: PassState): (key: PathKey) => boolean {
     if (!indexed) {
       indexed = true;
       for (const d of s.view.docs) {
-        const gone = forgotten.get(d.documentId) === d.versionId && !s.view.local.files.has(d.key);
+        const gone = (s.forgetting.has(d.documentId) || forgotten.get(d.documentId) === d.versionId) && !s.view.local.files.has(d.key);
         for (let k = parentOf(d.key); k !== ''; k = parentOf(k)) (gone ? withForgotten : live).add(k);
       }
     }
@@ -205,9 +208,10 @@ export function planFolders(s: PassState): void {
   const forgottenOnly = forgottenFolders(s);
   for (const f of s.view.folders) {
     if (f.key === '' || s.view.local.dirs.has(f.key) || s.view.isUnknown(f.key)) continue;
-    if (forgottenOnly(f.key)) continue; // deleted locally under localDeletePolicy forget: stays deleted
     const fileHere = s.view.local.files.has(f.key);
     const fileAbove = !fileHere && s.view.ancestorIsFile(f.key);
+    // Deleted locally under localDeletePolicy forget: stays deleted (a file in its place is still reported).
+    if (!fileHere && !fileAbove && forgottenOnly(f.key)) continue;
     const reason = s.view.hadSyncedFilesUnder(f.key) ? 'restore-local-delete' : 'new-remote-folder';
     const action: Action = { kind: 'mkdir-local', relPath: f.relPath, key: f.key, folderId: f.folderId, reason };
     if (fileHere || fileAbove || s.out.commit(f.key, [action]) === null) {

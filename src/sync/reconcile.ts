@@ -51,6 +51,7 @@ export function reconcile(
     decided: new Set(),
     vacated: new Set(),
     orphans: new Map(),
+    forgetting: new Set(),
   };
   for (const p of local.problems) s.out.issue({ relPath: p.relPath, code: PROBLEM_CODES[p.reason], detail: p.detail });
   for (const u of remote.unmappable) {
@@ -182,13 +183,15 @@ function planBase(s: PassState, b: BaseEntry): boolean {
 }
 
 /** Commits one entry's steps (as its own group, or after the group that frees its target). */
-function commitBase(s: PassState, b: BaseEntry, actions: Action[], releasesKey: boolean, after?: number): void {
+/** Commits b's actions at its key; false when another change of this pass holds the key (reported). */
+function commitBase(s: PassState, b: BaseEntry, actions: Action[], releasesKey: boolean, after?: number): boolean {
   const g = s.out.commit(b.key, actions, after);
   if (g === null) {
     if (actions.length > 0) collision(s, b.relPath, 'another change in this pass writes the same path', b.documentId);
-    return;
+    return false;
   }
   if (releasesKey) s.out.release(b.key, g);
+  return true;
 }
 
 function issue(s: PassState, relPath: string, code: Issue['code'], detail: string, documentId: string): void {
@@ -421,7 +424,7 @@ function pathTakenByFolder(s: PassState, b: BaseEntry, doc: RemoteDoc): boolean 
 /** The service has no delete endpoint: the base row is dropped and the operator is told. */
 function localDeleteNotPropagated(s: PassState, b: BaseEntry): void {
   issue(s, b.relPath, 'local-delete-not-propagated', 'the service cannot delete documents; the remote document is kept and no longer synced', b.documentId);
-  commitBase(s, b, [forget(b, 'local-deleted-forget')], true);
+  if (commitBase(s, b, [forget(b, 'local-deleted-forget')], true)) s.forgetting.add(b.documentId);
 }
 
 function must<T>(x: T | undefined): T {

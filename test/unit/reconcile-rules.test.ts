@@ -557,4 +557,24 @@ describe('forgotten documents (localDeletePolicy forget)', () => {
       'mkdir Kind f2', 'mkdir Kind/deep f3', 'mkdir Mixed f4', 'mkdir Mixed/sub f5',
     ]);
   });
+
+  it('does not re-create a synced folder deleted with its files in the pass that forgets them (rm -r of a folder)', () => {
+    // Kind and Kind/deep held only synced files, now deleted with their folders; Mixed also holds a new document.
+    const w = world().folder('f2', 'Kind').folder('f3', 'Kind/deep', 'f2').folder('f4', 'Mixed');
+    w.baseRow('d1', 'Kind/a.txt', 'v1', 'f2', 'h1');
+    w.doc('d1', 'Kind/a.txt', 'v1', 'f2');
+    w.baseRow('d2', 'Kind/deep/b.txt', 'v1', 'f3', 'h2');
+    w.doc('d2', 'Kind/deep/b.txt', 'v1', 'f3');
+    w.baseRow('d3', 'Mixed/c.txt', 'v1', 'f4', 'h3');
+    w.doc('d3', 'Mixed/c.txt', 'v1', 'f4');
+    w.doc('d4', 'Mixed/new.txt', 'v1', 'f4');
+    const p = plan(w, { localDeletePolicy: 'forget' });
+    const steps = summarizeGroups(p.groups).flat();
+    expect(steps.filter((x) => x.startsWith('forget')).length).toBe(3);
+    expect(steps.filter((x) => x.startsWith('mkdir'))).toEqual(['mkdir Mixed f4 restore-local-delete']);
+    // Under restore the folders and files come back.
+    expect(summarizeGroups(plan(w).groups).flat().filter((x) => x.startsWith('mkdir'))).toEqual([
+      'mkdir Kind f2 restore-local-delete', 'mkdir Kind/deep f3 restore-local-delete', 'mkdir Mixed f4 restore-local-delete',
+    ]);
+  });
 });

@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { expectingMovedFile, type SettledMove } from '../../src/sync/after-move.js';
 import { sameStat, type Action, type BaseEntry, type FileStat, type LocalObservation, type Plan, type ReconcileContext, type RemoteObservation } from '../../src/sync/model.js';
 import { baseNameOf, joinRel, parentOf, pathKey } from '../../src/sync/path-key.js';
+import { withheldForAmbiguousNames } from '../../src/sync/plan-filters.js';
 import { reconcile } from '../../src/sync/reconcile.js';
 
 /** A write sets mtime and ctime; a link, unlink or rename of the file sets its ctime alone (relinked). */
@@ -198,8 +199,9 @@ export class SimWorld {
       direction: 'both', conflictPolicy: 'keep-both', localDeletePolicy: 'restore', caseInsensitive: false,
       conflictTag: `p${++this.passes}`, maxDeleteShare: 0.5, force: false, ...ctxOver,
     };
-    let plan = reconcile(this.base, local, remote, ctx);
-    if (plan.blocked) plan = reconcile(this.base, local, remote, { ...ctx, force: true });
+    // As a pass does (pass.ts): uploads that a commit by name could put on another document wait.
+    const plan0 = withheldForAmbiguousNames(reconcile(this.base, local, remote, ctx), remote);
+    const plan = plan0.blocked ? withheldForAmbiguousNames(reconcile(this.base, local, remote, { ...ctx, force: true }), remote) : plan0;
     for (const group of plan.groups) this.runGroup(group);
     const kept = this.reachable();
     for (const c of before) if (!kept.has(c)) throw new Error(`content lost in pass ${this.passes}: ${c}`);
