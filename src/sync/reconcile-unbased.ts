@@ -109,7 +109,12 @@ export function planLocalFile(
   const folder = s.view.folderForParentOf(file.key) ?? followedFolder(s, file);
   if (!folder) return none('waiting-for-remote-folder', `no remote folder for "${parentOf(file.relPath)}" yet; the service cannot create folders`);
   if ('issue' in folder) return { actions: [], issue: folder.issue };
-  const fileName = was && was.folderId === folder.folderId && was.key === file.key ? was.fileName : baseNameOf(file.relPath);
+  // A file that was synced keeps its document's remote name (which its local name may encode: `a／b.txt`, a long
+  // name shortened), unless a document of that folder has that name now: a "(dup-<id>)" file whose namesake
+  // stayed, or whose own document, still there, took the plain name. Its own local name then, as for any new
+  // file, so that it neither waits forever as ambiguous nor lands on the other document.
+  const keepsName = was !== null && was.folderId === folder.folderId && was.key === file.key && !s.view.nameTakenInFolder(folder.folderId, was.fileName);
+  const fileName = keepsName ? was.fileName : baseNameOf(file.relPath);
   return { actions: [upload(file, { documentId: null, folderId: folder.folderId, fileName }, reason, null)], issue: null };
 }
 

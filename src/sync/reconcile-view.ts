@@ -10,6 +10,7 @@ import type {
   RemoteFolder,
   RemoteObservation,
 } from './model.js';
+import { looseName } from './plan-filters.js';
 import { cmp } from './reconcile-builder.js';
 import { sameStat } from './model.js';
 import { parentOf } from './path-key.js';
@@ -32,6 +33,8 @@ export class ReconcileView {
   private foldersOfBaseDirs: Map<PathKey, Set<string>> | null = null;
   /** Every directory key with a base row somewhere below it (built on first use). */
   private dirsWithBase: Set<PathKey> | null = null;
+  /** Remote folder id + loose file name of every document (built on first use). */
+  private docsByFolderName: Set<string> | null = null;
 
   constructor(
     readonly base: ReadonlyMap<string, BaseEntry>,
@@ -99,6 +102,16 @@ export class ReconcileView {
       return folder.key + dirKey.slice(k.length);
     }
     return null;
+  }
+
+  /**
+   * Does a remote document in folder `folderId` have the name `fileName`, exactly or but for case or Unicode
+   * form (as a commit by name might match it: plan-filters.ts looseName)?
+   */
+  nameTakenInFolder(folderId: string, fileName: string): boolean {
+    const nameKey = (folder: string, name: string) => `${folder}\u0000${looseName(name)}`;
+    this.docsByFolderName ??= new Set(this.docs.map((d) => nameKey(d.folderId, d.fileName)));
+    return this.docsByFolderName.has(nameKey(folderId, fileName));
   }
 
   /** Did synced files lie under this directory? Then a remote folder missing here was removed locally. */

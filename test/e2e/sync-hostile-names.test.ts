@@ -155,6 +155,39 @@ describe('hostile remote names', () => {
     expect(c.listVersions(one)).toHaveLength(2);
     expect(c.listVersions(two)).toHaveLength(2);
   });
+
+  // Both twins edited locally, then one of the two documents deleted on the service. The edit of the deleted
+  // one is uploaded as a new document under its local name (the remote name is another document's), and the
+  // other's edit goes on: nothing waits forever as "ambiguous" any more, and nothing is lost.
+  it.each(['the "(dup-<id>)" one', 'the plain-named one'])('twins both edited, %s deleted on the service: every edit ends up on the service', async (which) => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const h = c.createFolder(ws.binderId, { name: 'H' });
+    const first = c.addDocument(ws.binderId, h.id, 'same.txt', 'first v1').document.id;
+    const second = c.addDocument(ws.binderId, h.id, 'other.txt', 'second v1').document.id;
+    c.renameDocument(second, 'same.txt'); // a service that does not keep names unique
+    await expectConvergedPass(ws);
+    const names = fs.readdirSync(path.join(ws.local, 'H')).sort();
+    const dupName = names.find((n) => n.startsWith('same (dup-'));
+    expect(dupName, names.join(', ')).toBeDefined();
+    const dupId = /\(dup-([0-9a-f]+)\)/.exec(dupName!)?.[1] ?? 'none';
+    const [atDup, atPlain] = first.startsWith(dupId) ? [first, second] : [second, first];
+    expect(fs.readFileSync(path.join(ws.local, 'H', dupName!), 'utf8')).toBe(atDup === first ? 'first v1' : 'second v1');
+
+    fs.writeFileSync(path.join(ws.local, 'H/same.txt'), 'plain edited');
+    fs.writeFileSync(path.join(ws.local, 'H', dupName!), 'dup edited');
+    const deleted = which.includes('dup') ? atDup : atPlain;
+    c.deleteDocument(deleted);
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(0);
+    await expectQuietPass(ws);
+    // Both edits are the latest version of some document, each once; the survivor's content is local.
+    const latest = c.listDocuments(ws.binderId).map((d) => c.readContent(d.id).toString()).sort();
+    for (const edit of ['plain edited', 'dup edited']) expect(latest.filter((x) => x === edit), latest.join(' | ')).toHaveLength(1);
+    const local = [...localTree(ws.local).values()];
+    for (const edit of ['plain edited', 'dup edited']) expect(local).toContain(sha256(edit));
+    expect(localTree(ws.local).size).toBe(c.listDocuments(ws.binderId).length);
+  });
 });
 
 

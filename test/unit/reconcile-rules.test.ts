@@ -529,6 +529,44 @@ describe('determinism and purity', () => {
   });
 });
 
+describe('a file that was synced under a "(dup-<id>)" name, its twin or itself now holding the plain name', () => {
+  /** Folder U with two documents named same.txt, synced as U/same.txt (dA) and U/same (dup-dB).txt (dB), both edited. */
+  function twins(): World {
+    const w = new World(false).folder('f1', 'U').dir('U');
+    w.baseRow('dA', 'U/same.txt', 'v1', 'f1', 'hA');
+    const b = w.baseRow('dB', 'U/same (dup-dB).txt', 'v1', 'f1', 'hB');
+    w.base.set('dB', { ...b, fileName: 'same.txt' });
+    w.file('U/same.txt', 'hA2');
+    w.file('U/same (dup-dB).txt', 'hB2');
+    return w;
+  }
+  it('its document deleted remotely: the edit goes up as a new document under its local name, not onto its twin', () => {
+    const w = twins();
+    w.doc('dA', 'U/same.txt', 'v1', 'f1');
+    w.gone('dB');
+    expect(summarizeGroups(plan(w).groups)).toEqual([
+      ['forget dB remote-deleted-kept-local', 'upload U/same (dup-dB).txt -> new:f1/same (dup-dB).txt recreate-remote-deleted replaces=none'],
+      ['upload U/same.txt -> dA:f1/same.txt local-modified replaces=dA'],
+    ]);
+  });
+  it('its twin deleted remotely (its own document now maps to the plain name): its edit is kept as a new document under its local name', () => {
+    const w = twins();
+    w.doc('dB', 'U/same.txt', 'v1', 'f1');
+    w.gone('dA');
+    const steps = summarizeGroups(plan(w).groups).flat();
+    expect(steps).toContain('upload U/same (dup-dB).txt -> new:f1/same (dup-dB).txt new-local replaces=none');
+    expect(steps.filter((x) => x.includes('-> new:f1/same.txt'))).toEqual([]);
+  });
+  it('a synced file recreated after a remote delete keeps its remote name when no document has it', () => {
+    const w = world();
+    const b = w.baseRow('dA', 'docs/a／b.txt', 'v1', 'f1', 'hA');
+    w.base.set('dA', { ...b, fileName: 'a/b.txt' });
+    w.file('docs/a／b.txt', 'hA2');
+    w.gone('dA');
+    expect(summarizeGroups(plan(w).groups)).toEqual([['forget dA remote-deleted-kept-local', 'upload docs/a／b.txt -> new:f1/a/b.txt recreate-remote-deleted replaces=none']]);
+  });
+});
+
 describe('forgotten documents (localDeletePolicy forget)', () => {
   it('does not download a forgotten document again while its remote version is the deleted one', () => {
     const w = world();
