@@ -28,7 +28,11 @@ export function describeAction(a: Action): string {
 export function describePlan(r: PassReport): string {
   const lines = [`[${r.pair}] plan:`];
   for (const group of r.plan.groups) for (const a of group) lines.push(`  ${describeAction(a)}`);
-  if (r.plan.groups.length === 0) lines.push('  nothing to do');
+  const held = Object.entries(r.plan.blocked?.held ?? {}).map(([kind, n]) => `${n} ${kind}`);
+  if (r.plan.blocked) {
+    // A gate empties the plan: say what it held, and how to see those steps without running them.
+    lines.push(`  held by the safety gate: ${held.length > 0 ? held.join(', ') : 'every step'} (\`sync --dry-run --force\` lists them, changing nothing)`);
+  } else if (r.plan.groups.length === 0) lines.push('  nothing to do');
   return `${lines.join('\n')}\n`;
 }
 

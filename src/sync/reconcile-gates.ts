@@ -5,7 +5,10 @@ import type { Action, BaseEntry, LocalObservation, Plan, ReconcileContext, Remot
 /**
  * How many planned steps may remove local content: trash-local, and conflicts resolved remote-wins. A trashed
  * path whose inode another local path still holds removes nothing (e.g. a move torn between link and unlink
- * by a crash leaves the file at both paths), so it does not count.
+ * by a crash leaves the file at both paths), so it does not count. Nor does the unchanged old copy of a
+ * document moved remotely onto a path a local file holds ('replaced-by-remote-move'): its content is the
+ * document's, which the same pass writes at the new path (or sets beside the local file as a conflict), so
+ * nothing leaves the pair; counted, files renamed on the service onto names used locally stopped the pass.
  */
 export function countDeletes(groups: Action[][], local?: LocalObservation): number {
   let linksByInode: Map<number, number> | null = null;
@@ -20,7 +23,7 @@ export function countDeletes(groups: Action[][], local?: LocalObservation): numb
   let n = 0;
   for (const g of groups)
     for (const a of g) {
-      if (a.kind === 'trash-local' && !linkedElsewhere(a)) n++;
+      if (a.kind === 'trash-local' && a.reason === 'remote-deleted' && !linkedElsewhere(a)) n++;
       else if (a.kind === 'conflict' && a.policy === 'remote-wins') n++;
     }
   return n;

@@ -38,6 +38,14 @@ describe('max-delete gate', () => {
     expect(r.stdout).toMatch(/50% of 10/);
     expect(r.stdout).toMatch(/maxDeleteShare/);
     expect(r.stdout).toMatch(/--force/);
+    // A dry run says what the gate held back, and how to list it; with --force it lists the steps, changing nothing.
+    const dry = await sync(ws, ['--dry-run']);
+    expect(dry.code, dry.stdout).toBe(4);
+    expect(dry.stdout).toMatch(/held by the safety gate: 8 trash-local .*sync --dry-run --force/);
+    expect(dry.stdout).not.toMatch(/nothing to do/);
+    const dryForced = await sync(ws, ['--dry-run', '--force']);
+    expect(dryForced.stdout.match(/^ {2}trash /gm), dryForced.stdout).toHaveLength(8);
+    expect(localTree(ws.local)).toEqual(before);
 
     const forced = await syncJson(ws, ['--force']);
     expect(forced.code, explain(forced)).toBe(0);

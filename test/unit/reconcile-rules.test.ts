@@ -119,6 +119,24 @@ describe('safety gates', () => {
     expect(plan(w, { maxDeleteShare: 0.5, conflictPolicy: 'keep-both' }).blocked).toBeNull();
     expect(plan(w, { maxDeleteShare: 0.5, conflictPolicy: 'remote-wins', force: true }).groups).toHaveLength(4);
   });
+  it('max-delete does not count the old copies of documents moved remotely onto names local files hold (their content is written at the new path)', () => {
+    const w = manySynced(6);
+    for (const i of [0, 1, 2]) {
+      w.remote.docs.delete(`d${i}`);
+      w.file(`docs/new-${i}.txt`, `mine-${i}`);
+      w.doc(`d${i}`, `docs/new-${i}.txt`, 'v1', 'f1');
+    }
+    const p = plan(w, { maxDeleteShare: 0.2 }); // 1 allowed
+    expect(p.blocked).toBeNull();
+    const steps = summarizeGroups(p.groups).flat();
+    expect(steps.filter((x) => x.startsWith('trash') && x.endsWith('replaced-by-remote-move'))).toHaveLength(3);
+    expect(steps.filter((x) => x.startsWith('conflict'))).toHaveLength(3);
+    // Documents deleted remotely still count.
+    w.remote.docs.delete('d3');
+    w.remote.docs.delete('d4');
+    w.gone('d3').gone('d4');
+    expect(plan(w, { maxDeleteShare: 0.2 }).blocked?.message).toMatch(/2 local file\(s\).*1 allowed/);
+  });
   it('max-delete always allows one delete', () => {
     const w = manySynced(2);
     w.remote.docs.delete('d1');
