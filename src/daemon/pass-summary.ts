@@ -32,7 +32,14 @@ export function passDidSomething(r: PassReport): boolean {
   return Object.values(ex.done).some((n) => (n ?? 0) > 0) || ex.failures.length > 0 || ex.conflicts.length > 0;
 }
 
-/** Logs one line per pass that did something (info), a debug line for a quiet one. */
+/** A pass that did nothing but fail again the way its items failed before (each logged then). */
+function onlyRepeatedFailures(r: PassReport): boolean {
+  const ex = r.execution;
+  if (ex === null || r.plan.blocked || ex.failures.length === 0 || !ex.failures.every((f) => f.repeated === true)) return false;
+  return Object.values(ex.done).every((n) => (n ?? 0) === 0) && ex.conflicts.length === 0;
+}
+
+/** Logs one line per pass that did something (info), a debug line for a quiet one or a mere repeat of failures. */
 export function logPassSummary(log: Logger, r: PassReport, trigger: string): void {
   const ex = r.execution;
   const fields = {
@@ -52,6 +59,11 @@ export function logPassSummary(log: Logger, r: PassReport, trigger: string): voi
   }
   if (!passDidSomething(r)) {
     log.debug(fields, 'quiet pass');
+    return;
+  }
+  if (onlyRepeatedFailures(r)) {
+    // Retried against the same trouble (a full disk): its items were logged when they first failed.
+    log.debug(fields, `pass: the same ${fields.failed} failure(s) again`);
     return;
   }
   const counts = ex ? describeDone(ex) : '';

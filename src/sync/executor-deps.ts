@@ -33,4 +33,9 @@ export interface ExecutorDeps {
   folderRecheck?: FolderRecheck;
   /** Called after each action ran (ok false: it failed); for progress displays. */
   onActionDone?: (action: Action, ok: boolean) => void;
+  /**
+   * The failures already logged at warn, by path ("kind code"), kept by a daemon across passes: the same
+   * failure again (a full disk, retried every pass) is logged at debug, so the log says it once, not per retry.
+   */
+  failuresLogged?: Map<string, string>;
 }

@@ -24,6 +24,8 @@ export interface ActionFailure {
   code: string;
   retryable: boolean;
   message: string;
+  /** Failed the same way in an earlier pass of this daemon and was logged then (see logFailure). */
+  repeated?: boolean;
 }
 
 export interface ExecutionReport {
@@ -101,10 +103,11 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
           serviceFailuresInARow = 0;
         } catch (thrown) {
           const err = stateDbWriteError(thrown);
-          report.failures.push(failureOf(action, err));
+          const failure = failureOf(action, err);
+          report.failures.push(failure);
           notifyDone(d, action, false);
           // An action cut short by the stop below is not news: the stop's own line says it.
-          if (!stop.signal.aborted) d.log.warn({ action: action.kind, relPath: relPathOf(action), err }, 'action failed');
+          if (!stop.signal.aborted && logFailure(d, action, err) === 'repeat') failure.repeated = true;
           if (isServiceWide(err) && ++serviceFailuresInARow >= budget && report.stoppedBy === null) {
             report.stoppedBy = err;
             queue.clear();
@@ -113,12 +116,49 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
           }
           return; // later steps of this group depended on this one
         }
+        d.failuresLogged?.delete(relPathOf(action));
         notifyDone(d, action, true);
       }
     });
   }
   await queue.onIdle();
   return report;
+}
+
+/** Bounds ExecutorDeps.failuresLogged: past this many paths it starts again (a repeat is then said once more). */
+const MAX_FAILURES_REMEMBERED = 10_000;
+
+/**
+ * A failed step's log line. At info when a writer was busy with the file (the next pass looks again, which is
+ * routine for a file being saved); at debug when the same step failed the same way before (ExecutorDeps
+ * .failuresLogged): 'repeat'; at warn otherwise.
+ */
+function logFailure(d: ExecutorDeps, action: Action, err: unknown): 'repeat' | 'new' {
+  const relPath = relPathOf(action);
+  const code = err instanceof BinderSyncError ? err.code : 'UNEXPECTED';
+  const fields = { action: action.kind, relPath, err };
+  if (fileWasChanging(err)) {
+    d.log.info(fields, 'action postponed: the file changed while it was being synced');
+    return 'new';
+  }
+  const seen = d.failuresLogged;
+  const signature = `${action.kind} ${code}`;
+  if (seen?.get(relPath) === signature) {
+    d.log.debug(fields, 'action failed again');
+    return 'repeat';
+  }
+  if (seen !== undefined) {
+    if (seen.size >= MAX_FAILURES_REMEMBERED) seen.clear();
+    seen.set(relPath, signature);
+  }
+  d.log.warn(fields, 'action failed');
+  return 'new';
+}
+
+/** A writer changed the file under the step (LOCAL_CHANGED, or an upload that read another size than planned). */
+function fileWasChanging(err: unknown): boolean {
+  if (!(err instanceof BinderSyncError)) return false;
+  return err.code === 'LOCAL_CHANGED' || (err.code === 'UPLOAD_SOURCE_FAILED' && err.context?.['sizeChanged'] === true);
 }
 
 /** A progress callback must never turn into a failed action or a crashed pass. */

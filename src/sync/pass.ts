@@ -73,6 +73,8 @@ export interface PairRuntime {
   tempsCleaned: boolean;
   /** The safety gate that stopped the last pass, or null: a gate that stops pass after pass is logged once. */
   lastGate: string | null;
+  /** Failed steps already logged at warn, by path (ExecutorDeps.failuresLogged): a repeat is logged at debug. */
+  failuresLogged: Map<string, string>;
   /**
    * Uploads the service refused for good (400/422: a name or metadata it does not accept), by path key, with
    * the content then: not sent again until the file changes, the config changes or a day has passed; kept in
@@ -219,6 +221,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       commitsRefusedAt: loadCommitsRefusedAt(store),
       tempsCleaned: false,
       lastGate: null,
+      failuresLogged: new Map(),
       refusedUploads: loadRefusedUploads(store, configDigest(pair, caseInsensitive), Date.now()),
       unbasedHashes: new Map(),
       cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, quiet: false, localParked: false, issues: [] },
@@ -986,6 +989,7 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
     ...(opts.signal ? { signal: opts.signal } : {}),
     ...(opts.onBytes ? { onBytes: opts.onBytes } : {}),
     ...(opts.onActionDone ? { onActionDone: opts.onActionDone } : {}),
+    failuresLogged: rt.failuresLogged,
   };
 }
 

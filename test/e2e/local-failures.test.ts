@@ -139,6 +139,14 @@ describe('local failures', () => {
     expect(failed.relPath).toMatch(/^Big\/part-\d\.bin$/);
     await sleep(1000); // a retry or two against the full disk
     expect(d.child.exitCode, d.tail()).toBe(null);
+    // Each file's failure is logged at warn once, not once per retry (the retries go at debug, like their passes).
+    // Each retry asks for the failed files' download links again.
+    const links = () => c.counters().downloadlink;
+    const linksBefore = links();
+    await eventually(() => links() >= linksBefore + 4, 15_000, 'retries against the full disk', () => d.tail());
+    const warned = d.lines.filter((l) => l.msg === 'action failed' && JSON.stringify(l).includes('ENOSPC')).map((l) => String(l.relPath));
+    expect(warned.length, warned.join(', ')).toBeGreaterThan(0);
+    expect(new Set(warned).size, warned.join(', ')).toBe(warned.length);
     await eventually(() => daemonFiles(w.local, true).length === 0, 5_000, 'no temp file left between retries');
     const remote = remoteTree(w);
     // Every file at its final path is whole (a retry's temp file may come and go meanwhile).

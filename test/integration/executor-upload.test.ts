@@ -4,8 +4,10 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { toFileStat } from '../../src/local/fs-ops.js';
+import { createLogger } from '../../src/log.js';
 import type { ExecutorDeps } from '../../src/sync/executor-deps.js';
 import { executePlan } from '../../src/sync/executor.js';
 import type { LocalFile, Plan } from '../../src/sync/model.js';
@@ -150,5 +152,57 @@ describe("a new document's name, taken on the service while its PUT is in flight
     expect(report.failures).toEqual([]);
     expect(s.emu.control.listDocuments(s.binderId).map((d) => d.fileName).sort()).toEqual(['a.txt', 'b.txt', 'c.txt', 'd.txt']);
     expect(s.emu.control.counters().folderdocuments).toBe(1);
+  });
+});
+
+describe('how a failed upload is logged', () => {
+  /** A logger whose JSON lines are kept in `lines` (debug and up). */
+  function captureLog(d: ExecutorDeps): Array<{ level: number; msg: string; relPath?: string }> {
+    const lines: Array<{ level: number; msg: string; relPath?: string }> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as { level: number; msg: string });
+        done();
+      },
+    });
+    d.log = createLogger({ destination: sink, level: 'debug' });
+    return lines;
+  }
+  const WARN = 40;
+  const INFO = 30;
+
+  it('a file that grows while its PUT reads it is postponed at info, not a warning (a writer is busy with it)', async () => {
+    const { d, root, folderId, store } = await setup();
+    const lines = captureLog(d);
+    const local = writeLocal(root, content(1));
+    onFirstBytes(d, () => fs.appendFileSync(path.join(root, 'Docs', 'big.bin'), Buffer.alloc(4096, 1)));
+    const report = await executePlan(uploadPlan(local, folderId), d);
+    expect(report.failures.map((f) => f.code)).toEqual(['UPLOAD_SOURCE_FAILED']);
+    expect(store.getBaseByKey('Docs/big.bin')).toBeUndefined();
+    const about = lines.filter((l) => l.relPath === 'Docs/big.bin' && l.level >= INFO);
+    expect(about.map((l) => [l.level, l.msg])).toEqual([[INFO, 'action postponed: the file changed while it was being synced']]);
+  });
+
+  it('the same failure in a later pass of a daemon is logged at debug, a new one at warn again', async () => {
+    const { d, root, folderId } = await setup();
+    const lines = captureLog(d);
+    d.failuresLogged = new Map();
+    const local = writeLocal(root, content(1));
+    // The planned folder does not exist: the service refuses the commit the same way every pass.
+    const plan = uploadPlan(local, 'no-such-folder');
+    const warnings = () => lines.filter((l) => l.level === WARN && l.msg === 'action failed').length;
+    const first = await executePlan(plan, d);
+    expect(first.failures).toHaveLength(1);
+    expect(first.failures[0]?.repeated).toBeUndefined();
+    expect(warnings()).toBe(1);
+    const again = await executePlan(plan, d);
+    expect(again.failures[0]?.repeated).toBe(true);
+    expect(warnings()).toBe(1);
+    expect(lines.filter((l) => l.msg === 'action failed again')).toHaveLength(1);
+    // Once it worked, a later failure is news again.
+    expect((await executePlan(uploadPlan(local, folderId), d)).failures).toEqual([]);
+    const local2 = writeLocal(root, content(2));
+    await executePlan(uploadPlan(local2, 'no-such-folder'), d);
+    expect(warnings()).toBe(2);
   });
 });
