@@ -11,6 +11,7 @@ import type { Document, DocumentVersion, MetadataValue } from '../service/schema
 import type { OutboxRow } from '../state/store.js';
 import { sameStat, type BaseEntry, type LocalFile, type UploadTarget } from './model.js';
 import { FolderRecheck } from './name-recheck.js';
+import { baseNameOf } from './path-key.js';
 import { nextVersionLabel } from './version-label.js';
 import type { ExecutorDeps } from './executor-deps.js';
 
@@ -290,12 +291,19 @@ function refusedError(d: ExecutorDeps, row: OutboxRow, cause: unknown): BinderSy
   }
   // 400/422: the service refuses this commit as such (a name, the metadata): the same upload would be refused again.
   const permanent = status === 400 || status === 422;
-  return new BinderSyncError(`${row.relPath}: the service refused to commit the upload: ${reason}`, {
+  // A local name that stands for a remote name no file can carry (`a／b.txt` for "a/b.txt", `_` for ""): the
+  // commit names the document by its remote name, which this service will not take in an upload. The user sees
+  // a harmless local name, so the message says which name it was.
+  const encodedName = baseNameOf(row.relPath) !== row.fileName;
+  const what = encodedName ? `the upload under its document's remote name ${JSON.stringify(row.fileName)} (the local name stands for it)` : 'the upload';
+  return new BinderSyncError(`${row.relPath}: the service refused to commit ${what}: ${reason}`, {
     code: 'COMMIT_REFUSED',
     retryable: !permanent,
-    context: { pair: d.pair, relPath: row.relPath, ...(status !== undefined ? { status } : {}) },
+    context: { pair: d.pair, relPath: row.relPath, ...(encodedName ? { remoteName: row.fileName } : {}), ...(status !== undefined ? { status } : {}) },
     hint: permanent
-      ? "a file name or metadata the service does not accept? The same content is not sent again until the file or the pair's config changes, or for a day"
+      ? encodedName
+        ? `rename the document on the service to a name a file can have (the next pass renames the local file to match); until then this content is not sent again unless the file changes`
+        : "a file name or metadata the service does not accept? The same content is not sent again until the file or the pair's config changes, or for a day"
       : 'the next pass uploads it again',
     cause,
   });

@@ -125,6 +125,27 @@ describe('commit answers the spec leaves open', () => {
     expect(s.store.listOutbox()).toEqual([]);
   });
 
+  it('a 400 for a document whose remote name the local name only stands for names that remote name, and says to rename it on the service', async () => {
+    const s = await setup();
+    const local = writeLocal(s.root, 'a\uff0fb.txt', 'content');
+    s.answerCommit(async () => {
+      throw statusError(400, 'invalid fileName');
+    });
+    const plan = uploadPlan(local, s.folderId, null);
+    const upload = plan.groups[0]![0]!;
+    if (upload.kind !== 'upload') throw new Error('not an upload');
+    plan.groups[0]![0] = { ...upload, target: { ...upload.target, fileName: 'a/b.txt' } };
+    const report = await executePlan(plan, s.d);
+    expect(report.failures).toHaveLength(1);
+    expect(report.failures[0]).toMatchObject({ code: 'COMMIT_REFUSED', retryable: false });
+    expect(report.failures[0]!.message).toContain('remote name "a/b.txt"');
+    expect(report.failures[0]!.message).toContain('rename the document on the service');
+    // A plain name keeps the plain message.
+    const plainLocal = writeLocal(s.root, 'plain.txt', 'content 2');
+    const plain = await executePlan(uploadPlan(plainLocal, s.folderId, null), s.d);
+    expect(plain.failures[0]!.message).not.toContain('remote name');
+  });
+
   it('a 409 that persists is a refused, retryable commit: nothing adopted, no outbox row left', async () => {
     const s = await setup();
     const c = s.emu.control;
