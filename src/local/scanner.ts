@@ -8,7 +8,7 @@ import { sameStat, type FileStat, type LocalFile, type LocalObservation, type Lo
 import { pathKey } from '../sync/path-key.js';
 import { hashFile } from './hash.js';
 import type { IgnoreMatcher } from './ignore.js';
-import { chunkDigest, errnoOf, readRoot, statOf, TreeWalker, UNREADABLE, type WalkFrame } from './tree-walk.js';
+import { chunkDigest, errnoOf, nameCollision, readRoot, statOf, TreeWalker, UNREADABLE, type WalkFrame } from './tree-walk.js';
 
 export interface PriorFile extends FileStat {
   /** null: seen before, not read yet (see lazyHashFromBytes). */
@@ -77,7 +77,7 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
       const key = pathKey(sub, caseInsensitive);
       const prev = rootKeys.get(key);
       if (prev !== undefined) {
-        problem(sub, key, 'name-not-representable', `collides with ${prev}`);
+        problem(sub, key, 'name-not-representable', nameCollision(sub, prev));
         continue;
       }
       let st: fs.Stats | undefined;

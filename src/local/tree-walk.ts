@@ -116,7 +116,7 @@ export class TreeWalker {
       const prev = taken.get(key);
       if (prev !== undefined) {
         // Two names the sync treats as one path (case or Unicode normalization): the first one wins.
-        this.visit.problem(relPath, key, 'name-not-representable', `collides with ${prev}`);
+        this.visit.problem(relPath, key, 'name-not-representable', nameCollision(relPath, prev));
         continue;
       }
       const abs = this.rootPrefix + relPath;
@@ -192,4 +192,20 @@ export function readRoot(root: string): fs.Dirent[] {
   } catch (err) {
     return fail(`cannot be listed (${errnoOf(err)})`, err);
   }
+}
+
+/**
+ * Why two local names are one path to the sync (its keys fold Unicode form, and case on a case-insensitive
+ * disk): said so that two names that look the same on screen can be told apart. Only the first listed is synced.
+ */
+export function nameCollision(relPath: string, prev: string): string {
+  const base = (p: string) => p.slice(p.lastIndexOf('/') + 1);
+  const [a, b] = [base(relPath), base(prev)];
+  const how =
+    a.normalize('NFC') === b.normalize('NFC')
+      ? 'the two names differ only in Unicode form (one composes accented letters, one decomposes them), so they look the same'
+      : a.normalize('NFC').toLowerCase() === b.normalize('NFC').toLowerCase()
+        ? 'the two names differ only in case, which this disk does not tell apart'
+        : 'the two names are one path to the sync';
+  return `collides with ${prev}: ${how}; only that one is synced: rename one of the two`;
 }

@@ -212,10 +212,12 @@ function localUnknown(s: PassState, b: BaseEntry): void {
   // remote; a pending remote change is even more worth showing), and nothing is planned. The detail says what
   // the scan met there: a symlink or a bad name stays until someone changes it, a file being written does not.
   const p = s.view.problemAt(b.key);
-  // A file still being written: its own 'changing' issue says so, and the next pass looks again.
-  if (p !== undefined && p.key === b.key && p.reason === 'changing') return;
+  // Two local names on one path (case or Unicode form): the scan's detail says which, and how they differ.
+  const twin = p !== undefined && p.reason === 'name-not-representable' && p.detail.startsWith('collides with ');
+  // A file still being written, or a twin name of this very file: the scan's own issue for the path says so.
+  if (p !== undefined && p.key === b.key && (p.reason === 'changing' || twin)) return;
   const where = p === undefined || p.key === b.key ? 'the local path' : `the local folder ${p.relPath}`;
-  const why = p === undefined ? 'could not be observed this pass' : UNOBSERVED_BECAUSE[p.reason];
+  const why = p === undefined ? 'could not be observed this pass' : twin ? `has a twin name: ${p.detail}` : UNOBSERVED_BECAUSE[p.reason];
   issue(s, b.relPath, 'unknown-state', `${where} ${why}: the synced file and its document are left as they are`, b.documentId);
 }
 

@@ -192,7 +192,7 @@ describe('scanLocal', () => {
         relPath: 'Docs/report.TXT',
         key: 'docs/report.txt',
         reason: 'name-not-representable',
-        detail: 'collides with Docs/Report.txt',
+        detail: 'collides with Docs/Report.txt: the two names differ only in case, which this disk does not tell apart; only that one is synced: rename one of the two',
       },
     ]);
     expect([...ci.obs.dirs.entries()]).toEqual([['docs', 'Docs']]);
@@ -233,7 +233,7 @@ describe('scanLocal', () => {
     write('docs/only-here.txt', 'second only');
     const ci = await scan({ caseInsensitive: true });
     expect([...ci.obs.files.values()].map((f) => f.relPath).sort()).toEqual(['Docs/Sub/b.txt', 'Docs/a.txt']);
-    expect(ci.obs.problems).toEqual([{ relPath: 'docs', key: 'docs', reason: 'name-not-representable', detail: 'collides with Docs' }]);
+    expect(ci.obs.problems).toEqual([{ relPath: 'docs', key: 'docs', reason: 'name-not-representable', detail: expect.stringMatching(/^collides with Docs: the two names differ only in case/) }]);
     expect(ci.obs.digest).toBeUndefined();
   });
 
@@ -245,7 +245,8 @@ describe('scanLocal', () => {
     const [only] = [...obs.files.values()];
     expect(only?.key).toBe('Caf\u00e9.txt');
     expect(obs.problems).toHaveLength(1);
-    expect(obs.problems[0]?.detail).toMatch(/^collides with /);
+    // Said so that two names that look alike on screen can be told apart.
+    expect(obs.problems[0]?.detail).toMatch(/^collides with Cafe\u0301\.txt: the two names differ only in Unicode form/);
   });
 
   it('throws LOCAL_ROOT when the root is missing or not a directory', async () => {

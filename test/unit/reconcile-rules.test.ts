@@ -585,6 +585,32 @@ describe('a file that was synced under a "(dup-<id>)" name, its twin or itself n
   });
 });
 
+describe('a synced file that got a local twin name (case or Unicode form)', () => {
+  const collision = (relPath: string, prev: string) => ({
+    relPath, key: relPath, reason: 'name-not-representable' as const, detail: `collides with ${prev}: the two names differ only in Unicode form`,
+  });
+  it('is left as it is, reported once: by the scan, naming both names and how they differ', () => {
+    const w = world();
+    w.synced('d1', 'docs/Caf\u00e9.txt', 'f1');
+    // The scan took the other spelling first (it sorts first) and reported the synced name as the collision.
+    w.local.problems.push(collision('docs/Caf\u00e9.txt', 'docs/Cafe\u0301.txt'));
+    const p = plan(w);
+    expect(summarizeGroups(p.groups)).toEqual([]);
+    expect(p.issues.map((i) => [i.code, i.relPath, i.detail])).toEqual([
+      ['name-not-representable', 'docs/Caf\u00e9.txt', 'collides with docs/Cafe\u0301.txt: the two names differ only in Unicode form'],
+    ]);
+  });
+  it('under a folder with a twin name: the synced file says which folder, and why', () => {
+    const w = world().folder('f2', 'Caf\u00e9', null);
+    w.synced('d1', 'Caf\u00e9/a.txt', 'f2');
+    w.local.problems.push(collision('Caf\u00e9', 'Cafe\u0301'));
+    const p = plan(w);
+    expect(summarizeGroups(p.groups)).toEqual([]);
+    const unknown = p.issues.find((i) => i.code === 'unknown-state');
+    expect(unknown?.detail).toMatch(/^the local folder Caf\u00e9 has a twin name: collides with Cafe\u0301: the two names differ only in Unicode form/);
+  });
+});
+
 describe('forgotten documents (localDeletePolicy forget)', () => {
   it('does not download a forgotten document again while its remote version is the deleted one', () => {
     const w = world();
