@@ -1,6 +1,6 @@
 // Reconcile for items without a base row (new local files, new remote documents, remote folders) and the
 // shared "who holds this path" check that every step writing a local path goes through.
-import type { Action, BaseEntry, Issue, LocalFile, PathKey, ReconcileContext, RemoteDoc, RemoteFolder } from './model.js';
+import type { Action, BaseEntry, Issue, LocalFile, LocalProblem, PathKey, ReconcileContext, RemoteDoc, RemoteFolder } from './model.js';
 import { notUploadingBecause } from './model.js';
 import { baseNameOf, joinRel, parentOf } from './path-key.js';
 import type { PlanBuilder } from './reconcile-builder.js';
@@ -42,6 +42,31 @@ export function localEntryInTheWay(view: PassState['view'], key: PathKey): strin
   return null;
 }
 
+/** Why a local path could not be observed, after "the local path" or "the local folder X". */
+const UNOBSERVED_BECAUSE: Record<LocalProblem['reason'], string> = {
+  unreadable: 'cannot be read',
+  symlink: 'is a symlink (never followed)',
+  'special-file': 'is not a regular file',
+  'name-not-representable': 'has a name that cannot be synced',
+  changing: 'was changing while it was scanned (looked at again next pass)',
+};
+
+/** Two local names on one path (case or Unicode form): the scan's detail says which, and how they differ. */
+export function isTwinName(p: LocalProblem): boolean {
+  return p.reason === 'name-not-representable' && p.detail.startsWith('collides with ');
+}
+
+/**
+ * What the scan met at key or at the folder above it that hides it, e.g. "the local folder C is a symlink
+ * (never followed)": the same words wherever a step cannot use the path.
+ */
+export function unobservedDetail(view: PassState['view'], key: PathKey): string {
+  const p = view.problemAt(key);
+  const where = p === undefined || p.key === key ? 'the local path' : `the local folder ${p.relPath}`;
+  const why = p === undefined ? 'could not be observed this pass' : isTwinName(p) ? `has a twin name: ${p.detail}` : UNOBSERVED_BECAUSE[p.reason];
+  return `${where} ${why}`;
+}
+
 /**
  * Can a step write local path `key`? `self` is the base entry asking (its own key never blocks it).
  * A key held by another base entry is usable only once that entry's group frees it; the step then runs after
@@ -49,7 +74,7 @@ export function localEntryInTheWay(view: PassState['view'], key: PathKey): strin
  */
 export function occupancy(s: PassState, key: PathKey, self: BaseEntry | null): Occupancy {
   const { view, out } = s;
-  if (view.isUnknown(key)) return { kind: 'blocked', code: 'unknown-state', detail: 'the local path could not be read this pass' };
+  if (view.isUnknown(key)) return { kind: 'blocked', code: 'unknown-state', detail: unobservedDetail(view, key) };
   if (out.isClaimed(key)) return { kind: 'blocked', code: 'path-collision', detail: 'another change in this pass writes the same path' };
   const inTheWay = localEntryInTheWay(view, key);
   if (inTheWay !== null) return { kind: 'blocked', code: 'path-collision', detail: inTheWay };

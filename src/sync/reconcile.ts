@@ -7,7 +7,6 @@ import type {
   BaseEntry,
   Issue,
   LocalFile,
-  LocalProblem,
   LocalObservation,
   Plan,
   ReconcileContext,
@@ -21,7 +20,7 @@ import {
   conflict, download, forget, moveLocal, movedTo, trashLocal, upload, versionOf,
 } from './reconcile-steps.js';
 import {
-  collision, localEntryInTheWay, occupancy, planFolders, planLocalFile, planLocalNew, planRemoteNew, unbasedPair, type PassState,
+  collision, isTwinName, localEntryInTheWay, occupancy, planFolders, planLocalFile, planLocalNew, planRemoteNew, unbasedPair, unobservedDetail, type PassState,
 } from './reconcile-unbased.js';
 import { ReconcileView, type LocalState, type RemoteState } from './reconcile-view.js';
 
@@ -198,27 +197,14 @@ function issue(s: PassState, relPath: string, code: Issue['code'], detail: strin
   s.out.issue({ relPath, documentId, code, detail });
 }
 
-/** Why a local path could not be observed, after "the local path" or "the local folder X". */
-const UNOBSERVED_BECAUSE: Record<LocalProblem['reason'], string> = {
-  unreadable: 'cannot be read',
-  symlink: 'is a symlink (never followed)',
-  'special-file': 'is not a regular file',
-  'name-not-representable': 'has a name that cannot be synced',
-  changing: 'was changing while it was scanned (looked at again next pass)',
-};
-
 function localUnknown(s: PassState, b: BaseEntry): void {
   // Resolved: every cell with an unknown local state reports it (the table demands it for unchanged
   // remote; a pending remote change is even more worth showing), and nothing is planned. The detail says what
   // the scan met there: a symlink or a bad name stays until someone changes it, a file being written does not.
   const p = s.view.problemAt(b.key);
-  // Two local names on one path (case or Unicode form): the scan's detail says which, and how they differ.
-  const twin = p !== undefined && p.reason === 'name-not-representable' && p.detail.startsWith('collides with ');
   // A file still being written, or a twin name of this very file: the scan's own issue for the path says so.
-  if (p !== undefined && p.key === b.key && (p.reason === 'changing' || twin)) return;
-  const where = p === undefined || p.key === b.key ? 'the local path' : `the local folder ${p.relPath}`;
-  const why = p === undefined ? 'could not be observed this pass' : twin ? `has a twin name: ${p.detail}` : UNOBSERVED_BECAUSE[p.reason];
-  issue(s, b.relPath, 'unknown-state', `${where} ${why}: the synced file and its document are left as they are`, b.documentId);
+  if (p !== undefined && p.key === b.key && (p.reason === 'changing' || isTwinName(p))) return;
+  issue(s, b.relPath, 'unknown-state', `${unobservedDetail(s.view, b.key)}: the synced file and its document are left as they are`, b.documentId);
 }
 
 function keepOrAdopt(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {

@@ -518,6 +518,16 @@ describe('issues from the observations', () => {
     expect(unknown.has('docs/busy.txt')).toBe(false);
     expect(p.issues.filter((i) => i.relPath === 'docs/busy.txt').map((i) => i.code)).toEqual(['changing']);
   });
+
+  it('a new remote document under a local folder that is a symlink says so, not "could not be read"', () => {
+    const w = world().folder('f2', 'linked');
+    w.doc('d1', 'linked/new.txt', 'v1', 'f2');
+    w.problem('linked', 'symlink');
+    const p = plan(w);
+    expect(p.groups).toEqual([]);
+    const about = p.issues.filter((i) => i.relPath === 'linked/new.txt');
+    expect(about.map((i) => [i.code, i.detail])).toEqual([['unknown-state', expect.stringContaining('the local folder linked is a symlink (never followed)')]]);
+  });
 });
 
 describe('determinism and purity', () => {
