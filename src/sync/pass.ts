@@ -200,7 +200,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
   const store = StateStore.open(path.join(pairStateDir, 'state.db'));
   try {
     ensureSameBinder(pair, store, pairStateDir);
-    ensureRoot(pair, store);
+    ensureRoot(pair, store, log);
     const caseInsensitive = detectCaseInsensitive(pair.localPath);
     const elements = await client.getMetadataElements(pair.binderId);
     const metadata = compileMetadataRules(pair.metadata, elements, pair.name);
@@ -259,7 +259,7 @@ function ensureSameBinder(pair: PairConfig, store: StateStore, pairStateDir: str
  * The sync root must exist and be a directory. A missing root is created only for a pair that has never
  * synced (no base); once there is a base, a missing root is an error (an unmounted disk), never a mass delete.
  */
-function ensureRoot(pair: PairConfig, store: StateStore): void {
+function ensureRoot(pair: PairConfig, store: StateStore, log: Logger): void {
   let st: fs.Stats | null = null;
   try {
     st = fs.statSync(pair.localPath);
@@ -269,6 +269,8 @@ function ensureRoot(pair: PairConfig, store: StateStore): void {
   if (st === null) {
     if (store.countBase() > 0) throw rootError(pair, 'is missing, but this pair has synced before');
     fs.mkdirSync(pair.localPath, { recursive: true });
+    // Said, so that a mistyped localPath is noticed before the whole binder lands there.
+    log.info({ localPath: pair.localPath }, `created the sync root ${pair.localPath}: it did not exist (this pair has not synced before)`);
     return;
   }
   if (!st.isDirectory()) throw rootError(pair, 'is not a directory');
@@ -287,7 +289,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const started = Date.now();
   const now = opts.now ?? (() => new Date());
   const dryRun = opts.dryRun === true;
-  ensureRoot(rt.pair, rt.store);
+  ensureRoot(rt.pair, rt.store, rt.log);
   const deps = executorDeps(rt, opts, now);
   if (rt.readOnly === true && !dryRun && now().getTime() - rt.readOnlySince >= (opts.writeAccessRecheckMs ?? WRITE_ACCESS_RECHECK_MS)) {
     // Probed again below if this pass has something to upload; a quiet poll would plan nothing at all.

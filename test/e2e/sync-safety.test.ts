@@ -57,6 +57,17 @@ describe('max-delete gate', () => {
 });
 
 describe('local root gone after a sync', () => {
+  it('a missing root of a pair that never synced is created, and the log says so (a mistyped localPath shows)', async () => {
+    ws = await createWorkspace();
+    const tab = ws.emulator.control.createFolder(ws.binderId, { name: 'T' });
+    ws.emulator.control.addDocument(ws.binderId, tab.id, 'a.txt', 'a');
+    expect(fs.existsSync(ws.local)).toBe(false);
+    const r = await sync(ws);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(`${r.stdout}\n${r.stderr}`).toContain(`created the sync root ${ws.local}: it did not exist`);
+    expect(localTree(ws.local).get('T/a.txt')).toBe(sha256('a'));
+  });
+
   it('a missing root is an error (nothing created, nothing changed remotely); an emptied root stops the pass', async () => {
     await tenSyncedFiles();
     const c = ws.emulator.control;
