@@ -89,7 +89,9 @@ const issueKey = (i: Issue) => `${i.code}\u0000${i.relPath}\u0000${i.documentId 
  */
 export function logIssueChanges(log: Logger, previous: ReadonlyMap<string, Issue>, issues: readonly Issue[]): Map<string, Issue> {
   const current = new Map(issues.map((i) => [issueKey(i), i]));
-  const resolved = [...previous].filter(([k]) => !current.has(k)).map(([, i]) => i.relPath);
+  // A path whose issue only changed (another code or document) is not "no longer blocked": its new line says it.
+  const stillOpen = new Set(issues.map((i) => i.relPath));
+  const resolved = [...previous].filter(([k, i]) => !current.has(k) && !stillOpen.has(i.relPath)).map(([, i]) => i.relPath);
   // More of a group already shown folded ("New/ (300 files)"), such as a copy into a new folder still going on,
   // is not announced again on every pass.
   const before = new Map<string, number>();

@@ -28,6 +28,18 @@ describe('logIssueChanges', () => {
     expect(records.map((r) => [r.level, r.msg])).toEqual([[INFO, 'not synced: Docs/big.iso: changing: the file changed while it was being read']]);
   });
 
+  it('a path whose issue changes is logged with its new issue, not also as no longer blocked', () => {
+    const { log, records } = capture();
+    let open = logIssueChanges(log, new Map(), [unreadable('Docs/a.txt')]);
+    open = logIssueChanges(log, open, [{ relPath: 'Docs/a.txt', code: 'path-collision', detail: 'a local directory has this name' }]);
+    expect(records.map((r) => r.msg)).toEqual([
+      'not synced: Docs/a.txt: unreadable: cannot read: EACCES',
+      'not synced: Docs/a.txt: path-collision: a local directory has this name',
+    ]);
+    logIssueChanges(log, open, []);
+    expect(records.at(-1)?.msg).toBe('no longer blocked: Docs/a.txt');
+  });
+
   it('logs new issues once, at warn, and the informational ones at info', () => {
     const { log, records } = capture();
     const kept: Issue = { relPath: 'Docs/old.txt', code: 'local-delete-not-propagated', detail: 'kept remotely' };
