@@ -14,7 +14,7 @@ import { digestLocalTree } from '../local/tree-digest.js';
 import { fetchRemote, folderTreeUnchanged, observeRemote, searchDigestsOf, searchPagesUnchanged, type ListRemoteOptions, type RawDoc, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
-import { executePlan, mergeExecutions, type ExecutionReport } from './executor.js';
+import { executePlan, mergeExecutions, type ActionFailure, type ExecutionReport } from './executor.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { compileMetadataRules, type MetadataResolver } from './metadata-rules.js';
 import type { Action, BaseEntry, Issue, LocalObservation, Plan, ReconcileContext, RemoteObservation } from './model.js';
@@ -487,7 +487,13 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
       report.issues = plan.issues;
       report.execution = mergeExecutions(first, await executePlan(rest, deps));
     }
-    rememberRefused(rt, plan, report.execution, now().getTime());
+    const refused = rememberRefused(rt, plan, report.execution, now().getTime());
+    if (refused.length > 0) {
+      // Said this pass as every later pass says it (withheldAsRefused): an item not synced, not the pair's error.
+      plan = { ...plan, issues: [...plan.issues, ...refused] };
+      report.plan = plan;
+      report.issues = plan.issues;
+    }
     const emptied = new Set([...report.execution.vacatedDirs, ...foldersGone(rt, raw, listing.observation)]);
     removedDirs = await removeVacatedDirs(rt, emptied, listing.observation);
   }
@@ -517,7 +523,9 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     rt.store.setMeta('lastPassAt', now().toISOString());
     if (subtrees === undefined) rt.store.setMeta('lastScanAt', now().toISOString()); // a full local scan
     if (!reuse) rt.store.setMeta('lastPollAt', now().toISOString()); // a fresh remote listing
-    if (!plan.blocked) rt.store.setMeta('lastError', failures.length > 0 ? `${failures.length} action(s) failed; first: ${failures[0]?.message ?? ''}` : '');
+    // A refusal for good is an item not synced (its issue above), not an error of the pair.
+    const errors = failures.filter((f) => !refusedForGood(f));
+    if (!plan.blocked) rt.store.setMeta('lastError', errors.length > 0 ? `${errors.length} action(s) failed; first: ${errors[0]?.message ?? ''}` : '');
   });
   report.durationMs = Date.now() - started;
   // The service kept failing mid-pass: surface it as the pass's error so callers back off (sync exits 3).
@@ -900,20 +908,29 @@ function rememberUnbasedHashes(rt: PairRuntime, obs: LocalObservation, full: boo
   }
 }
 
-/** Uploads refused for good this pass are remembered with their content (see withheldAsRefused). */
-function rememberRefused(rt: PairRuntime, plan: Plan, execution: ExecutionReport, at: number): void {
-  let added = false;
+/**
+ * Uploads refused for good this pass are remembered with their content (see withheldAsRefused). Returns them as
+ * the 'upload-refused' issues that later passes report for them.
+ */
+function rememberRefused(rt: PairRuntime, plan: Plan, execution: ExecutionReport, at: number): Issue[] {
+  const issues: Issue[] = [];
   for (const f of execution.failures) {
-    if (f.kind !== 'upload' || (f.code !== 'COMMIT_REFUSED' && f.code !== 'COMMIT_MISDIRECTED') || f.retryable) continue;
+    if (!refusedForGood(f)) continue;
     for (const g of plan.groups) {
       for (const a of g) {
         if (a.kind !== 'upload' || a.relPath !== f.relPath) continue;
         rt.refusedUploads.set(a.key, { content: contentIdOf(a.local), detail: f.message, at });
-        added = true;
+        issues.push({ relPath: a.relPath, code: 'upload-refused', detail: f.message });
       }
     }
   }
-  if (added) saveRefused(rt);
+  if (issues.length > 0) saveRefused(rt);
+  return issues;
+}
+
+/** An upload the service refused as such (a name, the metadata, another document): sending it again would not help. */
+function refusedForGood(f: ActionFailure): boolean {
+  return f.kind === 'upload' && (f.code === 'COMMIT_REFUSED' || f.code === 'COMMIT_MISDIRECTED') && !f.retryable;
 }
 
 function saveRefused(rt: PairRuntime): void {

@@ -101,6 +101,10 @@ pairs: [{ name: p, localPath: ./local, binderId: ${binderId}${pairExtra} }]`;
       // The hint says what this file's tests show (a restart does not bring it back).
       expect(first.execution?.failures[0]?.message).toContain("not sent again until the file or the pair's config changes, or for a day");
       expect(puts()).toBe(1);
+      // Said this pass as later passes say it: an item not synced, not an error of the pair.
+      expect(first.issues.map((i) => [i.relPath, i.code])).toEqual([['Docs/refused.txt', 'upload-refused']]);
+      expect(rt.store.getMeta('lastError')).toBe('');
+      expect(rt.store.listIssues().map((i) => i.code)).toEqual(['upload-refused']);
     });
 
     it('is not sent again by the next process while the file and the config stay the same', async () => {
