@@ -5,7 +5,7 @@ import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { BinderSyncError, describeError } from '../errors.js';
 import { ServiceError } from '../service/errors.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
-import { ExitCode } from './exit-codes.js';
+import { ExitCode, isLocalFailure } from './exit-codes.js';
 
 export function loadConfigOrExplain(file: string, log?: Logger): LoadedConfig {
   const loaded = loadConfig(file);
@@ -23,7 +23,7 @@ export function exitCodeFor(thrown: unknown): number {
   if (err instanceof BinderSyncError) {
     if (err.code.startsWith('CONFIG')) return ExitCode.usage;
     if (err.code === 'STATE_LOCKED') return ExitCode.locked;
-    if (err.code.startsWith('LOCAL') || err.code === 'PATH_ESCAPE') return ExitCode.local;
+    if (isLocalFailure(err.code)) return ExitCode.local;
     if (err.code.startsWith('METADATA')) return ExitCode.usage;
   }
   return ExitCode.incomplete;

@@ -19,3 +19,11 @@ export const ExitCode = {
   local: 6,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+/**
+ * Error codes that mean the local filesystem failed (exit 6): LOCAL_* and PATH_ESCAPE, but not LOCAL_CHANGED,
+ * which only says a program was writing the file meanwhile (the next pass takes it up: exit 1).
+ */
+export function isLocalFailure(code: string): boolean {
+  return (code.startsWith('LOCAL') && code !== 'LOCAL_CHANGED') || code === 'PATH_ESCAPE';
+}

@@ -45,7 +45,10 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
     const done = describeDone(ex) || 'nothing to do';
     lines.push(`[${r.pair}] ${done}; ${fmtBytes(ex.bytesDownloaded)} down, ${fmtBytes(ex.bytesUploaded)} up in ${(r.durationMs / 1000).toFixed(1)} s`);
     for (const c of ex.conflicts) lines.push(`[${r.pair}] conflict ${c.relPath}: ${c.outcome}${c.conflictPath ? ` (${c.conflictPath})` : ''}`);
-    for (const f of ex.failures) lines.push(`[${r.pair}] FAILED ${f.kind} ${f.relPath}: ${f.message}${f.retryable ? ' (will retry)' : ''}`);
+    for (const f of ex.failures) {
+      if (f.postponed === true) lines.push(`[${r.pair}] postponed ${f.kind} ${f.relPath}: a program changed it while it was being synced; the next pass takes it up`);
+      else lines.push(`[${r.pair}] FAILED ${f.kind} ${f.relPath}: ${f.message}${f.retryable ? ' (will retry)' : ''}`);
+    }
   } else if (dryRun) {
     lines.push(`[${r.pair}] dry run: ${r.plan.groups.flat().length} action(s) planned, nothing changed`);
   }

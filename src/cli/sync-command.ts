@@ -12,7 +12,7 @@ import { describePlan, summarizeReport } from './report-format.js';
 import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
 import { serviceClientFor } from '../service/from-config.js';
 import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
-import { ExitCode } from './exit-codes.js';
+import { ExitCode, isLocalFailure } from './exit-codes.js';
 
 interface SyncOptions {
   config: string;
@@ -118,10 +118,10 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
 }
 
 /** Blocked by a gate: 4; every failure local (disk full, permissions): 6; anything else left: 1. */
-function notConvergedExit(r: PassReport): number {
+export function notConvergedExit(r: PassReport): number {
   if (r.plan.blocked) return ExitCode.blocked;
   const failures = r.execution?.failures ?? [];
-  if (failures.length > 0 && failures.every((f) => f.code.startsWith('LOCAL') || f.code === 'PATH_ESCAPE')) return ExitCode.local;
+  if (failures.length > 0 && failures.every((f) => isLocalFailure(f.code))) return ExitCode.local;
   return ExitCode.incomplete;
 }
 

@@ -68,7 +68,9 @@ export function logPassSummary(log: Logger, r: PassReport, trigger: string): voi
   }
   const counts = ex ? describeDone(ex) : '';
   const what = r.plan.blocked ? `blocked by a safety gate (${r.plan.blocked.code})` : counts || 'nothing done';
-  const tail = fields.failed > 0 ? `, ${fields.failed} failed` : '';
+  const postponed = ex?.failures.filter((f) => f.postponed === true).length ?? 0;
+  const failed = fields.failed - postponed;
+  const tail = (failed > 0 ? `, ${failed} failed` : '') + (postponed > 0 ? `, ${postponed} postponed (changed while being synced)` : '');
   log.info(fields, `pass: ${what}${tail}; ${fmtBytes(fields.bytesUp)} up, ${fmtBytes(fields.bytesDown)} down in ${(r.durationMs / 1000).toFixed(1)} s`);
 }
 

@@ -196,7 +196,7 @@ export function readRoot(root: string): fs.Dirent[] {
 
 /**
  * Why two local names are one path to the sync (its keys fold Unicode form, and case on a case-insensitive
- * disk): said so that two names that look the same on screen can be told apart. Only the first listed is synced.
+ * disk): said so that two names that look the same on screen can be told apart. Neither is synced meanwhile.
  */
 export function nameCollision(relPath: string, prev: string): string {
   const base = (p: string) => p.slice(p.lastIndexOf('/') + 1);
@@ -207,5 +207,5 @@ export function nameCollision(relPath: string, prev: string): string {
       : a.normalize('NFC').toLowerCase() === b.normalize('NFC').toLowerCase()
         ? 'the two names differ only in case, which this disk does not tell apart'
         : 'the two names are one path to the sync';
-  return `collides with ${prev}: ${how}; only that one is synced: rename one of the two`;
+  return `collides with ${prev}: ${how}; neither is synced while both are there: rename one of the two`;
 }

@@ -190,7 +190,7 @@ async function putNow(
       if (sourceError !== undefined || code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH') {
         throw new ServiceError(
           sourceError !== undefined ? `reading the local file for upload failed: ${(sourceError as Error).message ?? String(sourceError)}` : `the local file did not have the announced ${size} bytes (changed while uploading?)`,
-          { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, cause: sourceError ?? err, context: sourceError !== undefined ? where : { ...where, sizeChanged: true }, hint: 'the file will be looked at again on the next pass' },
+          { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, cause: sourceError ?? err, context: sourceError === undefined || (sourceError as NodeJS.ErrnoException).code === 'ENOENT' ? { ...where, fileChanged: true } : where, hint: 'the file will be looked at again on the next pass' },
         );
       }
       throw networkError(PUT_REQUEST, err, core.secrets(), where);
@@ -200,7 +200,7 @@ async function putNow(
     }
   }
   if (meter.bytes !== size) {
-    throw new ServiceError(`the local file yielded ${meter.bytes} bytes, not the announced ${size}`, { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, context: { ...where, sizeChanged: true } });
+    throw new ServiceError(`the local file yielded ${meter.bytes} bytes, not the announced ${size}`, { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, context: { ...where, fileChanged: true } });
   }
   return { sha256: meter.digest(), bytes: meter.bytes };
 }

@@ -26,6 +26,8 @@ export interface ActionFailure {
   message: string;
   /** Failed the same way in an earlier pass of this daemon and was logged then (see logFailure). */
   repeated?: boolean;
+  /** A program changed or removed the file during the step: not a failure of the sync, the next pass takes it up. */
+  postponed?: boolean;
 }
 
 export interface ExecutionReport {
@@ -107,6 +109,7 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
           report.failures.push(failure);
           notifyDone(d, action, false);
           // An action cut short by the stop below is not news: the stop's own line says it.
+          if (fileWasChanging(err)) failure.postponed = true;
           if (!stop.signal.aborted && logFailure(d, action, err) === 'repeat') failure.repeated = true;
           if (isServiceWide(err) && ++serviceFailuresInARow >= budget && report.stoppedBy === null) {
             report.stoppedBy = err;
@@ -155,10 +158,13 @@ function logFailure(d: ExecutorDeps, action: Action, err: unknown): 'repeat' | '
   return 'new';
 }
 
-/** A writer changed the file under the step (LOCAL_CHANGED, or an upload that read another size than planned). */
+/**
+ * A program changed or removed the file under the step: LOCAL_CHANGED, or an upload whose file had another size
+ * than planned or was gone when read (see service/transfers.ts, context.fileChanged).
+ */
 function fileWasChanging(err: unknown): boolean {
   if (!(err instanceof BinderSyncError)) return false;
-  return err.code === 'LOCAL_CHANGED' || (err.code === 'UPLOAD_SOURCE_FAILED' && err.context?.['sizeChanged'] === true);
+  return err.code === 'LOCAL_CHANGED' || (err.code === 'UPLOAD_SOURCE_FAILED' && err.context?.['fileChanged'] === true);
 }
 
 /** A progress callback must never turn into a failed action or a crashed pass. */

@@ -20,7 +20,7 @@ import {
   conflict, download, forget, moveLocal, movedTo, trashLocal, upload, versionOf,
 } from './reconcile-steps.js';
 import {
-  collision, isTwinName, localEntryInTheWay, occupancy, planFolders, planLocalFile, planLocalNew, planRemoteNew, unbasedPair, unobservedDetail, type PassState,
+  collision, localEntryInTheWay, occupancy, planFolders, planLocalFile, planLocalNew, planRemoteNew, unbasedPair, unobservedDetail, type PassState,
 } from './reconcile-unbased.js';
 import { ReconcileView, type LocalState, type RemoteState } from './reconcile-view.js';
 
@@ -202,8 +202,9 @@ function localUnknown(s: PassState, b: BaseEntry): void {
   // remote; a pending remote change is even more worth showing), and nothing is planned. The detail says what
   // the scan met there: a symlink or a bad name stays until someone changes it, a file being written does not.
   const p = s.view.problemAt(b.key);
-  // A file still being written, or a twin name of this very file: the scan's own issue for the path says so.
-  if (p !== undefined && p.key === b.key && (p.reason === 'changing' || isTwinName(p))) return;
+  // The scan met something at this very path (a file being written, a symlink, a twin name, no read access):
+  // its own issue for the path says so, once; a second line here would only repeat it.
+  if (p !== undefined && p.key === b.key) return;
   issue(s, b.relPath, 'unknown-state', `${unobservedDetail(s.view, b.key)}: the synced file and its document are left as they are`, b.documentId);
 }
 

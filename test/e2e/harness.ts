@@ -170,3 +170,16 @@ export function writeLocal(ws: Workspace, rel: string, content: string | Buffer)
 export function readLocal(ws: Workspace, rel: string): string {
   return fs.readFileSync(path.join(ws.local, rel), 'utf8');
 }
+
+/**
+ * The file's content, or null while nothing is at the path: for polling a running daemon, which may be between
+ * moving the old file aside and putting the new one in place (a keep-both conflict).
+ */
+export function readLocalIfThere(ws: Workspace, rel: string): string | null {
+  try {
+    return readLocal(ws, rel);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}

@@ -1,7 +1,7 @@
 // `binder-sync run` after a local change looks only at what changed: the hinted folders are rescanned and the
 // last remote listing is reused, so a saved file costs no listing requests and no walk of the whole tree.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, readLocal, sync, writeLocal, type Workspace } from './harness.js';
+import { createWorkspace, readLocalIfThere, sync, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
 
 let ws: Workspace | undefined;
@@ -103,7 +103,7 @@ describe('binder-sync run: incremental passes', () => {
     // Digest-only polls, then a remote version arrives and a local save goes up.
     await eventually(() => d.count(msgHas('both sides are as the in-sync mark says')) >= 2, 10_000, 'a digest-only poll', d.tail);
     c.addVersion(remoteDoc.id, 'v2 remote');
-    await eventually(() => readLocal(w, 'Docs/remote.txt') === 'v2 remote', 10_000, 'remote version downloaded', d.tail);
+    await eventually(() => readLocalIfThere(w, 'Docs/remote.txt') === 'v2 remote', 10_000, 'remote version downloaded', d.tail);
     writeLocal(w, 'Docs/local.txt', 'v2 from a local save');
     await eventually(() => c.listVersions(localDoc.id).length === 2, 10_000, 'local save uploaded', d.tail);
     expect(c.readContent(localDoc.id).toString()).toBe('v2 from a local save');

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, readLocal, runCli, sync, writeLocal, type Workspace } from './harness.js';
+import { createWorkspace, readLocal, readLocalIfThere, runCli, sync, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess, type LogLine } from './run-helpers.js';
 import { docsByName, explain, syncJson, versionCounts } from './scenario-helpers.js';
 
@@ -73,7 +73,7 @@ describe('binder-sync run: syncing', () => {
 
     // A remote change arrives locally after a poll.
     c.addVersion(doc.id, 'remote v3');
-    await eventually(() => readLocal(w, 'Docs/a.txt') === 'remote v3', 6_000, 'remote change downloaded', d.tail);
+    await eventually(() => readLocalIfThere(w, 'Docs/a.txt') === 'remote v3', 6_000, 'remote change downloaded', d.tail);
 
     // Editor-style save: write a temp file (in two steps), then rename it over the target: one new version.
     const uploadsBefore = d.count(msgIs('uploaded'));
@@ -164,7 +164,7 @@ describe('binder-sync run: syncing', () => {
     const putsAfterWarning = c.counters()['storage-put'];
     writeLocal(w, 'Docs/local2.txt', 'also local');
     c.addVersion(c.listDocuments(w.binderId)[0]!.id, 'remote v2');
-    await eventually(() => readLocal(w, 'Docs/remote.txt') === 'remote v2', 10_000, 'a remote change still arrives', d.tail);
+    await eventually(() => readLocalIfThere(w, 'Docs/remote.txt') === 'remote v2', 10_000, 'a remote change still arrives', d.tail);
     // No more bytes sent for uploads that can never be committed, and no document created.
     expect(c.counters()['storage-put']).toBe(putsAfterWarning);
     expect(c.listDocuments(w.binderId).map((x) => x.fileName)).toEqual(['remote.txt']);
@@ -224,7 +224,7 @@ describe('binder-sync run: syncing', () => {
     await sleep(500);
     c.addVersion(doc.id, 'COLLEAGUE EDIT\n');
     writeLocal(w, 'Docs/a.txt', 'original\nmy local edit\n');
-    await eventually(() => readLocal(w, 'Docs/a.txt') === 'COLLEAGUE EDIT\n', 20_000, 'the remote edit arrives', d.tail);
+    await eventually(() => readLocalIfThere(w, 'Docs/a.txt') === 'COLLEAGUE EDIT\n', 20_000, 'the remote edit arrives', d.tail);
     const copies = fs.readdirSync(path.join(w.local, 'Docs')).filter((n) => n.includes('conflict'));
     expect(copies).toHaveLength(1);
     expect(readLocal(w, `Docs/${copies[0]!}`)).toBe('original\nmy local edit\n');

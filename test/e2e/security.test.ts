@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, readLocal, runCli, secretOf, sync, writeLocal, type CliResult, type Workspace } from './harness.js';
+import { createWorkspace, readLocal, readLocalIfThere, runCli, secretOf, sync, writeLocal, type CliResult, type Workspace } from './harness.js';
 import { eventually, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
 import { leaksIn } from './reliability-helpers.js';
 
@@ -144,7 +144,7 @@ describe('no secret, token or presigned signature in any output', () => {
     c.expireTokens();
     c.addVersion(a.id, 'remote v2');
     writeLocal(w, 'Docs/up.txt', 'uploaded after the revocation');
-    await eventually(() => readLocal(w, 'Docs/a.txt') === 'remote v2', 20_000, 'the remote change after the revocation', d.tail);
+    await eventually(() => readLocalIfThere(w, 'Docs/a.txt') === 'remote v2', 20_000, 'the remote change after the revocation', d.tail);
     await eventually(() => c.listDocuments(w.binderId).some((x) => x.fileName === 'up.txt'), 20_000, 'the upload after the revocation', d.tail);
 
     // The old token was refused once (401), a new one was fetched, and everything after it was accepted.

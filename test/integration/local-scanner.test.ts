@@ -192,7 +192,7 @@ describe('scanLocal', () => {
         relPath: 'Docs/report.TXT',
         key: 'docs/report.txt',
         reason: 'name-not-representable',
-        detail: 'collides with Docs/Report.txt: the two names differ only in case, which this disk does not tell apart; only that one is synced: rename one of the two',
+        detail: 'collides with Docs/Report.txt: the two names differ only in case, which this disk does not tell apart; neither is synced while both are there: rename one of the two',
       },
     ]);
     expect([...ci.obs.dirs.entries()]).toEqual([['docs', 'Docs']]);

@@ -1,0 +1,65 @@
+// `binder-sync sync`'s exit code for a pass that did not converge (README "Exit codes"): 6 only when every
+// failure is the local filesystem's own (disk full, permissions), never for a file a program was still writing.
+import { describe, expect, it } from 'vitest';
+import { ExitCode, isLocalFailure } from '../../src/cli/exit-codes.js';
+import { notConvergedExit } from '../../src/cli/sync-command.js';
+import { summarizeReport } from '../../src/cli/report-format.js';
+import type { ActionFailure } from '../../src/sync/executor.js';
+import type { PassReport } from '../../src/sync/pass.js';
+
+function reportWith(failures: ActionFailure[]): PassReport {
+  return {
+    pair: 'main',
+    plan: { groups: [], issues: [], blocked: null },
+    execution: { stoppedBy: null, done: {}, failures, bytesDownloaded: 0, bytesUploaded: 0, vacatedDirs: new Set(), conflicts: [], identical: 0 },
+    issues: [],
+    hashed: 0,
+    remoteRequests: 0,
+    listingMethod: 'search',
+    durationMs: 1,
+    converged: false,
+    deferred: [],
+    recheckInMs: null,
+    folderTreeFrom: null,
+    blockedAgain: false,
+  };
+}
+const failure = (code: string, over: Partial<ActionFailure> = {}): ActionFailure => ({ kind: 'upload', relPath: 'Docs/a.txt', code, retryable: true, message: `${code} happened`, ...over });
+
+describe('sync exit code of a pass with failures', () => {
+  it('is 6 when every failure is the local filesystem failing', () => {
+    expect(notConvergedExit(reportWith([failure('LOCAL_IO'), failure('PATH_ESCAPE')]))).toBe(ExitCode.local);
+  });
+  it('is 1 when a program was writing the file (LOCAL_CHANGED), alone or among local failures', () => {
+    expect(notConvergedExit(reportWith([failure('LOCAL_CHANGED', { postponed: true })]))).toBe(ExitCode.incomplete);
+    expect(notConvergedExit(reportWith([failure('LOCAL_IO'), failure('LOCAL_CHANGED')]))).toBe(ExitCode.incomplete);
+    expect(isLocalFailure('LOCAL_CHANGED')).toBe(false);
+    expect(isLocalFailure('LOCAL_ROOT')).toBe(true);
+  });
+  it('says "postponed", not FAILED, for a file changed while it was being synced', () => {
+    const text = summarizeReport(reportWith([failure('LOCAL_CHANGED', { postponed: true }), failure('LOCAL_IO', { relPath: 'Docs/b.txt' })]), false);
+    expect(text).toContain('[main] postponed upload Docs/a.txt: a program changed it while it was being synced');
+    expect(text).toContain('[main] FAILED upload Docs/b.txt: LOCAL_IO happened (will retry)');
+    expect(text).not.toContain('FAILED upload Docs/a.txt');
+  });
+});
+
+describe("the daemon's pass line", () => {
+  it('counts files changed while being synced as postponed, not failed; a pass of repeats only goes to debug', async () => {
+    const { Writable } = await import('node:stream');
+    const { createLogger } = await import('../../src/log.js');
+    const { logPassSummary } = await import('../../src/daemon/pass-summary.js');
+    const lines: Array<{ level: number; msg: string }> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as { level: number; msg: string });
+        done();
+      },
+    });
+    const log = createLogger({ destination: sink, level: 'debug', pretty: false });
+    logPassSummary(log, reportWith([failure('LOCAL_CHANGED', { postponed: true }), failure('LOCAL_IO', { relPath: 'Docs/b.txt' })]), 'poll');
+    expect(lines.at(-1)).toMatchObject({ level: 30, msg: expect.stringMatching(/^pass: nothing done, 1 failed, 1 postponed \(changed while being synced\);/) });
+    logPassSummary(log, reportWith([failure('LOCAL_IO', { repeated: true })]), 'retry');
+    expect(lines.at(-1)).toMatchObject({ level: 20, msg: 'pass: the same 1 failure(s) again' });
+  });
+});
