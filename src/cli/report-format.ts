@@ -44,6 +44,10 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
   } else if (ex) {
     const done = describeDone(ex) || 'nothing to do';
     lines.push(`[${r.pair}] ${done}; ${fmtBytes(ex.bytesDownloaded)} down, ${fmtBytes(ex.bytesUploaded)} up in ${(r.durationMs / 1000).toFixed(1)} s`);
+    if (ex.restored) {
+      const n = ex.restored.count;
+      lines.push(`[${r.pair}] restored ${n} file${n === 1 ? '' : 's'} deleted or renamed locally (${printable(ex.restored.first)}${n > 1 ? ', ...' : ''}): the service has no delete or rename; localDeletePolicy: forget stops this`);
+    }
     for (const c of ex.conflicts) lines.push(`[${r.pair}] conflict ${c.relPath}: ${c.outcome}${c.conflictPath ? ` (${c.conflictPath})` : ''}`);
     for (const f of ex.failures) {
       if (f.postponed === true) lines.push(`[${r.pair}] postponed ${f.kind} ${f.relPath}: a program changed it while it was being synced; the next pass takes it up`);

@@ -72,6 +72,13 @@ export function logPassSummary(log: Logger, r: PassReport, trigger: string): voi
   const failed = fields.failed - postponed;
   const tail = (failed > 0 ? `, ${failed} failed` : '') + (postponed > 0 ? `, ${postponed} postponed (changed while being synced)` : '');
   log.info(fields, `pass: ${what}${tail}; ${fmtBytes(fields.bytesUp)} up, ${fmtBytes(fields.bytesDown)} down in ${(r.durationMs / 1000).toFixed(1)} s`);
+  if (ex?.restored) {
+    const { count, first } = ex.restored;
+    log.warn(
+      { count, relPath: first, hint: 'the service has no delete or rename: set localDeletePolicy: forget to stop syncing files deleted locally' },
+      `restored ${count === 1 ? `${printable(first)}, deleted or renamed locally` : `${count} files deleted or renamed locally (${printable(first)}, ...)`}: the remote documents still exist`,
+    );
+  }
 }
 
 /** Lines of newly found issues logged per pass at most; the rest is one "... more" line pointing at `status`. */

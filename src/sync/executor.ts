@@ -45,6 +45,8 @@ export interface ExecutionReport {
   conflicts: Array<{ relPath: string; conflictPath: string | null; outcome: string }>;
   /** Conflicts (counted in done.conflict) whose two sides turned out identical: recorded as in sync, nothing kept. */
   identical: number;
+  /** Downloads (counted in done.download) that put back files deleted or renamed locally; the first one's path. */
+  restored?: { count: number; first: string };
 }
 
 /** What a pass did, for one line: "2 download, 1 upload"; conflicts found identical on both sides said so. */
@@ -71,6 +73,7 @@ export function mergeExecutions(a: ExecutionReport, b: ExecutionReport): Executi
     vacatedDirs: new Set([...a.vacatedDirs, ...b.vacatedDirs]),
     conflicts: [...a.conflicts, ...b.conflicts],
     identical: a.identical + b.identical,
+    ...(a.restored || b.restored ? { restored: { count: (a.restored?.count ?? 0) + (b.restored?.count ?? 0), first: (a.restored ?? b.restored)!.first } } : {}),
   };
 }
 
@@ -281,11 +284,10 @@ async function download(a: Extract<Action, { kind: 'download' }>, d: ExecutorDep
   });
   report.bytesDownloaded += tmp.bytes;
   if (a.reason === 'restore-local-delete') {
-    // A local delete or rename the service cannot follow: say so once, where the operator looks.
-    d.log.warn(
-      { relPath: a.relPath, bytes: tmp.bytes, hint: 'the service has no delete or rename: set localDeletePolicy: forget to stop syncing files deleted locally' },
-      'restored a file that was deleted or renamed locally (the remote document still exists)',
-    );
+    // A local delete or rename the service cannot follow. Per file at info; the pass says it once at warn
+    // (pass-summary.ts), so that a folder of 1,000 files moved away is one warning, not 1,000.
+    report.restored = { count: (report.restored?.count ?? 0) + 1, first: report.restored?.first ?? a.relPath };
+    d.log.info({ relPath: a.relPath, bytes: tmp.bytes, ms: Date.now() - started }, 'restored a file that was deleted or renamed locally (the remote document still exists)');
   } else d.log.info({ relPath: a.relPath, bytes: tmp.bytes, ms: Date.now() - started, reason: a.reason }, 'downloaded');
 }
 

@@ -136,6 +136,6 @@ describe('binder-sync sync: what the service cannot do', () => {
     expect(readLocal(ws, 'Docs/keep.txt')).toBe('kept by the service');
     const logs = r.stdout + r.stderr;
     expect(logs).toContain('restored a file that was deleted or renamed locally');
-    expect(logs).toContain('localDeletePolicy: forget');
+    expect(r.stdout).toContain('[main] restored 1 file deleted or renamed locally (Docs/keep.txt): the service has no delete or rename; localDeletePolicy: forget stops this');
   });
 });

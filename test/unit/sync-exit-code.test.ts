@@ -63,3 +63,24 @@ describe("the daemon's pass line", () => {
     expect(lines.at(-1)).toMatchObject({ level: 20, msg: 'pass: the same 1 failure(s) again' });
   });
 });
+
+describe('files put back after a local delete', () => {
+  it('are one warning per pass in the daemon log (a folder of 1,000 files moved away is not 1,000 warnings)', async () => {
+    const { Writable } = await import('node:stream');
+    const { createLogger } = await import('../../src/log.js');
+    const { logPassSummary } = await import('../../src/daemon/pass-summary.js');
+    const lines: Array<{ level: number; msg: string; count?: number }> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as { level: number; msg: string });
+        done();
+      },
+    });
+    const r = reportWith([]);
+    r.execution = { ...r.execution!, done: { download: 1001 }, restored: { count: 1001, first: 'P/A/f0.txt' } };
+    logPassSummary(createLogger({ destination: sink, level: 'info', pretty: false }), r, 'watch');
+    const warnings = lines.filter((l) => l.level === 40);
+    expect(warnings.map((l) => l.msg)).toEqual(['restored 1001 files deleted or renamed locally (P/A/f0.txt, ...): the remote documents still exist']);
+    expect(warnings[0]?.count).toBe(1001);
+  });
+});
