@@ -79,6 +79,10 @@ export function deferFreshDeletes(
   const deferred: string[] = [];
   let recheckAt = Infinity;
   const forgetsHeld = new Set<string>();
+  // Folders gone locally (re-created by this plan) and everything put back under them wait longer: moving a
+  // folder out and back by hand takes seconds, and the move back must not find a re-created folder to nest in.
+  const goneDirs = minAgeMs <= 0 ? [] : plan.groups.flat().flatMap((a) => (a.kind === 'mkdir-local' && a.reason === 'restore-local-delete' ? [`${a.relPath}/`] : []));
+  const holdFor = (relPath: string) => (goneDirs.some((d) => `${relPath}/`.startsWith(d)) ? Math.max(minAgeMs, FOLDER_RESTORE_QUIET_MS) : minAgeMs);
   const groups = minAgeMs <= 0 ? plan.groups : plan.groups.filter((group) => {
     const missing = group.map(localDeleteAnswered).filter((p) => p !== null);
     let fresh = false;
@@ -86,10 +90,11 @@ export function deferFreshDeletes(
       seen.add(relPath);
       const since = missingSince.get(relPath) ?? nowMs;
       missingSince.set(relPath, since);
-      if (nowMs - since >= minAgeMs) continue;
+      const hold = holdFor(relPath);
+      if (nowMs - since >= hold) continue;
       fresh = true;
       deferred.push(relPath);
-      recheckAt = Math.min(recheckAt, since + minAgeMs);
+      recheckAt = Math.min(recheckAt, since + hold);
     }
     if (fresh) for (const a of group) if (a.kind === 'forget') forgetsHeld.add(a.relPath);
     return !fresh;
@@ -100,6 +105,9 @@ export function deferFreshDeletes(
   const issues = plan.issues.filter((i) => !(i.code === 'local-delete-not-propagated' && forgetsHeld.has(i.relPath)));
   return { plan: { ...plan, groups, issues }, deferred, recheckInMs: Math.max(50, recheckAt - nowMs + 50) };
 }
+
+/** How long a folder gone locally (and what lay in it) waits before it is put back, at least (deferFreshDeletes). */
+export const FOLDER_RESTORE_QUIET_MS = 10_000;
 
 /**
  * Names other programs give a file while they write it, then rename it away: rsync's `.<name>.XXXXXX`, sed -i's

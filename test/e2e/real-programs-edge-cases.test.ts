@@ -460,4 +460,22 @@ describe('a file or folder gone for a moment while something changes remotely (q
     expect(d.count(msgHas('restored a file')), d.tail()).toBe(0);
     expect(c.listDocuments(w.binderId).map((x) => x.fileName)).toEqual(['inside.txt']);
   });
+
+  it('a folder moved out and back 2.5 s later, with the default quietPeriod: a folder waits longer than a file, so it is not nested either', async () => {
+    const { w, d } = await started();
+    const c = w.emulator.control;
+    const docs = c.listFolders(w.binderId).find((f) => f.name === 'Docs')!;
+    const sub = c.createFolder(w.binderId, { name: 'Sub', parentId: docs.id });
+    c.addDocument(w.binderId, sub.id, 'inside.txt', 'inside');
+    const inside = path.join(w.local, 'Docs', 'Sub', 'inside.txt');
+    await eventually(() => fs.existsSync(inside), 15_000, 'the folder downloaded', d.tail);
+    const away = path.join(fx.scratch, 'Sub');
+    fs.renameSync(path.join(w.local, 'Docs', 'Sub'), away);
+    await sleep(2_500);
+    expect(fs.existsSync(path.join(w.local, 'Docs', 'Sub')), d.tail()).toBe(false);
+    execFileSync('mv', [away, path.join(w.local, 'Docs', 'Sub')]);
+    await sleep(2_000);
+    expect(localTree(path.join(w.local, 'Docs')), d.tail()).toEqual(new Map([['Sub/inside.txt', sha256('inside')]]));
+    expect(d.count(msgHas('restored')), d.tail()).toBe(0);
+  });
 });

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MetadataResolver } from '../../src/sync/metadata-rules.js';
 import type { Action, LocalFile, Plan, RemoteDoc } from '../../src/sync/model.js';
-import { deferFreshDeletes, deferRecentlyWritten, TRANSFER_TEMP_QUIET_MS, withheldAsRefused, withheldForAmbiguousNames, withheldForMetadata } from '../../src/sync/plan-filters.js';
+import { deferFreshDeletes, deferRecentlyWritten, FOLDER_RESTORE_QUIET_MS, TRANSFER_TEMP_QUIET_MS, withheldAsRefused, withheldForAmbiguousNames, withheldForMetadata } from '../../src/sync/plan-filters.js';
 
 const file = (relPath: string, mtimeMs: number, ctimeMs = mtimeMs): LocalFile => ({ relPath, key: relPath, size: 1, mtimeMs, inode: 1, ctimeMs, sha256: 'h' });
 const upload = (f: LocalFile): Action => ({ kind: 'upload', relPath: f.relPath, key: f.key, local: f, target: { documentId: null, folderId: 'F', fileName: 'x' }, reason: 'new-local', replacesBase: null });
@@ -104,7 +104,20 @@ describe('deferFreshDeletes', () => {
     const first = deferFreshDeletes(p, missing, 1_000, 10_000);
     expect(kinds(first.plan)).toEqual(['mkdir-local Team/New', 'download A/edit.txt']);
     expect(first.deferred).toEqual(['A/report.docx', 'Team/Sub']);
-    expect(deferFreshDeletes(p, missing, 1_000, 11_000).plan).toEqual(p);
+    // The folder waits FOLDER_RESTORE_QUIET_MS (a folder moved out and back by hand takes seconds); the file 1 s.
+    expect(deferFreshDeletes(p, missing, 1_000, 11_000).deferred).toEqual(['Team/Sub']);
+    expect(deferFreshDeletes(p, missing, 1_000, 10_000 + FOLDER_RESTORE_QUIET_MS).plan).toEqual(p);
+  });
+
+  it('holds the files put back into a folder gone locally as long as the folder, other restores the usual time', () => {
+    const missing = new Map<string, number>();
+    const p = plan([[mkdir('Team', 'restore-local-delete')], [mkdir('Team/Sub', 'restore-local-delete')], [restore('Team/Sub/a.txt')], [restore('Teamwork/b.txt')], [restore('Other/c.txt')]]);
+    const at = (ms: number) => deferFreshDeletes(p, missing, 1_000, 10_000 + ms);
+    expect(at(0).deferred).toEqual(['Team', 'Team/Sub', 'Team/Sub/a.txt', 'Teamwork/b.txt', 'Other/c.txt']);
+    const later = at(1_000);
+    expect(later.deferred).toEqual(['Team', 'Team/Sub', 'Team/Sub/a.txt']);
+    expect(later.recheckInMs).toBe(FOLDER_RESTORE_QUIET_MS - 1_000 + 50);
+    expect(at(FOLDER_RESTORE_QUIET_MS).deferred).toEqual([]);
   });
 
   it('defers nothing at minimum age 0 (`sync`)', () => {
