@@ -10,6 +10,7 @@ import { StateStore, type ConflictRow, type OutboxStage } from '../state/store.j
 import { groupIssues, oneLine, printable } from '../sync/issue-groups.js';
 import type { Issue } from '../sync/model.js';
 import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
+import { fmtBytes } from '../daemon/pass-summary.js';
 import { ExitCode } from './exit-codes.js';
 
 interface StatusOptions {
@@ -79,6 +80,8 @@ export interface PairStatus {
   pendingUploadCount: number | null;
   /** Downloads the daemon's pass has to do (planned at its start, left at its end); null when not reported. */
   pendingDownloads: number | null;
+  /** Bytes the running pass has uploaded and downloaded so far (updated every second); null when no pass runs. */
+  passBytes: number | null;
   /** Newest first, at most 100. */
   conflicts: Array<Pick<ConflictRow, 'relPath' | 'conflictPath' | 'policy' | 'detail' | 'at'>>;
   moreConflicts: boolean;
@@ -161,6 +164,7 @@ function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon
     pendingUploads: [],
     pendingUploadCount: null,
     pendingDownloads: null,
+    passBytes: null,
     conflicts: [],
     moreConflicts: false,
     issues: [],
@@ -183,6 +187,7 @@ function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon
       };
       out.pendingDownloads = count('pendingDownloads');
       out.pendingUploadCount = count('pendingUploads');
+      out.passBytes = count('passBytes');
       out.filesInSync = store.countBase();
       out.pendingUploads = store.listOutbox().map((o) => ({ relPath: o.relPath, stage: o.stage, since: o.createdAt }));
       const conflicts = store.listConflicts(CONFLICT_LIMIT + 1);
@@ -242,6 +247,7 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     const upText = `${upCount} upload${upCount === 1 ? '' : 's'}${inFlight}`;
     const downText = p.pendingDownloads === null ? 'downloads unknown' : `${p.pendingDownloads} download${p.pendingDownloads === 1 ? '' : 's'}`;
     lines.push(row('  pending', `${upText}, ${downText}`));
+    if (p.state === 'syncing' && p.passBytes !== null && p.passBytes > 0) lines.push(row('  transferred', transferredText(p.passBytes, p.activitySince, now)));
     lines.push(row('  last error', p.lastError ? oneLine(p.lastError) : '-'));
     if (p.conflicts.length > 0) {
       lines.push(row('  conflicts', `${p.conflicts.length}${p.moreConflicts ? '+' : ''}, newest first`));
@@ -297,4 +303,11 @@ export function ago(iso: string, now: Date): string {
   else span = `${Math.floor(s / 86400)} days`;
   if (s < 2) return diff >= 0 ? 'just now' : 'now';
   return diff >= 0 ? `${span} ago` : `in ${span}`;
+}
+
+/** "120.5 MiB this pass (12.0 MiB/s)": what a running pass has moved, and how fast since it started. */
+function transferredText(bytes: number, since: string | null, now: Date): string {
+  const seconds = since === null ? NaN : (now.getTime() - Date.parse(since)) / 1000;
+  const rate = Number.isFinite(seconds) && seconds >= 1 ? ` (${fmtBytes(Math.round(bytes / seconds))}/s)` : '';
+  return `${fmtBytes(bytes)} this pass${rate}`;
 }

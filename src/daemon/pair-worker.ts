@@ -16,6 +16,9 @@ import { logIssueChanges, logPassSummary, pendingOf, recordPassMetrics } from '.
 import { PairScheduler, type PairState, type PassOutcome, type Trigger } from './scheduler.js';
 import type { DaemonTiming } from './timing.js';
 
+/** How often the bytes a running pass has moved are written for `status` (ms). */
+const PASS_BYTES_WRITE_MS = 1_000;
+
 export interface PairWorkerDeps {
   pair: PairConfig;
   stateDir: string;
@@ -155,6 +158,23 @@ export class PairWorker {
     const obs = this.d.observer;
     let report: PassReport | null = null;
     const cpuBefore = process.cpuUsage();
+    // Bytes moved by this pass so far, for `status` while it runs (one large file can take minutes): written at
+    // most once a second, the last count a second after the one before at the latest.
+    let passBytes = 0;
+    let bytesWrittenAt = 0;
+    let bytesTimer: NodeJS.Timeout | null = null;
+    const writeBytes = (): void => {
+      bytesTimer = null;
+      bytesWrittenAt = Date.now();
+      this.writeMeta({ passBytes: String(passBytes) });
+    };
+    const countBytes = (n: number): void => {
+      passBytes += n;
+      obs?.onBytes?.(n);
+      const wait = bytesWrittenAt + PASS_BYTES_WRITE_MS - Date.now();
+      if (wait <= 0) writeBytes();
+      else bytesTimer ??= setTimeout(writeBytes, wait).unref();
+    };
     try {
       report = await runPass(rt, {
         ...this.scope(trigger),
@@ -171,16 +191,17 @@ export class PairWorker {
         // What the pass is about to do, for `status` while it runs (a first sync of thousands of files takes minutes).
         onPlan: (plan) => {
           const planned = pendingOf({ plan, execution: null });
-          this.writeMeta({ pendingUploads: String(planned.uploads), pendingDownloads: String(planned.downloads) });
+          this.writeMeta({ pendingUploads: String(planned.uploads), pendingDownloads: String(planned.downloads), passBytes: '0' });
           obs?.onPlan?.(plan);
         },
         ...(obs?.onActionDone ? { onActionDone: obs.onActionDone } : {}),
-        ...(obs?.onBytes ? { onBytes: obs.onBytes } : {}),
+        onBytes: countBytes,
       });
     } catch (err) {
       if (err instanceof BinderSyncError && err.code === 'LOCAL_ROOT') this.rootGone = true;
       throw err;
     } finally {
+      if (bytesTimer !== null) clearTimeout(bytesTimer);
       obs?.onPassEnd?.(report);
       // A full pass (start-up, rescan, retry) leaves a large heap of garbage behind; polls and watcher passes
       // are left to V8's own collector.
@@ -189,7 +210,7 @@ export class PairWorker {
     const pending = pendingOf(report);
     logPassSummary(this.log, report, trigger);
     this.openIssues = logIssueChanges(this.log, this.openIssues, report.issues);
-    this.writeMeta({ pendingUploads: String(pending.uploads), pendingDownloads: String(pending.downloads) });
+    this.writeMeta({ pendingUploads: String(pending.uploads), pendingDownloads: String(pending.downloads), passBytes: null });
     if (this.d.metrics) recordPassMetrics(this.d.metrics, report, pending, Date.now());
     if (rt.readOnly === true && rt.pair.direction === 'upload') {
       throw new BinderSyncError(`pair ${this.name} is upload-only, but the API client has read-only access`, {

@@ -195,6 +195,33 @@ describe('binder-sync run: syncing', () => {
     expect(c.readContent(c.listDocuments(w.binderId)[0]!.id).toString()).toBe('changed content');
   }, 40_000);
 
+  it('status shows what a running pass has moved so far, and how fast (one large upload)', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    c.createFolder(w.binderId, { name: 'Docs' });
+    writeRunConfig(w);
+    daemon = startDaemonProcess(w);
+    const d = daemon;
+    await d.waitForLog(msgHas('pass: 1 mkdir-local'), 15_000, 'the first pass');
+    // The commit waits 6 s: the pass is still running, its 20 MiB already sent.
+    c.injectFault({ route: 'commit', latencyMs: 6_000, times: 1 });
+    writeLocal(w, 'Docs/big.bin', Buffer.alloc(20 * 1024 * 1024, 7));
+    let shown = '';
+    const deadline = Date.now() + 12_000;
+    while (Date.now() < deadline && !/transferred +20\.0 MiB this pass \(/.test(shown)) {
+      shown = (await runCli(w, ['status', '--config', w.configFile])).stdout;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(shown, d.tail()).toMatch(/^ {2}transferred +20\.0 MiB this pass \([\d.]+ [KMG]?i?B\/s\)$/m);
+    const json = JSON.parse((await runCli(w, ['status', '--config', w.configFile, '--json'])).stdout) as { pairs: Array<{ passBytes: number | null }> };
+    expect([20 * 1024 * 1024, null]).toContain(json.pairs[0]?.passBytes);
+    // Once the pass is over, the line is gone.
+    await eventually(() => c.listDocuments(w.binderId).length === 1, 15_000, 'the upload committed', d.tail);
+    await d.waitForLog(msgHas('pass: 1 upload'), 10_000, 'the pass ended');
+    expect((await runCli(w, ['status', '--config', w.configFile])).stdout).not.toMatch(/transferred/);
+  }, 40_000);
+
   it('a refused file is not sent again by the next `binder-sync sync` (a cron job) until it changes', async () => {
     const w = await refusingWorkspace();
     const c = w.emulator.control;

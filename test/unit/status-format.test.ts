@@ -42,7 +42,7 @@ describe('formatStatus "not synced"', () => {
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
       lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 0,
-      pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, conflicts: [], moreConflicts: false, issues,
+      pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, issues,
     };
     const doc: StatusDocument = {
       version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
@@ -59,7 +59,7 @@ describe('formatStatus "watcher"', () => {
   const pair = (watcher: string | null): PairStatus => ({
     name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
     lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, lastError: null, filesInSync: 0,
-    pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, conflicts: [], moreConflicts: false, issues: [],
+    pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, issues: [],
   });
   const doc = (running: boolean, watcher: string | null): StatusDocument => ({
     version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
@@ -93,7 +93,7 @@ describe('names with control characters', () => {
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
       lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0,
-      pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingUploadCount: null, pendingDownloads: 0,
+      pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingUploadCount: null, pendingDownloads: 0, passBytes: null,
       conflicts: [{ relPath: 'N/con\nflict.txt', conflictPath: 'N/con\nflict (conflict).txt', policy: 'keep-both', detail: 'x', at: new Date(0).toISOString() }],
       moreConflicts: false, issues,
     };
@@ -113,13 +113,13 @@ describe('names with control characters', () => {
 });
 
 describe('formatStatus "pending" during a long pass', () => {
-  const doc = (pendingUploads: PairStatus['pendingUploads'], pendingUploadCount: number | null, pendingDownloads: number | null): StatusDocument => ({
+  const doc = (pendingUploads: PairStatus['pendingUploads'], pendingUploadCount: number | null, pendingDownloads: number | null, passBytes: number | null = null, activitySince: string | null = null): StatusDocument => ({
     version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
     daemon: { running: true, pid: 42, startedAt: null, metricsPort: null },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'syncing', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 700,
-      pendingUploads, pendingUploadCount, pendingDownloads, conflicts: [], moreConflicts: false, issues: [],
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, lastError: null, filesInSync: 700,
+      pendingUploads, pendingUploadCount, pendingDownloads, passBytes, conflicts: [], moreConflicts: false, issues: [],
     }],
   });
   const inFlight = ['a.txt', 'b.txt', 'c.txt', 'd.txt'].map((n) => ({ relPath: `Docs/${n}`, stage: 'slot' as const, since: new Date(0).toISOString() }));
@@ -129,5 +129,14 @@ describe('formatStatus "pending" during a long pass', () => {
     expect(formatStatus(doc([], 4300, 120), new Date(0))).toMatch(/^ {2}pending +4300 uploads, 120 downloads$/m);
     // Without the daemon's count (a state DB written by `sync` alone), the uploads in flight are all it knows.
     expect(formatStatus(doc(inFlight.slice(0, 1), null, null), new Date(0))).toMatch(/^ {2}pending +1 upload \(Docs\/a\.txt\), downloads unknown$/m);
+  });
+
+  it('shows what the running pass has moved, and how fast (one large file can take minutes)', () => {
+    const started = new Date(0).toISOString();
+    const out = formatStatus(doc(inFlight.slice(0, 1), 1, 0, 120 * 1024 * 1024, started), new Date(10_000));
+    expect(out).toMatch(/^ {2}transferred +120\.0 MiB this pass \(12\.0 MiB\/s\)$/m);
+    // Nothing moved yet, or no pass running: no such line.
+    expect(formatStatus(doc(inFlight.slice(0, 1), 1, 0, 0, started), new Date(10_000))).not.toMatch(/transferred/);
+    expect(formatStatus(doc([], 0, 0, null), new Date(0))).not.toMatch(/transferred/);
   });
 });
