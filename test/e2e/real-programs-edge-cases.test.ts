@@ -442,8 +442,12 @@ describe('a file or folder gone for a moment while something changes remotely (q
     expect(d.count(msgHas('restored a file')), d.tail()).toBe(0);
   });
 
-  it('a folder moved out of the tree and back within quietPeriod: not re-created meanwhile, so not nested on its return', async () => {
-    const { w, d } = await started({}, { quietPeriod: '3s' });
+  /**
+   * A synced folder Docs/Sub moved out of the tree and back with `mv` after `awayMs`: while it is gone the daemon
+   * must not re-create it (the `mv` back would then nest it), nor restore its file.
+   */
+  async function folderOutAndBack(pair: Record<string, unknown>, awayMs: number): Promise<void> {
+    const { w, d } = await started({}, pair);
     const c = w.emulator.control;
     const docs = c.listFolders(w.binderId).find((f) => f.name === 'Docs')!;
     const sub = c.createFolder(w.binderId, { name: 'Sub', parentId: docs.id });
@@ -452,30 +456,21 @@ describe('a file or folder gone for a moment while something changes remotely (q
     await eventually(() => fs.existsSync(inside), 15_000, 'the folder downloaded', d.tail);
     const away = path.join(fx.scratch, 'Sub');
     fs.renameSync(path.join(w.local, 'Docs', 'Sub'), away);
-    await sleep(800);
-    // mv, not rename(2): rename would replace an empty directory there, mv moves into it, as a user's mv does.
-    execFileSync('mv', [away, path.join(w.local, 'Docs', 'Sub')]);
-    await sleep(4_000);
-    expect(localTree(path.join(w.local, 'Docs')), d.tail()).toEqual(new Map([['Sub/inside.txt', sha256('inside')]]));
-    expect(d.count(msgHas('restored a file')), d.tail()).toBe(0);
-    expect(c.listDocuments(w.binderId).map((x) => x.fileName)).toEqual(['inside.txt']);
-  });
-
-  it('a folder moved out and back 2.5 s later, with the default quietPeriod: a folder waits longer than a file, so it is not nested either', async () => {
-    const { w, d } = await started();
-    const c = w.emulator.control;
-    const docs = c.listFolders(w.binderId).find((f) => f.name === 'Docs')!;
-    const sub = c.createFolder(w.binderId, { name: 'Sub', parentId: docs.id });
-    c.addDocument(w.binderId, sub.id, 'inside.txt', 'inside');
-    const inside = path.join(w.local, 'Docs', 'Sub', 'inside.txt');
-    await eventually(() => fs.existsSync(inside), 15_000, 'the folder downloaded', d.tail);
-    const away = path.join(fx.scratch, 'Sub');
-    fs.renameSync(path.join(w.local, 'Docs', 'Sub'), away);
-    await sleep(2_500);
+    await sleep(awayMs);
     expect(fs.existsSync(path.join(w.local, 'Docs', 'Sub')), d.tail()).toBe(false);
+    // mv, not rename(2): rename would replace an empty directory there, mv moves into it, as a user's mv does.
     execFileSync('mv', [away, path.join(w.local, 'Docs', 'Sub')]);
     await sleep(2_000);
     expect(localTree(path.join(w.local, 'Docs')), d.tail()).toEqual(new Map([['Sub/inside.txt', sha256('inside')]]));
     expect(d.count(msgHas('restored')), d.tail()).toBe(0);
+    expect(c.listDocuments(w.binderId).map((x) => x.fileName)).toEqual(['inside.txt']);
+  }
+
+  it('a folder moved out of the tree and back within quietPeriod: not re-created meanwhile, so not nested on its return', async () => {
+    await folderOutAndBack({ quietPeriod: '3s' }, 800);
+  });
+
+  it('a folder moved out and back 2.5 s later, with the default quietPeriod: a folder waits longer than a file, so it is not nested either', async () => {
+    await folderOutAndBack({}, 2_500);
   });
 });
