@@ -2,6 +2,7 @@
 // local file they read has stopped changing. No I/O; the clock is a parameter.
 import type { MetadataResolver } from './metadata-rules.js';
 import type { Action, Issue, LocalFile, Plan, RemoteObservation, UploadTarget } from './model.js';
+import { parentOf } from './path-key.js';
 
 /** The action sends local content to the service (an upload, or a conflict that uploads a copy or the local side). */
 export function wantsUpload(a: Action): boolean {
@@ -81,8 +82,13 @@ export function deferFreshDeletes(
   const forgetsHeld = new Set<string>();
   // Folders gone locally (re-created by this plan) and everything put back under them wait longer: moving a
   // folder out and back by hand takes seconds, and the move back must not find a re-created folder to nest in.
-  const goneDirs = minAgeMs <= 0 ? [] : plan.groups.flat().flatMap((a) => (a.kind === 'mkdir-local' && a.reason === 'restore-local-delete' ? [`${a.relPath}/`] : []));
-  const holdFor = (relPath: string) => (goneDirs.some((d) => `${relPath}/`.startsWith(d)) ? Math.max(minAgeMs, FOLDER_RESTORE_QUIET_MS) : minAgeMs);
+  const goneDirs = new Set<string>();
+  if (minAgeMs > 0) for (const g of plan.groups) for (const a of g) if (a.kind === 'mkdir-local' && a.reason === 'restore-local-delete') goneDirs.add(a.relPath);
+  const underGoneDir = (relPath: string): boolean => {
+    for (let p = relPath; p !== ''; p = parentOf(p)) if (goneDirs.has(p)) return true;
+    return false;
+  };
+  const holdFor = (relPath: string) => (goneDirs.size > 0 && underGoneDir(relPath) ? Math.max(minAgeMs, FOLDER_RESTORE_QUIET_MS) : minAgeMs);
   const groups = minAgeMs <= 0 ? plan.groups : plan.groups.filter((group) => {
     const missing = group.map(localDeleteAnswered).filter((p) => p !== null);
     let fresh = false;
