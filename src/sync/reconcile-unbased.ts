@@ -51,11 +51,6 @@ const UNOBSERVED_BECAUSE: Record<LocalProblem['reason'], string> = {
   changing: 'was changing while it was scanned (looked at again next pass)',
 };
 
-/** Two local names on one path (case or Unicode form): the scan's detail says which, and how they differ. */
-export function isTwinName(p: LocalProblem): boolean {
-  return p.reason === 'name-not-representable' && p.detail.startsWith('collides with ');
-}
-
 /**
  * What the scan met at key or at the folder above it that hides it, e.g. "the local folder C is a symlink
  * (never followed)": the same words wherever a step cannot use the path.
@@ -63,7 +58,8 @@ export function isTwinName(p: LocalProblem): boolean {
 export function unobservedDetail(view: PassState['view'], key: PathKey): string {
   const p = view.problemAt(key);
   const where = p === undefined || p.key === key ? 'the local path' : `the local folder ${p.relPath}`;
-  const why = p === undefined ? 'could not be observed this pass' : isTwinName(p) ? `has a twin name: ${p.detail}` : UNOBSERVED_BECAUSE[p.reason];
+  // A bad name's detail says which (another name on this path, and how the two differ; not valid UTF-8).
+  const why = p === undefined ? 'could not be observed this pass' : p.reason === 'name-not-representable' ? `${UNOBSERVED_BECAUSE[p.reason]} (${p.detail})` : UNOBSERVED_BECAUSE[p.reason];
   return `${where} ${why}`;
 }
 

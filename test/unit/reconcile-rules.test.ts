@@ -619,7 +619,7 @@ describe('a synced file that got a local twin name (case or Unicode form)', () =
     const p = plan(w);
     expect(summarizeGroups(p.groups)).toEqual([]);
     const unknown = p.issues.find((i) => i.code === 'unknown-state');
-    expect(unknown?.detail).toMatch(/^the local folder Caf\u00e9 has a twin name: collides with Cafe\u0301: the two names differ only in Unicode form/);
+    expect(unknown?.detail).toMatch(/^the local folder Caf\u00e9 has a name that cannot be synced \(collides with Cafe\u0301: the two names differ only in Unicode form\)/);
   });
 });
 
