@@ -294,7 +294,7 @@ function refusedError(d: ExecutorDeps, row: OutboxRow, cause: unknown): BinderSy
   // A local name that stands for a remote name no file can carry (`a／b.txt` for "a/b.txt", `_` for ""): the
   // commit names the document by its remote name, which this service will not take in an upload. The user sees
   // a harmless local name, so the message says which name it was.
-  const encodedName = baseNameOf(row.relPath) !== row.fileName;
+  const encodedName = baseNameOf(row.relPath).normalize('NFC') !== row.fileName.normalize('NFC');
   const what = encodedName ? `the upload under its document's remote name ${JSON.stringify(row.fileName)} (the local name stands for it)` : 'the upload';
   return new BinderSyncError(`${row.relPath}: the service refused to commit ${what}: ${reason}`, {
     code: 'COMMIT_REFUSED',
