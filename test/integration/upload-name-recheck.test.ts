@@ -61,6 +61,16 @@ const RENAMES: Array<[string, Change]> = [
   ['its document is renamed but for case', (c, docId) => void c.renameDocument(docId, 'PLAN.txt')],
 ];
 
+/** Docs/plan.txt: a document "plan.txt" with content "original", and its base row (synced). */
+function syncedPlan(s: Awaited<ReturnType<typeof executorFixture>>): { id: string; latestVersionId: string } {
+  const doc = s.emu.control.addDocument(s.binderId, s.folderId, 'plan.txt', 'original').document;
+  s.store.putBase({
+    documentId: doc.id, versionId: doc.latestVersionId, versionLabel: '1', folderId: s.folderId, fileName: 'plan.txt',
+    relPath: 'Docs/plan.txt', key: 'Docs/plan.txt', size: 8, mtimeMs: 1, inode: 1, ctimeMs: 1, sha256: sha('original'),
+  });
+  return doc;
+}
+
 describe("an edit's document renamed on the service while its upload is in flight", () => {
   const cases: Array<[string, Change]> = [
     ...RENAMES,
@@ -70,11 +80,7 @@ describe("an edit's document renamed on the service while its upload is in fligh
     it(`${what}: REMOTE_CHANGED, nothing committed, no new document`, async () => {
       const s = await executorFixture(cleanups, 'recheck-edit-');
       const c = s.emu.control;
-      const doc = c.addDocument(s.binderId, s.folderId, 'plan.txt', 'original').document;
-      s.store.putBase({
-        documentId: doc.id, versionId: doc.latestVersionId, versionLabel: '1', folderId: s.folderId, fileName: 'plan.txt',
-        relPath: 'Docs/plan.txt', key: 'Docs/plan.txt', size: 8, mtimeMs: 1, inode: 1, ctimeMs: 1, sha256: sha('original'),
-      });
+      const doc = syncedPlan(s);
       const local = writeLocal(s.root, 'plan.txt', 'my edit');
       duringPut(s.d, () => change(c, doc.id, s));
       const plan: Plan = {
@@ -151,11 +157,7 @@ describe("an edit's document renamed just after a shared listing of its folder",
   it('is caught on the document itself (fetched after the PUT), not on the listing up to a second old', async () => {
     const s = await executorFixture(cleanups, 'recheck-stale-');
     const c = s.emu.control;
-    const doc = c.addDocument(s.binderId, s.folderId, 'plan.txt', 'original').document;
-    s.store.putBase({
-      documentId: doc.id, versionId: doc.latestVersionId, versionLabel: '1', folderId: s.folderId, fileName: 'plan.txt',
-      relPath: 'Docs/plan.txt', key: 'Docs/plan.txt', size: 8, mtimeMs: 1, inode: 1, ctimeMs: 1, sha256: sha('original'),
-    });
+    const doc = syncedPlan(s);
     const fresh = writeLocal(s.root, 'new.txt', 'a new file');
     const edit = writeLocal(s.root, 'plan.txt', 'my edit, longer than the new file');
     // The new file's upload lists the folder; once that listing has answered, the document is renamed, and
