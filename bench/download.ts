@@ -9,7 +9,7 @@ import { wants } from './lib/env.js';
 import { newestProfile, summarizeProfile } from './lib/profile.js';
 import { toolVersion } from './lib/machine.js';
 import { run, tail } from './lib/proc.js';
-import { median, mib, ratio, runsList, secs, table } from './lib/stats.js';
+import { median, mib, ratio, rcloneRow, runsList, secs, table } from './lib/stats.js';
 import { serveDirectory } from './lib/static-server.js';
 import { flatSet, seedRemote, writeTree, type FileSpec } from './lib/trees.js';
 import { benchEmulator, floorArgs, limitsAt, ROOT, rmrf, settleDisk, runFloor, runSync, tempDir, totalRequests, treeSize, writeConfig } from './lib/workspace.js';
@@ -119,7 +119,7 @@ export async function benchDownload(env: BenchEnv, log: (s: string) => void): Pr
         rows.push([set.label, String(rps), 'binder-sync', secs(bsMs), runsList(bs.ms), String(median(bs.requests)), `${ratio(bsMs, floorMs)} (target ${set.target}x: ${verdict})`]);
         rows.push([set.label, String(rps), 'floor (undici)', secs(floorMs), runsList(fl.ms), String(median(fl.requests)), '1.00x']);
         rows.push([set.label, String(rps), 'floor + fsync (reference)', secs(median(fd.ms)), runsList(fd.ms), String(median(fl.requests)), `${ratio(median(fd.ms), floorMs)}; binder-sync = ${ratio(bsMs, median(fd.ms))} of it`]);
-        if (rc.ms.length > 0) rows.push([set.label, '-', 'rclone copy (static HTTP)', secs(median(rc.ms)), runsList(rc.ms), '-', ratio(median(rc.ms), floorMs)]);
+        if (rc.ms.length > 0) rows.push(rcloneRow(set.label, rc.ms, floorMs, bsMs, 'rclone copy (static HTTP)'));
       }
       // One extra profiled run of the first set (the small files) at the highest rate.
       if (wants(env, 'profile') && profiles.length === 0) {

@@ -30,3 +30,13 @@ export function table(header: readonly string[], rows: ReadonlyArray<readonly st
   const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
+
+/**
+ * The rclone row of benchmarks 1 and 2: rclone's median against the floor, and binder-sync's median against
+ * rclone's (the issue's "faster than rclone" target).
+ */
+export function rcloneRow(set: string, rcloneMs: readonly number[], floorMs: number, binderSyncMs: number, tool: string, requests = '-'): string[] {
+  const rc = median(rcloneMs);
+  const verdict = binderSyncMs < rc ? 'met' : 'MISSED';
+  return [set, '-', tool, secs(rc), runsList(rcloneMs), requests, `${ratio(rc, floorMs)}; binder-sync = ${ratio(binderSyncMs, rc)} of it (target: faster: ${verdict})`];
+}
