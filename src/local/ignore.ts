@@ -37,6 +37,12 @@ export interface IgnoreMatcher {
    * For walkers that prune ignored directories (cheaper than `ignores` on every file).
    */
   ignoresEntry(relPath: string, isDir: boolean): boolean;
+  /**
+   * The rule that ignores relPath or one of its parent folders, for messages ("'*.tmp' (built-in rule)",
+   * "'build/' (the pair's ignore list)"), or undefined. Tests each rule on its own: only for the rare ignored
+   * item that is reported, never per scanned entry.
+   */
+  ruleFor(relPath: string, isDir: boolean): string | undefined;
 }
 
 function combine(globs: CompiledGlob[]): RegExp | null {
@@ -49,7 +55,8 @@ function combine(globs: CompiledGlob[]): RegExp | null {
  * compileGlob for the syntax. Matching is case-sensitive (an ignore rule should not silently widen).
  */
 export function createIgnoreMatcher(userGlobs: string[]): IgnoreMatcher {
-  const all = [...BUILTIN_IGNORES, ...userGlobs.filter((g) => g.trim() !== '')].map(compileGlob);
+  const user = userGlobs.filter((g) => g.trim() !== '');
+  const all = [...BUILTIN_IGNORES, ...user].map(compileGlob);
   // Four combined regexes keep the per-entry cost at a few regex tests whatever the number of rules.
   const nameAny = combine(all.filter((g) => !g.anchored && !g.dirOnly));
   const nameDir = combine(all.filter((g) => !g.anchored && g.dirOnly));
@@ -62,8 +69,28 @@ export function createIgnoreMatcher(userGlobs: string[]): IgnoreMatcher {
     return isDir && (nameDir?.test(name) === true || pathDir?.test(relPath) === true);
   }
 
+  /** The first rule that matches a parent folder of relPath, or relPath itself. */
+  function firstRuleOnPath(relPath: string, isDir: boolean): string | undefined {
+    let i = relPath.indexOf('/');
+    while (i >= 0) {
+      const hit = ruleOf(relPath.slice(0, i), true);
+      if (hit !== undefined) return hit;
+      i = relPath.indexOf('/', i + 1);
+    }
+    return ruleOf(relPath, isDir);
+  }
+
+  // Rules one by one, for ruleFor. A user glob that repeats a built-in one is named as the built-in rule.
+  const single = all.map((g, i) => ({ g, re: new RegExp(`^(?:${g.source})$`, 'su'), builtin: i < BUILTIN_IGNORES.length }));
+  const ruleOf = (p: string, dir: boolean): string | undefined => {
+    const name = p.slice(p.lastIndexOf('/') + 1);
+    const hit = single.find(({ g, re }) => (dir || !g.dirOnly) && re.test(g.anchored ? p : name));
+    return hit && `'${hit.g.glob}' (${hit.builtin ? 'built-in rule' : "the pair's ignore list"})`;
+  };
+
   return {
     ignoresEntry,
+    // Hot (every watcher event): the plain loop, no callback.
     ignores(relPath: string, isDir: boolean): boolean {
       let i = relPath.indexOf('/');
       while (i >= 0) {
@@ -72,5 +99,6 @@ export function createIgnoreMatcher(userGlobs: string[]): IgnoreMatcher {
       }
       return ignoresEntry(relPath, isDir);
     },
+    ruleFor: firstRuleOnPath,
   };
 }

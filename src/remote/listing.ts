@@ -15,7 +15,7 @@ export interface ListRemoteOptions {
   pageSize: number;
   caseInsensitive: boolean;
   base: ReadonlyMap<string, BaseEntry>;
-  isIgnored?: (relPath: string, isDir: boolean) => boolean;
+  ignoredBy?: (relPath: string, isDir: boolean) => string | undefined;
   /** See RemoteTreeInput.maxPathBytes. */
   maxPathBytes?: number;
   signal?: AbortSignal;
@@ -165,7 +165,7 @@ export async function observeRemote(client: ListingClient, raw: RawListing, opts
     docs: [...docs.values()],
     caseInsensitive: opts.caseInsensitive,
     preferredPath: (id) => opts.base.get(id)?.relPath,
-    ...(opts.isIgnored ? { isIgnored: opts.isIgnored } : {}),
+    ...(opts.ignoredBy ? { ignoredBy: opts.ignoredBy } : {}),
     ...(opts.maxPathBytes !== undefined ? { maxPathBytes: opts.maxPathBytes } : {}),
   });
   return {

@@ -13,8 +13,11 @@ export interface RemoteTreeInput {
   caseInsensitive: boolean;
   /** The base relPath of a document: on a collision it keeps the plain name, so mappings stay stable. */
   preferredPath?: (documentId: string) => string | undefined;
-  /** Local ignore rules: a remote item mapped to an ignored path is unmappable (the scanner would never see it). */
-  isIgnored?: (relPath: string, isDir: boolean) => boolean;
+  /**
+   * Local ignore rules: the rule that ignores a path ("'*.tmp' (built-in rule)"), or undefined. A remote item
+   * mapped to an ignored path is unmappable, marked `ignored` (the scanner would never see it).
+   */
+  ignoredBy?: (relPath: string, isDir: boolean) => string | undefined;
   /** Longest relPath (UTF-8 bytes) the local file system can take under the sync root (maxRelPathBytes). */
   maxPathBytes?: number;
 }
@@ -27,7 +30,7 @@ export interface RemoteTreeMapping {
 
 /** Reasons in `unmappable`; stable strings so that callers and tests can match them. */
 export const UNMAPPABLE = {
-  ignored: 'ignored by local rules',
+  ignored: (rule: string) => `matches the ignore rule ${rule}: not downloaded, nothing deleted`,
   cycle: 'folder cycle',
   listedTwice: 'listed twice with different data',
   missingParent: (parentId: string) => `parent folder ${parentId} is not in the listing`,
@@ -79,16 +82,23 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
   // Each unique folder ends up placed or rejected; rejecting a folder rejects its subtree with the same reason.
   const settled = new Set<string>();
   // `at`: where the item would be, for people (the parent's local path, then remote names below a rejected folder).
-  const rejectSubtree = (folder: FolderIn, reason: string, at?: string): void => {
+  // `ignored`: the reason is a local ignore rule, not a problem with the item (reconcile reports it apart).
+  const rejectSubtree = (folder: FolderIn, reason: string, at?: string, ignored = false): void => {
     if (settled.has(folder.id)) return;
     settled.add(folder.id);
     const path = at === undefined ? undefined : joinRel(at, folder.name);
-    unmappable.push({ folderId: folder.id, name: folder.name, reason, ...(path !== undefined ? { path } : {}) });
-    for (const d of childDocs.get(folder.id) ?? []) rejectDoc(d, reason, path);
-    for (const f of childFolders.get(folder.id) ?? []) rejectSubtree(f, reason, path);
+    unmappable.push({ folderId: folder.id, name: folder.name, reason, ...(path !== undefined ? { path } : {}), ...(ignored ? { ignored } : {}) });
+    for (const d of childDocs.get(folder.id) ?? []) rejectDoc(d, reason, path, ignored);
+    for (const f of childFolders.get(folder.id) ?? []) rejectSubtree(f, reason, path, ignored);
   };
-  const rejectDoc = (d: DocIn, reason: string, at?: string) =>
-    unmappable.push({ documentId: d.documentId, name: d.fileName, reason, ...(at !== undefined ? { path: joinRel(at, d.fileName) } : {}) });
+  const rejectDoc = (d: DocIn, reason: string, at?: string, ignored = false) =>
+    unmappable.push({
+      documentId: d.documentId,
+      name: d.fileName,
+      reason,
+      ...(at !== undefined ? { path: joinRel(at, d.fileName) } : {}),
+      ...(ignored ? { ignored } : {}),
+    });
 
   // Ids listed twice with different data: which version is right is unknown, so neither is placed.
   for (const id of folderIn.conflicting) {
@@ -109,8 +119,9 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
     const subFolders = [...(childFolders.get(parent.id) ?? [])].sort(byId);
     for (const f of subFolders) {
       const local = localNameFor(f.name);
+      const rule = 'error' in local ? undefined : input.ignoredBy?.(joinRel(parent.relPath, local.name), true);
       if ('error' in local) rejectSubtree(f, UNMAPPABLE.badName(local.error), parent.relPath);
-      else if (input.isIgnored?.(joinRel(parent.relPath, local.name), true)) rejectSubtree(f, UNMAPPABLE.ignored, parent.relPath);
+      else if (rule !== undefined) rejectSubtree(f, UNMAPPABLE.ignored(rule), parent.relPath, true);
       else siblings.push({ kind: 'folder', id: f.id, name: local.name, key: pathKey(local.name, ci), preferred: false, folder: f });
     }
     if (parent.id !== null) {
@@ -123,8 +134,9 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
           continue;
         }
         const plain = joinRel(parent.relPath, local.name);
-        if (input.isIgnored?.(plain, false)) {
-          rejectDoc(d, UNMAPPABLE.ignored, parent.relPath);
+        const rule = input.ignoredBy?.(plain, false);
+        if (rule !== undefined) {
+          rejectDoc(d, UNMAPPABLE.ignored(rule), parent.relPath, true);
           continue;
         }
         const preferredPath = input.preferredPath?.(d.documentId);
@@ -138,9 +150,10 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
       const key = pathKey(relPath, ci);
       const isDir = sibling.kind === 'folder';
       // A dup-suffixed name is a new path: it must pass the ignore rules too.
-      if (name !== sibling.name && input.isIgnored?.(relPath, isDir)) {
-        if (sibling.folder) rejectSubtree(sibling.folder, UNMAPPABLE.ignored, parent.relPath);
-        else if (sibling.doc) rejectDoc(sibling.doc, UNMAPPABLE.ignored, parent.relPath);
+      const rule = name === sibling.name ? undefined : input.ignoredBy?.(relPath, isDir);
+      if (rule !== undefined) {
+        if (sibling.folder) rejectSubtree(sibling.folder, UNMAPPABLE.ignored(rule), parent.relPath, true);
+        else if (sibling.doc) rejectDoc(sibling.doc, UNMAPPABLE.ignored(rule), parent.relPath, true);
         continue;
       }
       // A path the system cannot take (ENAMETOOLONG): reported, never attempted on every pass.

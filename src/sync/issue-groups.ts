@@ -6,7 +6,7 @@ import type { Issue } from './model.js';
  * Issues that follow from the user's own configuration and leave nothing pending: a pass with only these
  * still counts as "in sync" (exit 0), and the daemon logs them at info, not warn.
  */
-export const INFORMATIONAL_ISSUES: ReadonlySet<Issue['code']> = new Set(['local-delete-not-propagated']);
+export const INFORMATIONAL_ISSUES: ReadonlySet<Issue['code']> = new Set(['local-delete-not-propagated', 'ignored']);
 /**
  * Issues the daemon logs at info, not warn: the informational ones, and a file still being written (it is not
  * in sync yet, so it still counts against convergence, but the next pass looks again by itself).
@@ -34,6 +34,7 @@ const ISSUE_ORDER: ReadonlyArray<Issue['code']> = [
   'waiting-for-remote-folder',
   'changing',
   'local-delete-not-propagated',
+  'ignored',
 ];
 
 /** Issues of one code in one folder are folded into one line from this many on (fewer keep their names). */

@@ -105,7 +105,8 @@ export interface RemoteObservation {
   gone: Set<string>;
   /** Remote items that exist but cannot be placed locally (reported, never deleted). */
   /** `path`: where it would be (the parent's local path and the remote name), when its parent is placed. */
-  unmappable: Array<{ documentId?: string; folderId?: string; name: string; reason: string; path?: string }>;
+  /** `ignored`: left out by a local ignore rule (the user's list or a built-in rule), not for a bad name. */
+  unmappable: Array<{ documentId?: string; folderId?: string; name: string; reason: string; path?: string; ignored?: boolean }>;
 }
 
 /** The last state both sides agreed on for one document (Unison's archive). */
@@ -239,6 +240,8 @@ export interface Issue {
     | 'local-change-not-uploaded'
     | 'remote-change-not-downloaded'
     | 'name-not-representable'
+    /** A remote item that a local ignore rule leaves out: by the user's own choice, so informational. */
+    | 'ignored'
     | 'unreadable'
     | 'symlink'
     | 'special-file'

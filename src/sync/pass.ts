@@ -598,7 +598,7 @@ function observeOptions(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry>, s
     pageSize: rt.pair.pageSize,
     caseInsensitive: rt.caseInsensitive,
     base,
-    isIgnored: (p, isDir) => rt.ignore.ignores(p, isDir),
+    ignoredBy: (p, isDir) => (rt.ignore.ignores(p, isDir) ? (rt.ignore.ruleFor(p, isDir) ?? 'of this pair') : undefined),
     maxPathBytes: maxRelPathBytes(rt.pair.localPath),
     ...(signal ? { signal } : {}),
   };

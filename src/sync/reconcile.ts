@@ -54,7 +54,7 @@ export function reconcile(
   };
   for (const p of local.problems) s.out.issue({ relPath: p.relPath, code: PROBLEM_CODES[p.reason], detail: p.detail });
   for (const u of remote.unmappable) {
-    const issue: Issue = { relPath: u.path ?? u.name, code: 'name-not-representable', detail: u.reason };
+    const issue: Issue = { relPath: u.path ?? u.name, code: u.ignored === true ? 'ignored' : 'name-not-representable', detail: u.reason };
     s.out.issue(u.documentId === undefined ? issue : { ...issue, documentId: u.documentId });
   }
   planBaseEntries(s);

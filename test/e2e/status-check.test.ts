@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { inotifyWatchLimit } from '../../src/local/watch-budget.js';
 import type { StatusDocument } from '../../src/cli/status-command.js';
 import { writeDaemonStatus } from '../../src/daemon/status-file.js';
-import { createWorkspace, runCli, secretOf, sync, writeLocal, type CliResult, type Workspace } from './harness.js';
+import { createWorkspace, readLocal, runCli, secretOf, sync, writeLocal, type CliResult, type Workspace } from './harness.js';
 
 const workspaces: Workspace[] = [];
 const children: ChildProcess[] = [];
@@ -189,7 +189,8 @@ describe('binder-sync status', () => {
     expect(p.issues).toHaveLength(15);
     expect(p.issues.filter((i) => i.code === 'waiting-for-remote-folder')).toHaveLength(12);
     // Named by its full path, like every other item.
-    expect(p.issues).toContainEqual(expect.objectContaining({ relPath: 'Docs/scratch.tmp', code: 'name-not-representable', detail: 'ignored by local rules' }));
+    const ignoredDetail = "matches the ignore rule '*.tmp' (built-in rule): not downloaded, nothing deleted";
+    expect(p.issues).toContainEqual(expect.objectContaining({ relPath: 'Docs/scratch.tmp', code: 'ignored', detail: ignoredDetail }));
     for (const i of p.issues) expect(Object.keys(i).sort()).toEqual(expect.arrayContaining(['code', 'detail', 'relPath']));
 
     const out = (await status(ws)).stdout;
@@ -197,11 +198,35 @@ describe('binder-sync status', () => {
     const list = out.slice(out.indexOf('  not synced')).split('\n').slice(1).filter((l) => l.startsWith('    '));
     expect(list, out).toEqual([
       expect.stringMatching(/^ {4}Docs\/new\.txt +metadata-missing: required metadata without a value: Department/),
-      expect.stringMatching(/^ {4}Docs\/scratch\.tmp +name-not-representable: ignored by local rules$/),
       expect.stringMatching(/^ {4}top\.txt +root-files-unsupported: /),
       expect.stringMatching(/^ {4}A new folder\/ \(12 files\) +waiting-for-remote-folder: no remote folder for "A new folder" yet/),
+      // Informational, so last; the rule that left it out is named.
+      expect.stringMatching(/^ {4}Docs\/scratch\.tmp +ignored: matches the ignore rule '\*\.tmp' \(built-in rule\): not downloaded, nothing deleted$/),
     ]);
     expect(out).not.toContain('more (see --json)');
+  });
+
+  it("a remote document left out by the pair's ignore list is listed with its rule, and sync still exits 0", async () => {
+    const ws = await workspace();
+    const c = ws.emulator.control;
+    const folder = c.createFolder(ws.binderId, { name: 'Docs' });
+    c.addDocument(ws.binderId, folder.id, 'a.txt', 'remote a');
+    c.addDocument(ws.binderId, folder.id, 'build.log', 'remote log');
+    const sub = c.createFolder(ws.binderId, { name: 'cache', parentId: folder.id });
+    c.addDocument(ws.binderId, sub.id, 'blob.bin', 'cached');
+    ws.writeConfig({ ignore: ['*.log', 'cache/'] });
+    const r = await sync(ws);
+    // The user's own choice leaves nothing pending: exit 0, and nothing of it downloaded.
+    expect(r.code, r.stderr).toBe(0);
+    expect(readLocal(ws, 'Docs/a.txt')).toBe('remote a');
+    expect(fs.existsSync(path.join(ws.local, 'Docs/build.log'))).toBe(false);
+    expect(fs.existsSync(path.join(ws.local, 'Docs/cache'))).toBe(false);
+    const p = statusJson(await status(ws, '--json')).pairs[0]!;
+    expect(p.issues.map((i) => [i.relPath, i.code, i.detail]).sort()).toEqual([
+      ['Docs/build.log', 'ignored', "matches the ignore rule '*.log' (the pair's ignore list): not downloaded, nothing deleted"],
+      ['Docs/cache', 'ignored', "matches the ignore rule 'cache/' (the pair's ignore list): not downloaded, nothing deleted"],
+      ['Docs/cache/blob.bin', 'ignored', "matches the ignore rule 'cache/' (the pair's ignore list): not downloaded, nothing deleted"],
+    ]);
   });
 
   it('reads the state while another process holds the lock and an open write transaction', async () => {

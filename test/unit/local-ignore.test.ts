@@ -102,6 +102,20 @@ describe('createIgnoreMatcher', () => {
     expect(m.ignores(relPath, isDir)).toBe(ignored);
   });
 
+  it.each(table)('ruleFor(%s, dir=%s) names a rule exactly when it is ignored (%s)', (relPath, isDir, ignored) => {
+    expect(m.ruleFor(relPath, isDir) !== undefined).toBe(ignored);
+  });
+
+  it("ruleFor names the rule and where it comes from, a parent folder's rule for what lies under it", () => {
+    expect(m.ruleFor('x.tmp', false)).toBe("'*.tmp' (built-in rule)");
+    expect(m.ruleFor('old/file.bak', false)).toBe("'*.bak' (the pair's ignore list)");
+    expect(m.ruleFor('a/node_modules/x/y.js', false)).toBe("'node_modules/' (the pair's ignore list)");
+    expect(m.ruleFor('Reports/drafts/q1.docx', false)).toBe("'Reports/drafts/**' (the pair's ignore list)");
+    expect(m.ruleFor('private', true)).toBe("'/private' (the pair's ignore list)");
+    // A user glob that repeats a built-in rule is named as the built-in one.
+    expect(createIgnoreMatcher(['*.tmp']).ruleFor('a/b.tmp', false)).toBe("'*.tmp' (built-in rule)");
+  });
+
   it('ignoresEntry looks at the entry only (walkers prune parents themselves)', () => {
     expect(m.ignoresEntry('a/node_modules/x/y.js', false)).toBe(false);
     expect(m.ignoresEntry('a/node_modules', true)).toBe(true);

@@ -56,7 +56,7 @@ const treeArb = fc
   });
 
 function inputOf(t: { folders: RemoteTreeInput['folders']; docs: RemoteTreeInput['docs']; caseInsensitive: boolean; preferPick: number }): RemoteTreeInput {
-  const plain: RemoteTreeInput = { folders: t.folders, docs: t.docs, caseInsensitive: t.caseInsensitive, isIgnored: (relPath) => relPath.endsWith('.tmp') };
+  const plain: RemoteTreeInput = { folders: t.folders, docs: t.docs, caseInsensitive: t.caseInsensitive, ignoredBy: (relPath) => (relPath.endsWith('.tmp') ? "'*.tmp'" : undefined) };
   // Documents "remember" the path another document got in a baseline mapping (preferPick = 0: their own),
   // so preferences are sometimes right, sometimes stale and sometimes contested.
   const baseline = mapRemoteTree(plain);

@@ -114,7 +114,7 @@ describe('mapRemoteTree: collisions', () => {
 });
 
 describe('mapRemoteTree: unmappable items', () => {
-  const isIgnored = (relPath: string) => relPath.endsWith('.tmp') || relPath.split('/').includes('node_modules');
+  const ignoredBy = (relPath: string) => (relPath.endsWith('.tmp') ? "'*.tmp'" : relPath.split('/').includes('node_modules') ? "'node_modules/'" : undefined);
 
   it('a path longer than the local file system takes is unmappable, with what is below it; shorter neighbours are placed', () => {
     const r = paths({
@@ -137,29 +137,38 @@ describe('mapRemoteTree: unmappable items', () => {
     const r = paths({
       folders: [folder('T', 'Tab'), folder('N', 'node_modules', 'T'), folder('N2', 'deep', 'N')],
       docs: [doc('d1', 'keep.txt', 'T'), doc('d2', 'scratch.tmp', 'T'), doc('d3', 'x.js', 'N2')],
-      isIgnored,
+      ignoredBy,
     });
     expect(r.docs).toEqual({ d1: 'Tab/keep.txt' });
     expect(r.folders).toEqual({ T: 'Tab' });
+    // Marked `ignored`, each with the rule that left it out (the whole subtree with its folder's rule).
+    const tmp = UNMAPPABLE.ignored("'*.tmp'");
+    const nm = UNMAPPABLE.ignored("'node_modules/'");
     expect(r.unmappable).toEqual([
-      { documentId: 'd2', name: 'scratch.tmp', reason: UNMAPPABLE.ignored, path: 'Tab/scratch.tmp' },
-      { documentId: 'd3', name: 'x.js', reason: UNMAPPABLE.ignored, path: 'Tab/node_modules/deep/x.js' },
-      { folderId: 'N', name: 'node_modules', reason: UNMAPPABLE.ignored, path: 'Tab/node_modules' },
-      { folderId: 'N2', name: 'deep', reason: UNMAPPABLE.ignored, path: 'Tab/node_modules/deep' },
+      { documentId: 'd2', name: 'scratch.tmp', reason: tmp, path: 'Tab/scratch.tmp', ignored: true },
+      { documentId: 'd3', name: 'x.js', reason: nm, path: 'Tab/node_modules/deep/x.js', ignored: true },
+      { folderId: 'N', name: 'node_modules', reason: nm, path: 'Tab/node_modules', ignored: true },
+      { folderId: 'N2', name: 'deep', reason: nm, path: 'Tab/node_modules/deep', ignored: true },
     ]);
-    expect(UNMAPPABLE.ignored).toBe('ignored by local rules');
+    expect(tmp).toBe("matches the ignore rule '*.tmp': not downloaded, nothing deleted");
   });
 
-  it('isIgnored sees directories flagged as such', () => {
+  it('ignoredBy sees directories flagged as such', () => {
     const seen: Array<[string, boolean]> = [];
-    mapRemoteTree({ folders: [folder('T', 'Tab')], docs: [doc('d', 'a', 'T')], caseInsensitive: false, isIgnored: (p, d) => (seen.push([p, d]), false) });
+    mapRemoteTree({ folders: [folder('T', 'Tab')], docs: [doc('d', 'a', 'T')], caseInsensitive: false, ignoredBy: (p, d) => void seen.push([p, d]) });
     expect(seen).toEqual([['Tab', true], ['Tab/a', false]]);
   });
 
   it('a dup name that is ignored makes that document unmappable', () => {
-    const r = paths({ folders: [folder('T', 'Tab')], docs: [doc('a', 'x.txt', 'T'), doc('b', 'x.txt', 'T')], isIgnored: (p) => p.includes('(dup-') });
+    const r = paths({ folders: [folder('T', 'Tab')], docs: [doc('a', 'x.txt', 'T'), doc('b', 'x.txt', 'T')], ignoredBy: (p) => (p.includes('(dup-') ? "'*(dup-*'" : undefined) });
     expect(r.docs).toEqual({ a: 'Tab/x.txt' });
-    expect(r.unmappable).toEqual([{ documentId: 'b', name: 'x.txt', reason: UNMAPPABLE.ignored, path: 'Tab/x.txt' }]);
+    expect(r.unmappable).toEqual([{ documentId: 'b', name: 'x.txt', reason: UNMAPPABLE.ignored("'*(dup-*'"), path: 'Tab/x.txt', ignored: true }]);
+  });
+
+  it('a bad name is not marked ignored, even where an ignore rule would match it', () => {
+    const r = paths({ folders: [folder('T', 'Tab')], docs: [doc('a', 'bad\ud800.txt', 'T')], ignoredBy: (_p, dir) => (dir ? undefined : "'*'") });
+    expect(r.unmappable).toHaveLength(1);
+    expect(r.unmappable[0]?.ignored).toBeUndefined();
   });
 
   it('a document in a folder that is not in the tree is unmappable', () => {

@@ -31,7 +31,7 @@ describe('groupIssues', () => {
     const unreadable = ['d', 'a', 'c', 'b'].map((n): Issue => ({ relPath: `X/${n}.txt`, code: 'unreadable', detail: `EIO reading ${n}.txt` }));
     expect(groupIssues(unreadable)).toEqual([{ label: 'X/ (4 files)', code: 'unreadable', detail: 'e.g. a.txt: EIO reading a.txt', count: 4 }]);
     expect(groupIssues(waiting('W', 5))[0]?.detail).toBe('no remote folder for "W" yet');
-    const remote = ['a.tmp', 'b.tmp', 'c.tmp', 'd.tmp'].map((n): Issue => ({ relPath: n, code: 'name-not-representable', detail: 'ignored by local rules' }));
+    const remote = ['a.tmp', 'b.tmp', 'c.tmp', 'd.tmp'].map((n): Issue => ({ relPath: n, code: 'ignored', detail: "matches the ignore rule '*.tmp' (built-in rule): not downloaded, nothing deleted" }));
     expect(groupIssues(remote)[0]?.label).toBe('4 items');
   });
 });
