@@ -115,9 +115,9 @@ export interface SyncRun extends RunResult {
   report: SyncJson;
 }
 
-export async function runSync(configFile: string, emu: Emulator, opts: { args?: string[]; nodeArgs?: string[]; allowUnconverged?: boolean } = {}): Promise<SyncRun> {
+export async function runSync(configFile: string, emu: Emulator, opts: { args?: string[]; nodeArgs?: string[]; allowUnconverged?: boolean; bin?: string } = {}): Promise<SyncRun> {
   const stderrFile = path.join(path.dirname(configFile), `sync-${Date.now()}.stderr`);
-  const r = await run(process.execPath, [...(opts.nodeArgs ?? []), BIN, 'sync', '--config', configFile, '--json', ...(opts.args ?? [])], {
+  const r = await run(process.execPath, [...(opts.nodeArgs ?? []), opts.bin ?? BIN, 'sync', '--config', configFile, '--json', ...(opts.args ?? [])], {
     env: { [SECRET_ENV]: emu.credentials.clientSecret },
     stderrFile,
   });

@@ -4,7 +4,8 @@
 // then write a round's JSON to <ctl>/go, e.g. {"seconds":120,"pollMs":20000,"profile":true}; results are
 // printed to stdout. `{"quit":true}` ends it. BENCH_IDLE_FILES sets the tree size (default 100000).
 // An A/B of daemon restarts between two builds (each a checkout with its own dist/), interleaved:
-// {"restarts":8,"bins":{"old":"/tmp/old/bin/binder-sync.js","new":"bin/binder-sync.js"}}.
+// {"restarts":8,"bins":{"old":"/tmp/old/bin/binder-sync.js","new":"bin/binder-sync.js"}}; the same for no-op
+// `sync` runs: {"syncs":8,"bins":{...}} (each build on its own copy of the state).
 import fs from 'node:fs';
 import path from 'node:path';
 import { sampleProc, sleep, startDaemon } from '../lib/daemon.js';
@@ -76,6 +77,30 @@ for (;;) {
     });
     console.log(r.stdout + tail(path.join(work, 'poll.err')) + ` (exit ${r.code})`);
     if (round.profile) console.log(summarizeProfile(newestProfile(profPoll), ROOT, 30));
+    console.log('round: done');
+    continue;
+  }
+  if (round.syncs && round.bins) {
+    // A/B of no-op syncs: each build gets its own copy of the state (an older build may not read a newer
+    // state DB), one untimed sync to leave its own in-sync mark, then the timed runs, interleaved.
+    const sides = Object.entries(round.bins).map(([name, bin]) => {
+      const dir = path.join(work, `ab-${name}`);
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.mkdirSync(dir);
+      fs.cpSync(stateDir, path.join(dir, 'state'), { recursive: true });
+      const cfg = writeConfig(dir, { emu, binderId, localPath: local, stateDir: path.join(dir, 'state'), limits: limitsAt(round.rps ?? 1000), pageSize: round.pageSize ?? 1000 });
+      return { name, bin, cfg, ms: [] as number[] };
+    });
+    for (const side of sides) await runSync(side.cfg, emu, { bin: side.bin });
+    for (let i = 0; i < round.syncs; i++) {
+      for (const side of sides) {
+        const s0 = performance.now();
+        const r = await runSync(side.cfg, emu, { bin: side.bin });
+        side.ms.push(Math.round(performance.now() - s0));
+        if (r.report.hashed !== 0) console.log(`round: sync ${side.name} hashed ${r.report.hashed}`);
+      }
+    }
+    for (const side of sides) console.log(`round: sync ${side.name}: median ${median(side.ms)} ms; runs ${side.ms.join(' ')}`);
     console.log('round: done');
     continue;
   }
