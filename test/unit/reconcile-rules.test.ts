@@ -502,6 +502,21 @@ describe('issues from the observations', () => {
     expect(codes(plan(w))).toEqual(['name-not-representable docs/a:b', 'special-file docs/b', 'changing docs/c', 'symlink docs/z']);
   });
 
+  it('a synced file that a new ignore rule hides on both sides is left alone, under either delete policy, and said once as ignored', () => {
+    for (const localDeletePolicy of ['restore', 'forget'] as const) {
+      const w = world().folder('f1', 'docs');
+      w.synced('d1', 'docs/a.txt', 'f1').synced('d2', 'docs/b.log', 'f1');
+      // The scanner no longer sees docs/b.log, and the listing maps its document as ignored: neither side is
+      // observed, which must never read as "deleted on both sides" (that would forget the document).
+      w.local.files.delete('docs/b.log');
+      w.remote.docs.delete('d2');
+      w.remote.unmappable.push({ documentId: 'd2', name: 'b.log', reason: "matches the ignore rule '*.log'", path: 'docs/b.log', ignored: true });
+      const p = plan(w, { localDeletePolicy });
+      expect(p.groups).toEqual([]);
+      expect(p.issues).toEqual([{ relPath: 'docs/b.log', documentId: 'd2', code: 'ignored', detail: "matches the ignore rule '*.log'" }]);
+    }
+  });
+
   it("says why a synced file's local side is unknown: what the scan met at its path or at the nearest folder above", () => {
     const w = world().folder('f1', 'docs').folder('f2', 'locked');
     w.synced('d1', 'docs/link.txt', 'f1').synced('d2', 'locked/a.txt', 'f2').synced('d3', 'docs/busy.txt', 'f1');
