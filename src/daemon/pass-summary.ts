@@ -114,8 +114,12 @@ export function logIssueChanges(log: Logger, previous: ReadonlyMap<string, Issue
     else log.warn(fields, msg);
   }
   if (lines.length > ISSUE_LOG_LIMIT) {
-    const rest = lines.slice(ISSUE_LOG_LIMIT).reduce((n, g) => n + g.count, 0);
-    log.warn({ count: rest }, `not synced: ${rest} more item${rest === 1 ? '' : 's'}; run \`binder-sync status\` for the list`);
+    const more = lines.slice(ISSUE_LOG_LIMIT);
+    const rest = more.reduce((n, g) => n + g.count, 0);
+    const msg = `not synced: ${rest} more item${rest === 1 ? '' : 's'}; run \`binder-sync status\` for the list`;
+    // At warn only when one of them would have been a warning itself.
+    if (more.every((g) => LOGGED_AT_INFO.has(g.code))) log.info({ count: rest }, msg);
+    else log.warn({ count: rest }, msg);
   }
   if (resolved.length > 0) {
     const unique = [...new Set(resolved)].sort().map(printable);

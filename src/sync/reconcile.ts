@@ -14,6 +14,7 @@ import type {
   RemoteObservation,
 } from './model.js';
 import { notUploadingBecause, statOf } from './model.js';
+import { parentOf } from './path-key.js';
 import { PlanBuilder } from './reconcile-builder.js';
 import { checkGates } from './reconcile-gates.js';
 import {
@@ -34,6 +35,35 @@ const PROBLEM_CODES: Record<LocalObservation['problems'][number]['reason'], Issu
   changing: 'changing',
 };
 
+/**
+ * The issues of the remote items that could not be placed locally. What lies inside a folder that an ignore rule
+ * leaves out is not listed item by item (a remote `node_modules/` would be thousands of lines): the folder's own
+ * line stands for it, with a count.
+ */
+function unmappableIssues(unmappable: RemoteObservation['unmappable']): Issue[] {
+  const ignoredDirs = new Set<string>();
+  for (const u of unmappable) if (u.ignored === true && u.folderId !== undefined && u.path !== undefined) ignoredDirs.add(u.path);
+  const inside = new Map<string, number>();
+  const outermostIgnoredAbove = (p: string): string | undefined => {
+    let top: string | undefined;
+    for (let d = parentOf(p); d !== ''; d = parentOf(d)) if (ignoredDirs.has(d)) top = d;
+    return top;
+  };
+  const kept: Array<RemoteObservation['unmappable'][number]> = [];
+  for (const u of unmappable) {
+    const top = u.ignored === true && u.path !== undefined ? outermostIgnoredAbove(u.path) : undefined;
+    if (top === undefined) kept.push(u);
+    else inside.set(top, (inside.get(top) ?? 0) + 1);
+  }
+  return kept.map((u) => {
+    const relPath = u.path ?? u.name;
+    const n = u.folderId !== undefined ? inside.get(relPath) : undefined;
+    const detail = n === undefined ? u.reason : `${u.reason} (with the ${n} item${n === 1 ? '' : 's'} inside)`;
+    const issue: Issue = { relPath, code: u.ignored === true ? 'ignored' : 'name-not-representable', detail };
+    return u.documentId === undefined ? issue : { ...issue, documentId: u.documentId };
+  });
+}
+
 export function reconcile(
   base: ReadonlyMap<string, BaseEntry> /* by documentId */,
   local: LocalObservation,
@@ -53,10 +83,7 @@ export function reconcile(
     forgetting: new Set(),
   };
   for (const p of local.problems) s.out.issue({ relPath: p.relPath, code: PROBLEM_CODES[p.reason], detail: p.detail });
-  for (const u of remote.unmappable) {
-    const issue: Issue = { relPath: u.path ?? u.name, code: u.ignored === true ? 'ignored' : 'name-not-representable', detail: u.reason };
-    s.out.issue(u.documentId === undefined ? issue : { ...issue, documentId: u.documentId });
-  }
+  for (const issue of unmappableIssues(remote.unmappable)) s.out.issue(issue);
   planBaseEntries(s);
   for (const [key, o] of s.orphans)
     if (!s.consumedLocal.has(key)) collision(s, o.file.relPath, 'a synced remote document already uses this path', o.documentId);

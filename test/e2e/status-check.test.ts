@@ -224,8 +224,8 @@ describe('binder-sync status', () => {
     const p = statusJson(await status(ws, '--json')).pairs[0]!;
     expect(p.issues.map((i) => [i.relPath, i.code, i.detail]).sort()).toEqual([
       ['Docs/build.log', 'ignored', "matches the ignore rule '*.log' (the pair's ignore list): not downloaded, nothing deleted"],
-      ['Docs/cache', 'ignored', "matches the ignore rule 'cache/' (the pair's ignore list): not downloaded, nothing deleted"],
-      ['Docs/cache/blob.bin', 'ignored', "matches the ignore rule 'cache/' (the pair's ignore list): not downloaded, nothing deleted"],
+      // The folder's line stands for what is inside it.
+      ['Docs/cache', 'ignored', "matches the ignore rule 'cache/' (the pair's ignore list): not downloaded, nothing deleted (with the 1 item inside)"],
     ]);
   });
 

@@ -83,6 +83,15 @@ describe('logIssueChanges', () => {
     expect(last.msg).toMatch(/^no longer blocked: New 00\/f0\.txt, New 00\/f1\.txt, .*, \.\.\. \(90 more\)$/);
   });
 
+  it('the line for the items past the cap is at info when all of them are informational', () => {
+    const { log, records } = capture();
+    const issues = Array.from({ length: ISSUE_LOG_LIMIT + 3 }, (_, f): Issue => ({ relPath: `Dir ${String(f).padStart(2, '0')}/x.log`, code: 'ignored', detail: "matches the ignore rule '*.log'" }));
+    logIssueChanges(log, new Map(), issues);
+    expect(records).toHaveLength(ISSUE_LOG_LIMIT + 1);
+    expect(records.every((r) => r.level === INFO)).toBe(true);
+    expect(records.at(-1)).toMatchObject({ msg: 'not synced: 3 more items; run `binder-sync status` for the list', count: 3 });
+  });
+
   it('tells apart two issues of one path with different codes, and one code for two documents', () => {
     const { log, records } = capture();
     const a: Issue = { relPath: 'x.txt', code: 'path-collision', detail: 'taken', documentId: 'd1' };

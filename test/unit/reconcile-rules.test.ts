@@ -517,6 +517,25 @@ describe('issues from the observations', () => {
     }
   });
 
+  it('a remote folder an ignore rule leaves out is one issue that counts what is inside; bad names inside it are still listed', () => {
+    const w = world().folder('f1', 'docs');
+    const rule = "matches the ignore rule 'cache/'";
+    const ignored = (path: string, id: { folderId: string } | { documentId: string }) => ({ ...id, name: path.split('/').at(-1)!, reason: rule, path, ignored: true });
+    w.remote.unmappable.push(
+      ignored('docs/cache', { folderId: 'c1' }),
+      ignored('docs/cache/sub', { folderId: 'c2' }),
+      ignored('docs/cache/a.bin', { documentId: 'd1' }),
+      ignored('docs/cache/sub/b.bin', { documentId: 'd2' }),
+      ignored('docs/x.log', { documentId: 'd3' }),
+      { documentId: 'd4', name: 'bad', reason: 'name cannot be used locally', path: 'docs/cache/bad' },
+    );
+    expect(plan(w).issues).toEqual([
+      { relPath: 'docs/cache', code: 'ignored', detail: `${rule} (with the 3 items inside)` },
+      { relPath: 'docs/cache/bad', code: 'name-not-representable', detail: 'name cannot be used locally', documentId: 'd4' },
+      { relPath: 'docs/x.log', code: 'ignored', detail: rule, documentId: 'd3' },
+    ]);
+  });
+
   it("says why a synced file's local side is unknown: what the scan met at its path or at the nearest folder above", () => {
     const w = world().folder('f1', 'docs').folder('f2', 'locked');
     w.synced('d1', 'docs/link.txt', 'f1').synced('d2', 'locked/a.txt', 'f2').synced('d3', 'docs/busy.txt', 'f1');
