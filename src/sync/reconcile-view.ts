@@ -35,6 +35,8 @@ export class ReconcileView {
   private dirsWithBase: Set<PathKey> | null = null;
   /** Remote folder id + loose file name of every document (built on first use). */
   private docsByFolderName: Set<string> | null = null;
+  /** Documents listed but not placed locally, by id (built on first use). */
+  private unmappableById: Map<string, RemoteObservation['unmappable'][number]> | null = null;
 
   constructor(
     readonly base: ReadonlyMap<string, BaseEntry>,
@@ -55,6 +57,15 @@ export class ReconcileView {
     for (const f of this.folders) if (!this.folderByKey.has(f.key)) this.folderByKey.set(f.key, f);
     this.localFiles = [...local.files.values()].sort((a, b) => cmp(a.key, b.key));
     this.problemKeys = new Map(local.problems.map((p) => [p.key, p]));
+  }
+
+  /** Why a listed document could not be placed locally (an ignore rule, a bad name), if it could not. */
+  unmappableDoc(documentId: string): RemoteObservation['unmappable'][number] | undefined {
+    if (this.unmappableById === null) {
+      this.unmappableById = new Map();
+      for (const u of this.remote.unmappable) if (u.documentId !== undefined) this.unmappableById.set(u.documentId, u);
+    }
+    return this.unmappableById.get(documentId);
   }
 
   /** Unknown when the key itself or any ancestor directory could not be observed this pass. */

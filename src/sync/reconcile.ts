@@ -171,8 +171,11 @@ function planBase(s: PassState, b: BaseEntry): boolean {
     case 'unknown/deleted': case 'unknown/unknown':
       localUnknown(s, b);
       break;
-    case 'unchanged/unknown': case 'modified/unknown': case 'deleted/unknown':
+    case 'unchanged/unknown': case 'deleted/unknown':
       break; // the remote state is unknown this pass: do nothing, decide next pass
+    case 'modified/unknown':
+      localEditWaits(s, b); // nothing planned either, but a change is pending
+      break;
     case 'unchanged/unchanged':
       keepOrAdopt(s, b, must(file), must(doc));
       break;
@@ -233,6 +236,22 @@ function localUnknown(s: PassState, b: BaseEntry): void {
   // its own issue for the path says so, once; a second line here would only repeat it.
   if (p !== undefined && p.key === b.key) return;
   issue(s, b.relPath, 'unknown-state', `${unobservedDetail(s.view, b.key)}: the synced file and its document are left as they are`, b.documentId);
+}
+
+/**
+ * A local edit whose document is listed but cannot be placed locally: renamed on the service to a name an ignore
+ * rule leaves out, or to one that cannot be a local name. Nothing is planned (where the edit belongs is unknown),
+ * but it is said, as a pending change: the document's own line may be informational ('ignored'), and a pass with
+ * an edit left behind is not in sync. Without a listed reason (no such document this pass) nothing is said here.
+ */
+function localEditWaits(s: PassState, b: BaseEntry): void {
+  const u = s.view.unmappableDoc(b.documentId);
+  if (u === undefined) return;
+  const where = u.path !== undefined && u.path !== b.relPath ? `its document, now "${u.path}" on the service,` : 'its document';
+  const [why, fix] = u.ignored === true
+    ? ['is left out by an ignore rule', 'rename the document on the service or change the ignore list']
+    : ['cannot be placed locally', 'rename the document on the service'];
+  issue(s, b.relPath, 'local-change-not-uploaded', `${where} ${why} (${u.reason}): the local change waits; ${fix}`, b.documentId);
 }
 
 function keepOrAdopt(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {

@@ -100,6 +100,34 @@ describe('safety gates', () => {
     expect(plan(w).blocked?.code).toBe('remote-empty');
     expect(plan(w, { force: true }).groups.flat().map((a) => a.kind)).toEqual(['trash-local', 'trash-local']);
   });
+  it('neither emptiness gate fires when an ignore rule hides the synced files: the listing holds them, as ignored', () => {
+    for (const hidden of [2, 3]) {
+      const w = manySynced(3);
+      // A new rule hides `hidden` of the 3 synced files on both sides; the rest are gone locally.
+      w.local.files.clear();
+      w.remote.docs.clear();
+      for (let i = 0; i < 3; i++) {
+        if (i < hidden) w.remote.unmappable.push({ documentId: `d${i}`, name: `${i}.txt`, reason: 'ignored', path: `docs/${i}.txt`, ignored: true });
+        else w.doc(`d${i}`, `docs/${i}.txt`, 'v1', 'f1');
+      }
+      const p = plan(w);
+      expect(p.blocked).toBeNull();
+      // What is still visible and missing locally is restored; the hidden ones are left alone.
+      expect(p.groups.flat().map((a) => [a.kind, a.relPath])).toEqual(hidden === 3 ? [] : [['download', 'docs/2.txt']]);
+    }
+    // Still blocked when 2 or more synced files that no rule hides are missing.
+    const w = manySynced(3);
+    w.local.files.clear();
+    w.remote.docs.delete('d0');
+    w.remote.unmappable.push({ documentId: 'd0', name: '0.txt', reason: 'ignored', path: 'docs/0.txt', ignored: true });
+    expect(plan(w).blocked?.code).toBe('local-root-empty');
+    // A listing of bad names only is not empty either, but nothing is placed: still no remote-empty.
+    const bad = manySynced(2);
+    bad.remote.docs.clear();
+    bad.remote.unmappable.push({ documentId: 'd0', name: '0.txt', reason: 'bad', path: 'docs/0.txt' }, { documentId: 'd1', name: '1.txt', reason: 'bad', path: 'docs/1.txt' });
+    expect(plan(bad).blocked).toBeNull();
+    expect(plan(bad).groups).toEqual([]);
+  });
   it('max-delete: trash + remote-wins conflicts above max(1, floor(share * base)) block the pass', () => {
     const w = manySynced(6);
     w.remote.docs.delete('d0');
@@ -514,6 +542,25 @@ describe('issues from the observations', () => {
       const p = plan(w, { localDeletePolicy });
       expect(p.groups).toEqual([]);
       expect(p.issues).toEqual([{ relPath: 'docs/b.log', documentId: 'd2', code: 'ignored', detail: "matches the ignore rule '*.log'" }]);
+    }
+  });
+
+  it('a local edit of a file whose document was renamed remotely to an ignored or unusable name is said as waiting, not hidden', () => {
+    for (const [ignored, reason, expected] of [
+      [true, "matches the ignore rule '*.log'", `its document, now "docs/a.log" on the service, is left out by an ignore rule (matches the ignore rule '*.log'): the local change waits; rename the document on the service or change the ignore list`],
+      [false, 'name cannot be used locally: bad', 'its document, now "docs/a.log" on the service, cannot be placed locally (name cannot be used locally: bad): the local change waits; rename the document on the service'],
+    ] as const) {
+      for (const edited of [true, false]) {
+        const w = world();
+        w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+        w.file('docs/a.txt', edited ? 'h2' : 'h1');
+        w.remote.unmappable.push({ documentId: 'd1', name: 'a.log', reason, path: 'docs/a.log', ...(ignored ? { ignored } : {}) });
+        const p = plan(w);
+        expect(p.groups).toEqual([]);
+        const waiting = p.issues.filter((i) => i.relPath === 'docs/a.txt');
+        // An unchanged copy has nothing pending: the document's own line says it all.
+        expect(waiting).toEqual(edited ? [{ relPath: 'docs/a.txt', documentId: 'd1', code: 'local-change-not-uploaded', detail: expected }] : []);
+      }
     }
   });
 
