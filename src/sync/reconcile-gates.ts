@@ -55,7 +55,9 @@ export function checkGates(
   const baseCount = base.size;
   // One synced file gone is no mass event (as max-delete allows one delete): an editor saving the only synced
   // file by renaming it away and the new one in must not stop the pair.
-  if (baseCount > 1 && local.files.size === 0 && local.problems.length === 0) {
+  // Synced files that an ignore rule now hides are not expected in the scan (their documents are listed as
+  // ignored): a rule that hides every synced file is the user's choice, not an empty disk.
+  if (baseCount > 1 && local.files.size === 0 && local.problems.length === 0 && syncedAndVisible(base, remote) > 1) {
     return {
       code: 'local-root-empty',
       message:
@@ -63,7 +65,8 @@ export function checkGates(
         `looks like this, so nothing was changed. If you really deleted everything, ${FORCE_ONCE}.`,
     };
   }
-  if (baseCount > 0 && remote.docs.size === 0) {
+  // A listing whose documents all exist but cannot be placed locally (ignored, bad names) is not empty.
+  if (baseCount > 0 && remote.docs.size === 0 && !remote.unmappable.some((u) => u.documentId !== undefined)) {
     return {
       code: 'remote-empty',
       message:
@@ -84,4 +87,14 @@ export function checkGates(
     };
   }
   return null;
+}
+
+/** Base entries whose documents no ignore rule leaves out this pass (what the local scan should still see). */
+function syncedAndVisible(base: ReadonlyMap<string, BaseEntry>, remote: RemoteObservation): number {
+  const ignored = new Set<string>();
+  for (const u of remote.unmappable) if (u.ignored === true && u.documentId !== undefined) ignored.add(u.documentId);
+  if (ignored.size === 0) return base.size;
+  let n = 0;
+  for (const id of base.keys()) if (!ignored.has(id)) n++;
+  return n;
 }

@@ -229,6 +229,29 @@ describe('binder-sync status', () => {
     ]);
   });
 
+  it('a local edit whose document was renamed remotely to an ignored name is pending (exit 1), and goes up once the rule is gone', async () => {
+    const ws = await workspace();
+    const c = ws.emulator.control;
+    const folder = c.createFolder(ws.binderId, { name: 'Docs' });
+    const doc = c.addDocument(ws.binderId, folder.id, 'a.txt', 'remote a').document;
+    expect((await sync(ws)).code).toBe(0);
+    ws.writeConfig({ ignore: ['*.log'] });
+    c.renameDocument(doc.id, 'a.log');
+    writeLocal(ws, 'Docs/a.txt', 'local edit');
+    const r = await sync(ws);
+    expect(r.code, r.stdout).toBe(1);
+    const issues = statusJson(await status(ws, '--json')).pairs[0]!.issues;
+    expect(issues.map((i) => [i.relPath, i.code]).sort()).toEqual([['Docs/a.log', 'ignored'], ['Docs/a.txt', 'local-change-not-uploaded']]);
+    expect(issues.find((i) => i.relPath === 'Docs/a.txt')?.detail).toContain('its document, now "Docs/a.log" on the service, is left out by an ignore rule');
+    expect(readLocal(ws, 'Docs/a.txt')).toBe('local edit');
+    // Without the rule the document is placed again: the edit follows it and becomes its next version.
+    ws.writeConfig({ ignore: [] });
+    expect((await sync(ws)).code).toBe(0);
+    expect(readLocal(ws, 'Docs/a.log')).toBe('local edit');
+    expect(c.readContent(doc.id).toString()).toBe('local edit');
+    expect(c.listDocuments(ws.binderId)).toHaveLength(1);
+  });
+
   it('reads the state while another process holds the lock and an open write transaction', async () => {
     const ws = await workspace();
     const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
