@@ -149,6 +149,11 @@ export interface ReconcileContext {
    * direction by default; "the API client has read-only access" for a pair set to 'both' that may not write.
    */
   notUploadingBecause?: string;
+  /**
+   * The pair's ignore rules, for synced files missing from the scan: a path they hide was not looked at, so it
+   * is not "deleted" (a deterministic predicate of the config; reconcile stays pure).
+   */
+  ignoredLocally?: (relPath: string) => boolean;
 }
 
 /** The reason the issues of a download-only pass give for a local change left local. */

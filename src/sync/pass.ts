@@ -620,6 +620,7 @@ function reconcileContext(rt: PairRuntime, now: () => Date, force: boolean): Rec
     maxDeleteShare: rt.pair.maxDeleteShare,
     force,
     forgotten: rt.store.loadForgotten(),
+    ignoredLocally: (relPath) => rt.ignore.ignores(relPath, false),
   };
 }
 

@@ -42,6 +42,7 @@ export class ReconcileView {
     readonly base: ReadonlyMap<string, BaseEntry>,
     readonly local: LocalObservation,
     readonly remote: RemoteObservation,
+    private readonly ignoredLocally?: (relPath: string) => boolean,
   ) {
     this.bases = [...base.values()].sort((a, b) => cmp(a.key, b.key) || cmp(a.documentId, b.documentId));
     // Two base rows on one key should not exist; if they do, the first (by id) owns the key, the other is
@@ -57,6 +58,11 @@ export class ReconcileView {
     for (const f of this.folders) if (!this.folderByKey.has(f.key)) this.folderByKey.set(f.key, f);
     this.localFiles = [...local.files.values()].sort((a, b) => cmp(a.key, b.key));
     this.problemKeys = new Map(local.problems.map((p) => [p.key, p]));
+  }
+
+  /** A synced file that an ignore rule hides from the scan (so its local state is unknown). */
+  hiddenByIgnore(b: BaseEntry): boolean {
+    return !this.local.files.has(b.key) && this.ignoredLocally?.(b.relPath) === true;
   }
 
   /** Why a listed document could not be placed locally (an ignore rule, a bad name), if it could not. */
@@ -158,7 +164,9 @@ export class ReconcileView {
   localState(b: BaseEntry): LocalState {
     if (this.isUnknown(b.key)) return 'unknown';
     const file = this.local.files.get(b.key);
-    if (!file) return 'deleted';
+    // Not in the scan because an ignore rule hides it (added after the file was synced): not looked at, so
+    // unknown. Read as deleted, a remote rename or delete in that time would be lost when the rule goes.
+    if (!file) return this.hiddenByIgnore(b) ? 'unknown' : 'deleted';
     // A file the scan did not read (sha256 null: a large file it had no hash for) is unchanged when its stat is
     // the base's, the trust the scanner gives every file it does not re-hash: its upload just made that base.
     if (file.sha256 === null) return sameStat(file, b) ? 'unchanged' : 'modified';

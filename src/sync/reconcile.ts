@@ -70,7 +70,7 @@ export function reconcile(
   remote: RemoteObservation,
   ctx: ReconcileContext,
 ): Plan {
-  const view = new ReconcileView(base, local, remote);
+  const view = new ReconcileView(base, local, remote, ctx.ignoredLocally);
   const s: PassState = {
     view,
     ctx,
@@ -228,6 +228,10 @@ function issue(s: PassState, relPath: string, code: Issue['code'], detail: strin
 }
 
 function localUnknown(s: PassState, b: BaseEntry): void {
+  if (s.view.hiddenByIgnore(b)) {
+    hiddenSyncedFile(s, b);
+    return;
+  }
   // Resolved: every cell with an unknown local state reports it (the table demands it for unchanged
   // remote; a pending remote change is even more worth showing), and nothing is planned. The detail says what
   // the scan met there: a symlink or a bad name stays until someone changes it, a file being written does not.
@@ -236,6 +240,19 @@ function localUnknown(s: PassState, b: BaseEntry): void {
   // its own issue for the path says so, once; a second line here would only repeat it.
   if (p !== undefined && p.key === b.key) return;
   issue(s, b.relPath, 'unknown-state', `${unobservedDetail(s.view, b.key)}: the synced file and its document are left as they are`, b.documentId);
+}
+
+/**
+ * A synced file that an ignore rule now hides: nothing is planned on either side while the rule is there (a
+ * remote rename, edit or delete is applied once the file is looked at again). Its document, if the rule hides
+ * it too, has its own 'ignored' line; one the rule does not hide (renamed on the service to a name it allows)
+ * gets one here, informational like the rule itself.
+ */
+function hiddenSyncedFile(s: PassState, b: BaseEntry): void {
+  const doc = s.view.remote.docs.get(b.documentId);
+  if (doc === undefined) return;
+  const change = doc.key !== b.key ? `renamed or moved on the service to "${doc.relPath}"` : doc.versionId !== b.versionId ? 'edited on the service' : 'on the service';
+  issue(s, b.relPath, 'ignored', `an ignore rule hides the synced file; its document (${change}) is left as it is until the rule changes`, b.documentId);
 }
 
 /**
