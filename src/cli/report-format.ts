@@ -50,8 +50,10 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
     }
     for (const c of ex.conflicts) lines.push(`[${r.pair}] conflict ${c.relPath}: ${c.outcome}${c.conflictPath ? ` (${c.conflictPath})` : ''}`);
     for (const f of ex.failures) {
-      if (f.postponed === true) lines.push(`[${r.pair}] postponed ${f.kind} ${f.relPath}: a program changed it while it was being synced; the next pass takes it up`);
-      else lines.push(`[${r.pair}] FAILED ${f.kind} ${f.relPath}: ${f.message}${f.retryable ? ' (will retry)' : ''}`);
+      if (f.postponed === true) {
+        const why = f.code === 'REMOTE_CHANGED' ? 'its document changed on the service meanwhile' : 'a program changed it while it was being synced';
+        lines.push(`[${r.pair}] postponed ${f.kind} ${f.relPath}: ${why}; the next pass takes it up`);
+      } else lines.push(`[${r.pair}] FAILED ${f.kind} ${f.relPath}: ${f.message}${f.retryable ? ' (will retry)' : ''}`);
     }
   } else if (dryRun) {
     lines.push(`[${r.pair}] dry run: ${r.plan.groups.flat().length} action(s) planned, nothing changed`);

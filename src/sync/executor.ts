@@ -112,7 +112,7 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
           report.failures.push(failure);
           notifyDone(d, action, false);
           // An action cut short by the stop below is not news: the stop's own line says it.
-          if (fileWasChanging(err)) failure.postponed = true;
+          if (postponedBecause(err) !== null) failure.postponed = true;
           if (!stop.signal.aborted && logFailure(d, action, err) === 'repeat') failure.repeated = true;
           if (isServiceWide(err) && ++serviceFailuresInARow >= budget && report.stoppedBy === null) {
             report.stoppedBy = err;
@@ -135,23 +135,29 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
 const MAX_FAILURES_REMEMBERED = 10_000;
 
 /**
- * A failed step's log line. At info when a writer was busy with the file (the next pass looks again, which is
- * routine for a file being saved); at debug when the same step failed the same way before (ExecutorDeps
- * .failuresLogged): 'repeat'; at warn otherwise.
+ * A failed step's log line. At info when it was postponed (a writer was busy with the file, or the document
+ * changed on the service: the next pass takes it up, which is routine); at debug when the same step failed or
+ * was postponed the same way before (ExecutorDeps.failuresLogged): 'repeat'; at warn otherwise.
  */
 function logFailure(d: ExecutorDeps, action: Action, err: unknown): 'repeat' | 'new' {
   const relPath = relPathOf(action);
   const code = err instanceof BinderSyncError ? err.code : 'UNEXPECTED';
   const fields = { action: action.kind, relPath, err };
-  if (fileWasChanging(err)) {
-    d.log.info(fields, 'action postponed: the file changed while it was being synced');
-    return 'new';
-  }
+  const postponed = postponedBecause(err);
   const seen = d.failuresLogged;
-  const signature = `${action.kind} ${code}`;
+  const signature = `${action.kind} ${postponed === null ? code : 'postponed'}`;
   if (seen?.get(relPath) === signature) {
-    d.log.debug(fields, 'action failed again');
+    // A file a program keeps writing (a database held open) is postponed on every pass: said once.
+    d.log.debug(fields, postponed === null ? 'action failed again' : 'action postponed again');
     return 'repeat';
+  }
+  if (postponed !== null) {
+    if (seen !== undefined) {
+      if (seen.size >= MAX_FAILURES_REMEMBERED) seen.clear();
+      seen.set(relPath, signature);
+    }
+    d.log.info(fields, postponed === 'local' ? 'action postponed: the file changed while it was being synced' : 'action postponed: the document changed on the service meanwhile; the next pass resolves it');
+    return 'new';
   }
   if (seen !== undefined) {
     if (seen.size >= MAX_FAILURES_REMEMBERED) seen.clear();
@@ -162,12 +168,15 @@ function logFailure(d: ExecutorDeps, action: Action, err: unknown): 'repeat' | '
 }
 
 /**
- * A program changed or removed the file under the step: LOCAL_CHANGED, or an upload whose file had another size
- * than planned or was gone when read (see service/transfers.ts, context.fileChanged).
+ * A step that met a change made while it ran, which the next pass takes up by itself: 'local' when a program
+ * changed or removed the file under the step (LOCAL_CHANGED, or an upload whose file had another size than
+ * planned or was gone when read: service/transfers.ts, context.fileChanged); 'remote' when the document got a
+ * new version since the listing (REMOTE_CHANGED: the next pass lists again, and a conflict keeps both edits).
  */
-function fileWasChanging(err: unknown): boolean {
-  if (!(err instanceof BinderSyncError)) return false;
-  return err.code === 'LOCAL_CHANGED' || (err.code === 'UPLOAD_SOURCE_FAILED' && err.context?.['fileChanged'] === true);
+function postponedBecause(err: unknown): 'local' | 'remote' | null {
+  if (!(err instanceof BinderSyncError)) return null;
+  if (err.code === 'LOCAL_CHANGED' || (err.code === 'UPLOAD_SOURCE_FAILED' && err.context?.['fileChanged'] === true)) return 'local';
+  return err.code === 'REMOTE_CHANGED' ? 'remote' : null;
 }
 
 /** A progress callback must never turn into a failed action or a crashed pass. */

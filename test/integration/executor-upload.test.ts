@@ -183,6 +183,33 @@ describe('how a failed upload is logged', () => {
     expect(about.map((l) => [l.level, l.msg])).toEqual([[INFO, 'action postponed: the file changed while it was being synced']]);
   });
 
+  it('a file a program keeps changing is postponed at info once, then at debug in later passes of a daemon', async () => {
+    const { d, root, folderId } = await setup();
+    const lines = captureLog(d);
+    d.failuresLogged = new Map();
+    const abs = path.join(root, 'Docs', 'big.bin');
+    for (let pass = 0; pass < 3; pass++) {
+      const local = writeLocal(root, content(1 + pass));
+      onFirstBytes(d, () => fs.appendFileSync(abs, Buffer.alloc(4096, 1)));
+      const report = await executePlan(uploadPlan(local, folderId), d);
+      expect(report.failures).toEqual([expect.objectContaining({ postponed: true, ...(pass > 0 ? { repeated: true } : {}) })]);
+    }
+    const about = lines.filter((l) => l.relPath === 'Docs/big.bin');
+    expect(about.filter((l) => l.level >= INFO).map((l) => [l.level, l.msg])).toEqual([[INFO, 'action postponed: the file changed while it was being synced']]);
+    expect(about.filter((l) => l.msg === 'action postponed again')).toHaveLength(2);
+  });
+
+  it("a document that got a new version on the service during the upload is postponed at info, not a warning (the next pass resolves it)", async () => {
+    const s = await setup();
+    const lines = captureLog(s.d);
+    const local = writeLocal(s.root, content(7));
+    onFirstBytes(s.d, () => void s.emu.control.addDocument(s.binderId, s.folderId, 'big.bin', 'COLLEAGUE'));
+    const report = await executePlan(uploadPlan(local, s.folderId), s.d);
+    expect(report.failures).toEqual([expect.objectContaining({ code: 'REMOTE_CHANGED', postponed: true })]);
+    const about = lines.filter((l) => l.relPath === 'Docs/big.bin' && l.level >= INFO);
+    expect(about.map((l) => [l.level, l.msg])).toEqual([[INFO, 'action postponed: the document changed on the service meanwhile; the next pass resolves it']]);
+  });
+
   it('the same failure in a later pass of a daemon is logged at debug, a new one at warn again', async () => {
     const { d, root, folderId } = await setup();
     const lines = captureLog(d);

@@ -41,6 +41,8 @@ describe('sync exit code of a pass with failures', () => {
     expect(text).toContain('[main] postponed upload Docs/a.txt: a program changed it while it was being synced');
     expect(text).toContain('[main] FAILED upload Docs/b.txt: LOCAL_IO happened (will retry)');
     expect(text).not.toContain('FAILED upload Docs/a.txt');
+    const remote = summarizeReport(reportWith([failure('REMOTE_CHANGED', { postponed: true })]), false);
+    expect(remote).toContain('[main] postponed upload Docs/a.txt: its document changed on the service meanwhile; the next pass takes it up');
   });
 });
 
