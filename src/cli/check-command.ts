@@ -264,6 +264,10 @@ function directoryCheck(subject: string, dir: string, stateDb: string | null): C
     if (stateDb !== null && syncedBefore(stateDb)) {
       return fail('is missing, but this pair has synced before', 'is the disk mounted? binder-sync will not recreate it (that would look like everything was deleted)');
     }
+    // A sync root is created only inside an existing folder (see ensureRoot in sync/pass.ts).
+    if (stateDb !== null && !fs.statSync(path.dirname(dir), { throwIfNoEntry: false })?.isDirectory()) {
+      return fail(`does not exist, and neither does its parent folder ${path.dirname(dir)}`, `if the path is right, create it (mkdir -p ${dir}); a missing parent is often a disk that is not mounted`);
+    }
     const ancestor = nearestExisting(dir);
     if (ancestor === null || !isWritableDir(ancestor)) {
       return fail('does not exist and cannot be created', `make ${ancestor ?? 'its parent'} writable, or create the directory`);

@@ -25,6 +25,7 @@ export function exitCodeFor(thrown: unknown): number {
     if (err.code === 'STATE_LOCKED') return ExitCode.locked;
     if (isLocalFailure(err.code)) return ExitCode.local;
     if (err.code.startsWith('METADATA')) return ExitCode.usage;
+    if (err.code.startsWith('SERVICE_')) return ExitCode.service; // a service answer, re-said with context
   }
   return ExitCode.incomplete;
 }

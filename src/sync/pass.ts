@@ -200,9 +200,12 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
   const store = StateStore.open(path.join(pairStateDir, 'state.db'));
   try {
     ensureSameBinder(pair, store, pairStateDir);
+    // The binder first: a wrong binderId is said (as such) before the sync root is created.
+    const elements = await client.getMetadataElements(pair.binderId).catch((err: unknown) => {
+      throw binderNotFound(pair, err);
+    });
     ensureRoot(pair, store, log);
     const caseInsensitive = detectCaseInsensitive(pair.localPath);
-    const elements = await client.getMetadataElements(pair.binderId);
     const metadata = compileMetadataRules(pair.metadata, elements, pair.name);
     const trash = new Trash(path.join(pairStateDir, 'trash'), pair.localPath);
     return {
@@ -268,7 +271,13 @@ function ensureRoot(pair: PairConfig, store: StateStore, log: Logger): void {
   }
   if (st === null) {
     if (store.countBase() > 0) throw rootError(pair, 'is missing, but this pair has synced before');
-    fs.mkdirSync(pair.localPath, { recursive: true });
+    // Only the root itself is created, never a chain of folders: a missing parent is more often a disk not
+    // mounted yet or a typo than a wish, and the whole binder would land on the wrong disk (Syncthing refuses too).
+    const parent = path.dirname(pair.localPath);
+    if (!fs.statSync(parent, { throwIfNoEntry: false })?.isDirectory()) {
+      throw rootError(pair, `does not exist, and neither does its parent folder ${parent}`, `if the path is right, create it (mkdir -p ${pair.localPath}); a missing parent is often a disk that is not mounted. Nothing was changed.`);
+    }
+    fs.mkdirSync(pair.localPath);
     // Said, so that a mistyped localPath is noticed before the whole binder lands there.
     log.info({ localPath: pair.localPath }, `created the sync root ${pair.localPath}: it did not exist (this pair has not synced before)`);
     return;
@@ -276,12 +285,24 @@ function ensureRoot(pair: PairConfig, store: StateStore, log: Logger): void {
   if (!st.isDirectory()) throw rootError(pair, 'is not a directory');
 }
 
-function rootError(pair: PairConfig, what: string): BinderSyncError {
+/** A 404 for the pair's binder, said as what it most likely is: a wrong binderId. Other errors pass through. */
+function binderNotFound(pair: PairConfig, err: unknown): unknown {
+  if (!(err instanceof ServiceError) || err.code !== 'SERVICE_NOT_FOUND') return err;
+  return new BinderSyncError(`pair ${pair.name}: the service has no binder ${pair.binderId} (${err.message})`, {
+    code: err.code,
+    retryable: err.retryable,
+    context: { pair: pair.name, binderId: pair.binderId },
+    hint: "check the pair's binderId; `binder-sync check` lists the binders this client can see",
+    cause: err,
+  });
+}
+
+function rootError(pair: PairConfig, what: string, hint = 'is the disk mounted and the path right? Nothing was changed.'): BinderSyncError {
   return new BinderSyncError(`pair ${pair.name}: the local root ${pair.localPath} ${what}`, {
     code: 'LOCAL_ROOT',
     retryable: true,
     context: { pair: pair.name, localPath: pair.localPath },
-    hint: 'is the disk mounted and the path right? Nothing was changed.',
+    hint,
   });
 }
 

@@ -252,6 +252,28 @@ describe('binder-sync status', () => {
     expect(c.listDocuments(ws.binderId)).toHaveLength(1);
   });
 
+  it('a new sync root is created only inside an existing folder, and a wrong binderId is said before anything is created', async () => {
+    const ws = await workspace();
+    ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
+    const deep = path.join(ws.dir, 'not-mounted', 'sync');
+    ws.writeConfig({ localPath: deep });
+    const r = await sync(ws);
+    expect(r.code).toBe(6);
+    expect(r.stderr).toContain(`the local root ${deep} does not exist, and neither does its parent folder ${path.dirname(deep)}`);
+    expect(r.stderr).toContain('a missing parent is often a disk that is not mounted');
+    expect(fs.existsSync(path.dirname(deep))).toBe(false);
+    const checked = await runCli(ws, ['check', '--config', ws.configFile]);
+    expect(checked.stdout).toMatch(/^FAIL  local root \(pair main\): .*does not exist, and neither does its parent folder/m);
+
+    const fresh = path.join(ws.dir, 'fresh');
+    ws.writeConfig({ name: 'other', localPath: fresh, binderId: 'NoSuchBinder1' });
+    const wrong = await sync(ws);
+    expect(wrong.code, wrong.stderr).toBe(3);
+    expect(wrong.stderr).toContain('pair other: the service has no binder NoSuchBinder1');
+    expect(wrong.stderr).toContain("hint: check the pair's binderId; `binder-sync check` lists the binders this client can see");
+    expect(fs.existsSync(fresh)).toBe(false);
+  });
+
   it('reads the state while another process holds the lock and an open write transaction', async () => {
     const ws = await workspace();
     const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
