@@ -76,7 +76,7 @@ export function logPassSummary(log: Logger, r: PassReport, trigger: string): voi
     const { count, first } = ex.restored;
     log.warn(
       { count, relPath: first, hint: 'the service has no delete or rename: set localDeletePolicy: forget to stop syncing files deleted locally' },
-      `restored ${count === 1 ? `${printable(first)}, deleted or renamed locally` : `${count} files deleted or renamed locally (${printable(first)}, ...)`}: the remote documents still exist`,
+      `restored ${count === 1 ? `${printable(first)}, deleted or renamed locally` : `${count} files deleted or renamed locally (${printable(first)}, ...)`}: ${count === 1 ? 'the remote document still exists' : 'the remote documents still exist'}`,
     );
   }
 }

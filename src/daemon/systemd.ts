@@ -6,18 +6,19 @@ import type { Logger } from '../log.js';
 
 /**
  * Sends one notification (e.g. '--ready', 'STOPPING=1') when NOTIFY_SOCKET is set; a no-op otherwise.
- * Never throws and never blocks: a missing systemd-notify only logs at debug level.
+ * Never throws and never blocks. A failure is a warning: under Type=notify, systemd would otherwise time the
+ * unit out at start with nothing in the log to say why.
  */
 export function notifySystemd(args: string[], log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   if (!env.NOTIFY_SOCKET) return Promise.resolve();
   return new Promise((resolve) => {
     try {
       execFile('systemd-notify', args, { env, timeout: 5000 }, (err) => {
-        if (err) log.debug({ err, args }, 'systemd-notify failed');
+        if (err) log.warn({ err, args, hint: 'is systemd-notify installed, and the unit NotifyAccess=all? see docs/OPERATIONS.md' }, 'systemd-notify failed');
         resolve();
       });
     } catch (err) {
-      log.debug({ err, args }, 'systemd-notify could not be started');
+      log.warn({ err, args, hint: 'is systemd-notify installed? see docs/OPERATIONS.md' }, 'systemd-notify could not be started');
       resolve();
     }
   });

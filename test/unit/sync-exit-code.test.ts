@@ -84,5 +84,8 @@ describe('files put back after a local delete', () => {
     const warnings = lines.filter((l) => l.level === 40);
     expect(warnings.map((l) => l.msg)).toEqual(['restored 1001 files deleted or renamed locally (P/A/f0.txt, ...): the remote documents still exist']);
     expect(warnings[0]?.count).toBe(1001);
+    r.execution = { ...r.execution, done: { download: 1 }, restored: { count: 1, first: 'P/one.txt' } };
+    logPassSummary(createLogger({ destination: sink, level: 'info', pretty: false }), r, 'watch');
+    expect(lines.filter((l) => l.level === 40).at(-1)?.msg).toBe('restored P/one.txt, deleted or renamed locally: the remote document still exists');
   });
 });
