@@ -7,8 +7,8 @@ import { ServiceError } from '../service/errors.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
 import { ExitCode, isLocalFailure } from './exit-codes.js';
 
-export function loadConfigOrExplain(file: string, log?: Logger): LoadedConfig {
-  const loaded = loadConfig(file);
+export function loadConfigOrExplain(file: string, log?: Logger, opts: { localOnly?: boolean } = {}): LoadedConfig {
+  const loaded = loadConfig(file, process.env, opts);
   for (const w of loaded.warnings) {
     if (log) log.warn(w);
     else process.stderr.write(`warning: ${w}\n`);

@@ -106,7 +106,8 @@ export function registerStatusCommand(program: Command, setExit: (code: number) 
 function statusCommand(opts: StatusOptions): number {
   let config: Config;
   try {
-    config = loadConfigOrExplain(opts.config).config;
+    // Local state only: the service's ${VAR}s and secret file need not resolve here (a monitoring user's shell).
+    config = loadConfigOrExplain(opts.config, undefined, { localOnly: true }).config;
   } catch (err) {
     printError(err);
     return exitCodeFor(err);

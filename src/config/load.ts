@@ -38,13 +38,21 @@ export interface ParseOptions {
   env?: NodeJS.ProcessEnv;
   /** Name used in messages, usually the file path. */
   sourceName?: string;
+  /**
+   * For commands that read only local state (`status`): the service section is not resolved or checked (its
+   * ${VAR}s may be unset in this shell, its secret file unreadable by this user), and a placeholder stands in.
+   */
+  localOnly?: boolean;
 }
+
+/** What stands in for the service section under ParseOptions.localOnly: valid, and never contacted. */
+const LOCAL_ONLY_SERVICE = { baseUrl: 'http://service.invalid/', authUrl: 'http://service.invalid/', tenantId: '-', clientId: '-', clientSecret: '-' };
 
 /**
  * Reads and resolves a config file. Throws ConfigError: CONFIG_NOT_FOUND (no such file), CONFIG_UNREADABLE
  * (permissions, a directory...), CONFIG_INVALID (anything wrong with the contents, all problems listed).
  */
-export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env, opts: { localOnly?: boolean } = {}): LoadedConfig {
   const abs = path.resolve(file);
   let text: string;
   try {
@@ -57,7 +65,7 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
     const why = code === 'EISDIR' ? 'is a directory, not a file' : code === 'EACCES' ? 'permission denied' : `cannot be read (${code ?? 'error'})`;
     throw new ConfigError(abs, [why], 'CONFIG_UNREADABLE', 'check the path and the file permissions');
   }
-  const loaded = parseConfigText(text, { baseDir: path.dirname(abs), env, sourceName: abs });
+  const loaded = parseConfigText(text, { baseDir: path.dirname(abs), env, sourceName: abs, ...(opts.localOnly === true ? { localOnly: true } : {}) });
   if (containsLiteralSecret(text) && readableByOthers(abs)) {
     loaded.warnings.unshift(`config file is readable by others and contains a secret; chmod 600 ${abs}`);
   }
@@ -86,11 +94,15 @@ export function parseConfigText(text: string, opts: ParseOptions): LoadedConfig 
   if (doc.contents === null) {
     throw new ConfigError(source, ['the file is empty; see sync.config.example.yaml for a starting point']);
   }
-  const envProblems = expandDocument(doc, env);
-  const data: unknown = doc.toJS({ maxAliasCount: 100 });
+  let envProblems = expandDocument(doc, env);
+  let data: unknown = doc.toJS({ maxAliasCount: 100 });
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     const got = Array.isArray(data) ? 'a list' : data === null ? 'null' : `a ${typeof data}`;
     throw new ConfigError(source, [`the file must be a YAML mapping of keys (service, stateDir, pairs...), got ${got}`]);
+  }
+  if (opts.localOnly === true) {
+    data = { ...data, service: LOCAL_ONLY_SERVICE };
+    envProblems = envProblems.filter((p) => p.path[0] !== 'service');
   }
 
   const problems: ConfigProblem[] = [...envProblems];

@@ -274,6 +274,35 @@ describe('binder-sync status', () => {
     expect(fs.existsSync(fresh)).toBe(false);
   });
 
+  it("reads local state only: a shell without the service's variables (or its secret file) still gets the status", async () => {
+    const ws = await workspace();
+    ws.emulator.control.addDocument(ws.binderId, ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' }).id, 'a.txt', 'remote a');
+    expect((await sync(ws)).code).toBe(0);
+    const monitoring = path.join(ws.dir, 'monitoring.yaml');
+    fs.writeFileSync(
+      monitoring,
+      [
+        'service:',
+        '  baseUrl: ${NOT_SET_BASE_URL}',
+        '  authUrl: ${NOT_SET_AUTH_URL}',
+        '  tenantId: ${NOT_SET_TENANT}',
+        '  clientId: ${NOT_SET_CLIENT}',
+        '  clientSecretFile: ./no-such-secret',
+        'stateDir: ./state',
+        'pairs:',
+        `  - { name: main, localPath: ./local, binderId: ${ws.binderId} }`,
+        '',
+      ].join('\n'),
+    );
+    const r = await runCli(ws, ['status', '--config', monitoring]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(field(r.stdout, 'files in sync')).toBe('1');
+    // The commands that talk to the service still insist.
+    const s = await runCli(ws, ['sync', '--config', monitoring]);
+    expect(s.code).toBe(2);
+    expect(s.stderr).toContain('environment variable NOT_SET_BASE_URL is not set');
+  });
+
   it('reads the state while another process holds the lock and an open write transaction', async () => {
     const ws = await workspace();
     const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });

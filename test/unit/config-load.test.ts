@@ -295,3 +295,33 @@ describe('file-level errors', () => {
     expect(p).toEqual([expect.stringMatching(/^line 12, column 1: YAML syntax error: Map keys must be unique/)]);
   });
 });
+
+describe('localOnly (what `status` reads)', () => {
+  const ENV_ONLY = `
+service:
+  baseUrl: \${BINDER_SYNC_BASE_URL}
+  authUrl: \${BINDER_SYNC_AUTH_URL}
+  tenantId: \${BINDER_SYNC_TENANT_ID}
+  clientId: \${BINDER_SYNC_CLIENT_ID}
+  clientSecretFile: ./no-such-secret
+stateDir: ./state
+pairs:
+  - name: main
+    localPath: ./local
+    binderId: AbCdEfGhI
+`;
+  it('does not need the service section to resolve: unset variables and an unreadable secret file are not errors', () => {
+    const full = problems(() => parse(ENV_ONLY, {}));
+    expect(full.problems.some((p) => p.includes('BINDER_SYNC_BASE_URL is not set'))).toBe(true);
+    expect(problems(() => parse(ENV_ONLY, { BINDER_SYNC_BASE_URL: 'http://a/', BINDER_SYNC_AUTH_URL: 'http://a/', BINDER_SYNC_TENANT_ID: 't', BINDER_SYNC_CLIENT_ID: 'c' })).problems.some((p) => p.includes('no-such-secret'))).toBe(true);
+    const { config } = parseConfigText(ENV_ONLY, { baseDir: dir, env: {}, sourceName: 'test.yaml', localOnly: true });
+    expect(config.stateDir).toBe(path.join(dir, 'state'));
+    expect(config.pairs.map((p) => [p.name, p.localPath, p.binderId])).toEqual([['main', path.join(dir, 'local'), 'AbCdEfGhI']]);
+  });
+  it('still reports what is wrong with the rest of the file', () => {
+    const bad = ENV_ONLY.replace('localPath: ./local', 'localPth: ./local');
+    const r = problems(() => parseConfigText(bad, { baseDir: dir, env: {}, sourceName: 'test.yaml', localOnly: true }));
+    expect(r.problems.some((p) => p.includes('localPth'))).toBe(true);
+    expect(r.problems.some((p) => p.includes('BINDER_SYNC'))).toBe(false);
+  });
+});
