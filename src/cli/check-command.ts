@@ -125,7 +125,16 @@ async function serviceChecks(config: Config, add: (r: CheckResult) => void): Pro
         return;
       }
       add({ outcome: 'PASS', subject: 'token', message: `got a token from ${new URL(s.authUrl).origin} for client ${s.clientId}` });
-      add(failure('binders', err, ExitCode.service));
+      // GET /binders is the one path every server has: a 404 there means the base address misses its prefix.
+      if (err instanceof ServiceError && err.code === 'SERVICE_NOT_FOUND') {
+        add({
+          outcome: 'FAIL',
+          subject: 'binders',
+          message: `${new URL('binders', s.baseUrl.endsWith('/') ? s.baseUrl : `${s.baseUrl}/`).href} answered 404 (${err.message})`,
+          hint: 'check service.baseUrl: it must include the API path prefix, if the service has one (e.g. https://host/v1)',
+          exit: ExitCode.service,
+        });
+      } else add(failure('binders', err, ExitCode.service));
       skipAll('needs the list of binders');
       return;
     }

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { inotifyWatchLimit } from '../../src/local/watch-budget.js';
 import type { StatusDocument } from '../../src/cli/status-command.js';
 import { writeDaemonStatus } from '../../src/daemon/status-file.js';
@@ -27,6 +28,11 @@ async function workspace(opts: Parameters<typeof createWorkspace>[0] = {}): Prom
 
 const status = (ws: Workspace, ...args: string[]) => runCli(ws, ['status', '--config', ws.configFile, ...args]);
 const check = (ws: Workspace, opts: Parameters<typeof runCli>[2] = {}) => runCli(ws, ['check', '--config', ws.configFile], opts);
+
+/** The service section the workspace wrote (to change one key of it). */
+function readServiceSection(ws: Workspace): Record<string, unknown> {
+  return (parseYaml(fs.readFileSync(ws.configFile, 'utf8')) as { service: Record<string, unknown> }).service;
+}
 
 function statusJson(r: CliResult): StatusDocument {
   expect(r.code, r.stderr).toBe(0);
@@ -391,7 +397,9 @@ describe('binder-sync status', () => {
     fs.writeFileSync(ws.configFile, 'service: {}\npairs: []\n');
     const r = await status(ws);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('service.baseUrl');
+    // What status reads (pairs, stateDir) is checked; the service section is not its business.
+    expect(r.stderr).toContain('pairs: must list at least one entry');
+    expect(r.stderr).not.toContain('service.baseUrl');
   });
 });
 
@@ -428,6 +436,15 @@ describe('binder-sync check', () => {
     expect(line(r, 'state dir')).toMatch(/^PASS  /);
     expect(r.stdout + r.stderr).not.toContain(wrong);
     expect(r.stdout + r.stderr).not.toContain(secretOf(ws));
+  });
+
+  it('a baseUrl without the API path prefix fails the binders check with a hint at service.baseUrl', async () => {
+    const ws = await workspace();
+    const origin = new URL(ws.emulator.baseUrl).origin;
+    ws.writeConfig({}, { service: { ...readServiceSection(ws), baseUrl: origin } });
+    const r = await check(ws);
+    expect(r.code).toBe(3);
+    expect(line(r, 'binders')).toMatch(new RegExp(`^FAIL  binders: ${origin.replace(/[.]/g, '\\.')}/binders answered 404 .*\\(hint: check service\\.baseUrl: it must include the API path prefix`));
   });
 
   it('fails the binder check for an unknown binder id and lists the real ones', async () => {
