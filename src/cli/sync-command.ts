@@ -99,7 +99,9 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
         else if (!opts.dryRun && settlingPays(report, rt.store.countBase())) await leaveInSyncMark(rt, log);
       } catch (err) {
         printError(err);
-        log.error({ pair: pair.name, err }, 'pass failed');
+        // printError said it, with its hint, on stderr; the log keeps the details (stack, context) for debugging
+        // only: at error level a failed cron `sync` printed every failure twice.
+        log.debug({ pair: pair.name, err }, 'pass failed');
         worst = Math.max(worst, exitCodeFor(err));
         // Left where `status` reads it, as the daemon does (a failed cron `sync` must not look like the last good
         // pass). A state DB that does not exist yet is not created for it.

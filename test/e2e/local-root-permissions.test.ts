@@ -31,12 +31,12 @@ describe.skipIf(unprivilegedCommand === null)('a local root that cannot be writt
     }
     fs.chmodSync(ws.local, 0o000);
 
-    const r = await runCli(ws, ['sync', '--config', ws.configFile], { command: unprivilegedCommand ?? [] });
+    const r = await runCli(ws, ['sync', '--config', ws.configFile], { command: unprivilegedCommand ?? [], env: { BINDER_SYNC_LOG_LEVEL: 'debug' } });
     const explain = `exit=${r.code} signal=${r.signal}\nstdout=${r.stdout.slice(-2000)}\nstderr=${r.stderr.slice(-2000)}`;
     expect(r.code, explain).toBe(6);
     expect(r.stderr, explain).toContain(`the local root ${ws.local} is not writable by this user (EACCES`);
     expect(r.stderr, explain).toMatch(/hint: binder-sync must be able to read and write the local root: check its owner and mode/);
-    // The log line carries the stable code, not UNEXPECTED / a bare fs error.
+    // The (debug) log line carries the stable code, not UNEXPECTED / a bare fs error.
     const logged = r.stdout
       .split('\n')
       .filter((l) => l.startsWith('{'))
