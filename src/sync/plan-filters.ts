@@ -228,12 +228,17 @@ export function withheldForAmbiguousNames(plan: Plan, remote: Pick<RemoteObserva
       const other = (byName.get(k) ?? []).find((d) => d.documentId !== t.documentId);
       const sibling = t.documentId === null ? newNames.get(k) : undefined;
       if (other === undefined && sibling === undefined) continue;
+      // A new file can simply be renamed here: often it was renamed here, from the other document's name (a
+      // case-only `mv`), which the service cannot follow.
+      const fix = t.documentId === null
+        ? 'rename this file (a local rename cannot be sent to the service: to rename the document, name the file back and rename it on the service), or rename that document on the service'
+        : 'rename one of the two on the service';
       const detail =
         other === undefined
           ? `a new file in the same folder, "${sibling}", differs from this name only in case or Unicode form: a service that compares names so would merge the two documents; it waits until that one is uploaded`
           : other.fileName === t.fileName
-            ? `another document in this remote folder (${other.documentId}) has the same name "${other.fileName}": the service takes an upload by folder and file name, so it could land on that one; rename one of the two on the service`
-            : `another document in this remote folder (${other.documentId}) is named "${other.fileName}", which differs only in case or Unicode form: a service that compares names so would put this upload on it; rename one of the two on the service`;
+            ? `another document in this remote folder (${other.documentId}) has the same name "${other.fileName}": the service takes an upload by folder and file name, so it could land on that one; ${fix}`
+            : `another document in this remote folder (${other.documentId}) is named "${other.fileName}", which differs only in case or Unicode form: a service that compares names so would put this upload on it; ${fix}`;
       const issue: Issue = { relPath: t.relPath, code: 'ambiguous-remote-name', detail };
       issues.push(t.documentId === null ? issue : { ...issue, documentId: t.documentId });
       return false;

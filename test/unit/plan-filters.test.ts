@@ -182,6 +182,10 @@ describe('withheldForAmbiguousNames', () => {
       ['D/readme.txt', 'README.txt'],
       ['D/Résumé.txt', nfd],
     ]);
+    // A new file (often a local case-only rename, which the service cannot follow) can be renamed here; an edit
+    // of a document can only be helped on the service.
+    expect(r.issues[0]?.detail).toMatch(/; rename this file \(a local rename cannot be sent to the service: .*\), or rename that document on the service$/);
+    expect(r.issues[1]?.detail).toMatch(/; rename one of the two on the service$/);
   });
 
   it('lets the first of two new files named alike go and holds the other; a plan without uploads is returned as it is', () => {
