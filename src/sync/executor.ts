@@ -143,6 +143,12 @@ function logFailure(d: ExecutorDeps, action: Action, err: unknown): 'repeat' | '
   const relPath = relPathOf(action);
   const code = err instanceof BinderSyncError ? err.code : 'UNEXPECTED';
   const fields = { action: action.kind, relPath, err };
+  // Cut short by a stop (SIGTERM past the grace period, a config reload): the stop's own lines say it, and the
+  // next run takes the step up again.
+  if (code === 'ABORTED' || d.signal?.aborted === true) {
+    d.log.info(fields, 'action stopped: the pass was cancelled; the next run takes it up');
+    return 'new';
+  }
   const postponed = postponedBecause(err);
   const seen = d.failuresLogged;
   const signature = `${action.kind} ${postponed === null ? code : 'postponed'}`;

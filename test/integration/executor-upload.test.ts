@@ -210,6 +210,19 @@ describe('how a failed upload is logged', () => {
     expect(about.map((l) => [l.level, l.msg])).toEqual([[INFO, 'action postponed: the document changed on the service meanwhile; the next pass resolves it']]);
   });
 
+  it('an upload cut short by a stop (SIGTERM past the grace period) is said at info, not as a failure', async () => {
+    const { d, root, folderId } = await setup();
+    const lines = captureLog(d);
+    const stop = new AbortController();
+    d.signal = stop.signal;
+    const local = writeLocal(root, content(3));
+    onFirstBytes(d, () => stop.abort());
+    const report = await executePlan(uploadPlan(local, folderId), d);
+    expect(report.failures.map((f) => f.code)).toEqual(['ABORTED']);
+    const about = lines.filter((l) => l.relPath === 'Docs/big.bin' && l.level >= INFO);
+    expect(about.map((l) => [l.level, l.msg])).toEqual([[INFO, 'action stopped: the pass was cancelled; the next run takes it up']]);
+  });
+
   it('the same failure in a later pass of a daemon is logged at debug, a new one at warn again', async () => {
     const { d, root, folderId } = await setup();
     const lines = captureLog(d);
