@@ -68,9 +68,10 @@ describe('early watchers', () => {
     expect(r.hints.length).toBeGreaterThan(0);
     expect(r.hints[0]!.full).toBe(false);
     expect(r.hints[0]!.dirs.every((d) => d === 'docs' || d.startsWith('docs/'))).toBe(true);
-    await expect.poll(() => outermost(r.hints.flatMap((h) => h.dirs)), { timeout: 3000 }).toEqual(['docs']);
+    // 10 s: under the whole suite's load on 2 cores, @parcel/watcher's thread was seen to take over 3 s (fresh-ci).
+    await expect.poll(() => outermost(r.hints.flatMap((h) => h.dirs)), { timeout: 10_000 }).toEqual(['docs']);
     fs.writeFileSync(path.join(root, 'other', 'z.txt'), 'after adoption');
-    await expect.poll(() => r.hints.flatMap((h) => h.dirs), { timeout: 3000 }).toContain('other');
+    await expect.poll(() => r.hints.flatMap((h) => h.dirs), { timeout: 10_000 }).toContain('other');
     expect(r.errors).toEqual([]);
   });
 
