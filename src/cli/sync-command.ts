@@ -7,6 +7,7 @@ import { describeError, oneLineMessage } from '../errors.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
 import { acquireStateLock } from '../state/lock.js';
 import { writePairMeta } from '../state/pair-meta.js';
+import { pendingOf } from '../sync/pending.js';
 import { openPair, runPass, settleInSyncMark, type PairRuntime, type PassReport } from '../sync/pass.js';
 import { describePlan, summarizeReport } from './report-format.js';
 import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
@@ -91,6 +92,11 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
           observer?.onPassEnd?.(report);
         }
         reports.push(report);
+        // What is left, where `status` reads it (the daemon writes the same after each of its passes).
+        if (!opts.dryRun) {
+          const left = pendingOf(report);
+          writePairMeta(rt.store, path.join(config.stateDir, pair.name, 'state.db'), { pendingUploads: String(left.uploads), pendingDownloads: String(left.downloads) }, { create: false });
+        }
         if (!opts.json) {
           if (opts.dryRun) process.stdout.write(describePlan(report));
           process.stdout.write(summarizeReport(report, opts.dryRun === true));

@@ -2,27 +2,13 @@
 // summary log line, or debug for a quiet poll), and the metrics it feeds.
 import type { Logger } from '../log.js';
 import { GROUP_FROM, groupIssues, issueGroupKey, LOGGED_AT_INFO, printable } from '../sync/issue-groups.js';
-import type { ActionKind, Issue } from '../sync/model.js';
+import type { Issue } from '../sync/model.js';
 import { describeDone } from '../sync/executor.js';
 import type { PassReport } from '../sync/pass.js';
 import type { SyncMetrics } from './metrics.js';
 
-export interface Pending {
-  uploads: number;
-  downloads: number;
-}
-
-/**
- * Planned transfers not done by the pass (all of them when a gate blocked it). A conflict not done counts as a
- * pending download: resolving it always starts by fetching the remote content.
- */
-export function pendingOf(r: Pick<PassReport, 'plan' | 'execution'>): Pending {
-  const planned: Partial<Record<ActionKind, number>> = { ...r.plan.blocked?.held };
-  for (const group of r.plan.groups) for (const a of group) planned[a.kind] = (planned[a.kind] ?? 0) + 1;
-  const done = r.execution?.done ?? {};
-  const left = (k: ActionKind) => Math.max(0, (planned[k] ?? 0) - (done[k] ?? 0));
-  return { uploads: left('upload'), downloads: left('download') + left('conflict') };
-}
+import type { Pending } from '../sync/pending.js';
+export { pendingOf, type Pending } from '../sync/pending.js';
 
 /** True when the pass changed something or something went wrong: worth an info line. */
 export function passDidSomething(r: PassReport): boolean {

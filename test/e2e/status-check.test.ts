@@ -227,6 +227,8 @@ describe('binder-sync status', () => {
     expect(readLocal(ws, 'Docs/a.txt')).toBe('remote a');
     expect(fs.existsSync(path.join(ws.local, 'Docs/build.log'))).toBe(false);
     expect(fs.existsSync(path.join(ws.local, 'Docs/cache'))).toBe(false);
+    // What `sync` left to do is known to status, as after a daemon's pass (it used to say "downloads unknown").
+    expect(field((await status(ws)).stdout, 'pending')).toBe('0 uploads, 0 downloads');
     const p = statusJson(await status(ws, '--json')).pairs[0]!;
     expect(p.issues.map((i) => [i.relPath, i.code, i.detail]).sort()).toEqual([
       ['Docs/build.log', 'ignored', "matches the ignore rule '*.log' (the pair's ignore list): not downloaded, nothing deleted"],
