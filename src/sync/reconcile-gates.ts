@@ -57,7 +57,7 @@ export function checkGates(
   // file by renaming it away and the new one in must not stop the pair.
   // Synced files that an ignore rule now hides are not expected in the scan (their documents are listed as
   // ignored): a rule that hides every synced file is the user's choice, not an empty disk.
-  if (baseCount > 1 && local.files.size === 0 && local.problems.length === 0 && syncedAndVisible(base, remote) > 1) {
+  if (baseCount > 1 && local.files.size === 0 && local.problems.length === 0 && syncedAndVisible(base, remote, ctx) > 1) {
     return {
       code: 'local-root-empty',
       message:
@@ -89,12 +89,15 @@ export function checkGates(
   return null;
 }
 
-/** Base entries whose documents no ignore rule leaves out this pass (what the local scan should still see). */
-function syncedAndVisible(base: ReadonlyMap<string, BaseEntry>, remote: RemoteObservation): number {
+/**
+ * Base entries that no ignore rule hides this pass (what the local scan should still see): neither their local
+ * path (ReconcileContext.ignoredLocally) nor their document (listed as ignored) is left out.
+ */
+function syncedAndVisible(base: ReadonlyMap<string, BaseEntry>, remote: RemoteObservation, ctx: ReconcileContext): number {
   const ignored = new Set<string>();
   for (const u of remote.unmappable) if (u.ignored === true && u.documentId !== undefined) ignored.add(u.documentId);
-  if (ignored.size === 0) return base.size;
+  if (ignored.size === 0 && ctx.ignoredLocally === undefined) return base.size;
   let n = 0;
-  for (const id of base.keys()) if (!ignored.has(id)) n++;
+  for (const b of base.values()) if (!ignored.has(b.documentId) && ctx.ignoredLocally?.(b.relPath) !== true) n++;
   return n;
 }

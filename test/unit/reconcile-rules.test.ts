@@ -115,6 +115,13 @@ describe('safety gates', () => {
       // What is still visible and missing locally is restored; the hidden ones are left alone.
       expect(summarizeGroups(p.groups).flat().map((a) => a.split(' ').slice(0, 2).join(' '))).toEqual(hidden === 3 ? [] : ['download docs/2.txt']);
     }
+    // Hidden by the local rules alone (documents renamed on the service to names the rules allow): no gate either,
+    // and nothing planned for them.
+    const local = manySynced(3);
+    local.local.files.clear();
+    const hiddenHere = plan(local, { ignoredLocally: () => true });
+    expect(hiddenHere.blocked).toBeNull();
+    expect(hiddenHere.groups).toEqual([]);
     // Still blocked when 2 or more synced files that no rule hides are missing.
     const w = manySynced(3);
     w.local.files.clear();
