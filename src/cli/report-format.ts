@@ -3,6 +3,7 @@ import type { PassReport } from '../sync/pass.js';
 import type { Action } from '../sync/model.js';
 import { describeDone } from '../sync/executor.js';
 import { oneLine, printable } from '../sync/issue-groups.js';
+import { fmtBytes } from '../format-bytes.js';
 
 export function describeAction(a: Action): string {
   switch (a.kind) {
@@ -65,9 +66,3 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
   return `${lines.join('\n')}\n`;
 }
 
-function fmtBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  if (n < 1024 ** 3) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
-}

@@ -10,7 +10,7 @@ import { StateStore, type ConflictRow, type OutboxStage } from '../state/store.j
 import { groupIssues, oneLine, printable } from '../sync/issue-groups.js';
 import type { Issue } from '../sync/model.js';
 import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
-import { fmtBytes } from '../daemon/pass-summary.js';
+import { fmtBytes } from '../format-bytes.js';
 import { ExitCode } from './exit-codes.js';
 
 interface StatusOptions {

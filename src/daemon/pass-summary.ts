@@ -8,6 +8,7 @@ import type { PassReport } from '../sync/pass.js';
 import type { SyncMetrics } from './metrics.js';
 
 import type { Pending } from '../sync/pending.js';
+import { fmtBytes } from '../format-bytes.js';
 export { pendingOf, type Pending } from '../sync/pending.js';
 
 /** True when the pass changed something or something went wrong: worth an info line. */
@@ -133,9 +134,3 @@ export function recordPassMetrics(m: SyncMetrics, r: PassReport, pending: Pendin
   m.lastPollTimestamp.set(pair, Math.floor(nowMs / 1000));
 }
 
-export function fmtBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  if (n < 1024 ** 3) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
-}
