@@ -64,7 +64,14 @@ function codeForStatus(status: number): ServiceErrorCode {
   return 'SERVICE_BAD_REQUEST';
 }
 
-function hintForStatus(status: number): string | undefined {
+/**
+ * Requests that name nothing but the binder (its metadata schema, its top-level folders): a 404 there means the
+ * configured binderId. 404s of folders and documents are routine (deleted meanwhile) and get no hint.
+ */
+const BINDER_REQUESTS = new Set(['GET /binders/{id}/metadataelements', 'GET /documents/drives/{domain}/{id}']);
+
+function hintForStatus(status: number, request: string): string | undefined {
+  if (status === 404 && BINDER_REQUESTS.has(request)) return "no such binder for this client: check the pair's binderId; `binder-sync check` lists the binders this client can see";
   if (status === 401) return 'the service refused a fresh token: check tenantId and that the API client is still active';
   if (status === 403) return 'check tenantId, and that the API client has read/write access for uploads';
   if (status === 429) return 'the service is rate limiting: lower requestsPerSecond or maxConcurrentRequests';
@@ -238,7 +245,7 @@ export function errorFromResponse(f: HttpFailure): ServiceError {
   let message = `${f.request} failed with HTTP ${f.status}`;
   if (parts.length > 0) message += `: ${parts.join(' - ')}`;
   if (traceId) message += ` (traceId ${traceId})`;
-  const hint = hintForStatus(f.status);
+  const hint = hintForStatus(f.status, f.request);
   const problem = title || detail || errors ? { ...(title ? { title } : {}), ...(detail ? { detail } : {}), ...(errors ? { errors } : {}) } : undefined;
   return new ServiceError(scrubText(message, f.secrets), {
     code: codeForStatus(f.status),

@@ -285,14 +285,17 @@ function ensureRoot(pair: PairConfig, store: StateStore, log: Logger): void {
   if (!st.isDirectory()) throw rootError(pair, 'is not a directory');
 }
 
-/** A 404 for the pair's binder, said as what it most likely is: a wrong binderId. Other errors pass through. */
+/**
+ * A 404 for the pair's binder, said with the pair and binder it is about (the service error's own hint names
+ * the binderId, see service/errors.ts BINDER_REQUESTS). Other errors pass through.
+ */
 function binderNotFound(pair: PairConfig, err: unknown): unknown {
   if (!(err instanceof ServiceError) || err.code !== 'SERVICE_NOT_FOUND') return err;
   return new BinderSyncError(`pair ${pair.name}: the service has no binder ${pair.binderId} (${err.message})`, {
     code: err.code,
     retryable: err.retryable,
     context: { pair: pair.name, binderId: pair.binderId },
-    hint: "check the pair's binderId; `binder-sync check` lists the binders this client can see",
+    ...(err.hint !== undefined ? { hint: err.hint } : {}),
     cause: err,
   });
 }

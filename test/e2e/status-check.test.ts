@@ -278,7 +278,7 @@ describe('binder-sync status', () => {
     const wrong = await sync(ws);
     expect(wrong.code, wrong.stderr).toBe(3);
     expect(wrong.stderr).toContain('pair other: the service has no binder NoSuchBinder1');
-    expect(wrong.stderr).toContain("hint: check the pair's binderId; `binder-sync check` lists the binders this client can see");
+    expect(wrong.stderr).toContain("hint: no such binder for this client: check the pair's binderId; `binder-sync check` lists the binders this client can see");
     // Said once (stderr), not again as an error line of the log on stdout.
     expect(wrong.stdout).not.toContain('no binder NoSuchBinder1');
     expect(fs.existsSync(fresh)).toBe(false);

@@ -23,8 +23,15 @@ describe('errorFromResponse', () => {
     expect(mk(502).message).toBe('GET /binders failed with HTTP 502: Bad gateway');
     expect(mk(429)).toMatchObject({ code: 'SERVICE_RATE_LIMITED', retryable: true });
     expect(mk(404)).toMatchObject({ code: 'SERVICE_NOT_FOUND', retryable: false });
+    expect(mk(404).hint).toBeUndefined();
     expect(mk(403)).toMatchObject({ code: 'SERVICE_FORBIDDEN', retryable: false });
     expect(mk(401)).toMatchObject({ code: 'SERVICE_UNAUTHORIZED', retryable: false });
+  });
+
+  it("a 404 of a request that names only the binder hints at the pair's binderId; a document's 404 does not", () => {
+    const at = (request: string) => errorFromResponse({ request, status: 404, bodyText: 'binder not found', headers: {}, secrets: [] }).hint;
+    for (const request of ['GET /binders/{id}/metadataelements', 'GET /documents/drives/{domain}/{id}']) expect(at(request)).toMatch(/check the pair's binderId; `binder-sync check` lists the binders/);
+    for (const request of ['GET /documents/{documentId}', 'GET /documents/drives/{domain}/{id}/{folderId}/documents']) expect(at(request)).toBeUndefined();
   });
 
   it('never repeats a secret or a presigned query string echoed by the server', () => {
