@@ -77,7 +77,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     for (const pair of pairs) {
       let rt;
       try {
-        rt = await openPair(pair, config.stateDir, client, log);
+        rt = await openPair(pair, config.stateDir, client, log, { dryRun: opts.dryRun === true });
         const observer = progress?.observer(pair.name);
         let report: PassReport | null = null;
         try {

@@ -46,3 +46,40 @@ function probeError(dir: string, err: unknown): unknown {
       : 'is the disk full or failing, or the path on a filesystem that does not allow new files? Nothing was changed.',
   });
 }
+
+/**
+ * The same answer without writing anything, for `sync --dry-run`: a name in `dir` (or, for a root that does not
+ * exist yet, in the nearest folder above it that does) whose case can be flipped is looked up under the flipped
+ * spelling; the same inode means the filesystem ignores case. With no such name to try, the platform's default
+ * (case-insensitive on macOS and Windows) stands in: a dry run that guesses wrong only words a plan differently.
+ */
+export function detectCaseInsensitiveWithoutWriting(dir: string): boolean {
+  let at = dir;
+  while (!fs.statSync(at, { throwIfNoEntry: false })?.isDirectory()) {
+    const parent = path.dirname(at);
+    if (parent === at) break;
+    at = parent;
+  }
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync(at).slice(0, 200);
+  } catch {
+    // unreadable: the default below
+  }
+  for (const name of names) {
+    const flipped = flipCase(name);
+    if (flipped === name) continue;
+    const own = fs.lstatSync(path.join(at, name), { throwIfNoEntry: false });
+    if (own === undefined) continue; // gone meanwhile
+    const other = fs.lstatSync(path.join(at, flipped), { throwIfNoEntry: false });
+    if (other === undefined) return false;
+    // Both spellings exist: the same file on a case-insensitive filesystem, two files on a case-sensitive one.
+    return other.ino === own.ino && other.dev === own.dev;
+  }
+  return process.platform === 'darwin' || process.platform === 'win32';
+}
+
+/** ASCII letters only: every case-insensitive filesystem folds those, not all fold the rest alike (ß, Turkish i). */
+function flipCase(name: string): string {
+  return name.replace(/[A-Za-z]/g, (ch) => (ch <= 'Z' ? ch.toLowerCase() : ch.toUpperCase()));
+}

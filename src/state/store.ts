@@ -269,6 +269,57 @@ export class StateStore {
     }
   }
 
+  /**
+   * For `sync --dry-run`: an in-memory copy of the state DB in `file` (a fresh, empty one when there is none yet),
+   * migrated like open() would. The pass writes to it as a real pass would (refusals expired, observations), and
+   * nothing of it reaches the disk: no stateDir, no state.db, no -wal is created or changed. The file is read
+   * read-only, with the committed content of its WAL (a daemon may be running beside it).
+   */
+  static openScratchCopy(file: string): StateStore {
+    const image = StateStore.imageOf(file);
+    if (image !== null) {
+      // The header's file format bytes say WAL (2), which an in-memory database cannot open ("unable to open
+      // database file"); 1 is the rollback journal, the only mode a deserialized database has.
+      image[18] = 1;
+      image[19] = 1;
+    }
+    let db: Database.Database | undefined;
+    try {
+      db = image === null ? new Database(':memory:') : new Database(image);
+      db.pragma('foreign_keys = ON');
+      migrate(db, file); // the first read of the header: garbage fails here (SQLITE_NOTADB)
+      return new StateStore(db, file);
+    } catch (err) {
+      db?.close();
+      throw mapCorrupt(err, file);
+    }
+  }
+
+  /** The content of the state DB in `file` (serialized, read-only), or null when there is none yet. */
+  private static imageOf(file: string): Buffer | null {
+    if (!fs.existsSync(file)) return null;
+    // With no -wal beside it, no process has the DB open (WAL mode keeps that file while a connection is open) and
+    // the file alone is the whole DB: its bytes are read as they are. An SQLite reader would leave an empty -wal
+    // and -shm behind (a read-only connection creates them and may not remove them).
+    if (!fs.existsSync(`${file}-wal`)) {
+      const bytes = fs.readFileSync(file);
+      if (bytes.length === 0) return null; // created, no schema yet (open() writes it next)
+      return bytes;
+    }
+    let source: StateStore;
+    try {
+      source = StateStore.openReadOnly(file);
+    } catch (err) {
+      if (err instanceof BinderSyncError && err.code === 'STATE_NOT_CREATED') return null;
+      throw err;
+    }
+    try {
+      return source.db.serialize();
+    } finally {
+      source.close();
+    }
+  }
+
   /** The number of base rows of the state DB in `file`, read-only; null when it cannot be read (missing, damaged, too new). */
   static peekBaseCount(file: string): number | null {
     if (!fs.existsSync(file)) return null;

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
 import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../local/fs-ops.js';
-import { detectCaseInsensitive } from '../local/fs-probe.js';
+import { detectCaseInsensitive, detectCaseInsensitiveWithoutWriting } from '../local/fs-probe.js';
 import { maxRelPathBytes } from '../local/name-limits.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type PriorFile, type ScanOptions } from '../local/scanner.js';
@@ -194,18 +194,25 @@ export interface PassReport {
 }
 
 /** Opens the pair's state and checks what can be checked before the first pass. */
-export async function openPair(pair: PairConfig, stateDir: string, client: ServiceClient, log: Logger): Promise<PairRuntime> {
+/**
+ * `dryRun`: for a pair that only plans (`sync --dry-run`), nothing is created or changed on disk: the state DB is
+ * an in-memory copy (StateStore.openScratchCopy), a missing sync root is not created (the pass sees it empty), and
+ * the case probe writes no file.
+ */
+export async function openPair(pair: PairConfig, stateDir: string, client: ServiceClient, log: Logger, opts: { dryRun?: boolean } = {}): Promise<PairRuntime> {
+  const dryRun = opts.dryRun === true;
   const pairStateDir = path.join(stateDir, pair.name);
-  fs.mkdirSync(pairStateDir, { recursive: true, mode: 0o700 });
-  const store = StateStore.open(path.join(pairStateDir, 'state.db'));
+  if (!dryRun) fs.mkdirSync(pairStateDir, { recursive: true, mode: 0o700 });
+  const stateFile = path.join(pairStateDir, 'state.db');
+  const store = dryRun ? StateStore.openScratchCopy(stateFile) : StateStore.open(stateFile);
   try {
     ensureSameBinder(pair, store, pairStateDir);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
     const elements = await client.getMetadataElements(pair.binderId).catch((err: unknown) => {
       throw binderNotFound(pair, err);
     });
-    ensureRoot(pair, store, log);
-    const caseInsensitive = detectCaseInsensitive(pair.localPath);
+    ensureRoot(pair, store, log, !dryRun);
+    const caseInsensitive = dryRun ? detectCaseInsensitiveWithoutWriting(pair.localPath) : detectCaseInsensitive(pair.localPath);
     const metadata = compileMetadataRules(pair.metadata, elements, pair.name);
     const trash = new Trash(path.join(pairStateDir, 'trash'), pair.localPath);
     return {
@@ -262,7 +269,8 @@ function ensureSameBinder(pair: PairConfig, store: StateStore, pairStateDir: str
  * The sync root must exist and be a directory. A missing root is created only for a pair that has never
  * synced (no base); once there is a base, a missing root is an error (an unmounted disk), never a mass delete.
  */
-function ensureRoot(pair: PairConfig, store: StateStore, log: Logger): void {
+/** Whether the root exists; a missing one is created (with `create`) for a pair that never synced, else refused. */
+function ensureRoot(pair: PairConfig, store: StateStore, log: Logger, create: boolean): boolean {
   let st: fs.Stats | null = null;
   try {
     st = fs.statSync(pair.localPath);
@@ -277,12 +285,14 @@ function ensureRoot(pair: PairConfig, store: StateStore, log: Logger): void {
     if (!fs.statSync(parent, { throwIfNoEntry: false })?.isDirectory()) {
       throw rootError(pair, `does not exist, and neither does its parent folder ${parent}`, `if the path is right, create it (mkdir -p ${pair.localPath}); a missing parent is often a disk that is not mounted. Nothing was changed.`);
     }
+    if (!create) return false;
     fs.mkdirSync(pair.localPath);
     // Said, so that a mistyped localPath is noticed before the whole binder lands there.
     log.info({ localPath: pair.localPath }, `created the sync root ${pair.localPath}: it did not exist (this pair has not synced before)`);
-    return;
+    return true;
   }
   if (!st.isDirectory()) throw rootError(pair, 'is not a directory');
+  return true;
 }
 
 /**
@@ -313,7 +323,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const started = Date.now();
   const now = opts.now ?? (() => new Date());
   const dryRun = opts.dryRun === true;
-  ensureRoot(rt.pair, rt.store, rt.log);
+  // A dry run does not create a missing root: it plans against an empty one.
+  const rootMissing = !ensureRoot(rt.pair, rt.store, rt.log, !dryRun);
   const deps = executorDeps(rt, opts, now);
   if (rt.readOnly === true && !dryRun && now().getTime() - rt.readOnlySince >= (opts.writeAccessRecheckMs ?? WRITE_ACCESS_RECHECK_MS)) {
     // Probed again below if this pass has something to upload; a quiet poll would plan nothing at all.
@@ -392,7 +403,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
       throw err;
     });
   if (!noLocalWork) await opts.localReady;
-  const scanned = noLocalWork ? { files: new Map(), dirs: new Map(), problems: [] } : await scan(subtrees);
+  const scanned = noLocalWork || rootMissing ? { files: new Map(), dirs: new Map(), problems: [] } : await scan(subtrees);
   const previousLocal = rt.cache.local;
   // Nothing rescanned: the previous observation stands as it is (merging would copy 100k entries per poll).
   let local = subtrees && previousLocal ? (noLocalWork ? previousLocal : mergeScan(previousLocal, scanned, subtrees)) : scanned;

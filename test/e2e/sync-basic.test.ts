@@ -117,8 +117,49 @@ describe('binder-sync sync', () => {
     c.addDocument(ws.binderId, tab.id, 'x.txt', 'x');
     const r = await sync(ws, ['--dry-run']);
     expect(r.stdout).toMatch(/download\s+T\/x\.txt/);
-    expect(localTree(ws.local).size).toBe(0);
+    expect(r.code).toBe(1); // a download is left to do
+    // A pair that never synced: neither its sync root nor the stateDir (with a state DB) is created.
+    expect(fs.existsSync(ws.local)).toBe(false);
+    expect(fs.existsSync(ws.stateDir)).toBe(false);
     expect(c.counters()['storage-get']).toBe(0);
+    // The real pass then does what the dry run listed.
+    expect((await sync(ws)).code).toBe(0);
+    expect(readLocal(ws, 'T/x.txt')).toBe('x');
+  });
+
+  it('dry-run after a sync leaves the state DB and the sync root exactly as they were', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'T' });
+    const { document: doc } = c.addDocument(ws.binderId, tab.id, 'x.txt', 'x');
+    c.addDocument(ws.binderId, tab.id, 'y.txt', 'y');
+    expect((await sync(ws)).code).toBe(0);
+    writeLocal(ws, 'T/y.txt', 'local edit');
+    writeLocal(ws, 'T/new.txt', 'new');
+    c.addVersion(doc.id, 'remote edit');
+    const stateFiles = () => new Map(fs.readdirSync(path.join(ws.stateDir, 'main')).filter((n) => n.startsWith('state.db')).map((n) => [n, sha256(fs.readFileSync(path.join(ws.stateDir, 'main', n)))]));
+    const stateBefore = stateFiles();
+    const treeBefore = localTree(ws.local);
+    // Nothing may be created in the root, not even for a moment (the case probe of a real pass makes a file).
+    const created: string[] = [];
+    const watcher = fs.watch(ws.local, (_event, name) => created.push(String(name)));
+    try {
+      const r = await sync(ws, ['--dry-run']);
+      expect(r.code, r.stdout + r.stderr).toBe(1);
+      expect(r.stdout).toMatch(/download\s+T\/x\.txt/);
+      expect(r.stdout).toMatch(/upload\s+T\/y\.txt/);
+      expect(r.stdout).toMatch(/upload\s+T\/new\.txt/);
+      await new Promise((resolve) => setTimeout(resolve, 100)); // events of the child's last writes
+    } finally {
+      watcher.close();
+    }
+    expect(created).toEqual([]);
+    expect(stateFiles()).toEqual(stateBefore);
+    expect(localTree(ws.local)).toEqual(treeBefore);
+    // The plan the dry run saw is still the one the real pass makes.
+    expect((await sync(ws)).code).toBe(0);
+    expect(readLocal(ws, 'T/x.txt')).toBe('remote edit');
+    expect(localTree(ws.local)).toEqual(remoteTree(ws));
   });
 });
 

@@ -19,7 +19,7 @@ import {
   toFileStat,
   Trash,
 } from '../../src/local/fs-ops.js';
-import { detectCaseInsensitive } from '../../src/local/fs-probe.js';
+import { detectCaseInsensitive, detectCaseInsensitiveWithoutWriting } from '../../src/local/fs-probe.js';
 import { hashFile } from '../../src/local/hash.js';
 import type { FileStat } from '../../src/sync/model.js';
 
@@ -431,5 +431,36 @@ describe('hashFile and detectCaseInsensitive', () => {
     if (process.platform === 'linux') expect(detectCaseInsensitive(root)).toBe(false);
     else expect(typeof detectCaseInsensitive(root)).toBe('boolean');
     expect(fs.readdirSync(root)).toEqual([]);
+  });
+
+  it('without writing (sync --dry-run): the flipped spelling of a name already there, or of one above a missing root', () => {
+    const platformDefault = process.platform === 'darwin' || process.platform === 'win32';
+    const created: string[] = [];
+    const watcher = fs.watch(root, (_e, name) => created.push(String(name)));
+    try {
+      expect(detectCaseInsensitiveWithoutWriting(root)).toBe(platformDefault); // nothing to try yet
+      fs.writeFileSync(path.join(root, '2026.txt'), 'digits only but the extension');
+      if (process.platform === 'linux') expect(detectCaseInsensitiveWithoutWriting(root)).toBe(false);
+      // Both spellings present as two files: case-sensitive, whatever else is in the folder.
+      fs.rmSync(path.join(root, '2026.txt'));
+      fs.writeFileSync(path.join(root, 'Notes'), 'a');
+      fs.writeFileSync(path.join(root, 'nOTES'), 'b');
+      expect(detectCaseInsensitiveWithoutWriting(root)).toBe(false);
+      // A root that does not exist yet is judged by the folder above it (here: tmp, which holds 'root').
+      if (process.platform === 'linux') expect(detectCaseInsensitiveWithoutWriting(path.join(root, 'missing', 'deeper'))).toBe(false);
+    } finally {
+      watcher.close();
+    }
+    // A filesystem that folds case answers the flipped name with the same file.
+    const real = fs.lstatSync;
+    const spy = vi.spyOn(fs, 'lstatSync').mockImplementation(((p: fs.PathLike, o?: fs.StatSyncOptions) =>
+      real(String(p).replace(/NOTES$/i, 'Notes'), o as fs.StatSyncOptions)) as typeof fs.lstatSync);
+    try {
+      fs.rmSync(path.join(root, 'nOTES'));
+      expect(detectCaseInsensitiveWithoutWriting(root)).toBe(true);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(created.filter((n) => !['2026.txt', 'Notes', 'nOTES'].includes(n))).toEqual([]);
   });
 });

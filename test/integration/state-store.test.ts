@@ -401,3 +401,81 @@ describe('read-only open for status', () => {
     expect(() => StateStore.openReadOnly(dbFile)).toThrow(BinderSyncError);
   });
 });
+
+describe('scratch copy for sync --dry-run', () => {
+  const filesIn = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).sort() : []);
+
+  it('a missing DB: an empty, current store, and nothing created on disk', () => {
+    const s = StateStore.openScratchCopy(dbFile);
+    open.push(s);
+    expect(s.countBase()).toBe(0);
+    s.putBase(base(1));
+    s.setMeta('binderId', 'b1');
+    expect(s.getBase('doc-1')).toEqual(base(1));
+    s.close();
+    expect(fs.existsSync(path.dirname(dbFile))).toBe(false);
+  });
+
+  it('a closed DB: its rows, with writes kept in memory; the file stays byte for byte, and no -wal or -shm appears', () => {
+    const s = openStore();
+    s.putBase(base(1));
+    s.setMeta('binderId', 'b1');
+    s.close();
+    const before = fs.readFileSync(dbFile);
+    const names = filesIn(path.dirname(dbFile));
+    expect(names).toEqual(['state.db']);
+    const copy = StateStore.openScratchCopy(dbFile);
+    open.push(copy);
+    expect(copy.getBase('doc-1')).toEqual(base(1));
+    expect(copy.getMeta('binderId')).toBe('b1');
+    copy.putBase(base(2));
+    copy.deleteBase('doc-1');
+    copy.setMeta('binderId', 'b2');
+    copy.close();
+    expect(fs.readFileSync(dbFile).equals(before)).toBe(true);
+    expect(filesIn(path.dirname(dbFile))).toEqual(names);
+    const again = openStore();
+    expect(again.getBase('doc-1')).toEqual(base(1));
+    expect(again.getBase('doc-2')).toBeUndefined();
+    expect(again.getMeta('binderId')).toBe('b1');
+  });
+
+  it('a DB a daemon holds open: the rows it committed into its WAL are in the copy', () => {
+    const daemon = openStore();
+    daemon.putBase(base(1));
+    daemon.putBase(base(2));
+    expect(fs.existsSync(`${dbFile}-wal`)).toBe(true);
+    const copy = StateStore.openScratchCopy(dbFile);
+    open.push(copy);
+    expect(copy.countBase()).toBe(2);
+    copy.deleteBase('doc-2');
+    expect(daemon.getBase('doc-2')).toEqual(base(2));
+  });
+
+  it('a DB of an older schema is migrated in the copy only; a newer one and garbage are refused as by open()', () => {
+    fs.mkdirSync(path.dirname(dbFile), { recursive: true });
+    const raw = new Database(dbFile);
+    for (const m of MIGRATIONS.slice(0, 3)) raw.exec(m);
+    raw.pragma('user_version = 3');
+    const { ctimeMs: _none, ...old } = base(1);
+    raw.prepare(
+      `INSERT INTO base (document_id, version_id, version_label, folder_id, file_name, rel_path, key, sha256, size, mtime_ms, inode)
+       VALUES (@documentId, @versionId, @versionLabel, @folderId, @fileName, @relPath, @key, @sha256, @size, @mtimeMs, @inode)`,
+    ).run(old);
+    raw.close();
+    const copy = StateStore.openScratchCopy(dbFile);
+    open.push(copy);
+    expect(copy.getBase('doc-1')).toEqual({ ...old, ctimeMs: 0 });
+    copy.putBase(base(2));
+    expect(copy.getBase('doc-2')).toEqual(base(2));
+    const check = new Database(dbFile, { readonly: true });
+    expect(check.pragma('user_version', { simple: true })).toBe(3);
+    check.close();
+    const newer = new Database(dbFile);
+    newer.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    newer.close();
+    expect(caught(() => StateStore.openScratchCopy(dbFile)).code).toBe('STATE_TOO_NEW');
+    fs.writeFileSync(dbFile, 'not a database, but long enough to have a header of a hundred bytes '.repeat(4));
+    expect(caught(() => StateStore.openScratchCopy(dbFile)).code).toBe('STATE_CORRUPT');
+  });
+});
