@@ -2,8 +2,10 @@
 // reconciling a large tree that is exactly as it was when a full pass last found nothing to do.
 //
 // Reconcile is a pure function of (base, local observation, remote observation, context). A full pass P0 that
-// planned nothing, left nothing and reported no issue, while every local file and every remote document was
-// exactly its base entry, proves that reconcile is empty for those inputs. The mark records that proof with what
+// planned nothing, left nothing and reported no issue but informational ones (INFORMATIONAL_ISSUES: a remote
+// document an ignore rule leaves out), while every local file and every remote document was exactly its base
+// entry (or, for a remote document, one that cannot be placed locally and so has none), proves that reconcile
+// is empty for those inputs, with those issues: P0 keeps them in the state DB for P1 to report again. The mark records that proof with what
 // is not implied by the base itself (the config, the local directories). A later pass P1 may reuse the proof when:
 // - the base has not changed since (the mark is deleted before any plan is executed and whenever an interrupted
 //   one is recovered: see runPass; the base and the forgotten table are written only by those steps);
@@ -101,11 +103,18 @@ export function localMatchesBase(local: LocalObservation, base: ReadonlyMap<stri
 }
 
 /**
- * The listing's documents are exactly the base's (id, name, folder, version), and its folders exactly those the
- * pass saves (all of them mapped, same names and parents): what a later listing is compared with.
+ * The listing's documents are exactly the base's (id, name, folder, version) plus `unmapped` (documents the pass
+ * could not place locally, such as those an ignore rule leaves out: never in the base), and its folders exactly
+ * those the pass saves (all of them mapped, same names and parents): what a later listing is compared with.
  */
-export function listingMatchesBase(raw: RawListing, base: ReadonlyMap<string, BaseEntry>, saved: ReadonlyMap<string, RemoteFolder>): boolean {
-  if (raw.docs.size !== base.size || raw.folders.length !== saved.size) return false;
+export function listingMatchesBase(
+  raw: RawListing,
+  base: ReadonlyMap<string, BaseEntry>,
+  saved: ReadonlyMap<string, RemoteFolder>,
+  unmapped: ReadonlySet<string> = new Set(),
+): boolean {
+  if (raw.docs.size !== base.size + unmapped.size || raw.folders.length !== saved.size) return false;
+  for (const id of unmapped) if (!raw.docs.has(id) || base.has(id)) return false;
   for (const b of base.values()) {
     const d = raw.docs.get(b.documentId);
     if (d === undefined || d.fileName !== b.fileName || d.folderId !== b.folderId || d.versionId !== b.versionId) return false;

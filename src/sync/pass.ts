@@ -544,8 +544,9 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   // mark: proof that reconcile is empty for these inputs (in-sync-mark.ts). The inputs are checked as they were
   // given to reconcile (a partial scan's merged observation too), so any such pass may write it; it is deleted
   // only when the base changes (before a plan runs, on recovery).
-  const inSync = rt.cache.quiet && plan.issues.length === 0 && raw !== null && listing.observation.unmappable.length === 0 &&
-    listingMatchesBase(raw, base, listing.observation.folders) && localMatchesBase(local, base, baseByKey());
+  const unmapped = unmappedDocuments(listing.observation);
+  const inSync = rt.cache.quiet && onlyInformational(plan.issues) && raw !== null && unmapped !== null &&
+    listingMatchesBase(raw, base, listing.observation.folders, unmapped) && localMatchesBase(local, base, baseByKey());
   rt.store.transaction(() => {
     if (inSync) rt.store.setMeta(IN_SYNC_MARK, encodeMark(rt.pair, rt.caseInsensitive, local, raw));
     rt.store.replaceFolders([...listing.observation.folders.values()]);
@@ -586,20 +587,22 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
 export async function settleInSyncMark(rt: PairRuntime, opts: { now?: () => Date; signal?: AbortSignal } = {}): Promise<boolean> {
   const raw = rt.cache.raw;
   // A listing made stale by an upload, or one that was not made by search pages, cannot describe the binder.
-  if (raw === null || !rt.cache.remoteFresh || searchDigestsOf(raw, rt.pair.pageSize) === null || rt.store.listIssues().length > 0) return false;
+  if (raw === null || !rt.cache.remoteFresh || searchDigestsOf(raw, rt.pair.pageSize) === null || !onlyInformational(rt.store.listIssues())) return false;
   const base = rt.store.loadBase();
   const byKey = new Map([...base.values()].map((b) => [b.key, b]));
   const local = await scanPair(rt, () => byKey, opts.signal);
   if (!localMatchesBase(local, base, byKey)) return false;
   const listing = await observeRemote(rt.client, { ...raw, requests: 0 }, observeOptions(rt, base, opts.signal));
   const { folders } = listing.observation;
-  if (listing.observation.unmappable.length > 0 || !listingMatchesBase(raw, base, folders)) return false;
+  const unmapped = unmappedDocuments(listing.observation);
+  if (unmapped === null || !listingMatchesBase(raw, base, folders, unmapped)) return false;
   let plan = reconcile(base, local, listing.observation, reconcileContext(rt, opts.now ?? (() => new Date()), false));
   plan = withheldAsRefused(withheldForMetadata(plan, rt.metadata), rt.refusedUploads);
-  if (plan.groups.length > 0 || plan.blocked !== null || plan.issues.length > 0) return false;
+  if (plan.groups.length > 0 || plan.blocked !== null || !onlyInformational(plan.issues)) return false;
   rt.store.transaction(() => {
     rt.store.setMeta(IN_SYNC_MARK, encodeMark(rt.pair, rt.caseInsensitive, local, raw));
     rt.store.replaceFolders([...folders.values()]);
+    rt.store.replaceIssues(plan.issues); // what the next process reports when the mark holds (fastQuietPass)
   });
   return true;
 }
@@ -752,7 +755,7 @@ interface FastCheck {
  */
 async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions, walkLocal: boolean): Promise<FastCheck | null> {
   const mark = readMark(rt.store.getMeta(IN_SYNC_MARK), rt.pair, rt.caseInsensitive);
-  if (mark?.tree === undefined || mark.search === undefined || rt.store.listIssues().length > 0) return null;
+  if (mark?.tree === undefined || mark.search === undefined || !onlyInformational(rt.store.listIssues())) return null;
   const tree = savedFolderTree(rt);
   if (tree === null) return null;
   // A poll of this process (parked: no local walk) trusts the tree for as long as a poll with a listing in memory
@@ -808,7 +811,8 @@ function fastQuietPass(rt: PairRuntime, check: FastCheck, now: () => Date, start
   rt.cache.localParked = true;
   rt.cache.touchedDirs = new Set();
   rt.cache.quiet = true;
-  rt.cache.issues = [];
+  // The informational issues of the pass that left the mark (the same inputs give the same issues).
+  rt.cache.issues = rt.store.listIssues();
   rt.log.debug({ requests: check.requests, walkedTree: check.walkedTree }, 'both sides are as the in-sync mark says');
   return nothingToDo(rt, { now, started, requests: check.requests, method: 'search', scanned: check.scanned, treeWalkedAt: check.walkedTree ? now() : null });
 }
@@ -1052,4 +1056,23 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
 export function conflictTag(d: Date): string {
   const iso = d.toISOString();
   return `${iso.slice(0, 10)} ${iso.slice(11, 19).replace(/:/g, '')}`;
+}
+
+/** Issues that leave a pass converged (INFORMATIONAL_ISSUES), and so may stand beside the in-sync mark. */
+function onlyInformational(issues: readonly Issue[]): boolean {
+  return issues.every((i) => INFORMATIONAL_ISSUES.has(i.code));
+}
+
+/**
+ * The ids of the remote documents the listing could not place locally (an ignored name, say): the in-sync mark
+ * may stand beside them, as their issues are the same for the same inputs. Null when a folder could not be placed:
+ * the saved folder tree then lacks it, and the mark's checks would compare against a tree that is not the binder's.
+ */
+function unmappedDocuments(observation: RemoteObservation): Set<string> | null {
+  const ids = new Set<string>();
+  for (const u of observation.unmappable) {
+    if (u.folderId !== undefined || u.documentId === undefined) return null;
+    ids.add(u.documentId);
+  }
+  return ids;
 }

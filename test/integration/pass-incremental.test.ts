@@ -584,6 +584,64 @@ describe("the in-sync mark's digests (a new process checks both sides without th
   });
 });
 
+describe('the in-sync mark beside remote items an ignore rule leaves out (informational issues)', () => {
+  const MARK = 'inSyncMark';
+  const codes = (r: { issues: Array<{ code: string }> }) => r.issues.map((i) => i.code);
+
+  it('a remote document an ignore rule leaves out: the quiet pass leaves the mark, and a restart takes the fast check and says it again', async () => {
+    const thumbs = emu.control.addDocument(binderId, folderId, 'Thumbs.db', 'windows thumbnails').document;
+    const first = await runPass(rt);
+    expect(first.execution?.done.download).toBe(5);
+    expect(codes(first)).toEqual(['ignored']);
+    const quiet = await runPass(rt);
+    expect(quiet).toMatchObject({ converged: true, plan: { groups: [] } });
+    expect(rt.store.getMeta(MARK)).toBeDefined();
+    for (const opts of [{ reuseSavedFolderTree: true }, {}]) {
+      await restart();
+      let report!: Awaited<ReturnType<typeof runPass>>;
+      expect(await reconciles(async () => (report = await runPass(rt, opts)))).toBe(0);
+      expect(report).toMatchObject({ converged: true, hashed: 0, plan: { groups: [] } });
+      expect(codes(report)).toEqual(['ignored']);
+      expect(report.issues[0]?.relPath).toBe('Docs/Thumbs.db');
+    }
+    // A new version of the ignored document changes its search page: the normal pass runs, and downloads nothing.
+    emu.control.addVersion(thumbs.id, 'new thumbnails');
+    await restart();
+    let report!: Awaited<ReturnType<typeof runPass>>;
+    expect(await reconciles(async () => (report = await runPass(rt)))).toBe(1);
+    expect(report.plan.groups).toEqual([]);
+    expect(codes(report)).toEqual(['ignored']);
+    expect(fs.existsSync(local('Docs/Thumbs.db'))).toBe(false);
+    // And a real change beside it is still found after a restart.
+    fs.writeFileSync(local('Docs/d2.txt'), 'edited while stopped');
+    await restart();
+    expect((await runPass(rt)).execution?.done.upload).toBe(1);
+  });
+
+  it('settling after the first download leaves the mark beside an ignored document too', async () => {
+    emu.control.addDocument(binderId, folderId, '~$report.docx', 'an office lock file');
+    expect((await runPass(rt)).execution?.done.download).toBe(5);
+    expect(await settleInSyncMark(rt)).toBe(true);
+    await restart();
+    let report!: Awaited<ReturnType<typeof runPass>>;
+    expect(await reconciles(async () => (report = await runPass(rt)))).toBe(0);
+    expect(codes(report)).toEqual(['ignored']);
+  });
+
+  it('a remote folder an ignore rule leaves out leaves no mark (the saved folder tree lacks it), and the normal pass runs', async () => {
+    const ignoredFolder = emu.control.createFolder(binderId, { name: 'Thumbs.db', parentId: folderId });
+    emu.control.addDocument(binderId, ignoredFolder.id, 'inside.txt', 'under an ignored folder');
+    expect((await runPass(rt)).execution?.done.download).toBe(5);
+    expect(await settleInSyncMark(rt)).toBe(false);
+    const quiet = await runPass(rt);
+    expect(quiet.plan.groups).toEqual([]);
+    expect(codes(quiet)).toContain('ignored');
+    expect(rt.store.getMeta(MARK)).toBeUndefined();
+    await restart();
+    expect(await reconciles(() => runPass(rt))).toBe(1);
+  });
+});
+
 describe('settling the in-sync mark after a pass that did work (what `binder-sync sync` does next)', () => {
   const MARK = 'inSyncMark';
   beforeEach(async () => {
