@@ -954,14 +954,17 @@ function rememberUnbasedHashes(rt: PairRuntime, obs: LocalObservation, full: boo
  */
 function rememberRefused(rt: PairRuntime, plan: Plan, execution: ExecutionReport, at: number): Issue[] {
   const issues: Issue[] = [];
-  for (const f of execution.failures) {
-    if (!refusedForGood(f)) continue;
-    for (const g of plan.groups) {
-      for (const a of g) {
-        if (a.kind !== 'upload' || a.relPath !== f.relPath) continue;
-        rt.refusedUploads.set(a.key, { content: contentIdOf(a.local), detail: f.message, at });
-        issues.push({ relPath: a.relPath, code: 'upload-refused', detail: f.message });
-      }
+  const refused = execution.failures.filter(refusedForGood);
+  if (refused.length === 0) return issues;
+  // The plan's uploads by path, once: a service that refuses every commit of a large first sync refuses thousands.
+  const uploads = new Map<string, Array<Extract<Action, { kind: 'upload' }>>>();
+  for (const g of plan.groups) {
+    for (const a of g) if (a.kind === 'upload') uploads.set(a.relPath, [...(uploads.get(a.relPath) ?? []), a]);
+  }
+  for (const f of refused) {
+    for (const a of uploads.get(f.relPath) ?? []) {
+      rt.refusedUploads.set(a.key, { content: contentIdOf(a.local), detail: f.message, at });
+      issues.push({ relPath: a.relPath, code: 'upload-refused', detail: f.message });
     }
   }
   if (issues.length > 0) saveRefused(rt);
