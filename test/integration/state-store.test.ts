@@ -37,6 +37,21 @@ function base(n: number, over: Partial<BaseEntry> = {}): BaseEntry {
   };
 }
 
+/** A state DB of schema version 3 (before ctimes were kept) holding base(1) without its ctime; returns that row. */
+function writeDbBeforeCtimes(): Omit<BaseEntry, 'ctimeMs'> {
+  fs.mkdirSync(path.dirname(dbFile), { recursive: true });
+  const raw = new Database(dbFile);
+  for (const m of MIGRATIONS.slice(0, 3)) raw.exec(m);
+  raw.pragma('user_version = 3');
+  const { ctimeMs: _none, ...old } = base(1);
+  raw.prepare(
+    `INSERT INTO base (document_id, version_id, version_label, folder_id, file_name, rel_path, key, sha256, size, mtime_ms, inode)
+     VALUES (@documentId, @versionId, @versionLabel, @folderId, @fileName, @relPath, @key, @sha256, @size, @mtimeMs, @inode)`,
+  ).run(old);
+  raw.close();
+  return old;
+}
+
 function caught(fn: () => unknown): BinderSyncError {
   try {
     fn();
@@ -88,16 +103,7 @@ describe('open and migrations', () => {
   });
 
   it('upgrades a DB written before ctimes were kept: its rows read ctime 0 ("not known"), new rows keep theirs', () => {
-    fs.mkdirSync(path.dirname(dbFile), { recursive: true });
-    const raw = new Database(dbFile);
-    for (const m of MIGRATIONS.slice(0, 3)) raw.exec(m);
-    raw.pragma('user_version = 3');
-    const { ctimeMs: _none, ...old } = base(1);
-    raw.prepare(
-      `INSERT INTO base (document_id, version_id, version_label, folder_id, file_name, rel_path, key, sha256, size, mtime_ms, inode)
-       VALUES (@documentId, @versionId, @versionLabel, @folderId, @fileName, @relPath, @key, @sha256, @size, @mtimeMs, @inode)`,
-    ).run(old);
-    raw.close();
+    const old = writeDbBeforeCtimes();
     const ro = StateStore.openReadOnly(dbFile); // status beside a daemon not yet restarted after the upgrade
     expect(ro.countBase()).toBe(1);
     expect(ro.listOutbox()).toEqual([]);
@@ -453,16 +459,7 @@ describe('scratch copy for sync --dry-run', () => {
   });
 
   it('a DB of an older schema is migrated in the copy only; a newer one and garbage are refused as by open()', () => {
-    fs.mkdirSync(path.dirname(dbFile), { recursive: true });
-    const raw = new Database(dbFile);
-    for (const m of MIGRATIONS.slice(0, 3)) raw.exec(m);
-    raw.pragma('user_version = 3');
-    const { ctimeMs: _none, ...old } = base(1);
-    raw.prepare(
-      `INSERT INTO base (document_id, version_id, version_label, folder_id, file_name, rel_path, key, sha256, size, mtime_ms, inode)
-       VALUES (@documentId, @versionId, @versionLabel, @folderId, @fileName, @relPath, @key, @sha256, @size, @mtimeMs, @inode)`,
-    ).run(old);
-    raw.close();
+    const old = writeDbBeforeCtimes();
     const copy = StateStore.openScratchCopy(dbFile);
     open.push(copy);
     expect(copy.getBase('doc-1')).toEqual({ ...old, ctimeMs: 0 });
