@@ -150,6 +150,13 @@ describe('systemd units carry the directives the daemon relies on', () => {
     expect(last(system, 'Install', 'WantedBy')).toBe('multi-user.target');
   });
 
+  it("every unit lets a first sync's line per file through journald (its default drops lines past 10,000 per 30 s)", () => {
+    for (const unit of [system, template, user]) {
+      expect(last(unit, 'Service', 'LogRateLimitIntervalSec')).toBe('30s');
+      expect(Number(last(unit, 'Service', 'LogRateLimitBurst'))).toBeGreaterThanOrEqual(100_000);
+    }
+  });
+
   it('system unit: dedicated user, state and config directories, umask, file limit', () => {
     expect(last(system, 'Service', 'User')).toBe('binder-sync');
     expect(last(system, 'Service', 'Group')).toBe('binder-sync');
