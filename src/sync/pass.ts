@@ -207,6 +207,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
   const store = dryRun ? StateStore.openScratchCopy(stateFile) : StateStore.open(stateFile);
   try {
     ensureSameBinder(pair, store, pairStateDir);
+    ensureSameRoot(pair, store, pairStateDir, log);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
     const elements = await client.getMetadataElements(pair.binderId).catch((err: unknown) => {
       throw binderNotFound(pair, err);
@@ -265,11 +266,56 @@ function ensureSameBinder(pair: PairConfig, store: StateStore, pairStateDir: str
   });
 }
 
+/** Meta key: the local root this pair's state describes (its localPath when the state last accepted it). */
+const STATE_ROOT = 'localPath';
+
+/** How many base files the root-moved check looks for, and the share of them that must be there. */
+const MOVED_ROOT_SAMPLE = 200;
+const MOVED_ROOT_SHARE = 0.5;
+
+/**
+ * A pair's base describes the files of one local folder. If the config now names another folder, the base
+ * would be applied to whatever is there: a file of the same name becomes the next version of the synced
+ * document ("local-modified"), and pointing two pairs at each other's roots mixes two binders. So a new
+ * localPath is accepted only when it is the same folder (another path to it: a symlink, a bind mount) or holds
+ * the synced files (the folder was moved or copied there: at least half of a sample of base files, same size);
+ * otherwise the pair is refused, as for a changed binderId. A state with no base, or from before this check,
+ * just records the path.
+ */
+function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir: string, log: Logger): void {
+  const recorded = store.getMeta(STATE_ROOT);
+  if (recorded === pair.localPath) return;
+  if (recorded === undefined || recorded === '' || store.countBase() === 0 || sameDirectory(recorded, pair.localPath)) {
+    store.setMeta(STATE_ROOT, pair.localPath);
+    return;
+  }
+  const sample = [...store.loadBase().values()].slice(0, MOVED_ROOT_SAMPLE);
+  const present = sample.filter((b) => fs.statSync(path.join(pair.localPath, b.relPath), { throwIfNoEntry: false })?.size === b.size).length;
+  if (present >= sample.length * MOVED_ROOT_SHARE) {
+    store.setMeta(STATE_ROOT, pair.localPath);
+    log.info({ pair: pair.name, from: recorded, to: pair.localPath, matched: `${present}/${sample.length}` }, `the sync root is now ${pair.localPath} (was ${recorded}): it holds the synced files, so it is taken as the same folder moved or copied there`);
+    return;
+  }
+  throw new BinderSyncError(`pair ${pair.name}: its state was synced with the local folder ${recorded}, but the config now says ${pair.localPath}, which does not hold the synced files (${present} of ${sample.length} looked for)`, {
+    code: 'CONFIG_PAIR_ROOT_CHANGED',
+    retryable: false,
+    context: { pair: pair.name, recorded, configured: pair.localPath, state: pairStateDir },
+    hint: `to go on with the synced folder, set localPath back to ${recorded} (or move that folder to the new path); to sync ${pair.localPath} as a new pair (its files would be uploaded into binder ${pair.binderId}), give the pair a new name. Nothing was changed.`,
+  });
+}
+
+/** Both paths name one existing directory (same device and inode). */
+function sameDirectory(a: string, b: string): boolean {
+  const sa = fs.statSync(a, { throwIfNoEntry: false });
+  const sb = fs.statSync(b, { throwIfNoEntry: false });
+  return sa !== undefined && sb !== undefined && sa.isDirectory() && sa.dev === sb.dev && sa.ino === sb.ino;
+}
+
 /**
  * The sync root must exist and be a directory. A missing root is created only for a pair that has never
  * synced (no base); once there is a base, a missing root is an error (an unmounted disk), never a mass delete.
+ * Returns whether the root exists; with `create` false (a dry run) a missing one is left missing.
  */
-/** Whether the root exists; a missing one is created (with `create`) for a pair that never synced, else refused. */
 function ensureRoot(pair: PairConfig, store: StateStore, log: Logger, create: boolean): boolean {
   let st: fs.Stats | null = null;
   try {

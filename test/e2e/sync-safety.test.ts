@@ -117,3 +117,44 @@ describe('a pair pointed at another binder', () => {
   });
 });
 
+
+describe('a pair pointed at another local folder', () => {
+  it('is refused (exit 2) when the new folder does not hold the synced files: nothing is uploaded from it or restored into it', async () => {
+    await tenSyncedFiles();
+    const c = ws.emulator.control;
+    const versionsBefore = versionCounts(ws);
+    // Another folder, with unrelated files: one of them at a synced file's path (T/f1.txt), one new.
+    const other = path.join(ws.dir, 'other');
+    fs.mkdirSync(path.join(other, 'T'), { recursive: true });
+    fs.writeFileSync(path.join(other, 'T/f1.txt'), 'an unrelated file that happens to share the name');
+    fs.writeFileSync(path.join(other, 'T/mine.txt'), 'unrelated');
+    const otherBefore = localTree(other);
+    ws.writeConfig({ localPath: './other' });
+    const r = await sync(ws);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain(`synced with the local folder ${ws.local}, but the config now says ${other}`);
+    expect(r.stderr).toMatch(/set localPath back to/);
+    expect(localTree(other)).toEqual(otherBefore);
+    expect(versionCounts(ws)).toEqual(versionsBefore);
+    expect(c.counters().commit).toBe(0);
+    // Back to the synced folder: in sync as before.
+    ws.writeConfig();
+    expect((await sync(ws)).code).toBe(0);
+    expect(c.counters().commit).toBe(0);
+  });
+
+  it('is taken as moved when the new folder holds the synced files (mv, then localPath changed): nothing is uploaded', async () => {
+    await tenSyncedFiles();
+    const c = ws.emulator.control;
+    const moved = path.join(ws.dir, 'moved');
+    fs.renameSync(ws.local, moved);
+    fs.writeFileSync(path.join(moved, 'T/f2.txt'), 'edited after the move');
+    ws.writeConfig({ localPath: './moved' });
+    const r = await sync(ws);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout + r.stderr).toContain(`the sync root is now ${moved}`);
+    expect(c.counters().commit).toBe(1); // the edit, as the next version of its document
+    expect(localTree(moved)).toEqual(remoteTree(ws));
+    expect(fs.existsSync(ws.local)).toBe(false);
+  });
+});
