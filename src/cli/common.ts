@@ -22,7 +22,7 @@ export function exitCodeFor(thrown: unknown): number {
   if (err instanceof ServiceError) return ExitCode.service;
   if (err instanceof BinderSyncError) {
     if (err.code.startsWith('CONFIG')) return ExitCode.usage;
-    if (err.code === 'STATE_LOCKED') return ExitCode.locked;
+    if (err.code === 'STATE_LOCKED' || err.code === 'ROOT_LOCKED') return ExitCode.locked;
     if (isLocalFailure(err.code)) return ExitCode.local;
     if (err.code.startsWith('METADATA')) return ExitCode.usage;
     if (err.code.startsWith('SERVICE_')) return ExitCode.service; // a service answer, re-said with context

@@ -7,6 +7,7 @@ import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
 import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../local/fs-ops.js';
 import { detectCaseInsensitive, detectCaseInsensitiveWithoutWriting } from '../local/fs-probe.js';
+import { holdRoot } from '../local/root-lock.js';
 import { maxRelPathBytes } from '../local/name-limits.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type PriorFile, type ScanOptions } from '../local/scanner.js';
@@ -201,6 +202,8 @@ export interface PassReport {
  */
 export async function openPair(pair: PairConfig, stateDir: string, client: ServiceClient, log: Logger, opts: { dryRun?: boolean } = {}): Promise<PairRuntime> {
   const dryRun = opts.dryRun === true;
+  // Before anything is opened: another process syncing this folder with another stateDir is refused.
+  if (!dryRun) await holdRoot(pair.localPath, { pair: pair.name, stateDir });
   const pairStateDir = path.join(stateDir, pair.name);
   if (!dryRun) fs.mkdirSync(pairStateDir, { recursive: true, mode: 0o700 });
   const stateFile = path.join(pairStateDir, 'state.db');

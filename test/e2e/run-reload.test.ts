@@ -142,6 +142,39 @@ describe('binder-sync run: operation', () => {
     expect((await d.exited).code).toBe(0);
   }, 60_000);
 
+  it('refuses a second config (another stateDir) on the same local folder while the daemon runs (exit 5), and not after it stops', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, folder.id, 'one.txt', 'one');
+    writeRunConfig(w, { pairs: [{ name: 'main', localPath: './local', binderId: w.binderId }] });
+    // The same root through a symlink, with its own stateDir: the stateDir's lock cannot see it.
+    fs.symlinkSync(path.join(w.dir, 'local'), path.join(w.dir, 'via-link'));
+    const otherConfig = path.join(w.dir, 'other.yaml');
+    fs.writeFileSync(
+      otherConfig,
+      fs.readFileSync(w.configFile, 'utf8').replace(/stateDir: .*\n/, 'stateDir: ./state-other\n').replace(/localPath: .*\n/, 'localPath: ./via-link\n').replace(/name: main/, 'name: copy'),
+      { mode: 0o600 },
+    );
+    daemon = startDaemonProcess(w);
+    const d = daemon;
+    await eventually(fileIs(w, 'Docs/one.txt', 'one'), 15_000, 'first sync', d.tail);
+    writeLocal(w, 'Docs/new.txt', 'made while both run');
+    const other = await runCli(w, ['sync', '--config', otherConfig], { timeoutMs: 15_000 });
+    expect(other.code, other.stderr).toBe(5);
+    expect(other.stderr).toContain(`is being synced by another binder-sync process (pid ${d.child.pid}, pair main, stateDir ${w.stateDir})`);
+    expect(fs.existsSync(path.join(w.dir, 'state-other', 'copy'))).toBe(false); // refused before any state was made
+    await eventually(() => c.listDocuments(w.binderId).some((doc) => doc.fileName === 'new.txt'), 10_000, 'the daemon uploads the new file', d.tail);
+    d.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+    // The daemon is gone, and so is its hold: the other config may sync the folder now (adopting what is there).
+    const after = await runCli(w, ['sync', '--config', otherConfig], { timeoutMs: 15_000 });
+    expect(after.code, after.stderr).toBe(0);
+    const newDoc = c.listDocuments(w.binderId).find((doc) => doc.fileName === 'new.txt')!;
+    expect(c.listVersions(newDoc.id)).toHaveLength(1);
+  }, 40_000);
+
   it('keeps a pair whose binder does not exist in the error state while the other pair syncs', async () => {
     ws = await createWorkspace();
     const w = ws;
