@@ -1,5 +1,6 @@
 // The per-pair state DB (one SQLite file under stateDir): base rows (the archive), the upload outbox,
 // conflict history, current issues, the remote folder snapshot, meta values and transfer counters.
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -230,14 +231,8 @@ export class StateStore {
     try {
       const created = fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
       if (created !== undefined) fs.chmodSync(dir, 0o700); // the umask cannot loosen it
-      if (!fs.existsSync(file)) {
-        try {
-          fs.closeSync(fs.openSync(file, 'wx', 0o600));
-          fs.chmodSync(file, 0o600);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // another opener won the race
-        }
-      }
+      if (!fs.existsSync(file)) createWithSchema(file);
+      else if (fs.statSync(file).size === 0) throw emptyStateDb(file);
       db = new Database(file, { fileMustExist: true });
       // journal_mode is the first statement that reads the header: garbage files fail here (SQLITE_NOTADB).
       db.pragma('journal_mode = WAL');
@@ -298,13 +293,12 @@ export class StateStore {
   /** The content of the state DB in `file` (serialized, read-only), or null when there is none yet. */
   private static imageOf(file: string): Buffer | null {
     if (!fs.existsSync(file)) return null;
+    if (fs.statSync(file).size === 0) throw emptyStateDb(file);
     // With no -wal beside it, no process has the DB open (WAL mode keeps that file while a connection is open) and
     // the file alone is the whole DB: its bytes are read as they are. An SQLite reader would leave an empty -wal
     // and -shm behind (a read-only connection creates them and may not remove them).
     if (!fs.existsSync(`${file}-wal`)) {
-      const bytes = fs.readFileSync(file);
-      if (bytes.length === 0) return null; // created, no schema yet (open() writes it next)
-      return bytes;
+      return fs.readFileSync(file);
     }
     let source: StateStore;
     try {
@@ -343,6 +337,7 @@ export class StateStore {
   static openReadOnly(file: string): StateStore {
     let db: Database.Database | undefined;
     try {
+      if (fs.statSync(file, { throwIfNoEntry: false })?.size === 0) throw emptyStateDb(file);
       db = new Database(file, { readonly: true, fileMustExist: true });
       db.pragma('busy_timeout = 5000');
       // user_version reads the header: garbage files fail here (SQLITE_NOTADB).
@@ -647,6 +642,50 @@ export class StateStore {
   deleteMeta(key: string): void {
     this.stmts.deleteMeta.run(key);
   }
+}
+
+/**
+ * Creates the state DB with its schema under a temporary name, then links it into place: `file` never exists
+ * without its schema, so an empty state.db can only be damage (a truncate, a failed copy), which open() refuses
+ * instead of starting over as a pair that never synced (black-box round 10, F3: a document deleted remotely
+ * came back, with no word of the lost state). Another opener that wins the race keeps its file.
+ */
+function createWithSchema(file: string): void {
+  const tmp = `${file}.creating-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    fs.closeSync(fs.openSync(tmp, 'wx', 0o600));
+    fs.chmodSync(tmp, 0o600);
+    const db = new Database(tmp, { fileMustExist: true });
+    try {
+      db.pragma('journal_mode = WAL');
+      migrate(db, file);
+    } finally {
+      db.close(); // checkpoints the WAL into the file and removes it
+    }
+    const fd = fs.openSync(tmp, 'r');
+    try {
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    try {
+      fs.linkSync(tmp, file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // another opener won the race
+    }
+  } finally {
+    for (const leftover of [tmp, `${tmp}-wal`, `${tmp}-shm`]) fs.rmSync(leftover, { force: true });
+  }
+}
+
+/** An existing state DB of 0 bytes: never written by binder-sync (createWithSchema), so damaged. */
+function emptyStateDb(file: string): BinderSyncError {
+  return new BinderSyncError(`State DB ${file} is empty (0 bytes): it was truncated or damaged, and the pair's record of what was synced is gone`, {
+    code: 'STATE_CORRUPT',
+    retryable: false,
+    context: { file },
+    hint: 'restore it from a backup, or move it aside (e.g. add .broken to its name) to rebuild the state: the next pass then compares content, and differences become conflicts (a document deleted on the service meanwhile comes back from the local copy)',
+  });
 }
 
 /** Applies pending migrations, each with its user_version bump in one transaction. */

@@ -370,13 +370,18 @@ describe('binder-sync status', () => {
     expect(human.stdout).toMatch(/^  state DB +UNREADABLE: /m);
   });
 
-  it('a state DB a first pass is creating right now (the file, no schema yet) is "never synced", not an error', async () => {
+  it('an empty state DB (truncated: binder-sync creates it with its schema) is said to be damaged, not "never synced"', async () => {
     const ws = await workspace();
     fs.mkdirSync(path.join(ws.stateDir, 'main'), { recursive: true });
-    fs.writeFileSync(path.join(ws.stateDir, 'main', 'state.db'), ''); // what StateStore.open creates before its schema
+    fs.writeFileSync(path.join(ws.stateDir, 'main', 'state.db'), '');
     const r = await status(ws, '--json');
-    expect(r.code, r.stderr).toBe(0);
-    expect((JSON.parse(r.stdout) as StatusDocument).pairs[0]).toMatchObject({ name: 'main', state: 'never-synced', stateError: null });
+    const pair = (JSON.parse(r.stdout) as StatusDocument).pairs[0];
+    expect(pair?.state).not.toBe('never-synced');
+    expect(pair?.stateError).toMatch(/is empty \(0 bytes\)/);
+    // And a pass refuses it rather than starting over as a pair that never synced.
+    const s = await sync(ws);
+    expect(s.code).not.toBe(0);
+    expect(s.stderr).toMatch(/is empty \(0 bytes\).*move it aside/s);
   });
 
   it('refuses a state DB written by a newer binder-sync, without touching it', async () => {

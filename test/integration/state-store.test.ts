@@ -388,6 +388,31 @@ describe('conflicts, issues, folders, meta, counters', () => {
   });
 });
 
+describe('an empty state DB', () => {
+  it('is refused as damaged by every opener (binder-sync never leaves one: it creates the file with its schema)', () => {
+    const s = openStore();
+    s.putBase(base(1));
+    s.close();
+    expect(fs.readdirSync(path.dirname(dbFile)).filter((n) => n.includes('creating'))).toEqual([]);
+    fs.truncateSync(dbFile, 0);
+    for (const opener of [() => StateStore.open(dbFile), () => StateStore.openReadOnly(dbFile), () => StateStore.openScratchCopy(dbFile)]) {
+      const err = caught(opener);
+      expect(err.code).toBe('STATE_CORRUPT');
+      expect(err.message).toContain('is empty (0 bytes)');
+      expect(err.hint).toMatch(/move it aside/);
+    }
+    expect(fs.statSync(dbFile).size).toBe(0); // left as it is, for the user to look at
+  });
+
+  it('a new state DB is made under a temporary name and linked into place with its schema; nothing else is left', () => {
+    openStore().close();
+    const raw = new Database(dbFile, { readonly: true, fileMustExist: true });
+    expect(raw.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    raw.close();
+    expect(fs.readdirSync(path.dirname(dbFile)).filter((n) => n.startsWith('state.db.'))).toEqual([]);
+  });
+});
+
 describe('read-only open for status', () => {
   it('reads a DB of an older schema version (a daemon not yet restarted after an upgrade)', () => {
     const s = StateStore.open(dbFile);
