@@ -269,6 +269,32 @@ function ensureSameBinder(pair: PairConfig, store: StateStore, pairStateDir: str
   });
 }
 
+/**
+ * The state DB this process has open must still be the file at its path. Deleted under a running daemon (an
+ * `rm -rf` of the stateDir), every later pass would record its work in a file nobody can open again, and the
+ * next start would begin with no record of what was synced (black-box round 10, F4): it is written back from
+ * the open connection, which still holds all of it, and reopened. Replaced by another file, the pair stops.
+ */
+function keepStateDbInPlace(rt: PairRuntime): void {
+  const where = rt.store.whereabouts();
+  if (where === 'in-place') return;
+  const file = rt.store.file;
+  if (where === 'replaced') {
+    throw new BinderSyncError(`pair ${rt.pair.name}: the state DB ${file} was replaced by another file while this process had it open`, {
+      code: 'STATE_REPLACED',
+      retryable: false,
+      context: { pair: rt.pair.name, file },
+      hint: 'restart binder-sync to use the new file (a restored backup, say); nothing more was synced for this pair.',
+    });
+  }
+  rt.store.writeBack();
+  // Closed before the new file is opened: closing a WAL connection removes `state.db-wal` and `-shm` by their
+  // names, which would then be the new connection's.
+  rt.store.close();
+  rt.store = StateStore.open(file);
+  rt.log.warn({ file }, `the state DB ${file} was deleted while binder-sync ran: written back from the copy it had open, nothing of it is lost (the trash and conflict copies that were deleted with it are gone)`);
+}
+
 /** Meta key: the local root this pair's state describes (its localPath when the state last accepted it). */
 const STATE_ROOT = 'localPath';
 
@@ -372,6 +398,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   const started = Date.now();
   const now = opts.now ?? (() => new Date());
   const dryRun = opts.dryRun === true;
+  if (!dryRun) keepStateDbInPlace(rt);
   // A dry run does not create a missing root: it plans against an empty one.
   const rootMissing = !ensureRoot(rt.pair, rt.store, rt.log, !dryRun);
   const deps = executorDeps(rt, opts, now);

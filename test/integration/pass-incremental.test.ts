@@ -584,6 +584,34 @@ describe("the in-sync mark's digests (a new process checks both sides without th
   });
 });
 
+describe('the state DB deleted or replaced under a running process', () => {
+  const stateFile = () => path.join(dir, 'state', 'p', 'state.db');
+
+  it('deleted (rm -rf of the stateDir): the next pass writes it back from the open copy, and a restart finds the whole record', async () => {
+    expect((await runPass(rt)).execution?.done.download).toBe(5);
+    fs.writeFileSync(local('Docs/new.txt'), 'new');
+    fs.rmSync(path.join(dir, 'state'), { recursive: true, force: true });
+    const report = await runPass(rt);
+    expect(report.execution?.done.upload).toBe(1);
+    expect(fs.existsSync(stateFile())).toBe(true);
+    expect(rt.store.countBase()).toBe(6);
+    await restart();
+    expect(rt.store.countBase()).toBe(6);
+    emu.control.resetCounters();
+    const after = await runPass(rt);
+    expect(after.plan.groups).toEqual([]);
+    expect(emu.control.counters()).toMatchObject({ commit: 0, 'storage-get': 0 });
+  });
+
+  it('replaced by another file: the pass stops, naming it, and writes nothing into either', async () => {
+    expect((await runPass(rt)).execution?.done.download).toBe(5);
+    const aside = `${stateFile()}.aside`;
+    fs.copyFileSync(stateFile(), aside);
+    fs.renameSync(aside, stateFile());
+    await expect(runPass(rt)).rejects.toMatchObject({ code: 'STATE_REPLACED' });
+  });
+});
+
 describe('the in-sync mark beside remote items an ignore rule leaves out (informational issues)', () => {
   const MARK = 'inSyncMark';
   const codes = (r: { issues: Array<{ code: string }> }) => r.issues.map((i) => i.code);
