@@ -306,6 +306,11 @@ export class Daemon {
         pairs,
       };
       try {
+        this.lock.reassert();
+      } catch (err) {
+        this.log.debug({ err }, 'could not write the lock file again');
+      }
+      try {
         writeDaemonStatus(this.config.stateDir, status);
       } catch (err) {
         this.log.debug({ err }, 'could not write the daemon status file');

@@ -8,6 +8,11 @@ import { stateDirError } from './state-dir-error.js';
 export interface StateLock {
   readonly file: string;
   release(): void;
+  /**
+   * Writes the lock file again when it is gone (the stateDir deleted under a running daemon): without it,
+   * `status` says no daemon runs and a second instance could start. Never takes over another live owner's file.
+   */
+  reassert(): void;
 }
 
 export function acquireStateLock(stateDir: string): StateLock {
@@ -38,6 +43,16 @@ export function acquireStateLock(stateDir: string): StateLock {
       let released = false;
       return {
         file,
+        reassert() {
+          if (released || fs.existsSync(file)) return;
+          fs.mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+          const again = fs.openSync(file, 'wx', 0o600);
+          try {
+            fs.writeSync(again, `${process.pid}\n`);
+          } finally {
+            fs.closeSync(again);
+          }
+        },
         release() {
           if (released) return;
           released = true;

@@ -175,6 +175,35 @@ describe('binder-sync run: operation', () => {
     expect(c.listVersions(newDoc.id)).toHaveLength(1);
   }, 40_000);
 
+  it('a stateDir deleted under the running daemon comes back with its whole record, lock and status (rm -rf)', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, folder.id, 'one.txt', 'one');
+    writeRunConfig(w, { pairs: [{ name: 'main', localPath: './local', binderId: w.binderId }] });
+    daemon = startDaemonProcess(w);
+    const d = daemon;
+    await eventually(fileIs(w, 'Docs/one.txt', 'one'), 15_000, 'first sync', d.tail);
+    fs.rmSync(w.stateDir, { recursive: true, force: true });
+    writeLocal(w, 'Docs/two.txt', 'written after the stateDir was deleted');
+    await d.waitForLog(msgHas('was deleted while binder-sync ran: written back'), 15_000, 'the state DB written back');
+    await eventually(() => c.listDocuments(w.binderId).some((doc) => doc.fileName === 'two.txt'), 10_000, 'the new file uploaded', d.tail);
+    await eventually(() => fs.existsSync(path.join(w.stateDir, 'binder-sync.lock')), 10_000, 'the lock file written again', d.tail);
+    const st = await runCli(w, ['status', '--config', w.configFile]);
+    expect(st.stdout).not.toContain('not running');
+    expect(st.stdout).toMatch(/files in sync\s+2/);
+    // A one-shot sync beside it is refused by the lock, as before the delete.
+    expect((await runCli(w, ['sync', '--config', w.configFile], { timeoutMs: 15_000 })).code).toBe(5);
+    d.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+    // The next process finds the record: nothing to do, nothing sent.
+    c.resetCounters();
+    const after = await runCli(w, ['sync', '--config', w.configFile], { timeoutMs: 15_000 });
+    expect(after.code, after.stderr).toBe(0);
+    expect(c.counters()).toMatchObject({ commit: 0, 'storage-get': 0 });
+  }, 40_000);
+
   it('keeps a pair whose binder does not exist in the error state while the other pair syncs', async () => {
     ws = await createWorkspace();
     const w = ws;
