@@ -223,6 +223,9 @@ const STATE_WORDS: Record<PairState, string> = {
   idle: 'idle',
 };
 
+/** How long past its due time a pass may not have started before status calls the daemon's status stale. */
+const STALE_STATUS_MS = 60_000;
+
 export function formatStatus(doc: StatusDocument, now: Date): string {
   const lines: string[] = [];
   const d = doc.daemon;
@@ -234,7 +237,12 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     lines.push('', `${p.name}  ${p.localPath}  <->  binder ${p.binderId}${p.direction === 'both' ? '' : `  (${p.direction} only)`}`);
     let state = STATE_WORDS[p.state];
     if (p.state === 'syncing' && p.activitySince) state += ` (started ${ago(p.activitySince, now)})`;
-    else if (p.nextPassAt && d.running) state += ` (next pass ${ago(p.nextPassAt, now)})`;
+    else if (p.nextPassAt && d.running) {
+      state += ` (next pass ${ago(p.nextPassAt, now)})`;
+      // The daemon says "syncing" as soon as a pass starts: a pass this far past due means its status file is not
+      // being written (a full disk where stateDir is, say), so the rest of what it shows may be stale too.
+      if (now.getTime() - Date.parse(p.nextPassAt) > STALE_STATUS_MS) state += `; OVERDUE: the daemon has not updated its status since, so what follows may be old (its log says why; is the disk of ${doc.stateDir} full?)`;
+    }
     lines.push(row('  state', state));
     if (p.watcher !== null && d.running) lines.push(row('  watcher', p.watcher));
     if (p.stateError) lines.push(row('  state DB', `UNREADABLE: ${oneLine(p.stateError)}`));

@@ -74,6 +74,17 @@ describe('formatStatus "watcher"', () => {
     expect(formatStatus(doc(true, 'none: WATCH_LIMIT (changes are found by polls and rescans)'), new Date(0))).toMatch(/^ {2}watcher +none: WATCH_LIMIT \(changes are found by polls and rescans\)$/m);
   });
 
+  it('calls a pass long past due OVERDUE: the daemon is not writing its status (a full stateDir disk)', () => {
+    const due = (secondsAgo: number): StatusDocument => {
+      const d = doc(true, 'folders');
+      d.pairs[0]!.nextPassAt = new Date(100_000 - secondsAgo * 1000).toISOString();
+      return d;
+    };
+    expect(formatStatus(due(20), new Date(100_000))).toMatch(/^ {2}state +idle \(next pass 20 s ago\)$/m);
+    expect(formatStatus(due(-20), new Date(100_000))).not.toMatch(/OVERDUE/);
+    expect(formatStatus(due(90), new Date(100_000))).toMatch(/^ {2}state +idle \(next pass 1 min ago\); OVERDUE: the daemon has not updated its status since.*is the disk of \/s full\?\)$/m);
+  });
+
   it('shows no watcher line when the daemon is not running or has not started one yet', () => {
     expect(formatStatus(doc(false, 'folders'), new Date(0))).not.toMatch(/watcher/);
     expect(formatStatus(doc(true, null), new Date(0))).not.toMatch(/watcher/);
