@@ -28,6 +28,14 @@ export interface RemoteTreeMapping {
   unmappable: RemoteObservation['unmappable'];
 }
 
+/**
+ * Whether an unmappable reason is about the shape of the listed tree (a folder not listed, listed twice, a cycle),
+ * not about a name: most often a move made while the listing was read.
+ */
+function isTreeInconsistency(reason: string): boolean {
+  return reason === UNMAPPABLE.cycle || reason === UNMAPPABLE.listedTwice || / folder \S+ is not in the listing$/.test(reason);
+}
+
 /** Reasons in `unmappable`; stable strings so that callers and tests can match them. */
 export const UNMAPPABLE = {
   ignored: (rule: string) => `matches the ignore rule ${rule}: not downloaded, nothing deleted`,
@@ -194,7 +202,8 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
     rejectDoc(d, folderIn.conflicting.has(d.folderId) ? UNMAPPABLE.listedTwice : UNMAPPABLE.missingFolder(d.folderId));
   }
 
-  return { folders: sortMap(folders), docs: sortMap(docs), unmappable: sortUnmappable(unmappable) };
+  const flagged = unmappable.map((u) => (isTreeInconsistency(u.reason) ? { ...u, inconsistent: true } : u));
+  return { folders: sortMap(folders), docs: sortMap(docs), unmappable: sortUnmappable(flagged) };
 }
 
 /**

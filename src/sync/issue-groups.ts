@@ -23,6 +23,7 @@ const ISSUE_ORDER: ReadonlyArray<Issue['code']> = [
   'metadata-missing',
   'unreadable',
   'name-not-representable',
+  'remote-tree-inconsistent',
   'path-collision',
   'ambiguous-remote-name',
   'unknown-state',

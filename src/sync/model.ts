@@ -106,7 +106,8 @@ export interface RemoteObservation {
   /** Remote items that exist but cannot be placed locally (reported, never deleted). */
   /** `path`: where it would be (the parent's local path and the remote name), when its parent is placed. */
   /** `ignored`: left out by a local ignore rule (the user's list or a built-in rule), not for a bad name. */
-  unmappable: Array<{ documentId?: string; folderId?: string; name: string; reason: string; path?: string; ignored?: boolean }>;
+  /** `inconsistent`: not placed for the shape of the listed tree (a folder not listed, listed twice, a cycle), not a name. */
+  unmappable: Array<{ documentId?: string; folderId?: string; name: string; reason: string; path?: string; ignored?: boolean; inconsistent?: boolean }>;
 }
 
 /** The last state both sides agreed on for one document (Unison's archive). */
@@ -245,6 +246,11 @@ export interface Issue {
     | 'local-change-not-uploaded'
     | 'remote-change-not-downloaded'
     | 'name-not-representable'
+    /**
+     * A remote item the listing placed under a folder it did not list (or listed twice, or in a cycle): most often
+     * a move made while the listing was read. Nothing is done with it this pass; the next listing decides.
+     */
+    | 'remote-tree-inconsistent'
     /** A remote item that a local ignore rule leaves out: by the user's own choice, so informational. */
     | 'ignored'
     | 'unreadable'

@@ -40,7 +40,7 @@ const PROBLEM_CODES: Record<LocalObservation['problems'][number]['reason'], Issu
  * leaves out is not listed item by item (a remote `node_modules/` would be thousands of lines): the folder's own
  * line stands for it, with a count.
  */
-function unmappableIssues(unmappable: RemoteObservation['unmappable']): Issue[] {
+function unmappableIssues(unmappable: RemoteObservation['unmappable'], base: ReadonlyMap<string, BaseEntry>): Issue[] {
   const ignoredDirs = new Set<string>();
   for (const u of unmappable) if (u.ignored === true && u.folderId !== undefined && u.path !== undefined) ignoredDirs.add(u.path);
   const inside = new Map<string, number>();
@@ -56,10 +56,16 @@ function unmappableIssues(unmappable: RemoteObservation['unmappable']): Issue[] 
     else inside.set(top, (inside.get(top) ?? 0) + 1);
   }
   return kept.map((u) => {
-    const relPath = u.path ?? u.name;
+    // An item with no place in the tree has no path of its own: a synced document is named by its local path.
+    const relPath = u.path ?? (u.documentId !== undefined ? base.get(u.documentId)?.relPath : undefined) ?? u.name;
     const n = u.folderId !== undefined ? inside.get(relPath) : undefined;
+    const inconsistent = u.ignored !== true && u.inconsistent === true;
     const detail = n === undefined ? u.reason : `${u.reason} (with the ${n} item${n === 1 ? '' : 's'} inside)`;
-    const issue: Issue = { relPath, code: u.ignored === true ? 'ignored' : 'name-not-representable', detail };
+    const issue: Issue = {
+      relPath,
+      code: u.ignored === true ? 'ignored' : inconsistent ? 'remote-tree-inconsistent' : 'name-not-representable',
+      detail: inconsistent ? `${detail}: the binder changed while it was listed, or the service lists it so; nothing is done with it until a listing places it` : detail,
+    };
     return u.documentId === undefined ? issue : { ...issue, documentId: u.documentId };
   });
 }
@@ -83,7 +89,7 @@ export function reconcile(
     forgetting: new Set(),
   };
   for (const p of local.problems) s.out.issue({ relPath: p.relPath, code: PROBLEM_CODES[p.reason], detail: p.detail });
-  for (const issue of unmappableIssues(remote.unmappable)) s.out.issue(issue);
+  for (const issue of unmappableIssues(remote.unmappable, base)) s.out.issue(issue);
   planBaseEntries(s);
   for (const [key, o] of s.orphans)
     if (!s.consumedLocal.has(key)) collision(s, o.file.relPath, 'a synced remote document already uses this path', o.documentId);

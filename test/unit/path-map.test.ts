@@ -185,10 +185,10 @@ describe('mapRemoteTree: unmappable items', () => {
     expect(r.docs).toEqual({ d3: 'Tab/ok.txt' });
     const reason = UNMAPPABLE.missingParent('ghost');
     expect(r.unmappable).toEqual([
-      { documentId: 'd1', name: 'a.txt', reason },
-      { documentId: 'd2', name: 'b.txt', reason },
-      { folderId: 'C', name: 'Child', reason },
-      { folderId: 'O', name: 'Orphan', reason },
+      { documentId: 'd1', name: 'a.txt', reason, inconsistent: true },
+      { documentId: 'd2', name: 'b.txt', reason, inconsistent: true },
+      { folderId: 'C', name: 'Child', reason, inconsistent: true },
+      { folderId: 'O', name: 'Orphan', reason, inconsistent: true },
     ]);
   });
 
@@ -218,9 +218,9 @@ describe('mapRemoteTree: unmappable items', () => {
     expect(r.folders).toEqual({ T: 'Tab' });
     expect(r.docs).toEqual({ d2: 'Tab/c' });
     expect(r.unmappable).toEqual([
-      { documentId: 'd1', name: 'a', reason: UNMAPPABLE.listedTwice },
-      { documentId: 'd3', name: 'in-F', reason: UNMAPPABLE.listedTwice },
-      { folderId: 'F', name: 'one', reason: UNMAPPABLE.listedTwice },
+      { documentId: 'd1', name: 'a', reason: UNMAPPABLE.listedTwice, inconsistent: true },
+      { documentId: 'd3', name: 'in-F', reason: UNMAPPABLE.listedTwice, inconsistent: true },
+      { folderId: 'F', name: 'one', reason: UNMAPPABLE.listedTwice, inconsistent: true },
     ]);
   });
 

@@ -537,6 +537,18 @@ describe('issues from the observations', () => {
     expect(codes(plan(w))).toEqual(['name-not-representable docs/a:b', 'special-file docs/b', 'changing docs/c', 'symlink docs/z']);
   });
 
+  it('a synced document the listing placed under a folder it did not list: remote-tree-inconsistent at its local path, nothing planned', () => {
+    const w = world().folder('f1', 'docs');
+    w.synced('d1', 'docs/a.txt', 'f1');
+    w.remote.docs.delete('d1');
+    w.remote.unmappable.push({ documentId: 'd1', name: 'a.txt', reason: 'folder 93129ee6 is not in the listing', inconsistent: true });
+    const p = plan(w);
+    expect(p.groups).toEqual([]);
+    expect(p.issues).toHaveLength(1);
+    expect(p.issues[0]).toMatchObject({ relPath: 'docs/a.txt', documentId: 'd1', code: 'remote-tree-inconsistent' });
+    expect(p.issues[0]?.detail).toMatch(/^folder 93129ee6 is not in the listing: the binder changed while it was listed/);
+  });
+
   it('a synced file that a new ignore rule hides on both sides is left alone, under either delete policy, and said once as ignored', () => {
     for (const localDeletePolicy of ['restore', 'forget'] as const) {
       const w = world().folder('f1', 'docs');
