@@ -74,6 +74,11 @@ export class ServiceClient {
     this.core = new HttpCore(settings, this.log, opts.signal);
   }
 
+  /** Which service this client speaks to: its API address and tenant (what a pair's state was synced with). */
+  get serviceIdentity(): string {
+    return `${this.core.settings.baseUrl} (tenant ${this.core.settings.tenantId})`;
+  }
+
   /** The configured upper bound on API requests per second. */
   get requestsPerSecond(): number {
     return this.core.settings.requestsPerSecond;

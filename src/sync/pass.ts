@@ -56,6 +56,12 @@ export interface PairRuntime {
   metadata: MetadataResolver;
   caseInsensitive: boolean;
   /**
+   * The service the state was last synced with, when the config now names another (baseUrl or tenant): said when
+   * the pair opens and in a safety gate's message, since another server's documents are other documents.
+   * Recorded as the pair's service once a pass gets past the gates.
+   */
+  serviceChangedFrom: string | null;
+  /**
    * Whether the API client may write: null until a plan first wants to upload, then probed once (the spec
    * has no "whoami"; GET presignedupload answers 403 to a read-only client). A read-only client turns the
    * pair download-only with one warning.
@@ -217,6 +223,10 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
     });
     ensureRoot(pair, store, log, !dryRun);
     const caseInsensitive = dryRun ? detectCaseInsensitiveWithoutWriting(pair.localPath) : detectCaseInsensitive(pair.localPath);
+    const serviceChangedFrom = serviceChange(store, client);
+    if (serviceChangedFrom !== null) {
+      log.warn({ pair: pair.name, from: serviceChangedFrom, to: client.serviceIdentity }, `pair ${pair.name}: the service changed since the last pass (was ${serviceChangedFrom}, now ${client.serviceIdentity}); if it is another server, its documents are not the synced ones, and the safety gates stop a pass that would trash them`);
+    }
     const metadata = compileMetadataRules(pair.metadata, elements, pair.name);
     const trash = new Trash(path.join(pairStateDir, 'trash'), pair.localPath);
     return {
@@ -229,6 +239,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       ignore: createIgnoreMatcher(pair.ignore),
       metadata,
       caseInsensitive,
+      serviceChangedFrom,
       readOnly: null,
       readOnlySince: 0,
       missingSince: new Map(),
@@ -244,6 +255,19 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
     store.close();
     throw err;
   }
+}
+
+/** Meta key: the service (API address and tenant) this pair's state was last synced with. */
+const STATE_SERVICE = 'service';
+
+/** The recorded service when it differs from the client's; a state with none (new, or older) records it. */
+function serviceChange(store: StateStore, client: ServiceClient): string | null {
+  const recorded = store.getMeta(STATE_SERVICE);
+  if (recorded === undefined || recorded === '') {
+    store.setMeta(STATE_SERVICE, client.serviceIdentity); // new, or a state from before this check: taken as is
+    return null;
+  }
+  return recorded === client.serviceIdentity ? null : recorded;
 }
 
 /** Meta key: the binder this pair's state describes. */
@@ -562,6 +586,11 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     recheckInMs: deferral.recheckInMs,
     blockedAgain: !dryRun && plan.blocked !== null && rt.lastGate === plan.blocked.code,
   };
+  if (plan.blocked && rt.serviceChangedFrom !== null) {
+    const blocked = { ...plan.blocked, message: `${plan.blocked.message} (the service changed since the last pass: was ${rt.serviceChangedFrom}, now ${rt.client.serviceIdentity}; if that is another server, point the config back to the old one, or give the pair a new name to start over there)` };
+    plan = { ...plan, blocked };
+    report.plan = plan;
+  }
   if (dryRun) {
     report.durationMs = Date.now() - started;
     report.converged = plan.groups.length === 0 && plan.blocked === null && plan.issues.every((i) => INFORMATIONAL_ISSUES.has(i.code));
@@ -569,6 +598,10 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   }
   let removedDirs: string[] = [];
   rt.lastGate = plan.blocked?.code ?? null;
+  if (!plan.blocked && rt.serviceChangedFrom !== null) {
+    rt.store.setMeta(STATE_SERVICE, rt.client.serviceIdentity);
+    rt.serviceChangedFrom = null;
+  }
   if (plan.blocked) {
     rt.store.setMeta('lastError', plan.blocked.message);
     if (report.blockedAgain) rt.log.debug({ gate: plan.blocked.code }, plan.blocked.message);
@@ -931,6 +964,7 @@ function nothingToDo(
   o: { now: () => Date; started: number; requests: number; method: RawListing['method']; scanned: boolean; treeWalkedAt: Date | null },
 ): PassReport {
   rt.store.transaction(() => {
+    if (rt.serviceChangedFrom !== null) rt.store.setMeta(STATE_SERVICE, rt.client.serviceIdentity); // nothing to do there: the same binder
     if (o.treeWalkedAt !== null) rt.store.setMeta(TREE_WALKED_AT, o.treeWalkedAt.toISOString());
     const at = o.now().toISOString();
     rt.store.setMeta('lastPollAt', at);
@@ -940,6 +974,7 @@ function nothingToDo(
       rt.store.setMeta('lastError', '');
     }
   });
+  rt.serviceChangedFrom = null;
   const issues = rt.cache.issues;
   rt.lastGate = null;
   return {

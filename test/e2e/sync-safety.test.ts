@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startEmulator } from '../../src/emulator/index.js';
 import { createWorkspace, localTree, remoteTree, sha256, sync, type Workspace } from './harness.js';
 import { expectConvergedPass, explain, syncJson, trashHashes, versionCounts } from './scenario-helpers.js';
 
@@ -156,5 +157,34 @@ describe('a pair pointed at another local folder', () => {
     expect(c.counters().commit).toBe(1); // the edit, as the next version of its document
     expect(localTree(moved)).toEqual(remoteTree(ws));
     expect(fs.existsSync(ws.local)).toBe(false);
+  });
+});
+
+describe('a pair pointed at another server', () => {
+  it('a clone with the same binder id but other documents: the gate stops the pass and says the service changed', async () => {
+    await tenSyncedFiles();
+    const before = localTree(ws.local);
+    const clone = await startEmulator({ quiet: true });
+    try {
+      const cc = clone.control;
+      cc.createBinder({ name: 'Clone', id: ws.binderId });
+      const tab = cc.createFolder(ws.binderId, { name: 'T' });
+      for (let i = 0; i < 10; i++) cc.addDocument(ws.binderId, tab.id, `other ${i}.txt`, `other ${i}`);
+      const k = clone.credentials;
+      ws.writeConfig({}, { service: { baseUrl: clone.baseUrl, authUrl: clone.authUrl, tenantId: k.tenantId, clientId: k.clientId, clientSecret: k.clientSecret } });
+      const r = await sync(ws);
+      expect(r.code, r.stdout + r.stderr).toBe(4);
+      const said = r.stdout + r.stderr;
+      expect(said).toContain(`the service changed since the last pass: was ${ws.emulator.baseUrl} (tenant ${ws.emulator.credentials.tenantId}), now ${clone.baseUrl}`);
+      expect(localTree(ws.local)).toEqual(before);
+      expect(trashHashes(ws)).toEqual([]);
+      // Pointed back: in sync as before, and nothing more is said of a change.
+      ws.writeConfig();
+      const back = await sync(ws);
+      expect(back.code).toBe(0);
+      expect(back.stdout + back.stderr).not.toContain('the service changed');
+    } finally {
+      await clone.close();
+    }
   });
 });
