@@ -47,6 +47,16 @@ export function stateDbWriteError(err: unknown): unknown {
   if (err instanceof BinderSyncError) return err;
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return err;
+  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT' || code.startsWith('SQLITE_CORRUPT_')) {
+    // Damage open() could not see (its header was fine): met by a read or write in a pass.
+    return new BinderSyncError(`the state database is damaged (${code})`, {
+      code: 'STATE_CORRUPT',
+      retryable: false,
+      context: { sqlite: code },
+      cause: err,
+      hint: "stop binder-sync and move the pair's state.db aside (e.g. add .broken to its name); the next pass rebuilds the state by comparing content, and differences become conflicts, never overwrites",
+    });
+  }
   const family = Object.keys(UNWRITABLE).find((k) => code === k || code.startsWith(`${k}_`));
   if (family === undefined) return err;
   return new BinderSyncError(`the state database cannot be written: ${UNWRITABLE[family]} (${code})`, {

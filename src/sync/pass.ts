@@ -289,7 +289,7 @@ function ensureSameBinder(pair: PairConfig, store: StateStore, pairStateDir: str
     code: 'CONFIG_PAIR_BINDER_CHANGED',
     retryable: false,
     context: { pair: pair.name, recorded, configured: pair.binderId, state: pairStateDir },
-    hint: `to sync another binder, give the pair a new name (it gets a fresh state); to start this pair over, stop the daemon and move ${pairStateDir} away. Nothing was changed.`,
+    hint: `to sync another binder, give the pair a new name and an empty localPath (a new pair on this folder would upload its files into binder ${pair.binderId}); to go on with binder ${recorded}, set binderId back. Nothing was changed.`,
   });
 }
 

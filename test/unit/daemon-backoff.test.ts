@@ -159,5 +159,9 @@ describe('a state DB that cannot be written', () => {
     const other = Object.assign(new Error('constraint'), { code: 'SQLITE_CONSTRAINT_UNIQUE' });
     expect(stateDbWriteError(other)).toBe(other);
     expect(stateDbWriteError(Object.assign(new Error('io'), { code: 'SQLITE_IOERR_WRITE' }))).toMatchObject({ code: 'LOCAL_STATE_DIR' });
+    // Damage met mid-pass (the header was fine at open): said as such, with the move-aside hint, and not retried.
+    const corrupt = stateDbWriteError(Object.assign(new Error('database disk image is malformed'), { code: 'SQLITE_CORRUPT' }));
+    expect(corrupt).toMatchObject({ code: 'STATE_CORRUPT', retryable: false, message: 'the state database is damaged (SQLITE_CORRUPT)' });
+    expect((corrupt as BinderSyncError).hint).toMatch(/move the pair's state.db aside/);
   });
 });
