@@ -277,15 +277,9 @@ export class StateStore {
    */
   static openScratchCopy(file: string): StateStore {
     const image = StateStore.imageOf(file);
-    if (image !== null) {
-      // The header's file format bytes say WAL (2), which an in-memory database cannot open ("unable to open
-      // database file"); 1 is the rollback journal, the only mode a deserialized database has.
-      image[18] = 1;
-      image[19] = 1;
-    }
     let db: Database.Database | undefined;
     try {
-      db = image === null ? new Database(':memory:') : new Database(image);
+      db = image === null ? new Database(':memory:') : new Database(walHeaderCleared(image));
       db.pragma('foreign_keys = ON');
       migrate(db, file); // the first read of the header: garbage fails here (SQLITE_NOTADB)
       return new StateStore(db, file);
@@ -339,11 +333,11 @@ export class StateStore {
    * STATE_NOT_CREATED (being created); older schemas are read as they are. A missing file throws STATE_OPEN, a damaged one
    * STATE_CORRUPT.
    */
-  static openReadOnly(file: string): StateStore {
+  static openReadOnly(file: string, opts: { inMemory?: boolean } = {}): StateStore {
     let db: Database.Database | undefined;
     try {
       if (fs.statSync(file, { throwIfNoEntry: false })?.size === 0) throw emptyStateDb(file);
-      db = new Database(file, { readonly: true, fileMustExist: true });
+      db = opts.inMemory === true ? new Database(walHeaderCleared(fs.readFileSync(file))) : new Database(file, { readonly: true, fileMustExist: true });
       db.pragma('busy_timeout = 5000');
       // user_version reads the header: garbage files fail here (SQLITE_NOTADB).
       const version = db.pragma('user_version', { simple: true }) as number;
@@ -364,6 +358,12 @@ export class StateStore {
     } catch (err) {
       db?.close();
       if (err instanceof BinderSyncError) throw err;
+      // A WAL database in a folder this reader may not write to (a read-only mount, or another user's stateDir
+      // with the file readable): SQLite cannot make the -shm it reads through. With no -wal beside it no process
+      // has it open, and the file's bytes are the whole DB: read from memory instead.
+      if (opts.inMemory !== true && sqliteCode(err) === 'SQLITE_CANTOPEN' && fs.existsSync(file) && !fs.existsSync(`${file}-wal`)) {
+        return StateStore.openReadOnly(file, { inMemory: true });
+      }
       const mapped = mapCorrupt(err, file);
       if (mapped instanceof BinderSyncError) throw mapped;
       throw new BinderSyncError(`Cannot open state DB ${file} read-only: ${(err as Error).message}`, {
@@ -717,6 +717,19 @@ function createWithSchema(file: string): void {
   } finally {
     for (const leftover of [tmp, `${tmp}-wal`, `${tmp}-shm`]) fs.rmSync(leftover, { force: true });
   }
+}
+
+/**
+ * A database image ready for an in-memory connection: its header's file format bytes say WAL (2), which an
+ * in-memory database cannot open ("unable to open database file"); 1 is the rollback journal, the only mode a
+ * deserialized database has. Changes the buffer it is given.
+ */
+function walHeaderCleared(image: Buffer): Buffer {
+  if (image.length >= 20) {
+    image[18] = 1;
+    image[19] = 1;
+  }
+  return image;
 }
 
 /** An existing state DB of 0 bytes: never written by binder-sync (createWithSchema), so damaged. */

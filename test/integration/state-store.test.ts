@@ -1,4 +1,5 @@
 // StateStore against real SQLite files in temp dirs: migrations, reopen, every method, rollback, modes, scale.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -424,6 +425,27 @@ describe('read-only open for status', () => {
     const ro = StateStore.openReadOnly(dbFile);
     open.push(ro);
     expect(ro.getMeta('lastPassAt')).toBe('2026-01-01T00:00:00.000Z');
+  });
+
+  it('reads a DB in a folder it may not write to (a read-only mount): from memory, as no process has it open', (ctx) => {
+    const s = openStore();
+    s.setMeta('lastPassAt', '2026-01-01T00:00:00.000Z');
+    s.close();
+    const ro = path.join(tmp, 'ro');
+    fs.mkdirSync(ro);
+    const mount = (...args: string[]) => spawnSync('mount', args, { stdio: 'ignore' }).status === 0;
+    if (process.getuid?.() !== 0 || !mount('-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', ro)) return ctx.skip();
+    try {
+      fs.copyFileSync(dbFile, path.join(ro, 'state.db'));
+      expect(mount('-o', 'remount,ro', ro)).toBe(true);
+      const store = StateStore.openReadOnly(path.join(ro, 'state.db'));
+      open.push(store);
+      expect(store.getMeta('lastPassAt')).toBe('2026-01-01T00:00:00.000Z');
+      store.close();
+      expect(fs.readdirSync(ro)).toEqual(['state.db']);
+    } finally {
+      spawnSync('umount', [ro]);
+    }
   });
 
   it('refuses a file with no schema at all', () => {
