@@ -27,6 +27,15 @@ const fileIs = (w: Workspace, rel: string, content: string) => () => {
   }
 };
 
+/** A workspace whose binder holds Docs/one.txt, with a run config of one pair 'main' on ./local. */
+async function oneDocumentPair(): Promise<Workspace> {
+  const w = await createWorkspace();
+  const folder = w.emulator.control.createFolder(w.binderId, { name: 'Docs' });
+  w.emulator.control.addDocument(w.binderId, folder.id, 'one.txt', 'one');
+  writeRunConfig(w, { pairs: [{ name: 'main', localPath: './local', binderId: w.binderId }] });
+  return w;
+}
+
 /** A meta value of a pair's state DB, read the way `binder-sync status` reads it; undefined before it exists. */
 function metaOf(w: Workspace, pair: string, key: string): string | undefined {
   const file = path.join(w.stateDir, pair, 'state.db');
@@ -143,12 +152,8 @@ describe('binder-sync run: operation', () => {
   }, 60_000);
 
   it('refuses a second config (another stateDir) on the same local folder while the daemon runs (exit 5), and not after it stops', async () => {
-    ws = await createWorkspace();
-    const w = ws;
+    const w = (ws = await oneDocumentPair());
     const c = w.emulator.control;
-    const folder = c.createFolder(w.binderId, { name: 'Docs' });
-    c.addDocument(w.binderId, folder.id, 'one.txt', 'one');
-    writeRunConfig(w, { pairs: [{ name: 'main', localPath: './local', binderId: w.binderId }] });
     // The same root through a symlink, with its own stateDir: the stateDir's lock cannot see it.
     fs.symlinkSync(path.join(w.dir, 'local'), path.join(w.dir, 'via-link'));
     const otherConfig = path.join(w.dir, 'other.yaml');
@@ -176,12 +181,8 @@ describe('binder-sync run: operation', () => {
   }, 40_000);
 
   it('a stateDir deleted under the running daemon comes back with its whole record, lock and status (rm -rf)', async () => {
-    ws = await createWorkspace();
-    const w = ws;
+    const w = (ws = await oneDocumentPair());
     const c = w.emulator.control;
-    const folder = c.createFolder(w.binderId, { name: 'Docs' });
-    c.addDocument(w.binderId, folder.id, 'one.txt', 'one');
-    writeRunConfig(w, { pairs: [{ name: 'main', localPath: './local', binderId: w.binderId }] });
     daemon = startDaemonProcess(w);
     const d = daemon;
     await eventually(fileIs(w, 'Docs/one.txt', 'one'), 15_000, 'first sync', d.tail);
