@@ -331,7 +331,7 @@ const MOVED_ROOT_SHARE = 0.5;
  * would be applied to whatever is there: a file of the same name becomes the next version of the synced
  * document ("local-modified"), and pointing two pairs at each other's roots mixes two binders. So a new
  * localPath is accepted only when it is the same folder (another path to it: a symlink, a bind mount) or holds
- * the synced files (the folder was moved or copied there: at least half of a sample of base files, same size);
+ * the synced files (the folder was moved or copied there: at least half of a sample of base files, see isSyncedFile);
  * otherwise the pair is refused, as for a changed binderId. A state with no base, or from before this check,
  * just records the path.
  */
@@ -343,7 +343,7 @@ function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir: strin
     return;
   }
   const sample = [...store.loadBase().values()].slice(0, MOVED_ROOT_SAMPLE);
-  const present = sample.filter((b) => fs.statSync(path.join(pair.localPath, b.relPath), { throwIfNoEntry: false })?.size === b.size).length;
+  const present = sample.filter((b) => isSyncedFile(fs.lstatSync(path.join(pair.localPath, b.relPath), { throwIfNoEntry: false }), b)).length;
   if (present >= sample.length * MOVED_ROOT_SHARE) {
     store.setMeta(STATE_ROOT, pair.localPath);
     log.info({ pair: pair.name, from: recorded, to: pair.localPath, matched: `${present}/${sample.length}` }, `the sync root is now ${pair.localPath} (was ${recorded}): it holds the synced files, so it is taken as the same folder moved or copied there`);
@@ -355,6 +355,15 @@ function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir: strin
     context: { pair: pair.name, recorded, configured: pair.localPath, state: pairStateDir },
     hint: `to go on with the synced folder, set localPath back to ${recorded} (or move that folder to the new path); to sync ${pair.localPath} as a new pair (its files would be uploaded into binder ${pair.binderId}), give the pair a new name. Nothing was changed.`,
   });
+}
+
+/**
+ * The file at a base row's path in a new root is that synced file, moved or copied: the same size, and the same
+ * inode (moved with `mv`) or modification time (copied with `cp -a`, `rsync -a`). Size alone is not enough: two
+ * binders' `Docs/plan.txt` of one size are not one file (black-box round 10: two pairs' roots swapped).
+ */
+function isSyncedFile(st: fs.Stats | undefined, b: BaseEntry): boolean {
+  return st !== undefined && st.isFile() && st.size === b.size && (st.ino === b.inode || st.mtimeMs === b.mtimeMs);
 }
 
 /** Both paths name one existing directory (same device and inode). */

@@ -1,5 +1,6 @@
 // Safety gates end to end: a mass remote delete stops the pass (exit 4) until --force, and a missing or
 // emptied local root after a sync is an error that changes nothing remotely.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -141,6 +142,27 @@ describe('a pair pointed at another local folder', () => {
     // Back to the synced folder: in sync as before.
     ws.writeConfig();
     expect((await sync(ws)).code).toBe(0);
+    expect(c.counters().commit).toBe(0);
+  });
+
+  it('is refused when the new folder has files of the synced names and sizes that are not those files (two pairs swapped)', async () => {
+    await tenSyncedFiles();
+    const c = ws.emulator.control;
+    const other = path.join(ws.dir, 'other');
+    fs.mkdirSync(path.join(other, 'T'), { recursive: true });
+    // 'content N' is 9 bytes: each stand-in has the name and size of a synced file, another inode and mtime.
+    for (let i = 0; i < 10; i++) fs.writeFileSync(path.join(other, `T/f${i}.txt`), `OTHER ${i}!!`);
+    ws.writeConfig({ localPath: './other' });
+    const r = await sync(ws);
+    expect(r.code, r.stdout + r.stderr).toBe(2);
+    expect(r.stderr).toContain('which does not hold the synced files (0 of 10 looked for)');
+    expect(c.counters().commit).toBe(0);
+    // Copied with its times (cp -a), the folder is the synced one.
+    const copy = path.join(ws.dir, 'copy');
+    expect(spawnSync('cp', ['-a', ws.local, copy]).status).toBe(0);
+    ws.writeConfig({ localPath: './copy' });
+    const copied = await sync(ws);
+    expect(copied.code, copied.stdout + copied.stderr).toBe(0);
     expect(c.counters().commit).toBe(0);
   });
 
