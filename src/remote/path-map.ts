@@ -33,7 +33,7 @@ export interface RemoteTreeMapping {
  * not about a name: most often a move made while the listing was read.
  */
 function isTreeInconsistency(reason: string): boolean {
-  return reason === UNMAPPABLE.cycle || reason === UNMAPPABLE.listedTwice || / folder \S+ is not in the listing$/.test(reason);
+  return reason === UNMAPPABLE.cycle || reason === UNMAPPABLE.listedTwice || /(^|\s)folder \S+ is not in the listing$/.test(reason);
 }
 
 /** Reasons in `unmappable`; stable strings so that callers and tests can match them. */

@@ -174,7 +174,7 @@ describe('mapRemoteTree: unmappable items', () => {
   it('a document in a folder that is not in the tree is unmappable', () => {
     const r = paths({ folders: [folder('T', 'Tab')], docs: [doc('d', 'a.txt', 'ghost')] });
     expect(r.docs).toEqual({});
-    expect(r.unmappable).toEqual([{ documentId: 'd', name: 'a.txt', reason: 'folder ghost is not in the listing' }]);
+    expect(r.unmappable).toEqual([{ documentId: 'd', name: 'a.txt', reason: 'folder ghost is not in the listing', inconsistent: true }]);
   });
 
   it('a folder whose parent is missing is unmappable with everything below it', () => {
