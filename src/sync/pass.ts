@@ -331,7 +331,8 @@ const MOVED_ROOT_SHARE = 0.5;
  * would be applied to whatever is there: a file of the same name becomes the next version of the synced
  * document ("local-modified"), and pointing two pairs at each other's roots mixes two binders. So a new
  * localPath is accepted only when it is the same folder (another path to it: a symlink, a bind mount) or holds
- * the synced files (the folder was moved or copied there: at least half of a sample of base files, see isSyncedFile);
+ * the synced files (the folder was moved or copied there: at least half of a sample of base files, see isSyncedFile;
+ * one is enough when the recorded folder is gone, as after `mv`);
  * otherwise the pair is refused, as for a changed binderId. A state with no base, or from before this check,
  * just records the path.
  */
@@ -344,7 +345,10 @@ function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir: strin
   }
   const sample = [...store.loadBase().values()].slice(0, MOVED_ROOT_SAMPLE);
   const present = sample.filter((b) => isSyncedFile(fs.lstatSync(path.join(pair.localPath, b.relPath), { throwIfNoEntry: false }), b)).length;
-  if (present >= sample.length * MOVED_ROOT_SHARE) {
+  // With the old folder gone it was moved (or renamed): files edited since have other inodes and times, so one
+  // synced file found is enough. With it still there, the new one must hold most of them (a copy).
+  const oldGone = !fs.existsSync(recorded);
+  if (oldGone ? present > 0 : present >= sample.length * MOVED_ROOT_SHARE) {
     store.setMeta(STATE_ROOT, pair.localPath);
     log.info({ pair: pair.name, from: recorded, to: pair.localPath, matched: `${present}/${sample.length}` }, `the sync root is now ${pair.localPath} (was ${recorded}): it holds the synced files, so it is taken as the same folder moved or copied there`);
     return;
@@ -353,7 +357,9 @@ function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir: strin
     code: 'CONFIG_PAIR_ROOT_CHANGED',
     retryable: false,
     context: { pair: pair.name, recorded, configured: pair.localPath, state: pairStateDir },
-    hint: `to go on with the synced folder, set localPath back to ${recorded} (or move that folder to the new path); to sync ${pair.localPath} as a new pair (its files would be uploaded into binder ${pair.binderId}), give the pair a new name. Nothing was changed.`,
+    hint: oldGone
+      ? `${recorded} is gone and ${pair.localPath} holds none of its files (same size, and inode or time); if the disk of ${recorded} is not mounted, mount it. To sync ${pair.localPath} as a new pair instead (its files would be uploaded into binder ${pair.binderId}), give the pair a new name. Nothing was changed.`
+      : `to go on with the synced folder, set localPath back to ${recorded} (or move that folder itself to the new path); to sync ${pair.localPath} as a new pair (its files would be uploaded into binder ${pair.binderId}), give the pair a new name. Nothing was changed.`,
   });
 }
 

@@ -180,6 +180,23 @@ describe('a pair pointed at another local folder', () => {
     expect(localTree(moved)).toEqual(remoteTree(ws));
     expect(fs.existsSync(ws.local)).toBe(false);
   });
+
+  it('is taken as moved when the old folder is gone, even with most files saved anew since (new inodes and times)', async () => {
+    await tenSyncedFiles();
+    const c = ws.emulator.control;
+    const moved = path.join(ws.dir, 'moved');
+    fs.renameSync(ws.local, moved);
+    for (let i = 0; i < 8; i++) {
+      // An editor's save: a new file renamed over the old one.
+      fs.writeFileSync(path.join(moved, `T/.f${i}.new`), `saved anew ${i}`);
+      fs.renameSync(path.join(moved, `T/.f${i}.new`), path.join(moved, `T/f${i}.txt`));
+    }
+    ws.writeConfig({ localPath: './moved' });
+    const r = await sync(ws);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(c.counters().commit).toBe(8); // the eight edits, each as the next version of its document
+    expect(c.listDocuments(ws.binderId)).toHaveLength(10);
+  });
 });
 
 describe('a pair pointed at another server', () => {
