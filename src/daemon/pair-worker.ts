@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
 import { writePairMeta } from '../state/pair-meta.js';
 import type { Issue } from '../sync/model.js';
+import { releaseRoot } from '../local/root-lock.js';
 import { openPair, runPass, type PairRuntime, type PassObserver, type PassReport } from '../sync/pass.js';
 import type { EarlyWatcher } from './early-watchers.js';
 import { releaseMemorySoon } from './heap-tuning.js';
@@ -138,6 +139,8 @@ export class PairWorker {
     if (this.rt) this.writeMeta({ daemonState: null, nextPassAt: null });
     this.rt?.store.close();
     this.rt = null;
+    // A pair removed, or restarted with another localPath, by a reload: another process may sync its old root now.
+    releaseRoot(this.d.pair.localPath, this.d.pair.name);
     if (this.d.metrics) removePairMetrics(this.d.metrics, this.name);
   }
 

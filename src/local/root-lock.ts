@@ -15,32 +15,51 @@ import { BinderSyncError } from '../errors.js';
 const HolderSchema = z.object({ pid: z.number().int(), pair: z.string(), stateDir: z.string() });
 export type RootHolder = z.infer<typeof HolderSchema>;
 
-/** The roots this process holds, by key: holding one again (a reopened pair, a reload) is a no-op. */
-const held = new Map<string, net.Server>();
+/**
+ * The names this process holds, by name, with the pairs holding each: holding one again (a reopened pair, a
+ * reload) adds nothing, and the socket closes when its last pair lets go (releaseRoot).
+ */
+const held = new Map<string, { server: net.Server; pairs: Set<string> }>();
+
+/** The names each hold took, by root and pair: released as taken, whatever the root is by then (moved, gone). */
+const holds = new Map<string, string[]>();
+const holdKey = (root: string, pair: string) => `${path.resolve(root)}\0${pair}`;
 
 /** How long the holder has to say who it is. */
 const ASK_TIMEOUT_MS = 1000;
 
 /**
- * Holds `root` for this process until it exits. Throws ROOT_LOCKED (retryable: the other process may stop) when
- * another process holds it. Where abstract sockets do not exist (not Linux) or cannot be made, it holds nothing.
+ * Holds `root` for this process until releaseRoot (or the process's end). Throws ROOT_LOCKED (retryable: the other
+ * process may stop) when another process holds it. Where abstract sockets do not exist (not Linux) or cannot be
+ * made, it holds nothing.
  */
 export async function holdRoot(root: string, me: Omit<RootHolder, 'pid'>): Promise<void> {
   if (process.platform !== 'linux') return;
-  const key = rootKey(root);
-  if (held.has(key)) return;
-  const name = `\0binder-sync-root-${key}`;
   const answer = `${JSON.stringify({ pid: process.pid, ...me })}\n`;
-  const server = net.createServer((socket) => {
-    socket.on('error', () => undefined);
-    socket.end(answer);
-  });
-  const taken = await new Promise<boolean>((resolve) => {
-    server.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE'));
-    server.listen(name, () => resolve(false));
-  });
-  if (!server.listening) {
-    if (!taken) return; // no abstract sockets here (a sandbox without AF_UNIX): nothing to hold
+  const taken: string[] = [];
+  const names = namesOf(root);
+  for (const name of names) {
+    const mine = held.get(name);
+    if (mine !== undefined) {
+      mine.pairs.add(me.pair);
+      continue;
+    }
+    const server = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.end(answer);
+    });
+    const inUse = await new Promise<boolean>((resolve) => {
+      server.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE'));
+      server.listen(name, () => resolve(false));
+    });
+    if (server.listening) {
+      server.unref(); // held for as long as the pair runs, without keeping the process alive
+      held.set(name, { server, pairs: new Set([me.pair]) });
+      taken.push(name);
+      continue;
+    }
+    if (!inUse) continue; // no abstract sockets here (a sandbox without AF_UNIX): nothing to hold
+    for (const t of taken) releaseName(t, me.pair);
     const other = await askHolder(name);
     const who = other ? ` (pid ${other.pid}, pair ${other.pair}, stateDir ${other.stateDir})` : '';
     throw new BinderSyncError(`the local root ${root} is being synced by another binder-sync process${who}`, {
@@ -52,19 +71,42 @@ export async function holdRoot(root: string, me: Omit<RootHolder, 'pid'>): Promi
         'or run both from one config (one stateDir: the second then waits for the first). Nothing was changed.',
     });
   }
-  server.unref(); // held for as long as the process lives, without keeping it alive
-  held.set(key, server);
+  const key = holdKey(root, me.pair);
+  holds.set(key, [...new Set([...(holds.get(key) ?? []), ...names.filter((n) => held.get(n)?.pairs.has(me.pair) === true)])]);
 }
 
-/** The root's real path (the folder it names, through symlinks), hashed to fit a socket name. */
-function rootKey(root: string): string {
+/** Lets go of `root` for `pair` (a pair removed or changed by a reload): another process may sync it then. */
+export function releaseRoot(root: string, pair: string): void {
+  const key = holdKey(root, pair);
+  for (const name of holds.get(key) ?? []) releaseName(name, pair);
+  holds.delete(key);
+}
+
+function releaseName(name: string, pair: string): void {
+  const h = held.get(name);
+  if (h === undefined) return;
+  h.pairs.delete(pair);
+  if (h.pairs.size > 0) return;
+  h.server.close();
+  held.delete(name);
+}
+
+/**
+ * The socket names of a root: one for its real path (through symlinks; its path as configured while it does not
+ * exist yet), and one for the directory itself (device and inode) when it exists, which a bind mount of it shares.
+ */
+function namesOf(root: string): string[] {
   let real = path.resolve(root);
   try {
     real = fs.realpathSync(real);
   } catch {
     // not created yet: its path as configured
   }
-  return createHash('sha256').update(real).digest('hex').slice(0, 32);
+  const hash = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 32);
+  const names = [`\0binder-sync-root-${hash(real)}`];
+  const st = fs.statSync(real, { throwIfNoEntry: false, bigint: true });
+  if (st?.isDirectory() === true) names.push(`\0binder-sync-dir-${hash(`${st.dev}:${st.ino}`)}`);
+  return names;
 }
 
 /** What the holding process says of itself; null when it does not answer in time or says something else. */
