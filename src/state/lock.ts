@@ -97,8 +97,21 @@ function readPid(file: string): number | null {
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  return !isZombie(pid);
+}
+
+/**
+ * A process that was killed but not yet reaped by its parent (a zombie, state Z in /proc) still answers kill(pid, 0),
+ * though it holds nothing: a restart right after `kill -9` was refused for about a second (black-box round 10).
+ */
+function isZombie(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return false; // no /proc (not Linux), or gone meanwhile: kill() said it was there
   }
 }
