@@ -1,5 +1,6 @@
 // One full pass for one pair: check the root, finish interrupted uploads, scan local, list remote,
 // reconcile (pure), then propagate. Used by `binder-sync sync` and by the daemon.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -331,7 +332,8 @@ const MOVED_ROOT_SHARE = 0.5;
  * would be applied to whatever is there: a file of the same name becomes the next version of the synced
  * document ("local-modified"), and pointing two pairs at each other's roots mixes two binders. So a new
  * localPath is accepted only when it is the same folder (another path to it: a symlink, a bind mount) or holds
- * the synced files (the folder was moved or copied there: at least half of a sample of base files, see isSyncedFile;
+ * the synced files (the folder was moved or copied there: at least half of a sample of base files found there with
+ * their content, see isSyncedFile;
  * one is enough when the recorded folder is gone, as after `mv`);
  * otherwise the pair is refused, as for a changed binderId. A state with no base, or from before this check,
  * just records the path.
@@ -344,7 +346,8 @@ function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir: strin
     return;
   }
   const sample = [...store.loadBase().values()].slice(0, MOVED_ROOT_SAMPLE);
-  const present = sample.filter((b) => isSyncedFile(fs.lstatSync(path.join(pair.localPath, b.relPath), { throwIfNoEntry: false }), b)).length;
+  const budget = { bytes: MOVED_ROOT_HASH_BYTES };
+  const present = sample.filter((b) => isSyncedFile(path.join(pair.localPath, b.relPath), b, budget)).length;
   // With the old folder gone it was moved (or renamed): files edited since have other inodes and times, so one
   // synced file found is enough. With it still there, the new one must hold most of them (a copy).
   const oldGone = !fs.existsSync(recorded);
@@ -363,13 +366,25 @@ function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir: strin
   });
 }
 
+/** How much the root-moved check may read to compare content (a sample of up to 200 files, once per new localPath). */
+const MOVED_ROOT_HASH_BYTES = 256 * 1024 * 1024;
+
 /**
- * The file at a base row's path in a new root is that synced file, moved or copied: the same size, and the same
- * inode (moved with `mv`) or modification time (copied with `cp -a`, `rsync -a`). Size alone is not enough: two
- * binders' `Docs/plan.txt` of one size are not one file (black-box round 10: two pairs' roots swapped).
+ * The file at a base row's path in a new root is that synced file, moved or copied: the same size and the same
+ * content (SHA-256, as the base records it), read while `budget` lasts; past it, a file moved with `mv` (the same
+ * inode) still counts. Size and time are not enough: files written in the same clock tick share an mtime, and
+ * two binders' `Docs/plan.txt` of one size are not one file (black-box round 10: two pairs' roots swapped).
  */
-function isSyncedFile(st: fs.Stats | undefined, b: BaseEntry): boolean {
-  return st !== undefined && st.isFile() && st.size === b.size && (st.ino === b.inode || st.mtimeMs === b.mtimeMs);
+function isSyncedFile(abs: string, b: BaseEntry, budget: { bytes: number }): boolean {
+  const st = fs.lstatSync(abs, { throwIfNoEntry: false });
+  if (st === undefined || !st.isFile() || st.size !== b.size) return false;
+  if (st.size > budget.bytes) return st.ino === b.inode;
+  budget.bytes -= st.size;
+  try {
+    return createHash('sha256').update(fs.readFileSync(abs)).digest('hex') === b.sha256;
+  } catch {
+    return false; // unreadable: no evidence either way
+  }
 }
 
 /** Both paths name one existing directory (same device and inode). */

@@ -150,8 +150,14 @@ describe('a pair pointed at another local folder', () => {
     const c = ws.emulator.control;
     const other = path.join(ws.dir, 'other');
     fs.mkdirSync(path.join(other, 'T'), { recursive: true });
-    // 'content N' is 9 bytes: each stand-in has the name and size of a synced file, another inode and mtime.
-    for (let i = 0; i < 10; i++) fs.writeFileSync(path.join(other, `T/f${i}.txt`), `OTHER ${i}!!`);
+    // 'content N' is 9 bytes: each stand-in has the name, size and mtime of a synced file (files written in one
+    // clock tick share their mtime), not its content.
+    for (let i = 0; i < 10; i++) {
+      const standIn = path.join(other, `T/f${i}.txt`);
+      fs.writeFileSync(standIn, `OTHER ${i}!!`);
+      const synced = fs.statSync(path.join(ws.local, `T/f${i}.txt`));
+      fs.utimesSync(standIn, synced.atime, synced.mtime);
+    }
     ws.writeConfig({ localPath: './other' });
     const r = await sync(ws);
     expect(r.code, r.stdout + r.stderr).toBe(2);
