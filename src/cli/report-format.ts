@@ -18,7 +18,7 @@ export function describeAction(a: Action): string {
     case 'conflict':
       return `conflict     ${a.relPath}  (${a.policy}${a.policy === 'keep-both' ? `, local copy -> ${a.conflictPath}` : ''})`;
     case 'adopt':
-      return `record       ${a.base.relPath}  (${a.reason})`;
+      return `record       ${[a.base, ...(a.alongside ?? [])].map((row) => row.relPath).join(', ')}  (${a.reason})`;
     case 'forget':
       return `forget       ${a.relPath}  (${a.reason})`;
     case 'mkdir-local':

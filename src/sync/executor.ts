@@ -252,9 +252,12 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
     case 'conflict':
       await resolveConflict(a, d, report);
       return;
-    case 'adopt':
-      d.store.putBase(a.base);
+    case 'adopt': {
+      const rows = [a.base, ...(a.alongside ?? [])];
+      if (rows.length === 1) d.store.putBase(a.base);
+      else d.store.transaction(() => rows.forEach((row) => d.store.putBase(row)));
       return;
+    }
     case 'forget': {
       const old = d.store.getBase(a.documentId);
       d.store.transaction(() => {

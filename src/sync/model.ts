@@ -228,7 +228,16 @@ export type Action =
       /** In download-only mode the conflict copy stays local and is not uploaded. */
       uploadConflictCopy: boolean;
     }
-  | { kind: 'adopt'; base: BaseEntry; reason: string }
+  | {
+      kind: 'adopt';
+      base: BaseEntry;
+      reason: string;
+      /**
+       * More rows recorded in the same transaction: names swapped alike on both sides move each row onto a key
+       * another row still holds, so row by row a crash in between would leave two rows on one key.
+       */
+      alongside?: BaseEntry[];
+    }
   | { kind: 'forget'; documentId: string; relPath: string; reason: 'deleted-both' | 'local-deleted-forget' | 'remote-deleted-kept-local' }
   /** restore-local-delete: synced files lay under this directory, so it went missing locally (see deferFreshDeletes). */
   | { kind: 'mkdir-local'; relPath: string; key: PathKey; folderId: string; reason: 'new-remote-folder' | 'restore-local-delete' };

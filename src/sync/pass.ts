@@ -1060,7 +1060,7 @@ function rememberObservations(rt: PairRuntime, plan: Plan, local: LocalObservati
       if (a.kind === 'move-local') {
         touched.add(parentOf(a.from));
         touched.add(parentOf(a.to));
-      } else if (a.kind === 'adopt') touched.add(parentOf(a.base.relPath));
+      } else if (a.kind === 'adopt') for (const row of [a.base, ...(a.alongside ?? [])]) touched.add(parentOf(row.relPath));
       else {
         touched.add(parentOf(a.relPath));
         if (a.kind === 'mkdir-local') touched.add(a.relPath);

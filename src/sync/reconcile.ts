@@ -122,6 +122,10 @@ function planBaseEntries(s: PassState): void {
     const still = waiting.filter((b) => !planBase(s, b));
     if (still.length === waiting.length) {
       // Prefer an entry whose path can be freed now (unchanged or deleted locally) over a modified one.
+      if (followSwapAlike(s, still)) {
+        waiting = still.filter((b) => !s.decided.has(b.documentId));
+        continue;
+      }
       const open = still.filter((b) => !s.vacated.has(b.documentId));
       const next = open.find((b) => s.view.localState(b) !== 'modified') ?? open[0];
       if (!next) {
@@ -135,6 +139,67 @@ function planBaseEntries(s: PassState): void {
     }
     waiting = still.filter((b) => !s.decided.has(b.documentId));
   }
+}
+
+/**
+ * Names swapped alike on both sides (`mv x t; mv y x; mv t y` locally, the same renames on the service): a rename
+ * cycle in which every document's new path holds that document's own file (renamedAlikeLocally). Nothing needs to
+ * move: the base rows follow the files, all in one step (one transaction: row by row, two rows would share a key
+ * in between), then each file's own changes are planned at its new path, as for one rename made alike. Broken
+ * like any other cycle instead, each document got the other file's content as a new version (black-box round 6).
+ * Returns false, planning nothing, when no waiting cycle is alike throughout.
+ */
+function followSwapAlike(s: PassState, still: readonly BaseEntry[]): boolean {
+  const waiting = new Set(still.map((b) => b.documentId));
+  for (const start of still) {
+    const cycle = renameCycleFrom(s, start, waiting);
+    if (cycle === null) continue;
+    const docs = cycle.map((b) => must(s.view.remote.docs.get(b.documentId)));
+    const files = docs.map((d) => s.view.local.files.get(d.key));
+    const alike = cycle.every((b, i) => {
+      const there = files[i];
+      return there !== undefined && !s.consumedLocal.has(there.key) && renamedAlikeLocally(b, there);
+    });
+    if (!alike) continue;
+    const rows = cycle.map((b, i) => {
+      const there = must(files[i]);
+      const doc = docs[i]!;
+      // An edited file keeps the base's stat and hash, so the edit is still seen if its step below does not run.
+      const stat = there.sha256 === b.sha256 ? statOf(there) : {};
+      return { ...b, ...stat, relPath: there.relPath, key: there.key, fileName: doc.fileName, folderId: doc.folderId };
+    });
+    const steps = cycle.flatMap((b, i) => {
+      const there = must(files[i]);
+      return contentStepsAt(s, b, there, there.sha256 !== b.sha256, docs[i]!.versionId !== b.versionId, docs[i]!);
+    });
+    const adopt: Action = { kind: 'adopt', base: rows[0]!, alongside: rows.slice(1), reason: 'renamed-alike' };
+    commitBase(s, cycle[0]!, [adopt, ...steps], false);
+    cycle.forEach((b, i) => {
+      s.decided.add(b.documentId);
+      s.consumedLocal.add(must(files[i]).key);
+      s.consumedDocs.add(docs[i]!.documentId);
+    });
+    return true;
+  }
+  return false;
+}
+
+/**
+ * The waiting entries from `start` on, each one's document now at the path of the next one, when that chain
+ * comes back to `start` (a rename cycle); null when it leaves the waiting entries or loops elsewhere.
+ */
+function renameCycleFrom(s: PassState, start: BaseEntry, waiting: ReadonlySet<string>): BaseEntry[] | null {
+  const cycle: BaseEntry[] = [];
+  for (let b: BaseEntry | undefined = start; cycle.length <= waiting.size; ) {
+    cycle.push(b);
+    const doc = s.view.remote.docs.get(b.documentId);
+    const next: BaseEntry | undefined = doc === undefined ? undefined : s.view.baseByKey.get(doc.key);
+    if (next === undefined || next === b || !waiting.has(next.documentId)) return null;
+    if (next === start) return cycle;
+    if (cycle.includes(next)) return null;
+    b = next;
+  }
+  return null;
 }
 
 /**

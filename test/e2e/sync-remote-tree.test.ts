@@ -108,6 +108,40 @@ describe('remote renames and moves', () => {
     await expectQuietPass(ws);
   });
 
+  it('names swapped alike on both sides (mv on disk, renames on the service): nothing transferred, no new version', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const a = c.createFolder(ws.binderId, { name: 'A' });
+    const x = c.addDocument(ws.binderId, a.id, 'x.txt', 'x v1').document;
+    const y = c.addDocument(ws.binderId, a.id, 'y.txt', 'y v1').document;
+    const z = c.addDocument(ws.binderId, a.id, 'z.txt', 'z v1').document;
+    await expectConvergedPass(ws);
+    const inoX = inodeOf(ws, 'A/x.txt');
+
+    // x <-> y swapped alike (z stays as it is), and y edited on the service too.
+    const dir = path.join(ws.local, 'A');
+    fs.renameSync(path.join(dir, 'x.txt'), path.join(dir, 't.txt'));
+    fs.renameSync(path.join(dir, 'y.txt'), path.join(dir, 'x.txt'));
+    fs.renameSync(path.join(dir, 't.txt'), path.join(dir, 'y.txt'));
+    c.renameDocument(x.id, 't.txt');
+    c.renameDocument(y.id, 'x.txt');
+    c.renameDocument(x.id, 'y.txt');
+    c.addVersion(y.id, 'y: remote edit');
+    const r = await expectConvergedPass(ws);
+    expect(r.report?.failures, explain(r)).toEqual([]);
+    expect([...r.report!.actions].sort(), explain(r)).toEqual(['adopt', 'download']);
+    expect(versionContents(ws, x.id)).toEqual(['x v1']);
+    expect(versionContents(ws, y.id)).toEqual(['y v1', 'y: remote edit']);
+    expect(versionContents(ws, z.id)).toEqual(['z v1']);
+    expect(inodeOf(ws, 'A/y.txt')).toBe(inoX);
+    expect(readLocal(ws, 'A/y.txt')).toBe('x v1');
+    expect(readLocal(ws, 'A/x.txt')).toBe('y: remote edit');
+    expect(trashHashes(ws)).toEqual([sha256('y v1')]); // replaced by the download, as any replaced file
+    expect([...localTree(ws.local).keys()].sort()).toEqual(['A/x.txt', 'A/y.txt', 'A/z.txt']);
+    expectSidesEqual(ws);
+    await expectQuietPass(ws);
+  });
+
   it('a remotely deleted folder: its files go to the local trash', async () => {
     ws = await createWorkspace();
     const c = ws.emulator.control;

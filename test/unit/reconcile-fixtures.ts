@@ -116,7 +116,7 @@ export function summarize(a: Action): string {
     case 'conflict':
       return `conflict ${a.relPath} ${a.doc.documentId}@${a.doc.versionId} base=${a.base?.documentId ?? 'none'} ${a.policy} copy=${a.conflictPath} upload-copy=${a.uploadConflictCopy}`;
     case 'adopt':
-      return `adopt ${a.base.documentId} ${a.reason}`;
+      return `adopt ${[a.base, ...(a.alongside ?? [])].map((row) => row.documentId).join(',')} ${a.reason}`;
     case 'forget':
       return `forget ${a.documentId} ${a.reason}`;
     case 'mkdir-local':

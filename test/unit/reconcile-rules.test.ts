@@ -447,6 +447,62 @@ describe('remote moves onto occupied paths', () => {
     expect(summarizeGroups(p.groups)).toEqual([['upload docs/a.txt -> dA:f1/b.txt local-modified replaces=dA']]);
     expect(codes(p)).toEqual(['path-collision docs/a.txt', 'path-collision docs/b.txt']);
   });
+  describe('names swapped alike on both sides (each file, by its inode, where its document now is)', () => {
+    /** Remote: dA -> b.txt, dB -> a.txt; locally the same (`mv a t; mv b a; mv t b`), contents as given. */
+    function swappedAlike(shaAtB: string, shaAtA: string): World {
+      const w = swap('hA');
+      w.file('docs/b.txt', shaAtB, { inode: statFor('hA').inode, ctimeMs: 7 });
+      w.file('docs/a.txt', shaAtA, { inode: statFor('hB').inode, ctimeMs: 7 });
+      return w;
+    }
+    const rowsOf = (p: ReturnType<typeof plan>) => {
+      const a = p.groups[0]?.[0];
+      return a?.kind === 'adopt' ? [a.base, ...(a.alongside ?? [])] : [];
+    };
+    it('unchanged: both base rows follow the files in one step, nothing is transferred', () => {
+      const p = plan(swappedAlike('hA', 'hB'));
+      expect(p.issues).toEqual([]);
+      expect(summarizeGroups(p.groups)).toEqual([['adopt dA,dB renamed-alike']]);
+      expect(rowsOf(p).map((r) => `${r.documentId} ${r.relPath} ${r.key} ${r.fileName} ${r.sha256} ${r.ctimeMs}`))
+        .toEqual(['dA docs/b.txt docs/b.txt b.txt hA 7', 'dB docs/a.txt docs/a.txt a.txt hB 7']);
+    });
+    it('an edit on each side follows, at the new path: the local edit uploaded, the remote one downloaded', () => {
+      const w = swappedAlike('hA2', 'hB');
+      w.doc('dB', 'docs/a.txt', 'v2', 'f1');
+      const p = plan(w);
+      expect(p.issues).toEqual([]);
+      expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([[
+        'adopt dA,dB renamed-alike',
+        'upload docs/b.txt -> dA:f1/b.txt local-modified replaces=dA',
+        'download docs/a.txt dB@v2',
+      ]]);
+      // The edited file's row keeps the base's hash and stat, so the edit is seen again if its upload fails.
+      expect(rowsOf(p).map((r) => `${r.relPath} ${r.sha256} ${r.versionId} ${r.ctimeMs}`))
+        .toEqual(['docs/b.txt hA v1 ' + statFor('hA').ctimeMs, 'docs/a.txt hB v1 7']);
+    });
+    it('a three-name cycle made alike is followed the same way', () => {
+      const w = swap('hA');
+      w.baseRow('dC', 'docs/c.txt', 'v1', 'f1', 'hC');
+      w.doc('dA', 'docs/b.txt', 'v1', 'f1');
+      w.doc('dB', 'docs/c.txt', 'v1', 'f1');
+      w.doc('dC', 'docs/a.txt', 'v1', 'f1');
+      w.file('docs/b.txt', 'hA', { inode: statFor('hA').inode });
+      w.file('docs/c.txt', 'hB', { inode: statFor('hB').inode });
+      w.file('docs/a.txt', 'hC', { inode: statFor('hC').inode });
+      const p = plan(w);
+      expect(p.issues).toEqual([]);
+      expect(summarizeGroups(p.groups)).toEqual([['adopt dA,dB,dC renamed-alike']]);
+      expect(rowsOf(p).map((r) => `${r.documentId} ${r.relPath}`)).toEqual(['dA docs/b.txt', 'dB docs/c.txt', 'dC docs/a.txt']);
+    });
+    it('one file not alike (another inode where its document went): broken as any rename cycle', () => {
+      const w = swappedAlike('hA', 'hB');
+      w.file('docs/a.txt', 'hB', { inode: 4242 });
+      const p = plan(w);
+      // As 'a swap of two modified files' above: each path holds content other than its base's.
+      expect(summarizeGroups(p.groups)).toEqual([['upload docs/a.txt -> dA:f1/b.txt local-modified replaces=dA']]);
+      expect(codes(p)).toEqual(['path-collision docs/a.txt', 'path-collision docs/b.txt']);
+    });
+  });
   it('remote delete + new doc at the same path: trash, then download, in one group', () => {
     const w = world();
     w.synced('d1', 'docs/a.txt', 'f1');

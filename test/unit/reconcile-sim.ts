@@ -37,6 +37,8 @@ export type SimOp =
   | { t: 'remote-move'; pick: number; folder: number }
   | { t: 'remote-delete'; pick: number }
   | { t: 'remote-add-folder-C' }
+  /** Two documents of one folder swap names on the service, and their files the same names locally (mv a t; mv b a; mv t b). */
+  | { t: 'swap-alike'; pick: number; other: number }
   | { t: 'remote-rename-folder'; folder: number; name: number }
   | { t: 'sync' };
 
@@ -179,6 +181,20 @@ export class SimWorld {
         return;
       }
       case 'remote-delete': { const d = docs[op.pick % Math.max(1, docs.length)]; if (d) this.docs.delete(d.id); return; }
+      case 'swap-alike': {
+        const d1 = docs[op.pick % Math.max(1, docs.length)];
+        const d2 = docs[(op.pick + 1 + op.other) % Math.max(1, docs.length)];
+        if (!d1 || !d2 || d1 === d2 || d1.folderId !== d2.folderId) return;
+        const p1 = this.docPath(d1);
+        const p2 = this.docPath(d2);
+        const f1 = this.local.get(p1);
+        const f2 = this.local.get(p2);
+        if (!f1 || !f2) return;
+        [d1.fileName, d2.fileName] = [d2.fileName, d1.fileName];
+        this.local.set(p1, this.relinked(f2));
+        this.local.set(p2, this.relinked(f1));
+        return;
+      }
       case 'remote-add-folder-C': if (!this.folders.has('fC')) this.folders.set('fC', { id: 'fC', name: 'C', parentId: null }); return;
       case 'remote-rename-folder': {
         const f = this.folders.get(folderIds[op.folder % folderIds.length] ?? 'fA');
@@ -297,7 +313,7 @@ export class SimWorld {
         return;
       }
       case 'conflict': this.resolveConflict(a); return;
-      case 'adopt': this.base.set(a.base.documentId, a.base); return;
+      case 'adopt': for (const row of [a.base, ...(a.alongside ?? [])]) this.base.set(row.documentId, row); return;
       case 'forget': this.base.delete(a.documentId); return;
       case 'mkdir-local': this.dirs.add(a.relPath); return;
     }
@@ -345,6 +361,7 @@ export const simOpArb: fc.Arbitrary<SimOp> = fc.oneof(
   { arbitrary: fc.record({ t: fc.constant('remote-move' as const), pick: fc.nat(20), folder: fc.nat(3) }), weight: 3 },
   { arbitrary: fc.record({ t: fc.constant('remote-delete' as const), pick: fc.nat(20) }), weight: 2 },
   { arbitrary: fc.constant({ t: 'remote-add-folder-C' as const }), weight: 1 },
+  { arbitrary: fc.record({ t: fc.constant('swap-alike' as const), pick: fc.nat(20), other: fc.nat(20) }), weight: 1 },
   { arbitrary: fc.record({ t: fc.constant('remote-rename-folder' as const), folder: fc.nat(3), name: fc.nat(FOLDER_NAMES.length - 1) }), weight: 1 },
   { arbitrary: fc.constant({ t: 'sync' as const }), weight: 4 },
 );
