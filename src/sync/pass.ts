@@ -1,11 +1,11 @@
 // One full pass for one pair: check the root, finish interrupted uploads, scan local, list remote,
 // reconcile (pure), then propagate. Used by `binder-sync sync` and by the daemon.
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
+import { ensureSameRoot, recordRootIdentity } from './moved-root.js';
 import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../local/fs-ops.js';
 import { detectCaseInsensitive, detectCaseInsensitiveWithoutWriting } from '../local/fs-probe.js';
 import { holdRoot } from '../local/root-lock.js';
@@ -223,6 +223,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       throw binderNotFound(pair, err);
     });
     ensureRoot(pair, store, log, !dryRun);
+    if (!dryRun) recordRootIdentity(pair, store);
     const caseInsensitive = dryRun ? detectCaseInsensitiveWithoutWriting(pair.localPath) : detectCaseInsensitive(pair.localPath);
     const serviceChangedFrom = serviceChange(store, client);
     if (serviceChangedFrom !== null) {
@@ -318,80 +319,6 @@ function keepStateDbInPlace(rt: PairRuntime): void {
   rt.store.close();
   rt.store = StateStore.open(file);
   rt.log.warn({ file }, `the state DB ${file} was deleted while binder-sync ran: written back from the copy it had open, nothing of it is lost (the trash and conflict copies that were deleted with it are gone)`);
-}
-
-/** Meta key: the local root this pair's state describes (its localPath when the state last accepted it). */
-const STATE_ROOT = 'localPath';
-
-/** How many base files the root-moved check looks for, and the share of them that must be there. */
-const MOVED_ROOT_SAMPLE = 200;
-const MOVED_ROOT_SHARE = 0.5;
-
-/**
- * A pair's base describes the files of one local folder. If the config now names another folder, the base
- * would be applied to whatever is there: a file of the same name becomes the next version of the synced
- * document ("local-modified"), and pointing two pairs at each other's roots mixes two binders. So a new
- * localPath is accepted only when it is the same folder (another path to it: a symlink, a bind mount) or holds
- * the synced files (the folder was moved or copied there: at least half of a sample of base files found there with
- * their content, see isSyncedFile;
- * one is enough when the recorded folder is gone, as after `mv`);
- * otherwise the pair is refused, as for a changed binderId. A state with no base, or from before this check,
- * just records the path.
- */
-function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir: string, log: Logger): void {
-  const recorded = store.getMeta(STATE_ROOT);
-  if (recorded === pair.localPath) return;
-  if (recorded === undefined || recorded === '' || store.countBase() === 0 || sameDirectory(recorded, pair.localPath)) {
-    store.setMeta(STATE_ROOT, pair.localPath);
-    return;
-  }
-  const sample = [...store.loadBase().values()].slice(0, MOVED_ROOT_SAMPLE);
-  const budget = { bytes: MOVED_ROOT_HASH_BYTES };
-  const present = sample.filter((b) => isSyncedFile(path.join(pair.localPath, b.relPath), b, budget)).length;
-  // With the old folder gone it was moved (or renamed): files edited since have other inodes and times, so one
-  // synced file found is enough. With it still there, the new one must hold most of them (a copy).
-  const oldGone = !fs.existsSync(recorded);
-  if (oldGone ? present > 0 : present >= sample.length * MOVED_ROOT_SHARE) {
-    store.setMeta(STATE_ROOT, pair.localPath);
-    log.info({ pair: pair.name, from: recorded, to: pair.localPath, matched: `${present}/${sample.length}` }, `the sync root is now ${pair.localPath} (was ${recorded}): it holds the synced files, so it is taken as the same folder moved or copied there`);
-    return;
-  }
-  throw new BinderSyncError(`pair ${pair.name}: its state was synced with the local folder ${recorded}, but the config now says ${pair.localPath}, which does not hold the synced files (${present} of ${sample.length} looked for)`, {
-    code: 'CONFIG_PAIR_ROOT_CHANGED',
-    retryable: false,
-    context: { pair: pair.name, recorded, configured: pair.localPath, state: pairStateDir },
-    hint: oldGone
-      ? `${recorded} is gone and ${pair.localPath} holds none of its files (same size, and inode or time); if the disk of ${recorded} is not mounted, mount it. To sync ${pair.localPath} as a new pair instead (its files would be uploaded into binder ${pair.binderId}), give the pair a new name. Nothing was changed.`
-      : `to go on with the synced folder, set localPath back to ${recorded} (or move that folder itself to the new path); to sync ${pair.localPath} as a new pair (its files would be uploaded into binder ${pair.binderId}), give the pair a new name. Nothing was changed.`,
-  });
-}
-
-/** How much the root-moved check may read to compare content (a sample of up to 200 files, once per new localPath). */
-const MOVED_ROOT_HASH_BYTES = 256 * 1024 * 1024;
-
-/**
- * The file at a base row's path in a new root is that synced file, moved or copied: the same size and the same
- * content (SHA-256, as the base records it), read while `budget` lasts; past it, a file moved with `mv` (the same
- * inode) still counts. Size and time are not enough: files written in the same clock tick share an mtime, and
- * two binders' `Docs/plan.txt` of one size are not one file (black-box round 10: two pairs' roots swapped).
- */
-function isSyncedFile(abs: string, b: BaseEntry, budget: { bytes: number }): boolean {
-  const st = fs.lstatSync(abs, { throwIfNoEntry: false });
-  if (st === undefined || !st.isFile() || st.size !== b.size) return false;
-  if (st.size > budget.bytes) return st.ino === b.inode;
-  budget.bytes -= st.size;
-  try {
-    return createHash('sha256').update(fs.readFileSync(abs)).digest('hex') === b.sha256;
-  } catch {
-    return false; // unreadable: no evidence either way
-  }
-}
-
-/** Both paths name one existing directory (same device and inode). */
-function sameDirectory(a: string, b: string): boolean {
-  const sa = fs.statSync(a, { throwIfNoEntry: false });
-  const sb = fs.statSync(b, { throwIfNoEntry: false });
-  return sa !== undefined && sb !== undefined && sa.isDirectory() && sa.dev === sb.dev && sa.ino === sb.ino;
 }
 
 /**

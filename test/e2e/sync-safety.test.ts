@@ -161,14 +161,45 @@ describe('a pair pointed at another local folder', () => {
     ws.writeConfig({ localPath: './other' });
     const r = await sync(ws);
     expect(r.code, r.stdout + r.stderr).toBe(2);
-    expect(r.stderr).toContain('which does not hold the synced files (0 of 10 looked for)');
+    expect(r.stderr).toContain(`while ${ws.local} still holds the synced files (10 of 10 looked at)`);
     expect(c.counters().commit).toBe(0);
-    // Copied with its times (cp -a), the folder is the synced one.
+    // Even an exact copy (cp -a: content and times) is refused while the synced folder is still there: two binders
+    // that share template files look just like that (black-box round 11, F2).
     const copy = path.join(ws.dir, 'copy');
     expect(spawnSync('cp', ['-a', ws.local, copy]).status).toBe(0);
     ws.writeConfig({ localPath: './copy' });
+    const refused = await sync(ws);
+    expect(refused.code, refused.stdout + refused.stderr).toBe(2);
+    expect(refused.stderr).toContain(`If ${copy} is a copy of it, move ${ws.local} away first`);
+    // With the original moved away, the copy is the synced folder.
+    fs.renameSync(ws.local, path.join(ws.dir, 'original'));
     const copied = await sync(ws);
     expect(copied.code, copied.stdout + copied.stderr).toBe(0);
+    expect(copied.stdout + copied.stderr).toContain(`the sync root is now ${copy}`);
+    expect(c.counters().commit).toBe(0);
+  });
+
+  it('is refused when the old folder is gone and the new one has a synced file\'s content but not its time (an empty file)', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'T' });
+    c.addDocument(ws.binderId, tab.id, '__init__.py', '');
+    for (let i = 0; i < 5; i++) c.addDocument(ws.binderId, tab.id, `f${i}.txt`, `content ${i}`);
+    expect((await sync(ws)).code).toBe(0);
+    const versionsBefore = versionCounts(ws);
+    fs.rmSync(ws.local, { recursive: true });
+    const other = path.join(ws.dir, 'unrelated');
+    fs.mkdirSync(path.join(other, 'T'), { recursive: true });
+    fs.writeFileSync(path.join(other, 'T/__init__.py'), '');
+    fs.writeFileSync(path.join(other, 'T/f1.txt'), 'an unrelated file');
+    const otherBefore = localTree(other);
+    ws.writeConfig({ localPath: './unrelated' });
+    const r = await sync(ws);
+    expect(r.code, r.stdout + r.stderr).toBe(2);
+    expect(r.stderr).toContain('which does not hold the synced files (0 of 6 looked for, 3 needed)');
+    expect(r.stderr).toContain(`${ws.local} is gone`);
+    expect(localTree(other)).toEqual(otherBefore);
+    expect(versionCounts(ws)).toEqual(versionsBefore);
     expect(c.counters().commit).toBe(0);
   });
 

@@ -1,0 +1,127 @@
+// A pair's state describes the files of one local folder. When the config names another folder, is it the
+// synced folder moved there, or some other folder? Decided once, when the pair opens (openPair).
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { PairConfig } from '../config/schema.js';
+import { BinderSyncError } from '../errors.js';
+import type { StateStore } from '../state/store.js';
+import type { BaseEntry } from './model.js';
+
+/** Meta key: the local root this pair's state describes (its localPath when the state last accepted it). */
+const STATE_ROOT = 'localPath';
+/** Meta key: that folder's own identity (identityOf): a folder moved with `mv` on one disk keeps it. */
+const STATE_ROOT_ID = 'localPathId';
+
+/** How many base files the checks look at, and the share of them that makes a folder "hold the synced files". */
+const SAMPLE = 200;
+const SHARE = 0.5;
+/** How much the check may read to compare content (once per new localPath). */
+const HASH_BYTES = 256 * 1024 * 1024;
+
+/**
+ * If the config now names another folder, the base would be applied to whatever is there: a file of the same name
+ * becomes the next version of the synced document, and pointing two pairs at each other's roots mixes two binders.
+ * So a new localPath is accepted only when it is
+ * - the same folder by another path (a symlink, a bind mount), or the recorded folder itself moved there (`mv` on
+ *   one disk: the folder keeps its device and inode, whatever was edited inside since);
+ * - or a copy of it, while the recorded folder no longer holds the synced files (gone, or an empty mount point):
+ *   at least half of a sample of synced files found there with their content and modification time (`cp -a`,
+ *   `rsync -a`, `mv` across disks all keep the time; an unrelated folder's `__init__.py` has the content, not the
+ *   time: black-box round 11, F1).
+ * While the recorded folder still holds them, a second folder with the same files is a copy or another pair's root
+ * (two binders that share template files: round 11, F2), so it is refused: the user moves one of them away.
+ * Refused like a changed binderId (exit 2); a state with no base, or from before this check, just records the path.
+ */
+export function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir: string, log: Logger): void {
+  const recorded = store.getMeta(STATE_ROOT);
+  if (recorded === pair.localPath) return;
+  const accept = () => {
+    store.setMeta(STATE_ROOT, pair.localPath);
+    recordRootIdentity(pair, store);
+  };
+  if (recorded === undefined || recorded === '' || store.countBase() === 0 || sameDirectory(recorded, pair.localPath)) return accept();
+  const id = identityOf(pair.localPath);
+  if (id !== null && id === store.getMeta(STATE_ROOT_ID)) {
+    accept();
+    log.info({ pair: pair.name, from: recorded, to: pair.localPath }, `the sync root is now ${pair.localPath} (was ${recorded}): it is the synced folder, moved there`);
+    return;
+  }
+  const sample = [...store.loadBase().values()].slice(0, SAMPLE);
+  const needed = Math.max(1, Math.ceil(sample.length * SHARE));
+  const refuse = (why: string, hint: string) =>
+    new BinderSyncError(`pair ${pair.name}: its state was synced with the local folder ${recorded}, but the config now says ${pair.localPath}, ${why}`, {
+      code: 'CONFIG_PAIR_ROOT_CHANGED',
+      retryable: false,
+      context: { pair: pair.name, recorded, configured: pair.localPath, state: pairStateDir },
+      hint: `${hint} To sync ${pair.localPath} as a new pair instead (its files would be uploaded into binder ${pair.binderId}), give the pair a new name. Nothing was changed.`,
+    });
+  const stillThere = sample.filter((b) => unchangedAt(path.join(recorded, b.relPath), b)).length;
+  if (stillThere >= needed) {
+    throw refuse(
+      `while ${recorded} still holds the synced files (${stillThere} of ${sample.length} looked at)`,
+      `to go on with the synced folder, set localPath back to ${recorded}. If ${pair.localPath} is a copy of it, move ${recorded} away first (or move that folder itself to the new path).`,
+    );
+  }
+  const budget = { bytes: HASH_BYTES };
+  const present = sample.filter((b) => copiedAt(path.join(pair.localPath, b.relPath), b, budget)).length;
+  if (present >= needed) {
+    accept();
+    log.info({ pair: pair.name, from: recorded, to: pair.localPath, matched: `${present}/${sample.length}` }, `the sync root is now ${pair.localPath} (was ${recorded}): it holds the synced files, so it is taken as the synced folder copied or moved there`);
+    return;
+  }
+  throw refuse(
+    `which does not hold the synced files (${present} of ${sample.length} looked for, ${needed} needed)`,
+    fs.existsSync(recorded)
+      ? `to go on with the synced folder, set localPath back to ${recorded} (or move that folder itself to the new path).`
+      : `${recorded} is gone and ${pair.localPath} does not hold its files (with their content and modification time); if the disk of ${recorded} is not mounted, mount it.`,
+  );
+}
+
+/** Records the sync root's identity when it changed (the root created, moved, or first seen by this version). */
+export function recordRootIdentity(pair: PairConfig, store: StateStore): void {
+  const id = identityOf(pair.localPath);
+  if (id !== null && store.getMeta(STATE_ROOT_ID) !== id) store.setMeta(STATE_ROOT_ID, id);
+}
+
+/**
+ * `dev:ino:birth`. Inode numbers are reused at once (`rm -rf root; mkdir other` may give other the root's), so
+ * without a birth time (a filesystem that keeps none) a folder has no identity to go by.
+ */
+function identityOf(dir: string): string | null {
+  const st = fs.statSync(dir, { throwIfNoEntry: false, bigint: true });
+  if (st?.isDirectory() !== true || st.birthtimeNs === 0n) return null;
+  return `${st.dev}:${st.ino}:${st.birthtimeNs}`;
+}
+
+/** The synced file is still where the base saw it, untouched: its inode, size and modification time. */
+function unchangedAt(abs: string, b: BaseEntry): boolean {
+  const st = fs.lstatSync(abs, { throwIfNoEntry: false });
+  return st !== undefined && st.isFile() && st.ino === b.inode && st.size === b.size && st.mtimeMs === b.mtimeMs;
+}
+
+/**
+ * The file at a base row's path in another folder is that synced file, copied or moved with its time: the same
+ * size and modification time, and the same content (SHA-256, as the base records it) while `budget` lasts; past
+ * it, the same inode. Content alone is not enough (an empty file, a template two binders share), nor are size
+ * and time (files written in one clock tick share an mtime: black-box round 10).
+ */
+function copiedAt(abs: string, b: BaseEntry, budget: { bytes: number }): boolean {
+  const st = fs.lstatSync(abs, { throwIfNoEntry: false });
+  if (st === undefined || !st.isFile() || st.size !== b.size || st.mtimeMs !== b.mtimeMs) return false;
+  if (st.size > budget.bytes) return st.ino === b.inode;
+  budget.bytes -= st.size;
+  try {
+    return createHash('sha256').update(fs.readFileSync(abs)).digest('hex') === b.sha256;
+  } catch {
+    return false; // unreadable: no evidence either way
+  }
+}
+
+/** Both paths name one existing directory (same device and inode). */
+function sameDirectory(a: string, b: string): boolean {
+  const sa = fs.statSync(a, { throwIfNoEntry: false });
+  const sb = fs.statSync(b, { throwIfNoEntry: false });
+  return sa !== undefined && sb !== undefined && sa.isDirectory() && sa.dev === sb.dev && sa.ino === sb.ino;
+}
