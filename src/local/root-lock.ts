@@ -5,6 +5,10 @@
 // real path: nothing is written into the root or anywhere on disk, it is seen across users and configs on the
 // machine, and the kernel drops it when the process ends, however it ends (no stale lock after a crash). A second
 // process finds the name taken and asks the holder who it is (pid, pair, stateDir) to say so.
+// Nested roots are one tree too (a root inside another process's root: each would upload the other binder's
+// files, black-box round 11, F3): a holder also marks each folder above its root with a name of its own, and a
+// process refuses a root below a held one (the held root's name answers) or above one (a marker of it is listed
+// in /proc/net/unix, where the kernel shows every abstract socket of this network namespace).
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -38,6 +42,7 @@ export async function holdRoot(root: string, me: Omit<RootHolder, 'pid'>): Promi
   const answer = `${JSON.stringify({ pid: process.pid, ...me })}\n`;
   const taken: string[] = [];
   const names = namesOf(root);
+  await refuseNested(root);
   for (const name of names) {
     const mine = held.get(name);
     if (mine !== undefined) {
@@ -60,17 +65,13 @@ export async function holdRoot(root: string, me: Omit<RootHolder, 'pid'>): Promi
     }
     if (!inUse) continue; // no abstract sockets here (a sandbox without AF_UNIX): nothing to hold
     for (const t of taken) releaseName(t, me.pair);
-    const other = await askHolder(name);
-    const who = other ? ` (pid ${other.pid}, pair ${other.pair}, stateDir ${other.stateDir})` : '';
-    throw new BinderSyncError(`the local root ${root} is being synced by another binder-sync process${who}`, {
-      code: 'ROOT_LOCKED',
-      retryable: true,
-      context: { localPath: root, ...(other ? { holder: other } : {}) },
-      hint:
-        'two processes syncing one folder with different stateDirs would upload every change twice: stop the other one, ' +
-        'or run both from one config (one stateDir: the second then waits for the first). Nothing was changed.',
-    });
+    throw rootLocked(root, await askHolder(name), 'is being synced by another binder-sync process');
   }
+  // Checked again once held: two processes that took nested roots at the same instant both saw nothing before.
+  await refuseNested(root).catch((err: unknown) => {
+    for (const t of taken) releaseName(t, me.pair);
+    throw err;
+  });
   const key = holdKey(root, me.pair);
   holds.set(key, [...new Set([...(holds.get(key) ?? []), ...names.filter((n) => held.get(n)?.pairs.has(me.pair) === true)])]);
 }
@@ -91,21 +92,82 @@ function releaseName(name: string, pair: string): void {
   held.delete(name);
 }
 
+function rootLocked(root: string, other: RootHolder | null, what: string): BinderSyncError {
+  const who = other ? ` (pid ${other.pid}, pair ${other.pair}, stateDir ${other.stateDir})` : '';
+  return new BinderSyncError(`the local root ${root} ${what}${who}`, {
+    code: 'ROOT_LOCKED',
+    retryable: true,
+    context: { localPath: root, ...(other ? { holder: other } : {}) },
+    hint:
+      'two processes syncing one folder (or one inside the other) with different stateDirs would upload every change ' +
+      'twice, or each other\'s files into their binders: stop the other one, or run both from one config (one stateDir: ' +
+      'the second then waits for the first; one config refuses overlapping roots). Nothing was changed.',
+  });
+}
+
+const hashOf = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 32);
+const rootName = (real: string) => `\0binder-sync-root-${hashOf(real)}`;
+/** Marks `above` as a folder with a held root below it: one name per (folder, root), so sibling roots both mark it. */
+const markerPrefix = (above: string) => `\0binder-sync-in-${hashOf(above)}-`;
+
+function realPathOf(root: string): string {
+  const resolved = path.resolve(root);
+  try {
+    return fs.realpathSync(resolved);
+  } catch {
+    return resolved; // not created yet: its path as configured
+  }
+}
+
+/** The folders above a real path, nearest first, up to and without the filesystem root. */
+function foldersAbove(real: string): string[] {
+  const out: string[] = [];
+  for (let d = path.dirname(real); d !== path.dirname(d); d = path.dirname(d)) out.push(d);
+  return out;
+}
+
+/** Throws ROOT_LOCKED when another process holds a root above `root` or below it. */
+async function refuseNested(root: string): Promise<void> {
+  const real = realPathOf(root);
+  for (const above of foldersAbove(real)) {
+    const name = rootName(above);
+    if (held.has(name)) continue; // this process's own (one config cannot nest roots: config/checks.ts)
+    const other = await askHolder(name);
+    if (other !== null) throw rootLocked(root, other, `is inside ${above}, which is being synced by another binder-sync process`);
+  }
+  const prefix = markerPrefix(real);
+  const below = abstractNames().find((n) => n.startsWith(prefix) && !held.has(n));
+  if (below !== undefined) throw rootLocked(root, await askHolder(below), 'holds a folder that is being synced by another binder-sync process');
+}
+
+/** The abstract socket names of this network namespace (leading NUL kept); none when /proc cannot be read. */
+function abstractNames(): string[] {
+  let text: string;
+  try {
+    text = fs.readFileSync('/proc/net/unix', 'utf8');
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    const at = line.indexOf(' @binder-sync-in-');
+    // Node binds an abstract name padded with NULs to the whole address, which the kernel shows as '@'.
+    if (at >= 0) out.push(`\0${line.slice(at + 2).trim().replace(/@+$/, '')}`);
+  }
+  return out;
+}
+
 /**
  * The socket names of a root: one for its real path (through symlinks; its path as configured while it does not
- * exist yet), and one for the directory itself (device and inode) when it exists, which a bind mount of it shares.
+ * exist yet), one for the directory itself (device, inode and birth time) when it exists, which a bind mount of it shares, and
+ * a marker for each folder above it (refuseNested).
  */
 function namesOf(root: string): string[] {
-  let real = path.resolve(root);
-  try {
-    real = fs.realpathSync(real);
-  } catch {
-    // not created yet: its path as configured
-  }
-  const hash = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 32);
-  const names = [`\0binder-sync-root-${hash(real)}`];
+  const real = realPathOf(root);
+  const names = [rootName(real)];
   const st = fs.statSync(real, { throwIfNoEntry: false, bigint: true });
-  if (st?.isDirectory() === true) names.push(`\0binder-sync-dir-${hash(`${st.dev}:${st.ino}`)}`);
+  if (st?.isDirectory() === true) names.push(`\0binder-sync-dir-${hashOf(`${st.dev}:${st.ino}:${st.birthtimeNs}`)}`); // birth: inode numbers are reused
+  for (const above of foldersAbove(real)) names.push(`${markerPrefix(above)}${hashOf(real)}`);
   return names;
 }
 

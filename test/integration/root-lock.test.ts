@@ -76,6 +76,36 @@ describe.skipIf(process.platform !== 'linux')('one process per sync root', () =>
     expect((await tryInChild(root)).code).toBe(0);
   });
 
+  it('a root inside or above another process\'s root is refused; a sibling is not (black-box round 11, F3)', async () => {
+    const root = path.join(dir, 'root');
+    fs.mkdirSync(path.join(root, 'Docs', 'Sub'), { recursive: true });
+    fs.mkdirSync(path.join(dir, 'sibling'));
+    const holder = await holderChild(root);
+    cleanups.push(holder.kill);
+    const inside = path.join(root, 'Docs', 'Sub');
+    await expect(holdRoot(inside, { pair: 'me', stateDir: '/me' })).rejects.toMatchObject({
+      code: 'ROOT_LOCKED',
+      message: `the local root ${inside} is inside ${root}, which is being synced by another binder-sync process (pid ${holder.pid}, pair holder, stateDir /holder-state)`,
+    });
+    await expect(holdRoot(dir, { pair: 'me', stateDir: '/me' })).rejects.toMatchObject({
+      code: 'ROOT_LOCKED',
+      message: `the local root ${dir} holds a folder that is being synced by another binder-sync process (pid ${holder.pid}, pair holder, stateDir /holder-state)`,
+    });
+    expect((await tryInChild(path.join(dir, 'sibling'))).code).toBe(0);
+    // This process as the holder, of a root deep down: a child is refused above it and inside it.
+    holder.kill();
+    await new Promise((r) => setTimeout(r, 300));
+    await holdRoot(inside, { pair: 'deep', stateDir: '/s' });
+    cleanups.push(() => releaseRoot(inside, 'deep'));
+    for (const other of [root, path.join(inside, 'x')]) {
+      fs.mkdirSync(other, { recursive: true });
+      const refused = await tryInChild(other);
+      expect(refused.code, refused.said).toBe(5);
+      expect(refused.said).toContain(`(pid ${process.pid}, pair deep, stateDir /s)`);
+    }
+    expect((await tryInChild(path.join(dir, 'sibling'))).code).toBe(0);
+  });
+
   it('is let go when the last pair holding it in this process releases it (a reload that removes or moves the pair)', async () => {
     const root = path.join(dir, 'root');
     fs.mkdirSync(root);
