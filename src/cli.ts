@@ -36,7 +36,7 @@ Exit codes:
        (see sync --force)
   5    another instance holds the stateDir's lock
   6    local filesystem failure (sync root missing or not writable,
-       disk full, permission denied)
+       disk full, permission denied, a damaged state DB)
   130  forced stop (a second Ctrl-C)
 
 \`binder-sync help <command>\` shows a command's options. In a checkout

@@ -15,15 +15,21 @@ export const ExitCode = {
   blocked: 4,
   /** Another instance holds the lock of this stateDir. */
   locked: 5,
-  /** Local filesystem failure (sync root missing, disk full, permission denied). */
+  /** Local filesystem failure (sync root missing, disk full, permission denied, a damaged or replaced state DB). */
   local: 6,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 
 /**
- * Error codes that mean the local filesystem failed (exit 6): LOCAL_* and PATH_ESCAPE, but not LOCAL_CHANGED,
+ * Error codes that mean the local filesystem failed (exit 6): LOCAL_*, PATH_ESCAPE and an unusable state DB, but not LOCAL_CHANGED,
  * which only says a program was writing the file meanwhile (the next pass takes it up: exit 1).
  */
 export function isLocalFailure(code: string): boolean {
-  return (code.startsWith('LOCAL') && code !== 'LOCAL_CHANGED') || code === 'PATH_ESCAPE';
+  return (code.startsWith('LOCAL') && code !== 'LOCAL_CHANGED') || code === 'PATH_ESCAPE' || STATE_DB_UNUSABLE.has(code);
 }
+
+/**
+ * The state DB cannot be used (damaged, replaced under the process, not creatable, written by a newer version): no
+ * pass ran, which exit 1 ("something is left") would hide from a wrapper script (black-box round 11, F6).
+ */
+const STATE_DB_UNUSABLE = new Set(['STATE_CORRUPT', 'STATE_REPLACED', 'STATE_OPEN', 'STATE_NOT_CREATED', 'STATE_TOO_NEW']);

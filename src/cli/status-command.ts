@@ -60,7 +60,7 @@ export interface PairStatus {
   state: PairState;
   /** Path of the pair's state DB; null `stateError` means it was read (or does not exist yet). */
   stateDb: string;
-  /** Why the state DB could not be read (status then exits 2); null when fine. */
+  /** Why the state DB could not be read (status then exits 6); null when fine. */
   stateError: string | null;
   lastPassAt: string | null;
   lastPollAt: string | null;
@@ -119,7 +119,8 @@ function statusCommand(opts: StatusOptions): number {
   }
   const doc = collectStatus(config, pairs, path.resolve(opts.config));
   process.stdout.write(opts.json ? `${JSON.stringify(doc, null, 2)}\n` : formatStatus(doc, new Date()));
-  return doc.pairs.some((p) => p.stateError !== null) ? ExitCode.usage : ExitCode.ok;
+  // A state DB that cannot be read is a local failure, as for `sync` (exit-codes.ts): not a bad command line.
+  return doc.pairs.some((p) => p.stateError !== null) ? ExitCode.local : ExitCode.ok;
 }
 
 /** Reads everything status shows. Never writes: the DBs are opened read-only, the lock is only read. */

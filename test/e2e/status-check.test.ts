@@ -351,7 +351,7 @@ describe('binder-sync status', () => {
     expect(after.pairs[0]?.state).toBe('not-running');
   });
 
-  it('exits 2 when a state DB cannot be read, and still shows the other pairs', async () => {
+  it('exits 6 when a state DB cannot be read, and still shows the other pairs', async () => {
     const ws = await workspace();
     const other = ws.emulator.control.createBinder({ name: 'Other' });
     ws.writeConfig({}, { pairs: [
@@ -361,12 +361,12 @@ describe('binder-sync status', () => {
     fs.mkdirSync(path.join(ws.stateDir, 'main'), { recursive: true });
     fs.writeFileSync(path.join(ws.stateDir, 'main', 'state.db'), 'this is not a database, just some text that is long enough'.repeat(20));
     const r = await status(ws, '--json');
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(6);
     const doc = JSON.parse(r.stdout) as StatusDocument;
     expect(doc.pairs.map((p) => [p.name, p.state])).toEqual([['main', 'error'], ['second', 'never-synced']]);
     expect(doc.pairs[0]?.stateError).toMatch(/corrupt or not a SQLite database/);
     const human = await status(ws);
-    expect(human.code).toBe(2);
+    expect(human.code).toBe(6);
     expect(human.stdout).toMatch(/^  state DB +UNREADABLE: /m);
   });
 
@@ -380,7 +380,7 @@ describe('binder-sync status', () => {
     expect(pair?.stateError).toMatch(/is empty \(0 bytes\)/);
     // And a pass refuses it rather than starting over as a pair that never synced.
     const s = await sync(ws);
-    expect(s.code).not.toBe(0);
+    expect(s.code).toBe(6); // no pass ran: not 1, "something is left" (black-box round 11, F6)
     expect(s.stderr).toMatch(/is empty \(0 bytes\).*move it aside/s);
   });
 
@@ -394,8 +394,9 @@ describe('binder-sync status', () => {
     db.pragma('user_version = 99');
     db.close();
     const r = await status(ws, '--json');
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(6);
     expect((JSON.parse(r.stdout) as StatusDocument).pairs[0]?.stateError).toMatch(/schema version 99, newer than/);
+    expect((await sync(ws)).code).toBe(6);
     const again = new Database(dbFile, { readonly: true });
     expect(again.pragma('user_version', { simple: true })).toBe(99);
     again.close();
