@@ -43,7 +43,10 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
   if (r.plan.blocked) {
     lines.push(`[${r.pair}] STOPPED: ${r.plan.blocked.message}`);
   } else if (ex) {
-    const done = describeDone(ex) || 'nothing to do';
+    // Failed and postponed steps count too: "nothing to do" above a FAILED line read as a pass with no work.
+    const postponed = ex.failures.filter((f) => f.postponed === true).length;
+    const failed = ex.failures.length - postponed;
+    const done = [describeDone(ex), failed > 0 ? `${failed} failed` : '', postponed > 0 ? `${postponed} postponed` : ''].filter((x) => x !== '').join(', ') || 'nothing to do';
     lines.push(`[${r.pair}] ${done}; ${fmtBytes(ex.bytesDownloaded)} down, ${fmtBytes(ex.bytesUploaded)} up in ${(r.durationMs / 1000).toFixed(1)} s`);
     if (ex.restored) {
       const n = ex.restored.count;

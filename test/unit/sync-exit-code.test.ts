@@ -44,6 +44,14 @@ describe('sync exit code of a pass with failures', () => {
     const remote = summarizeReport(reportWith([failure('REMOTE_CHANGED', { postponed: true })]), false);
     expect(remote).toContain('[main] postponed upload Docs/a.txt: its document changed on the service meanwhile; the next pass takes it up');
   });
+  it('counts failed and postponed steps in the summary line: not "nothing to do" above a FAILED line (black-box round 11, F7)', () => {
+    const text = summarizeReport(reportWith([failure('STORAGE_FAILED', { kind: 'download' })]), false);
+    expect(text).toMatch(/^\[main\] 1 failed; 0 B down, 0 B up in /m);
+    expect(text).not.toContain('nothing to do');
+    const mixed = summarizeReport({ ...reportWith([failure('LOCAL_CHANGED', { postponed: true }), failure('LOCAL_IO')]), execution: { ...reportWith([]).execution!, done: { download: 2 }, failures: [failure('LOCAL_CHANGED', { postponed: true }), failure('LOCAL_IO')] } }, false);
+    expect(mixed).toMatch(/^\[main\] 2 download, 1 failed, 1 postponed; /m);
+    expect(summarizeReport(reportWith([]), false)).toMatch(/^\[main\] nothing to do; /m);
+  });
 });
 
 describe("the daemon's pass line", () => {
