@@ -41,6 +41,7 @@ const schemas = {
     drop: z.boolean().optional(),
     truncate: z.boolean().optional(),
     invalidBody: z.boolean().optional(),
+    emptyList: z.boolean().optional(),
     times: z.number().int().min(1).optional(),
     probability: z.number().min(0).max(1).optional(),
   }),

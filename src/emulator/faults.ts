@@ -10,6 +10,7 @@ export interface FaultEffects {
   retryAfterSeconds: number | undefined;
   truncate: boolean;
   invalidBody: boolean;
+  emptyList: boolean;
 }
 
 interface ActiveFault {
@@ -44,11 +45,12 @@ export class FaultInjector {
       if (a.remaining <= 0 || (a.fault.route !== '*' && a.fault.route !== route)) continue;
       if (a.fault.probability !== undefined && this.random() >= a.fault.probability) continue;
       a.remaining--;
-      effects ??= { latencyMs: 0, drop: false, status: undefined, retryAfterSeconds: undefined, truncate: false, invalidBody: false };
+      effects ??= { latencyMs: 0, drop: false, status: undefined, retryAfterSeconds: undefined, truncate: false, invalidBody: false, emptyList: false };
       effects.latencyMs += a.fault.latencyMs ?? 0;
       effects.drop ||= a.fault.drop === true;
       effects.truncate ||= a.fault.truncate === true;
       effects.invalidBody ||= a.fault.invalidBody === true;
+      effects.emptyList ||= a.fault.emptyList === true;
       effects.status ??= a.fault.status;
       effects.retryAfterSeconds ??= a.fault.retryAfterSeconds;
     }

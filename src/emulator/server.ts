@@ -147,6 +147,7 @@ export function createDispatcher(deps: DispatchDeps) {
       reply = problemReply(err instanceof HttpProblem ? err : new HttpProblem(500, 'internal error'));
     }
     if (res.destroyed) return;
+    if (fx?.emptyList && reply.kind !== 'file') reply = json(200, []);
     if (fx?.invalidBody && reply.kind !== 'file') reply = json(200, invalidBodyFor(def.route));
     sendReply(res, reply, { truncate: fx?.truncate === true, corrupt: fx?.invalidBody === true, gzip: deps.compressJson && acceptsGzip(req) });
   };

@@ -220,6 +220,8 @@ export interface Fault {
   drop?: boolean;
   truncate?: boolean;
   invalidBody?: boolean;
+  /** Answers a list route 200 with `[]` (a valid answer that lies: the binder's folders missing at once). */
+  emptyList?: boolean;
   /** How many matching requests it hits; default unlimited. */
   times?: number;
   /** 0..1, drawn from the seeded PRNG. */

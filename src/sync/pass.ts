@@ -756,6 +756,9 @@ async function removeVacatedDirs(rt: PairRuntime, dirs: ReadonlySet<string>, rem
  */
 function foldersGone(rt: PairRuntime, raw: RawListing | null, remote: RemoteObservation): string[] {
   if (raw?.walkedTree !== true || rt.pair.direction === 'upload') return [];
+  // A listing that placed documents under folders it did not list is not a picture of the tree: a folder missing
+  // from it may be missing only from this answer (a top-level listing answered [] once: black-box round 11, F8).
+  if (remote.unmappable.some((u) => u.inconsistent === true)) return [];
   const now = new Set([...remote.folders.values()].map((f) => f.key));
   return rt.store.loadFolders().filter((f) => !now.has(f.key)).map((f) => f.relPath);
 }

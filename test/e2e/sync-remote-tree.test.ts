@@ -142,6 +142,26 @@ describe('remote renames and moves', () => {
     await expectQuietPass(ws);
   });
 
+  it('a listing of the top folders answered [] removes no local folder, not even an empty one (black-box round 11, F8)', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const a = c.createFolder(ws.binderId, { name: 'A' });
+    c.createFolder(ws.binderId, { name: 'Empty' });
+    c.addDocument(ws.binderId, a.id, 'a.txt', 'a');
+    await expectConvergedPass(ws);
+    expect(localDirs(ws.local)).toEqual(['A', 'Empty']);
+    c.injectFault({ route: 'folders', emptyList: true }); // every time during this pass (a retry meets it too)
+    const r = await syncJson(ws, ['--walk-folders']);
+    c.clearFaults();
+    expect(r.code, explain(r)).toBe(1);
+    expect(issueCodes(r)).toEqual(['remote-tree-inconsistent A/a.txt']);
+    expect(localDirs(ws.local)).toEqual(['A', 'Empty']);
+    expect(readLocal(ws, 'A/a.txt')).toBe('a');
+    expect(trashHashes(ws)).toEqual([]);
+    await expectConvergedPass(ws, ['--walk-folders']);
+    expect(localDirs(ws.local)).toEqual(['A', 'Empty']);
+  });
+
   it('a remotely deleted folder: its files go to the local trash', async () => {
     ws = await createWorkspace();
     const c = ws.emulator.control;
