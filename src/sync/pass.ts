@@ -19,7 +19,7 @@ import { StateStore } from '../state/store.js';
 import { executePlan, mergeExecutions, type ActionFailure, type ExecutionReport } from './executor.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { compileMetadataRules, type MetadataResolver } from './metadata-rules.js';
-import type { Action, BaseEntry, Issue, LocalObservation, Plan, ReconcileContext, RemoteObservation } from './model.js';
+import { notUploadingBecause, type Action, type BaseEntry, type Issue, type LocalObservation, type Plan, type ReconcileContext, type RemoteObservation } from './model.js';
 import { INFORMATIONAL_ISSUES } from './issue-groups.js';
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
@@ -589,9 +589,11 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
       report.execution = mergeExecutions(first, await executePlan(rest, deps));
     }
     const refused = rememberRefused(rt, plan, report.execution, now().getTime());
-    if (refused.length > 0) {
-      // Said this pass as every later pass says it (withheldAsRefused): an item not synced, not the pair's error.
-      plan = { ...plan, issues: [...plan.issues, ...refused] };
+    const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx);
+    if (refused.length > 0 || keptLocal.length > 0) {
+      // Said this pass as every later pass says it (withheldAsRefused, planLocalFile): an item not synced, not the
+      // pair's error. A download-only pair's conflict copy exited 0 in its pass and 1 in the next (round 11, F5).
+      plan = { ...plan, issues: [...plan.issues, ...refused, ...keptLocal] };
       report.plan = plan;
       report.issues = plan.issues;
     }
@@ -1130,6 +1132,19 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
 export function conflictTag(d: Date): string {
   const iso = d.toISOString();
   return `${iso.slice(0, 10)} ${iso.slice(11, 19).replace(/:/g, '')}`;
+}
+
+/**
+ * The conflict copies this pass kept locally without uploading them (a pair that does not upload): local files
+ * with no document, reported as the next pass reports them (planLocalFile).
+ */
+function conflictCopiesKeptLocal(plan: Plan, execution: ExecutionReport, ctx: ReconcileContext): Issue[] {
+  const kept = new Set(execution.conflicts.flatMap((c) => (c.conflictPath !== null ? [c.conflictPath] : [])));
+  return plan.groups.flat().flatMap((a) =>
+    a.kind === 'conflict' && a.policy === 'keep-both' && !a.uploadConflictCopy && kept.has(a.conflictPath)
+      ? [{ relPath: a.conflictPath, code: 'local-change-not-uploaded' as const, detail: `${notUploadingBecause(ctx)}: local changes are not uploaded` }]
+      : [],
+  );
 }
 
 /** Issues that leave a pass converged (INFORMATIONAL_ISSUES), and so may stand beside the in-sync mark. */
