@@ -160,7 +160,8 @@ interface QueuedWrite {
 export class StateStore {
   private closed = false;
   /** The file open() opened (device and inode), to notice it deleted or replaced under a running process. */
-  private identity: { dev: number; ino: number } | null = null;
+  /** The file opened, and the largest size seen of it: SQLite never shrinks it here (no VACUUM, no auto_vacuum). */
+  private identity: { dev: number; ino: number; size: number } | null = null;
   private readonly stmts;
   /** Runs its argument in a transaction (a savepoint when nested); built once, not per call. */
   private readonly runTransaction: (fn: () => unknown) => unknown;
@@ -250,7 +251,7 @@ export class StateStore {
       migrate(db, file);
       const store = new StateStore(db, file);
       const st = fs.statSync(file);
-      store.identity = { dev: st.dev, ino: st.ino };
+      store.identity = { dev: st.dev, ino: st.ino, size: st.size };
       return store;
     } catch (err) {
       db?.close();
@@ -378,14 +379,18 @@ export class StateStore {
 
   /**
    * Whether the file this store has open is still the one at its path: 'missing' when it was deleted (an
-   * `rm -rf` of the stateDir while a daemon runs), 'replaced' when another file took its name. A store not
-   * opened by open() is always 'in-place'.
+   * `rm -rf` of the stateDir while a daemon runs), 'replaced' when another file took its name, 'truncated' when it
+   * is smaller than it was (another program cut it: the pages past its end are gone, from this connection too). A
+   * store not opened by open() is always 'in-place'.
    */
-  whereabouts(): 'in-place' | 'missing' | 'replaced' {
+  whereabouts(): 'in-place' | 'missing' | 'replaced' | 'truncated' {
     if (this.identity === null) return 'in-place';
     const st = fs.statSync(this.file, { throwIfNoEntry: false });
     if (st === undefined) return 'missing';
-    return st.dev === this.identity.dev && st.ino === this.identity.ino ? 'in-place' : 'replaced';
+    if (st.dev !== this.identity.dev || st.ino !== this.identity.ino) return 'replaced';
+    if (st.size < this.identity.size) return 'truncated';
+    this.identity.size = st.size;
+    return 'in-place';
   }
 
   /**

@@ -305,6 +305,15 @@ function keepStateDbInPlace(rt: PairRuntime): void {
   const where = rt.store.whereabouts();
   if (where === 'in-place') return;
   const file = rt.store.file;
+  if (where === 'truncated') {
+    // Unlike a deleted file, a cut one is lost to this connection too: only a new state can go on (round 11, F4).
+    throw new BinderSyncError(`pair ${rt.pair.name}: the state DB ${file} was cut short by another program while this process had it open; it is damaged`, {
+      code: 'STATE_CORRUPT',
+      retryable: false,
+      context: { pair: rt.pair.name, file },
+      hint: `stop binder-sync and move ${file} (with its -wal and -shm) aside; the next start syncs this pair as new: files equal on both sides are taken as synced, different ones are kept both ways. Nothing more was synced for this pair.`,
+    });
+  }
   if (where === 'replaced') {
     throw new BinderSyncError(`pair ${rt.pair.name}: the state DB ${file} was replaced by another file while this process had it open`, {
       code: 'STATE_REPLACED',

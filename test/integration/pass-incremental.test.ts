@@ -610,6 +610,15 @@ describe('the state DB deleted or replaced under a running process', () => {
     fs.renameSync(aside, stateFile());
     await expect(runPass(rt)).rejects.toMatchObject({ code: 'STATE_REPLACED' });
   });
+
+  it('cut short by another program (truncated): the pass stops as damaged, with the move-aside hint, and sends nothing', async () => {
+    expect((await runPass(rt)).execution?.done.download).toBe(5);
+    fs.writeFileSync(local('Docs/new.txt'), 'new');
+    fs.truncateSync(stateFile(), 0);
+    emu.control.resetCounters();
+    await expect(runPass(rt)).rejects.toMatchObject({ code: 'STATE_CORRUPT', message: expect.stringContaining('was cut short by another program') });
+    expect(emu.control.counters().commit).toBe(0);
+  });
 });
 
 describe('the in-sync mark beside remote items an ignore rule leaves out (informational issues)', () => {
