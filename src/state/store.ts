@@ -769,4 +769,22 @@ function migrate(db: Database.Database, file: string): void {
       db.pragma(`user_version = ${v + 1}`);
     })();
   }
+  assertTablesPresent(db, file);
+}
+
+/**
+ * Every table the migrations made is there: a DB edited by hand (a table dropped) would otherwise fail at the
+ * first query with SQLite's bare "no such table", and exit 1 as if a pass had run (black-box round 12, G5).
+ */
+function assertTablesPresent(db: Database.Database, file: string): void {
+  const expected = new Set(MIGRATIONS.flatMap((sql) => [...sql.matchAll(/CREATE TABLE (\w+)/g)].map((m) => m[1]!)));
+  const present = new Set(db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck(true).all() as string[]);
+  const missing = [...expected].filter((t) => !present.has(t));
+  if (missing.length === 0) return;
+  throw new BinderSyncError(`State DB ${file} is damaged: its table${missing.length === 1 ? '' : 's'} ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} missing`, {
+    code: 'STATE_CORRUPT',
+    retryable: false,
+    context: { file, missing },
+    hint: 'restore it from a backup, or move it aside (e.g. add .broken to its name) to rebuild the state: the next pass then compares content, and differences become conflicts',
+  });
 }

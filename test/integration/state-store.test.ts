@@ -134,6 +134,19 @@ describe('open and migrations', () => {
     expect(err.hint).toMatch(/move the file aside/);
   });
 
+  it('reports a DB with a table dropped as STATE_CORRUPT naming the table, from open and from the dry run\'s copy', () => {
+    StateStore.open(dbFile).close();
+    const raw = new Database(dbFile);
+    raw.exec('DROP TABLE base');
+    raw.close();
+    for (const open of [() => StateStore.open(dbFile), () => StateStore.openScratchCopy(dbFile)]) {
+      const err = caught(open);
+      expect(err.code).toBe('STATE_CORRUPT');
+      expect(err.message).toContain('its table base is missing');
+      expect(err.hint).toMatch(/move it aside/);
+    }
+  });
+
   it('reports a path that cannot be a DB file (a directory) as STATE_OPEN', () => {
     fs.mkdirSync(dbFile, { recursive: true });
     const err = caught(() => StateStore.open(dbFile));
