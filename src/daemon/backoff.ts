@@ -36,6 +36,7 @@ const FATAL_CODES = new Set([
   'STATE_CORRUPT',
   'PAIR_READ_ONLY',
   'PASS_BLOCKED', // a safety gate stopped the pass: someone must look (or run sync --force)
+  'LOCAL_ROOT_REPLACED', // another folder took the sync root's place: someone must put the synced one back
 ]);
 
 export function classifyFailure(thrown: unknown): FailureInfo {
@@ -45,7 +46,7 @@ export function classifyFailure(thrown: unknown): FailureInfo {
   const info: FailureInfo = { fatal, code, reason: oneLineMessage(err) || code };
   if (err instanceof BinderSyncError && err.hint) info.reason += ` (hint: ${err.hint})`;
   if (err instanceof ServiceError && err.retryAfterMs !== undefined) info.retryAfterMs = err.retryAfterMs;
-  if (code === 'PASS_BLOCKED') info.recheckEachPoll = true;
+  if (code === 'PASS_BLOCKED' || code === 'LOCAL_ROOT_REPLACED') info.recheckEachPoll = true;
   return info;
 }
 

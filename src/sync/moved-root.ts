@@ -79,10 +79,46 @@ export function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir
   );
 }
 
-/** Records the sync root's identity when it changed (the root created, moved, or first seen by this version). */
-export function recordRootIdentity(pair: PairConfig, store: StateStore): void {
+/** Records the sync root's identity (an accepted new localPath). */
+function recordRootIdentity(pair: PairConfig, store: StateStore): void {
   const id = identityOf(pair.localPath);
   if (id !== null && store.getMeta(STATE_ROOT_ID) !== id) store.setMeta(STATE_ROOT_ID, id);
+}
+
+/**
+ * At the same path, the sync root may be another folder than the synced one: two synced folders swapped on disk,
+ * or an unrelated folder moved to the root's name (`rm -rf root; mv other root`). Its files at synced paths would
+ * become new versions of the synced documents (black-box round 12, G1). So before each pass, a root whose identity
+ * (identityOf) is not the recorded one must hold the synced files, as a copy must (half of a sample with their
+ * content and time: restored from a backup with `rsync -a`, say); it is then recorded. An empty folder in its
+ * place (a disk not mounted) is left to the safety gates, and its identity is not recorded, so the synced folder
+ * is known again when it is back. Otherwise LOCAL_ROOT_REPLACED, and nothing is done.
+ * `record` false (a dry run): nothing is written.
+ */
+export function ensureSyncedRootInPlace(pair: PairConfig, store: StateStore, log: Logger, record: boolean): void {
+  const id = identityOf(pair.localPath);
+  const recorded = store.getMeta(STATE_ROOT_ID);
+  if (id === null || recorded === id) return;
+  if (recorded === undefined || recorded === '' || store.countBase() === 0) {
+    if (record) store.setMeta(STATE_ROOT_ID, id); // first seen (by this version), or nothing synced yet
+    return;
+  }
+  const sample = [...store.loadBase().values()].slice(0, SAMPLE);
+  const needed = Math.max(1, Math.ceil(sample.length * SHARE));
+  const held = sample.filter((b) => copiedAt(path.join(pair.localPath, b.relPath), b, { bytes: HASH_BYTES })).length;
+  if (held >= needed) {
+    if (record) store.setMeta(STATE_ROOT_ID, id);
+    log.info({ pair: pair.name, localPath: pair.localPath, matched: `${held}/${sample.length}` }, `the sync root ${pair.localPath} is another folder than before, holding the synced files (a copy, restored with their times): taken as the synced folder`);
+    return;
+  }
+  const occupied = sample.filter((b) => fs.lstatSync(path.join(pair.localPath, b.relPath), { throwIfNoEntry: false }) !== undefined).length;
+  if (occupied === 0) return;
+  throw new BinderSyncError(`pair ${pair.name}: the folder at ${pair.localPath} is not the synced one: another folder took its place, and it does not hold the synced files (${held} of ${sample.length} found with their content and time; ${occupied} of those paths hold other files)`, {
+    code: 'LOCAL_ROOT_REPLACED',
+    retryable: false,
+    context: { pair: pair.name, localPath: pair.localPath },
+    hint: `if synced folders were swapped, or another folder was moved to this name, put the synced folder back (the pair resumes by itself); if this is the synced folder restored without its times, give the pair a new name to sync it as new (files equal on both sides are taken as synced, different ones are kept both ways). Nothing was changed.`,
+  });
 }
 
 /**
@@ -103,13 +139,14 @@ function unchangedAt(abs: string, b: BaseEntry): boolean {
 
 /**
  * The file at a base row's path in another folder is that synced file, copied or moved with its time: the same
- * size and modification time, and the same content (SHA-256, as the base records it) while `budget` lasts; past
+ * size and modification time (to the second), and the same content (SHA-256, as the base records it) while `budget` lasts; past
  * it, the same inode. Content alone is not enough (an empty file, a template two binders share), nor are size
  * and time (files written in one clock tick share an mtime: black-box round 10).
  */
 function copiedAt(abs: string, b: BaseEntry, budget: { bytes: number }): boolean {
   const st = fs.lstatSync(abs, { throwIfNoEntry: false });
-  if (st === undefined || !st.isFile() || st.size !== b.size || st.mtimeMs !== b.mtimeMs) return false;
+  // The time to the second: copies keep it with less precision than the disk has (tar: seconds, Node's cp: ms).
+  if (st === undefined || !st.isFile() || st.size !== b.size || Math.floor(st.mtimeMs / 1000) !== Math.floor(b.mtimeMs / 1000)) return false;
   if (st.size > budget.bytes) return st.ino === b.inode;
   budget.bytes -= st.size;
   try {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
-import { ensureSameRoot, recordRootIdentity } from './moved-root.js';
+import { ensureSameRoot, ensureSyncedRootInPlace } from './moved-root.js';
 import { cleanStaleTemps, removeDirIfEmpty, resolveInside, Trash } from '../local/fs-ops.js';
 import { detectCaseInsensitive, detectCaseInsensitiveWithoutWriting } from '../local/fs-probe.js';
 import { holdRoot } from '../local/root-lock.js';
@@ -223,7 +223,6 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
       throw binderNotFound(pair, err);
     });
     ensureRoot(pair, store, log, !dryRun);
-    if (!dryRun) recordRootIdentity(pair, store);
     const caseInsensitive = dryRun ? detectCaseInsensitiveWithoutWriting(pair.localPath) : detectCaseInsensitive(pair.localPath);
     const serviceChangedFrom = serviceChange(store, client);
     if (serviceChangedFrom !== null) {
@@ -391,6 +390,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   if (!dryRun) keepStateDbInPlace(rt);
   // A dry run does not create a missing root: it plans against an empty one.
   const rootMissing = !ensureRoot(rt.pair, rt.store, rt.log, !dryRun);
+  if (!rootMissing) ensureSyncedRootInPlace(rt.pair, rt.store, rt.log, !dryRun);
   const deps = executorDeps(rt, opts, now);
   if (rt.readOnly === true && !dryRun && now().getTime() - rt.readOnlySince >= (opts.writeAccessRecheckMs ?? WRITE_ACCESS_RECHECK_MS)) {
     // Probed again below if this pass has something to upload; a quiet poll would plan nothing at all.

@@ -191,6 +191,8 @@ describe('a pair pointed at another local folder', () => {
     const other = path.join(ws.dir, 'unrelated');
     fs.mkdirSync(path.join(other, 'T'), { recursive: true });
     fs.writeFileSync(path.join(other, 'T/__init__.py'), '');
+    const anHourAgo = new Date(Date.now() - 3_600_000);
+    fs.utimesSync(path.join(other, 'T/__init__.py'), anHourAgo, anHourAgo); // the unrelated folder's own file, older
     fs.writeFileSync(path.join(other, 'T/f1.txt'), 'an unrelated file');
     const otherBefore = localTree(other);
     ws.writeConfig({ localPath: './unrelated' });
@@ -199,6 +201,37 @@ describe('a pair pointed at another local folder', () => {
     expect(r.stderr).toContain('which does not hold the synced files (0 of 6 looked for, 3 needed)');
     expect(r.stderr).toContain(`${ws.local} is gone`);
     expect(localTree(other)).toEqual(otherBefore);
+    expect(versionCounts(ws)).toEqual(versionsBefore);
+    expect(c.counters().commit).toBe(0);
+  });
+
+  it('another folder at the same path (synced folders swapped on disk): refused until the synced one is back; a copy with times or an empty mount point is not refused', async () => {
+    await tenSyncedFiles();
+    const c = ws.emulator.control;
+    const versionsBefore = versionCounts(ws);
+    const synced = path.join(ws.dir, 'synced-away');
+    fs.renameSync(ws.local, synced);
+    fs.mkdirSync(path.join(ws.local, 'T'), { recursive: true });
+    for (let i = 0; i < 10; i++) fs.writeFileSync(path.join(ws.local, `T/f${i}.txt`), `another binder's ${i}`);
+    const r = await sync(ws);
+    expect(r.code, r.stdout + r.stderr).toBe(6);
+    expect(r.stderr).toContain(`the folder at ${ws.local} is not the synced one: another folder took its place, and it does not hold the synced files (0 of 10 found with their content and time; 10 of those paths hold other files)`);
+    expect(r.stderr).toContain('put the synced folder back');
+    expect(versionCounts(ws)).toEqual(versionsBefore);
+    expect(c.counters().commit).toBe(0);
+    // An empty folder in its place (a disk not mounted): the safety gate speaks, as before.
+    fs.rmSync(ws.local, { recursive: true });
+    fs.mkdirSync(ws.local);
+    expect((await sync(ws)).code).toBe(4);
+    // A copy with its times (restored from a backup with cp -a) is the synced folder; so is the original, back.
+    fs.rmSync(ws.local, { recursive: true });
+    expect(spawnSync('cp', ['-a', synced, ws.local]).status).toBe(0);
+    const restored = await sync(ws);
+    expect(restored.code, restored.stdout + restored.stderr).toBe(0);
+    expect(restored.stdout + restored.stderr).toContain('is another folder than before, holding the synced files');
+    fs.rmSync(ws.local, { recursive: true });
+    fs.renameSync(synced, ws.local);
+    expect((await sync(ws)).code).toBe(0);
     expect(versionCounts(ws)).toEqual(versionsBefore);
     expect(c.counters().commit).toBe(0);
   });
