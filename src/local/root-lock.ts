@@ -119,25 +119,61 @@ function realPathOf(root: string): string {
   }
 }
 
-/** The folders above a real path, nearest first, up to and without the filesystem root. */
+/** The folders above a path, nearest first, up to and without the filesystem root. */
 function foldersAbove(real: string): string[] {
   const out: string[] = [];
   for (let d = path.dirname(real); d !== path.dirname(d); d = path.dirname(d)) out.push(d);
   return out;
 }
 
+/**
+ * A root's places: its real path, and its path inside the filesystem that holds it (`fs 8:1:/srv/share`, from
+ * /proc/self/mountinfo), which a bind mount of it, or of a folder above or below it, shares: two roots nested
+ * through a bind mount are nested there (black-box round 12, G2). Both are checked, as a root by path may hold
+ * another filesystem's folder below it.
+ */
+function placesOf(real: string): Array<{ tag: string; path: string }> {
+  const places = [{ tag: '', path: real }];
+  const inFs = insideFilesystem(real);
+  if (inFs !== null) places.push(inFs);
+  return places;
+}
+
+/** Where `real` is inside its filesystem, by the mount that shows it (the longest mount point above it). */
+function insideFilesystem(real: string): { tag: string; path: string } | null {
+  let text: string;
+  try {
+    text = fs.readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return null;
+  }
+  const unescape = (f: string) => f.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+  let best: { dev: string; root: string; at: string } | null = null;
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f.length < 5) continue;
+    const m = { dev: f[2]!, root: unescape(f[3]!), at: unescape(f[4]!) };
+    const under = m.at === '/' || real === m.at || real.startsWith(`${m.at}/`);
+    if (under && (best === null || m.at.length >= best.at.length)) best = m; // a later mount on one point hides the earlier
+  }
+  if (best === null) return null;
+  return { tag: `fs ${best.dev}:`, path: path.posix.join(best.root, best.at === '/' ? real : real.slice(best.at.length) || '/') };
+}
+
 /** Throws ROOT_LOCKED when another process holds a root above `root` or below it. */
 async function refuseNested(root: string): Promise<void> {
-  const real = realPathOf(root);
-  for (const above of foldersAbove(real)) {
-    const name = rootName(above);
-    if (held.has(name)) continue; // this process's own (one config cannot nest roots: config/checks.ts)
-    const other = await askHolder(name);
-    if (other !== null) throw rootLocked(root, other, `is inside ${above}, which is being synced by another binder-sync process`);
+  for (const place of placesOf(realPathOf(root))) {
+    for (const above of foldersAbove(place.path)) {
+      const name = rootName(place.tag + above);
+      if (held.has(name)) continue; // this process's own (one config cannot nest roots: config/checks.ts)
+      const other = await askHolder(name);
+      const where = place.tag === '' ? above : `${above} (on filesystem ${place.tag.slice(3, -1)}, through a bind mount)`;
+      if (other !== null) throw rootLocked(root, other, `is inside ${where}, which is being synced by another binder-sync process`);
+    }
+    const prefix = markerPrefix(place.tag + place.path);
+    const below = abstractNames().find((n) => n.startsWith(prefix) && !held.has(n));
+    if (below !== undefined) throw rootLocked(root, await askHolder(below), 'holds a folder that is being synced by another binder-sync process');
   }
-  const prefix = markerPrefix(real);
-  const below = abstractNames().find((n) => n.startsWith(prefix) && !held.has(n));
-  if (below !== undefined) throw rootLocked(root, await askHolder(below), 'holds a folder that is being synced by another binder-sync process');
 }
 
 /** The abstract socket names of this network namespace (leading NUL kept); none when /proc cannot be read. */
@@ -158,16 +194,20 @@ function abstractNames(): string[] {
 }
 
 /**
- * The socket names of a root: one for its real path (through symlinks; its path as configured while it does not
- * exist yet), one for the directory itself (device, inode and birth time) when it exists, which a bind mount of it shares, and
- * a marker for each folder above it (refuseNested).
+ * The socket names of a root: one for each of its places (placesOf: its real path, through symlinks, or its path
+ * as configured while it does not exist yet; its path inside its filesystem), with a marker for each folder above
+ * it there (refuseNested), and one for the directory itself (device, inode and birth time) when it exists.
  */
 function namesOf(root: string): string[] {
   const real = realPathOf(root);
-  const names = [rootName(real)];
+  const names: string[] = [];
+  for (const place of placesOf(real)) {
+    const key = place.tag + place.path;
+    names.push(rootName(key));
+    for (const above of foldersAbove(place.path)) names.push(`${markerPrefix(place.tag + above)}${hashOf(key)}`);
+  }
   const st = fs.statSync(real, { throwIfNoEntry: false, bigint: true });
   if (st?.isDirectory() === true) names.push(`\0binder-sync-dir-${hashOf(`${st.dev}:${st.ino}:${st.birthtimeNs}`)}`); // birth: inode numbers are reused
-  for (const above of foldersAbove(real)) names.push(`${markerPrefix(above)}${hashOf(real)}`);
   return names;
 }
 

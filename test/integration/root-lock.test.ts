@@ -106,6 +106,29 @@ describe.skipIf(process.platform !== 'linux')('one process per sync root', () =>
     expect((await tryInChild(path.join(dir, 'sibling'))).code).toBe(0);
   });
 
+  it.runIf(process.getuid?.() === 0)('nested through a bind mount of a folder inside the root: refused both ways (black-box round 12, G2)', async () => {
+    const root = path.join(dir, 'root');
+    fs.mkdirSync(path.join(root, 'Docs', 'Sub'), { recursive: true });
+    const bind = path.join(dir, 'bindDocs');
+    fs.mkdirSync(bind);
+    if (spawnSync('mount', ['--bind', path.join(root, 'Docs'), bind], { stdio: 'ignore' }).status !== 0) return; // no mounts here
+    cleanups.push(() => spawnSync('umount', [bind]));
+    const holder = await holderChild(root);
+    cleanups.push(holder.kill);
+    await expect(holdRoot(bind, { pair: 'me', stateDir: '/me' })).rejects.toMatchObject({
+      code: 'ROOT_LOCKED',
+      message: expect.stringMatching(/is inside \/.*\(on filesystem .*, through a bind mount\), which is being synced by another binder-sync process \(pid \d+, pair holder/),
+    });
+    holder.kill();
+    await new Promise((r) => setTimeout(r, 300));
+    const inner = await holderChild(path.join(bind, 'Sub')); // root/Docs/Sub, seen through the bind mount
+    cleanups.push(inner.kill);
+    await expect(holdRoot(root, { pair: 'me', stateDir: '/me' })).rejects.toMatchObject({
+      code: 'ROOT_LOCKED',
+      message: expect.stringContaining(`the local root ${root} holds a folder that is being synced by another binder-sync process (pid ${inner.pid}`),
+    });
+  });
+
   it('is let go when the last pair holding it in this process releases it (a reload that removes or moves the pair)', async () => {
     const root = path.join(dir, 'root');
     fs.mkdirSync(root);
