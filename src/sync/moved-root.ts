@@ -1,5 +1,6 @@
-// A pair's state describes the files of one local folder. When the config names another folder, is it the
-// synced folder moved there, or some other folder? Decided once, when the pair opens (openPair).
+// A pair's state describes the files of one local folder. When the config names another folder, is it the synced
+// folder moved there, or some other folder (ensureSameRoot, when the pair opens)? And is the folder at the path still
+// the synced one (ensureSyncedRootInPlace, before each pass)?
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,7 +18,7 @@ const STATE_ROOT_ID = 'localPathId';
 /** How many base files the checks look at, and the share of them that makes a folder "hold the synced files". */
 const SAMPLE = 200;
 const SHARE = 0.5;
-/** How much the check may read to compare content (once per new localPath). */
+/** How much one check may read to compare content (once per new localPath or replaced root). */
 const HASH_BYTES = 256 * 1024 * 1024;
 
 /**
@@ -48,8 +49,7 @@ export function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir
     log.info({ pair: pair.name, from: recorded, to: pair.localPath }, `the sync root is now ${pair.localPath} (was ${recorded}): it is the synced folder, moved there`);
     return;
   }
-  const sample = [...store.loadBase().values()].slice(0, SAMPLE);
-  const needed = Math.max(1, Math.ceil(sample.length * SHARE));
+  const { sample, needed } = sampleOf(store);
   const refuse = (why: string, hint: string) =>
     new BinderSyncError(`pair ${pair.name}: its state was synced with the local folder ${recorded}, but the config now says ${pair.localPath}, ${why}`, {
       code: 'CONFIG_PAIR_ROOT_CHANGED',
@@ -64,8 +64,7 @@ export function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir
       `to go on with the synced folder, set localPath back to ${recorded}. If ${pair.localPath} is a copy of it, move ${recorded} away first (or move that folder itself to the new path).`,
     );
   }
-  const budget = { bytes: HASH_BYTES };
-  const present = sample.filter((b) => copiedAt(path.join(pair.localPath, b.relPath), b, budget)).length;
+  const present = copiesIn(pair.localPath, sample);
   if (present >= needed) {
     accept();
     log.info({ pair: pair.name, from: recorded, to: pair.localPath, matched: `${present}/${sample.length}` }, `the sync root is now ${pair.localPath} (was ${recorded}): it holds the synced files, so it is taken as the synced folder copied or moved there`);
@@ -103,9 +102,8 @@ export function ensureSyncedRootInPlace(pair: PairConfig, store: StateStore, log
     if (record) store.setMeta(STATE_ROOT_ID, id); // first seen (by this version), or nothing synced yet
     return;
   }
-  const sample = [...store.loadBase().values()].slice(0, SAMPLE);
-  const needed = Math.max(1, Math.ceil(sample.length * SHARE));
-  const held = sample.filter((b) => copiedAt(path.join(pair.localPath, b.relPath), b, { bytes: HASH_BYTES })).length;
+  const { sample, needed } = sampleOf(store);
+  const held = copiesIn(pair.localPath, sample);
   if (held >= needed) {
     if (record) store.setMeta(STATE_ROOT_ID, id);
     log.info({ pair: pair.name, localPath: pair.localPath, matched: `${held}/${sample.length}` }, `the sync root ${pair.localPath} is another folder than before, holding the synced files (a copy, restored with their times): taken as the synced folder`);
@@ -119,6 +117,18 @@ export function ensureSyncedRootInPlace(pair: PairConfig, store: StateStore, log
     context: { pair: pair.name, localPath: pair.localPath },
     hint: `if synced folders were swapped, or another folder was moved to this name, put the synced folder back (the pair resumes by itself); if this is the synced folder restored without its times, give the pair a new name to sync it as new (files equal on both sides are taken as synced, different ones are kept both ways). Nothing was changed.`,
   });
+}
+
+/** The base files the checks look at, and how many of them make a folder "hold the synced files". */
+function sampleOf(store: StateStore): { sample: BaseEntry[]; needed: number } {
+  const sample = [...store.loadBase().values()].slice(0, SAMPLE);
+  return { sample, needed: Math.max(1, Math.ceil(sample.length * SHARE)) };
+}
+
+/** How many of the sampled synced files `root` holds as copies (copiedAt), reading at most HASH_BYTES. */
+function copiesIn(root: string, sample: readonly BaseEntry[]): number {
+  const budget = { bytes: HASH_BYTES };
+  return sample.filter((b) => copiedAt(path.join(root, b.relPath), b, budget)).length;
 }
 
 /**
