@@ -157,7 +157,8 @@ function insideFilesystem(real: string): { tag: string; path: string } | null {
     if (under && (best === null || m.at.length >= best.at.length)) best = m; // a later mount on one point hides the earlier
   }
   if (best === null) return null;
-  return { tag: `fs ${best.dev}:`, path: path.posix.join(best.root, best.at === '/' ? real : real.slice(best.at.length) || '/') };
+  const rest = best.at === '/' ? real : real.slice(best.at.length); // '' for the mount point itself
+  return { tag: `fs ${best.dev}:`, path: rest === '' ? best.root : path.posix.join(best.root, rest) }; // join('/a', '/') is '/a/'
 }
 
 /** Throws ROOT_LOCKED when another process holds a root above `root` or below it. */

@@ -127,6 +127,19 @@ describe.skipIf(process.platform !== 'linux')('one process per sync root', () =>
       code: 'ROOT_LOCKED',
       message: expect.stringContaining(`the local root ${root} holds a folder that is being synced by another binder-sync process (pid ${inner.pid}`),
     });
+    // A bind mount of the root's parent, whose mount point is the parent itself inside that filesystem (round 13, H3).
+    inner.kill();
+    await new Promise((r) => setTimeout(r, 300));
+    const again = await holderChild(root);
+    cleanups.push(again.kill);
+    const outer = path.join(dir, 'outer');
+    fs.mkdirSync(outer);
+    expect(spawnSync('mount', ['--bind', dir, outer], { stdio: 'ignore' }).status).toBe(0);
+    cleanups.push(() => spawnSync('umount', [outer]));
+    await expect(holdRoot(outer, { pair: 'me', stateDir: '/me' })).rejects.toMatchObject({
+      code: 'ROOT_LOCKED',
+      message: expect.stringContaining(`the local root ${outer} holds a folder that is being synced by another binder-sync process (pid ${again.pid}`),
+    });
   });
 
   it('is let go when the last pair holding it in this process releases it (a reload that removes or moves the pair)', async () => {
