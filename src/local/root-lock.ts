@@ -83,6 +83,20 @@ export function releaseRoot(root: string, pair: string): void {
   holds.delete(key);
 }
 
+/**
+ * Who holds `dir` as a sync root by the directory itself (device, inode, birth time), other than `pair` of this
+ * process: another pair of this process (by name), another process (what it says of itself), or null.
+ */
+export async function dirHeldByOther(dir: string, pair: string): Promise<string | null> {
+  if (process.platform !== 'linux') return null;
+  const name = dirName(realPathOf(dir));
+  if (name === null) return null;
+  const mine = held.get(name);
+  if (mine !== undefined) return mine.pairs.has(pair) ? null : `pair ${[...mine.pairs].join(', ')} of this process`;
+  const other = await askHolder(name);
+  return other === null ? null : `pair ${other.pair} of process ${other.pid} (stateDir ${other.stateDir})`;
+}
+
 function releaseName(name: string, pair: string): void {
   const h = held.get(name);
   if (h === undefined) return;
@@ -207,9 +221,15 @@ function namesOf(root: string): string[] {
     names.push(rootName(key));
     for (const above of foldersAbove(place.path)) names.push(`${markerPrefix(place.tag + above)}${hashOf(key)}`);
   }
-  const st = fs.statSync(real, { throwIfNoEntry: false, bigint: true });
-  if (st?.isDirectory() === true) names.push(`\0binder-sync-dir-${hashOf(`${st.dev}:${st.ino}:${st.birthtimeNs}`)}`); // birth: inode numbers are reused
+  const dir = dirName(real);
+  if (dir !== null) names.push(dir);
   return names;
+}
+
+/** The name of the directory itself, when it exists (birth time too: inode numbers are reused). */
+function dirName(real: string): string | null {
+  const st = fs.statSync(real, { throwIfNoEntry: false, bigint: true });
+  return st?.isDirectory() === true ? `\0binder-sync-dir-${hashOf(`${st.dev}:${st.ino}:${st.birthtimeNs}`)}` : null;
 }
 
 /** What the holding process says of itself; null when it does not answer in time or says something else. */

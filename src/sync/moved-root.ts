@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
+import { dirHeldByOther } from '../local/root-lock.js';
 import type { StateStore } from '../state/store.js';
 import type { BaseEntry } from './model.js';
 
@@ -94,7 +95,7 @@ function recordRootIdentity(pair: PairConfig, store: StateStore): void {
  * is known again when it is back. Otherwise LOCAL_ROOT_REPLACED, and nothing is done.
  * `record` false (a dry run): nothing is written.
  */
-export function ensureSyncedRootInPlace(pair: PairConfig, store: StateStore, log: Logger, record: boolean): void {
+export async function ensureSyncedRootInPlace(pair: PairConfig, store: StateStore, log: Logger, record: boolean): Promise<void> {
   const id = identityOf(pair.localPath);
   const recorded = store.getMeta(STATE_ROOT_ID);
   if (id === null || recorded === id) return;
@@ -104,14 +105,23 @@ export function ensureSyncedRootInPlace(pair: PairConfig, store: StateStore, log
   }
   const { sample, needed } = sampleOf(store);
   const held = copiesIn(pair.localPath, sample);
+  // Another pair's root, swapped in (one daemon downloads the files two binders share in the same second, so
+  // they look like copies: black-box round 13, H2): the root lock knows that folder as that pair's.
+  const other = await dirHeldByOther(pair.localPath, pair.name);
+  if (other !== null) throw replaced(pair, `it is the root of ${other}`);
   if (held >= needed) {
     if (record) store.setMeta(STATE_ROOT_ID, id);
     log.info({ pair: pair.name, localPath: pair.localPath, matched: `${held}/${sample.length}` }, `the sync root ${pair.localPath} is another folder than before, holding the synced files (a copy, restored with their times): taken as the synced folder`);
     return;
   }
-  const occupied = sample.filter((b) => fs.lstatSync(path.join(pair.localPath, b.relPath), { throwIfNoEntry: false }) !== undefined).length;
-  if (occupied === 0) return;
-  throw new BinderSyncError(`pair ${pair.name}: the folder at ${pair.localPath} is not the synced one: another folder took its place, and it does not hold the synced files (${held} of ${sample.length} found with their content and time; ${occupied} of those paths hold other files)`, {
+  // An empty folder (a disk not mounted): the safety gates speak for it. Any file there is not the synced one's
+  // (files of other names only: two roots swapped whose binders share no file name, round 13, H1).
+  if (fs.readdirSync(pair.localPath).length === 0) return;
+  throw replaced(pair, `it does not hold the synced files (${held} of ${sample.length} found with their content and time)`);
+}
+
+function replaced(pair: PairConfig, why: string): BinderSyncError {
+  return new BinderSyncError(`pair ${pair.name}: the folder at ${pair.localPath} is not the synced one: another folder took its place, and ${why}`, {
     code: 'LOCAL_ROOT_REPLACED',
     retryable: false,
     context: { pair: pair.name, localPath: pair.localPath },

@@ -390,7 +390,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   if (!dryRun) keepStateDbInPlace(rt);
   // A dry run does not create a missing root: it plans against an empty one.
   const rootMissing = !ensureRoot(rt.pair, rt.store, rt.log, !dryRun);
-  if (!rootMissing) ensureSyncedRootInPlace(rt.pair, rt.store, rt.log, !dryRun);
+  if (!rootMissing) await ensureSyncedRootInPlace(rt.pair, rt.store, rt.log, !dryRun);
   const deps = executorDeps(rt, opts, now);
   if (rt.readOnly === true && !dryRun && now().getTime() - rt.readOnlySince >= (opts.writeAccessRecheckMs ?? WRITE_ACCESS_RECHECK_MS)) {
     // Probed again below if this pass has something to upload; a quiet poll would plan nothing at all.
