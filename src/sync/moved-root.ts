@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
 import { dirHeldByOther } from '../local/root-lock.js';
-import type { StateStore } from '../state/store.js';
+import { StateStore } from '../state/store.js';
 import type { BaseEntry } from './model.js';
 
 /** Meta key: the local root this pair's state describes (its localPath when the state last accepted it). */
@@ -107,7 +107,7 @@ export async function ensureSyncedRootInPlace(pair: PairConfig, store: StateStor
   const held = copiesIn(pair.localPath, sample);
   // Another pair's root, swapped in (one daemon downloads the files two binders share in the same second, so
   // they look like copies: black-box round 13, H2): the root lock knows that folder as that pair's.
-  const other = await dirHeldByOther(pair.localPath, pair.name);
+  const other = (await dirHeldByOther(pair.localPath, pair.name)) ?? siblingRecording(store, id);
   if (other !== null) throw replaced(pair, `it is the root of ${other}`);
   if (held >= needed) {
     if (record) store.setMeta(STATE_ROOT_ID, id);
@@ -118,6 +118,35 @@ export async function ensureSyncedRootInPlace(pair: PairConfig, store: StateStor
   // (files of other names only: two roots swapped whose binders share no file name, round 13, H1).
   if (fs.readdirSync(pair.localPath).length === 0) return;
   throw replaced(pair, `it does not hold the synced files (${held} of ${sample.length} found with their content and time)`);
+}
+
+/**
+ * The other pair of this stateDir whose state records the folder `id` as its root, if any: a `sync` opens its pairs
+ * one after the other, so the root lock does not know the later ones yet (round 13, H2 through `sync`).
+ */
+function siblingRecording(store: StateStore, id: string): string | null {
+  const pairDir = path.dirname(store.file);
+  const stateDir = path.dirname(pairDir);
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(stateDir, { withFileTypes: true });
+  } catch {
+    return null;
+  }
+  for (const e of entries) {
+    const file = path.join(stateDir, e.name, 'state.db');
+    if (!e.isDirectory() || path.join(stateDir, e.name) === pairDir || !fs.existsSync(file)) continue;
+    let sibling: StateStore | undefined;
+    try {
+      sibling = StateStore.openReadOnly(file);
+      if (sibling.getMeta(STATE_ROOT_ID) === id) return `pair ${e.name} (as its state records)`;
+    } catch {
+      // unreadable: no evidence either way
+    } finally {
+      sibling?.close();
+    }
+  }
+  return null;
 }
 
 function replaced(pair: PairConfig, why: string): BinderSyncError {

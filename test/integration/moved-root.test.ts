@@ -24,7 +24,7 @@ afterEach(() => {
 });
 
 /** A folder of template files, synced as `pairName`'s: base rows with the files' stat and hash. */
-function syncedFolder(name: string, record: boolean): string {
+function syncedFolder(name: string, record: boolean, into: StateStore = store): string {
   const root = path.join(dir, name);
   fs.mkdirSync(path.join(root, 'Template'), { recursive: true });
   const sameSecond = new Date('2026-11-26T12:00:00.123Z');
@@ -35,7 +35,7 @@ function syncedFolder(name: string, record: boolean): string {
     fs.utimesSync(abs, sameSecond, sameSecond); // downloaded by one daemon in the same second
     if (!record) continue;
     const st = fs.statSync(abs);
-    store.putBase({
+    into.putBase({
       documentId: `d${i}`, versionId: 'v1', versionLabel: null, folderId: 'f', fileName: `t${i}.txt`, relPath: rel, key: rel,
       sha256: createHash('sha256').update(`template ${i}`).digest('hex'), size: st.size, mtimeMs: st.mtimeMs, inode: st.ino, ctimeMs: st.ctimeMs,
     });
@@ -65,6 +65,26 @@ describe.skipIf(process.platform !== 'linux')('the folder at localPath before ea
     } finally {
       releaseRoot(a, 'a');
       releaseRoot(b, 'b');
+    }
+  });
+
+  it('another pair\'s synced folder swapped in is refused by its recorded identity, when no lock says so (a `sync` opens pairs one by one)', async () => {
+    const storeB = StateStore.open(path.join(dir, 'state-b', 'state.db'));
+    try {
+      const a = syncedFolder('a', true);
+      const b = syncedFolder('b', true, storeB);
+      const pairA = { name: 'a', localPath: a } as PairConfig;
+      await ensureSyncedRootInPlace(pairA, store, log, true);
+      await ensureSyncedRootInPlace({ name: 'b', localPath: b } as PairConfig, storeB, log, true);
+      fs.renameSync(a, `${a}.tmp`);
+      fs.renameSync(b, a);
+      fs.renameSync(`${a}.tmp`, b);
+      await expect(ensureSyncedRootInPlace(pairA, store, log, true)).rejects.toMatchObject({
+        code: 'LOCAL_ROOT_REPLACED',
+        message: `pair a: the folder at ${a} is not the synced one: another folder took its place, and it is the root of pair state-b (as its state records)`,
+      });
+    } finally {
+      storeB.close();
     }
   });
 });
