@@ -177,6 +177,7 @@ function insideFilesystem(real: string): { tag: string; path: string } | null {
 
 /** Throws ROOT_LOCKED when another process holds a root above `root` or below it. */
 async function refuseNested(root: string): Promise<void> {
+  let listed: string[] | null = null; // read once, when a place gets that far
   for (const place of placesOf(realPathOf(root))) {
     for (const above of foldersAbove(place.path)) {
       const name = rootName(place.tag + above);
@@ -186,7 +187,8 @@ async function refuseNested(root: string): Promise<void> {
       if (other !== null) throw rootLocked(root, other, `is inside ${where}, which is being synced by another binder-sync process`);
     }
     const prefix = markerPrefix(place.tag + place.path);
-    const below = abstractNames().find((n) => n.startsWith(prefix) && !held.has(n));
+    listed ??= abstractNames();
+    const below = listed.find((n) => n.startsWith(prefix) && !held.has(n));
     if (below !== undefined) throw rootLocked(root, await askHolder(below), 'holds a folder that is being synced by another binder-sync process');
   }
 }

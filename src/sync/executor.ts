@@ -253,9 +253,10 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       await resolveConflict(a, d, report);
       return;
     case 'adopt': {
-      const rows = [a.base, ...(a.alongside ?? [])];
-      if (rows.length === 1) d.store.putBase(a.base);
-      else d.store.transaction(() => rows.forEach((row) => d.store.putBase(row)));
+      // One transaction: rows moved alongside (a swap) never share a key between two of them.
+      d.store.transaction(() => {
+        for (const row of [a.base, ...(a.alongside ?? [])]) d.store.putBase(row);
+      });
       return;
     }
     case 'forget': {

@@ -162,6 +162,11 @@ export function notUploadingBecause(ctx: ReconcileContext): string {
   return ctx.notUploadingBecause ?? 'direction is download';
 }
 
+/** The detail of a local file with no document that this pair does not upload (reconcile and the pass say it alike). */
+export function newLocalNotUploaded(ctx: ReconcileContext): string {
+  return `${notUploadingBecause(ctx)}: local changes are not uploaded`;
+}
+
 /** Where an upload goes: a new version of documentId, or a new document when documentId is null. */
 export interface UploadTarget {
   documentId: string | null;

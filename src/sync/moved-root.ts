@@ -103,20 +103,20 @@ export async function ensureSyncedRootInPlace(pair: PairConfig, store: StateStor
     if (record) store.setMeta(STATE_ROOT_ID, id); // first seen (by this version), or nothing synced yet
     return;
   }
-  const { sample, needed } = sampleOf(store);
-  const held = copiesIn(pair.localPath, sample);
+  // An empty folder (a disk not mounted): the safety gates speak for it, each pass, with nothing read here. Any file
+  // there is not the synced one's (files of other names only: two roots swapped whose binders share none, round 13, H1).
+  if (isEmptyDir(pair.localPath)) return;
   // Another pair's root, swapped in (one daemon downloads the files two binders share in the same second, so
-  // they look like copies: black-box round 13, H2): the root lock knows that folder as that pair's.
+  // they look like copies: black-box round 13, H2): the root lock, or that pair's state, knows the folder as its.
   const other = (await dirHeldByOther(pair.localPath, pair.name)) ?? siblingRecording(store, id);
   if (other !== null) throw replaced(pair, `it is the root of ${other}`);
+  const { sample, needed } = sampleOf(store);
+  const held = copiesIn(pair.localPath, sample);
   if (held >= needed) {
     if (record) store.setMeta(STATE_ROOT_ID, id);
     log.info({ pair: pair.name, localPath: pair.localPath, matched: `${held}/${sample.length}` }, `the sync root ${pair.localPath} is another folder than before, holding the synced files (a copy, restored with their times): taken as the synced folder`);
     return;
   }
-  // An empty folder (a disk not mounted): the safety gates speak for it. Any file there is not the synced one's
-  // (files of other names only: two roots swapped whose binders share no file name, round 13, H1).
-  if (fs.readdirSync(pair.localPath).length === 0) return;
   throw replaced(pair, `it does not hold the synced files (${held} of ${sample.length} found with their content and time)`);
 }
 
@@ -156,6 +156,16 @@ function replaced(pair: PairConfig, why: string): BinderSyncError {
     context: { pair: pair.name, localPath: pair.localPath },
     hint: `if synced folders were swapped, or another folder was moved to this name, put the synced folder back (the pair resumes by itself); if this is the synced folder restored without its times, give the pair a new name to sync it as new (files equal on both sides are taken as synced, different ones are kept both ways). Nothing was changed.`,
   });
+}
+
+/** The folder holds nothing at all (one entry read, however large it is). */
+function isEmptyDir(dir: string): boolean {
+  const d = fs.opendirSync(dir);
+  try {
+    return d.readSync() === null;
+  } finally {
+    d.closeSync();
+  }
 }
 
 /** The base files the checks look at, and how many of them make a folder "hold the synced files". */

@@ -19,7 +19,7 @@ import { StateStore } from '../state/store.js';
 import { executePlan, mergeExecutions, type ActionFailure, type ExecutionReport } from './executor.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { compileMetadataRules, type MetadataResolver } from './metadata-rules.js';
-import { notUploadingBecause, type Action, type BaseEntry, type Issue, type LocalObservation, type Plan, type ReconcileContext, type RemoteObservation } from './model.js';
+import { newLocalNotUploaded, type Action, type BaseEntry, type Issue, type LocalObservation, type Plan, type ReconcileContext, type RemoteObservation } from './model.js';
 import { INFORMATIONAL_ISSUES } from './issue-groups.js';
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
@@ -1151,7 +1151,7 @@ function conflictCopiesKeptLocal(plan: Plan, execution: ExecutionReport, ctx: Re
   const kept = new Set(execution.conflicts.flatMap((c) => (c.conflictPath !== null ? [c.conflictPath] : [])));
   return plan.groups.flat().flatMap((a) =>
     a.kind === 'conflict' && a.policy === 'keep-both' && !a.uploadConflictCopy && kept.has(a.conflictPath)
-      ? [{ relPath: a.conflictPath, code: 'local-change-not-uploaded' as const, detail: `${notUploadingBecause(ctx)}: local changes are not uploaded` }]
+      ? [{ relPath: a.conflictPath, code: 'local-change-not-uploaded' as const, detail: newLocalNotUploaded(ctx) }]
       : [],
   );
 }

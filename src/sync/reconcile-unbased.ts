@@ -1,7 +1,7 @@
 // Reconcile for items without a base row (new local files, new remote documents, remote folders) and the
 // shared "who holds this path" check that every step writing a local path goes through.
 import type { Action, BaseEntry, Issue, LocalFile, LocalProblem, PathKey, ReconcileContext, RemoteDoc, RemoteFolder } from './model.js';
-import { notUploadingBecause } from './model.js';
+import { newLocalNotUploaded } from './model.js';
 import { baseNameOf, joinRel, parentOf } from './path-key.js';
 import type { PlanBuilder } from './reconcile-builder.js';
 import { conflict, download, upload, versionOf } from './reconcile-steps.js';
@@ -126,7 +126,7 @@ export function planLocalFile(
   // the folder, and map back to this path as "d (dup-<id>)", renaming the user's file.
   // planFolders reports it, except in upload mode.
   if (s.view.folderByKey.has(file.key)) return s.ctx.direction === 'upload' ? none('path-collision', FOLDER_NAMED_LIKE_FILE) : { actions: [], issue: null };
-  if (s.ctx.direction === 'download') return none('local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: local changes are not uploaded`);
+  if (s.ctx.direction === 'download') return none('local-change-not-uploaded', newLocalNotUploaded(s.ctx));
   const folder = s.view.folderForParentOf(file.key) ?? followedFolder(s, file);
   if (!folder) return none('waiting-for-remote-folder', `no remote folder for "${parentOf(file.relPath)}" yet; the service cannot create folders`);
   if ('issue' in folder) return { actions: [], issue: folder.issue };
