@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { Transform, type Readable, type TransformCallback, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { request as undiciRequest } from 'undici';
+import { request as undiciRequest } from './undici-core.js';
 import { BinderSyncError } from '../errors.js';
 import { redactUrl } from '../redact.js';
 import { ServiceError, abortedError, isAbortError, networkError } from './errors.js';
