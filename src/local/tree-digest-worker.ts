@@ -4,16 +4,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createIgnoreMatcher } from './ignore.js';
-import { walkSegment, type WorkerInput, type WorkerMessage } from './tree-digest.js';
+import { walkSegment, type WorkerInput, type WorkerMessage, type WorkerTask } from './tree-digest.js';
 
 const input = workerData as WorkerInput;
 const opts = { root: input.root, caseInsensitive: input.caseInsensitive, ignore: createIgnoreMatcher(input.ignoreGlobs) };
 const claims = new Int32Array(input.next);
 const post = (m: WorkerMessage) => parentPort?.postMessage(m);
+// Started before the main thread has split the tree: the sub-trees come in one message.
+const { rels } = await new Promise<WorkerTask>((resolve) => parentPort?.once('message', resolve));
 for (;;) {
   const index = Atomics.add(claims, 0, 1);
-  if (index >= input.rels.length) break;
-  const rel = input.rels[index] as string;
+  if (index >= rels.length) break;
+  const rel = rels[index] as string;
   let entries: fs.Dirent[];
   try {
     entries = fs.readdirSync(path.join(input.root, rel), { withFileTypes: true });

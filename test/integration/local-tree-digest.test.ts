@@ -125,6 +125,28 @@ describe('digestLocalTree on two threads (the compiled worker)', () => {
     expect(await built.digestLocalTree(many)).toBeNull();
   });
 
+  it('gives the digest of a single walk for an uneven tree, whichever thread takes which sub-tree', async () => {
+    // Sub-trees are taken largest first, not in walk order: each result must still land in its walk-order place.
+    const built = (await import(path.resolve('dist/local/tree-digest.js'))) as typeof import('../../src/local/tree-digest.js');
+    write('a/b/c/d/e/f/g/deep.txt', 'deep chain');
+    for (let d = 0; d < 40; d++) write(`wide/W${String(d).padStart(2, '0')}/one.txt`, `w${d}`);
+    for (let d = 0; d < 12; d++) for (let s = 0; s < d; s++) write(`uneven/U${d}/S${s}/f.txt`, `${d}-${s}`);
+    for (let f = 0; f < 30; f++) write(`flat-${f}.txt`, `flat ${f}`);
+    write('z/only-a-file.txt', 'z');
+    const many = { root, caseInsensitive: false, ignoreGlobs, expectedFiles: built.PARALLEL_FROM_FILES };
+    const single = await digest();
+    for (const workerOnly of [false, true]) {
+      const by = { main: 0, worker: 0 };
+      expect(await built.digestLocalTree({ ...many, workerOnly, onSegment: (t) => by[t]++ })).toBe(single);
+      expect(by.main + by.worker).toBeGreaterThanOrEqual(48);
+      if (workerOnly) expect(by.main).toBe(0);
+    }
+    write('uneven/U11/S10/f.txt', 'changed');
+    const changed = await digest();
+    expect(changed).not.toBe(single);
+    expect(await built.digestLocalTree({ ...many, workerOnly: true })).toBe(changed);
+  });
+
   it('lets the event loop run between the sub-trees the main thread walks (the listing goes on beside it)', async () => {
     const built = (await import(path.resolve('dist/local/tree-digest.js'))) as typeof import('../../src/local/tree-digest.js');
     for (let t = 0; t < 6; t++) for (let d = 0; d < 9; d++) write(`T${t}/D${d}/f.txt`, `${t}${d}`);
