@@ -8,7 +8,7 @@ import { sameStat, type FileStat, type LocalFile, type LocalObservation, type Lo
 import { pathKey } from '../sync/path-key.js';
 import { hashFile } from './hash.js';
 import type { IgnoreMatcher } from './ignore.js';
-import { chunkDigest, errnoOf, nameCollision, readRoot, statOf, TreeWalker, UNREADABLE, type WalkFrame } from './tree-walk.js';
+import { errnoOf, nameCollision, readRoot, statOf, TreeWalker, UNREADABLE, type WalkFrame } from './tree-walk.js';
 
 export interface PriorFile extends FileStat {
   /** null: seen before, not read yet (see lazyHashFromBytes). */
@@ -117,7 +117,7 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
       }
     },
   });
-  await walker.walk(stack, (chunk) => hash?.update(chunkDigest(chunk)));
+  await walker.walk(stack, (digest) => hash?.update(digest));
 
   await hashAll(toHash, opts, files, problem);
   // The tree digest (tree-digest.ts) comes with a whole scan that met nothing it could not vouch for.

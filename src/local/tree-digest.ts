@@ -1,10 +1,10 @@
 // The tree digest: what the in-sync mark keeps of a whole scan (sync/in-sync-mark.ts), so that a new process can
-// tell whether the tree is exactly as then without loading the base. It is the SHA-256 of the walk's chunks
-// digests (tree-walk.ts chunkDigest: every directory, and every file's name, size, mtime and inode) in walk
+// tell whether the tree is exactly as then without loading the base. It is the SHA-256 of the walk's directory
+// digests (tree-walk.ts chunkDigest: every directory, and every file's name, size, mtime, inode, ctime) in walk
 // order; scanLocal computes the same one while it scans.
 //
 // A large tree is walked on two threads: the main thread lists the top of the tree until it has a few dozen
-// sub-trees, then it and a worker take sub-trees in turn; the chunk digests are hashed in walk order at the
+// sub-trees, then it and a worker take sub-trees in turn; the directory digests are hashed in walk order at the
 // end, so the digest is the one a single walk gives. The walk is one lstat per file, which costs the kernel about as
 // much as everything else together; the second core halves it.
 import { createHash } from 'node:crypto';
@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createIgnoreMatcher } from './ignore.js';
-import { chunkDigest, readRoot, TreeWalker, type WalkFrame, type WalkOptions } from './tree-walk.js';
+import { readRoot, TreeWalker, type WalkFrame, type WalkOptions } from './tree-walk.js';
 
 /** Below this many files the worker's start-up (~40 ms) is not worth it. */
 export const PARALLEL_FROM_FILES = 20_000;
@@ -34,7 +34,7 @@ export interface DigestOptions extends Omit<WalkOptions, 'ignore'> {
   workerOnly?: boolean;
 }
 
-/** What one sub-tree's walk gives: its chunks' digests in walk order, and whether it can be vouched for. */
+/** What one sub-tree's walk gives: its directories' digests in walk order, and whether it can be vouched for. */
 interface SegmentResult {
   digests: Uint8Array;
   clean: boolean;
@@ -65,9 +65,9 @@ export async function digestLocalTree(opts: DigestOptions): Promise<string | nul
   const walkOpts: WalkOptions = { ...opts, ignore: createIgnoreMatcher(opts.ignoreGlobs) };
   let clean = true;
   const walker = new TreeWalker(walkOpts, { dir: () => undefined, file: () => undefined, problem: () => void (clean = false) });
-  // Walk order as a list of segments: chunks already walked, and sub-trees still to walk. Expanding a sub-tree
-  // into its own chunk and its children's sub-trees (last found first: see TreeWalker.dir) keeps the order.
-  let segments: Array<string | WalkFrame> = [{ rel: '', entries: readRoot(opts.root) }];
+  // Walk order as a list of segments: digests of directories already walked, and sub-trees still to walk. Expanding a sub-tree
+  // into its own digest and its children's sub-trees (last found first: see TreeWalker.dir) keeps the order.
+  let segments: Array<Buffer | WalkFrame> = [{ rel: '', entries: readRoot(opts.root) }];
   const parallel = (opts.expectedFiles ?? 0) >= PARALLEL_FROM_FILES && fs.existsSync(WORKER_FILE);
   const next = new SharedArrayBuffer(4);
   const results: Array<SegmentResult | undefined> = [];
@@ -108,7 +108,7 @@ export async function digestLocalTree(opts: DigestOptions): Promise<string | nul
   let f = 0;
   for (const s of segments) {
     if (!isFrame(s)) {
-      hash.update(chunkDigest(s));
+      hash.update(s);
       continue;
     }
     const r = results[f++] as SegmentResult;
@@ -118,8 +118,8 @@ export async function digestLocalTree(opts: DigestOptions): Promise<string | nul
   return clean && !walker.daemonFiles ? hash.digest('base64') : null;
 }
 
-function isFrame(s: string | WalkFrame): s is WalkFrame {
-  return typeof s !== 'string';
+function isFrame(s: Buffer | WalkFrame): s is WalkFrame {
+  return !Buffer.isBuffer(s);
 }
 
 /** Sub-directories listed in a frame (from the directory entries' types: no system call). */
@@ -141,7 +141,7 @@ function weight(frame: WalkFrame): number {
  * waits, so it expands as little as it can (a level at a time expanded 1,100 directories of the 100k-file bench
  * tree: 0.1-0.2 s before the worker had anything to do).
  */
-function splitTree(walker: TreeWalker, start: Array<string | WalkFrame>): Array<string | WalkFrame> {
+function splitTree(walker: TreeWalker, start: Array<Buffer | WalkFrame>): Array<Buffer | WalkFrame> {
   let segments = start;
   for (let expansions = 0; expansions < MAX_EXPANSIONS; expansions++) {
     let best = -1;
@@ -154,8 +154,8 @@ function splitTree(walker: TreeWalker, start: Array<string | WalkFrame>): Array<
       if (dirs > bestDirs) [best, bestDirs] = [i, dirs];
     });
     if (frames >= SEGMENTS || best < 0) break;
-    const { chunk, children } = walker.dir(segments[best] as WalkFrame);
-    segments = [...segments.slice(0, best), chunk, ...children.reverse(), ...segments.slice(best + 1)];
+    const { digest, children } = walker.dir(segments[best] as WalkFrame);
+    segments = [...segments.slice(0, best), digest, ...children.reverse(), ...segments.slice(best + 1)];
   }
   return segments;
 }
@@ -165,7 +165,7 @@ export async function walkSegment(opts: WalkOptions, frame: WalkFrame): Promise<
   let clean = true;
   const walker = new TreeWalker(opts, { dir: () => undefined, file: () => undefined, problem: () => void (clean = false) });
   const parts: Buffer[] = [];
-  await walker.walk([frame], (chunk) => parts.push(chunkDigest(chunk)));
+  await walker.walk([frame], (digest) => parts.push(digest));
   return { digests: Buffer.concat(parts), clean: clean && !walker.daemonFiles };
 }
 
