@@ -483,10 +483,16 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   if (parked) local = await scan(undefined); // the remote changed: now the whole local tree is needed
   const base = loadBase();
   const baseByKey = () => (byKey ??= new Map([...base.values()].map((b) => [b.key, b])));
+  const savedMark = rt.store.getMeta(IN_SYNC_MARK);
   if (raw && resumed && raw.unchanged && subtrees === undefined && opts.force !== true && rt.cache.issues.length === 0 &&
-    markHolds(rt.store.getMeta(IN_SYNC_MARK), rt.pair, rt.caseInsensitive, local) && localMatchesBase(local, base, baseByKey())) {
+    markHolds(savedMark, rt.pair, rt.caseInsensitive, local) && localMatchesBase(local, base, baseByKey())) {
     // Both sides are exactly as when a full pass last found nothing to do, under the same config: that plan
-    // would be empty again (in-sync-mark.ts), so mapping and reconciling 100k entries is skipped.
+    // would be empty again (in-sync-mark.ts), so mapping and reconciling 100k entries is skipped. This pass proves
+    // what that one did, with this scan's and this listing's digests: a mark whose digests are not these (a build
+    // that digested differently wrote it, or a pass without a whole scan) would send every start down this path
+    // instead of the digest check, so it is written again.
+    const fresh = encodeMark(rt.pair, rt.caseInsensitive, local, raw);
+    if (!dryRun && fresh !== savedMark) rt.store.setMeta(IN_SYNC_MARK, fresh);
     rt.cache.local = local;
     rt.cache.localParked = false;
     rt.cache.touchedDirs = new Set();
