@@ -42,6 +42,8 @@ const MarkSchema = z.object({
   dirs: z.string(),
   /** P0's full scan (LocalObservation.digest), when it had one. */
   tree: z.string().optional(),
+  /** How many files P0's scan found (the base's size): how large a tree the digest check will walk. */
+  files: z.number().int().nonnegative().optional(),
   /** P0's search pages (remote/listing.ts SearchDigests), when it listed by search. */
   search: z.object({ step: z.number().int().positive(), digests: z.array(z.string()) }).optional(),
 });
@@ -64,7 +66,7 @@ export function encodeMark(pair: PairConfig, caseInsensitive: boolean, local: Lo
     format: FORMAT,
     config: configDigest(pair, caseInsensitive),
     dirs: dirsDigest(local),
-    ...(local.digest !== undefined ? { tree: local.digest } : {}),
+    ...(local.digest !== undefined ? { tree: local.digest, files: local.files.size } : {}),
     ...(search !== null ? { search } : {}),
   };
   return JSON.stringify(mark);
@@ -81,6 +83,20 @@ export function readMark(saved: string | undefined, pair: PairConfig, caseInsens
   }
   const mark = MarkSchema.safeParse(json);
   return mark.success && mark.data.config === configDigest(pair, caseInsensitive) ? mark.data : null;
+}
+
+/**
+ * How many files the digest check of this saved mark will walk (0 when it has no tree digest), read before the
+ * config digest can be checked: only a hint (prewarmDigestWorker), never a proof.
+ */
+export function markedTreeFiles(saved: string | undefined): number {
+  if (saved === undefined) return 0;
+  try {
+    const mark = MarkSchema.safeParse(JSON.parse(saved));
+    return mark.success && mark.data.tree !== undefined ? (mark.data.files ?? 0) : 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** Does the saved mark still describe this pair and these directories? */

@@ -12,7 +12,7 @@ import { holdRoot } from '../local/root-lock.js';
 import { maxRelPathBytes } from '../local/name-limits.js';
 import { createIgnoreMatcher, type IgnoreMatcher } from '../local/ignore.js';
 import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type PriorFile, type ScanOptions } from '../local/scanner.js';
-import { digestLocalTree } from '../local/tree-digest.js';
+import { digestLocalTree, PARALLEL_FROM_FILES, prewarmDigestWorker } from '../local/tree-digest.js';
 import { fetchRemote, folderTreeUnchanged, observeRemote, searchDigestsOf, searchPagesUnchanged, type ListRemoteOptions, type RawDoc, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
@@ -26,7 +26,7 @@ import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
 import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
-import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
+import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markedTreeFiles, markHolds, readMark } from './in-sync-mark.js';
 import { expireRefusals, loadRefusedUploads, saveRefusedUploads, type Refusal } from './refused-uploads.js';
 import { loadCommitsRefusedAt, pickTrialUpload, saveCommitsRefusedAt, withoutGroup, WRITE_ACCESS_RECHECK_MS } from './write-access.js';
 
@@ -215,6 +215,9 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
   if (!dryRun) fs.mkdirSync(pairStateDir, { recursive: true, mode: 0o700 });
   const stateFile = path.join(pairStateDir, 'state.db');
   const store = dryRun ? StateStore.openScratchCopy(stateFile) : StateStore.open(stateFile);
+  // A large tree that the first pass will digest on two threads: the worker starts now, beside the rest of
+  // the start (metadata, root checks), instead of when the walk begins.
+  if (!dryRun && markedTreeFiles(store.getMeta(IN_SYNC_MARK)) >= PARALLEL_FROM_FILES) prewarmDigestWorker();
   try {
     ensureSameBinder(pair, store, pairStateDir);
     ensureSameRoot(pair, store, pairStateDir, log);
@@ -872,7 +875,7 @@ async function fastInSyncCheck(rt: PairRuntime, opts: PassOptions, walkLocal: bo
       if (!walkLocal) return true; // parked: unchanged since the last quiet pass, by the watcher's word
       await opts.localReady;
       signal.throwIfAborted();
-      const expectedFiles = rt.store.countBase();
+      const expectedFiles = mark.files ?? rt.store.countBase(); // the mark's count is the base's: it is unchanged
       return (await digestLocalTree({ root: rt.pair.localPath, caseInsensitive: rt.caseInsensitive, ignoreGlobs: rt.pair.ignore, expectedFiles, signal })) === mark.tree;
     })(),
   );

@@ -1,9 +1,11 @@
 // The tree digest (local/scanner.ts) on real temp trees: what a full scan records for the in-sync mark, and what
 // a new process compares it with. Any change a full scan would see must change it; a tree it cannot vouch for
 // has none.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createIgnoreMatcher } from '../../src/local/ignore.js';
 import { scanLocal } from '../../src/local/scanner.js';
@@ -145,6 +147,27 @@ describe('digestLocalTree on two threads (the compiled worker)', () => {
     const changed = await digest();
     expect(changed).not.toBe(single);
     expect(await built.digestLocalTree({ ...many, workerOnly: true })).toBe(changed);
+  });
+
+  it('takes a prewarmed worker, which never keeps the process alive when nothing takes it', async () => {
+    const built = (await import(path.resolve('dist/local/tree-digest.js'))) as typeof import('../../src/local/tree-digest.js');
+    for (let t = 0; t < 6; t++) for (let d = 0; d < 9; d++) write(`T${t}/D${d}/f.txt`, `${t}${d}`);
+    const single = await digest();
+    built.prewarmDigestWorker();
+    expect(built.hasWarmWorker()).toBe(true);
+    const by = { main: 0, worker: 0 };
+    expect(await built.digestLocalTree({ root, caseInsensitive: false, ignoreGlobs, expectedFiles: built.PARALLEL_FROM_FILES, workerOnly: true, onSegment: (t) => by[t]++ })).toBe(single);
+    expect(built.hasWarmWorker()).toBe(false);
+    expect(by.worker).toBeGreaterThanOrEqual(48);
+    // A process that prewarms, goes on for a while (the worker is up by then) and then takes another path exits
+    // when its own work is done: the worker is unref'd.
+    const script = `const m = await import(${JSON.stringify(pathToFileURL(path.resolve('dist/local/tree-digest.js')).href)}); m.prewarmDigestWorker(); if (!m.hasWarmWorker()) process.exit(3); setTimeout(() => {}, 500);`;
+    const file = path.join(tmp, 'prewarm.mjs'); // a file, not --eval: a process running --eval exits when it is done, worker or not
+    fs.writeFileSync(file, script);
+    const started = Date.now();
+    const child = spawnSync(process.execPath, [file], { timeout: 20_000 });
+    expect(child.status).toBe(0);
+    expect(Date.now() - started).toBeLessThan(8_000); // the unused worker is let go after 10 s at the latest
   });
 
   it('lets the event loop run between the sub-trees the main thread walks (the listing goes on beside it)', async () => {
