@@ -301,17 +301,19 @@ describe('searchPagesUnchanged (the in-sync mark\'s remote check)', () => {
     expect(calls.sameBody).toBe(10);
   });
 
-  it('a first page that differs stops at once; a later one stops asking for more', async () => {
+  it('a page that differs, the first or a later one, stops asking for more', async () => {
     const list = docs(200);
     const digests = await saved(list);
     const changedFirst = list.map((d, i) => (i === 0 ? { ...d, latestVersionId: 'v-new' } : d));
     const first = fakeClient(changedFirst);
     expect(await searchPagesUnchanged(first.client, { binderId: 'B', pageSize: 10 }, digests, { requests: 0 })).toBe(false);
-    expect(first.calls.search).toBe(1);
+    // The pages go out 16 at a time from the start (page 1 is not asked for alone first): no page is asked for
+    // after page 1 answered differently.
+    expect(first.calls.search).toBeLessThanOrEqual(16);
     const changedThird = list.map((d, i) => (i === 25 ? { ...d, fileName: 'renamed.txt' } : d));
     const third = fakeClient(changedThird);
     expect(await searchPagesUnchanged(third.client, { binderId: 'B', pageSize: 10 }, digests, { requests: 0 })).toBe(false);
-    // Pages 2.. go out 16 at a time: none is started after page 3 answered differently.
+    // None is started after page 3 answered differently.
     expect(third.calls.search).toBeLessThan(20);
     // A binder that grew: page 1 says another totalCount.
     const grown = fakeClient([...list, ...docs(201).slice(200)]);
