@@ -209,6 +209,11 @@ export interface PassReport {
  */
 export async function openPair(pair: PairConfig, stateDir: string, client: ServiceClient, log: Logger, opts: { dryRun?: boolean } = {}): Promise<PairRuntime> {
   const dryRun = opts.dryRun === true;
+  // The binder's metadata elements (and the token before them) are asked for first: two round trips that run
+  // while the root lock is taken and the state opened, instead of after. Read-only, and awaited below; the
+  // client's close() ends it if this pair stops before then.
+  const elements$ = client.getMetadataElements(pair.binderId);
+  elements$.catch(() => undefined); // a failure is handled where it is awaited, never an unhandled rejection
   // Before anything is opened: another process syncing this folder with another stateDir is refused.
   if (!dryRun) await holdRoot(pair.localPath, { pair: pair.name, stateDir });
   const pairStateDir = path.join(stateDir, pair.name);
@@ -222,7 +227,7 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
     ensureSameBinder(pair, store, pairStateDir);
     ensureSameRoot(pair, store, pairStateDir, log);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
-    const elements = await client.getMetadataElements(pair.binderId).catch((err: unknown) => {
+    const elements = await elements$.catch((err: unknown) => {
       throw binderNotFound(pair, err);
     });
     ensureRoot(pair, store, log, !dryRun);
