@@ -46,7 +46,10 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
     // Failed and postponed steps count too: "nothing to do" above a FAILED line read as a pass with no work.
     const postponed = ex.failures.filter((f) => f.postponed === true).length;
     const failed = ex.failures.length - postponed;
-    const done = [describeDone(ex), failed > 0 ? `${failed} failed` : '', postponed > 0 ? `${postponed} postponed` : ''].filter((x) => x !== '').join(', ') || 'nothing to do';
+    // A pass with nothing to do but items it cannot sync says so: "nothing to do" above "not synced" lines read
+    // as if those were fine.
+    const idle = r.issues.length > 0 ? `nothing done, ${r.issues.length} item${r.issues.length === 1 ? '' : 's'} not synced (below)` : 'nothing to do';
+    const done = [describeDone(ex), failed > 0 ? `${failed} failed` : '', postponed > 0 ? `${postponed} postponed` : ''].filter((x) => x !== '').join(', ') || idle;
     lines.push(`[${r.pair}] ${done}; ${fmtBytes(ex.bytesDownloaded)} down, ${fmtBytes(ex.bytesUploaded)} up in ${(r.durationMs / 1000).toFixed(1)} s`);
     if (ex.restored) {
       const n = ex.restored.count;

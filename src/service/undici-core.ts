@@ -6,6 +6,7 @@
 // (docs/BENCHMARKS.md, twenty-first session). undici has no "exports" map, so its files are public paths; the
 // version is pinned exactly (package.json), and every HTTP test goes through this module, so a layout change in
 // an upgrade fails the suite at once.
+/// <reference path="../types/undici-internals.d.ts" />
 import type { Dispatcher } from 'undici';
 import AgentClass from 'undici/lib/dispatcher/agent.js';
 import apiRequest from 'undici/lib/api/api-request.js';

@@ -52,6 +52,13 @@ describe('sync exit code of a pass with failures', () => {
     expect(mixed).toMatch(/^\[main\] 2 download, 1 failed, 1 postponed; /m);
     expect(summarizeReport(reportWith([]), false)).toMatch(/^\[main\] nothing to do; /m);
   });
+  it('says how many items are not synced when that is all a pass found, not "nothing to do" above them', () => {
+    const issue = { relPath: 'Docs/aux.txt', code: 'name-not-representable', detail: 'a reserved name' } as PassReport['issues'][number];
+    const text = summarizeReport({ ...reportWith([]), issues: [issue] }, false);
+    expect(text).toMatch(/^\[main\] nothing done, 1 item not synced \(below\); /m);
+    expect(text).toContain('[main] not synced: Docs/aux.txt: name-not-representable: a reserved name');
+    expect(text).not.toContain('nothing to do');
+  });
 });
 
 describe("the daemon's pass line", () => {
