@@ -78,7 +78,8 @@ export async function digestLocalTree(opts: DigestOptions): Promise<string | nul
     results.length = frames.length;
     // Both threads take the sub-trees likely to be largest first, so that neither is left with a big one at the
     // end; each result goes to its sub-tree's place in walk order.
-    const claimOrder = frames.map((_, i) => i).sort((a, b) => weight(frames[b] as WalkFrame) - weight(frames[a] as WalkFrame));
+    const weights = frames.map(weight);
+    const claimOrder = frames.map((_, i) => i).sort((a, b) => (weights[b] as number) - (weights[a] as number));
     helper?.start(claimOrder.map((i) => (frames[i] as WalkFrame).rel), claimOrder);
     const claims = new Int32Array(next);
     const walkHere = async (k: number) => {
