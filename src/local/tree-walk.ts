@@ -45,7 +45,8 @@ function chunkDigest(names: string, stats: Float64Array): Buffer {
 }
 
 /** Scratch space for one directory's file stats (dir() is synchronous, so one per thread is enough). */
-let statScratch = new Float64Array(4 * 1024);
+const SCRATCH_LENGTH = 4 * 1024;
+let statScratch = new Float64Array(SCRATCH_LENGTH);
 
 /** A directory to walk (relative to the root) and its entries as listed. */
 export interface WalkFrame {
@@ -182,7 +183,10 @@ export class TreeWalker {
         this.problem(taken, relPath, key, 'special-file', 'sockets, FIFOs and devices are not synced');
       }
     }
-    return { digest: chunkDigest(names, statScratch.subarray(0, n)), children };
+    const digest = chunkDigest(names, statScratch.subarray(0, n));
+    // Grown for a large folder (a million files: 32 MB): not kept for the rest of a daemon's life.
+    if (statScratch.length > SCRATCH_LENGTH) statScratch = new Float64Array(SCRATCH_LENGTH);
+    return { digest, children };
   }
 
   private problem(taken: Map<PathKey, string>, relPath: string, key: PathKey, reason: LocalProblem['reason'], detail: string): void {

@@ -48,6 +48,21 @@ describe('digestLocalTree', () => {
     expect((await scanLocal({ root, caseInsensitive: false, ignore, prior: () => undefined, subtrees: ['Reports'] })).digest).toBeUndefined();
   });
 
+  it('counts the stats of every file of a large folder (past the first thousand, where the scratch space grows)', async () => {
+    for (let i = 0; i < 1500; i++) write(`Big/f${String(i).padStart(4, '0')}.txt`, 'x');
+    const seen = [await digest()];
+    // A file among the first (copied when the space grew) and one past them: each changes the digest.
+    for (const name of ['f0005.txt', 'f1400.txt']) {
+      const file = path.join(root, 'Big', name);
+      const { atime, mtime } = fs.statSync(file);
+      fs.utimesSync(file, atime, new Date(mtime.getTime() + 2000));
+      const d = await digest();
+      expect(seen, name).not.toContain(d);
+      seen.push(d);
+    }
+    expect((await scanLocal({ root, caseInsensitive: false, ignore, prior: () => undefined })).digest).toBe(seen.at(-1));
+  });
+
   it('changes with every change a scan would see: content size, mtime, inode, a new file or folder, a rename', async () => {
     const seen = new Set([await digest()]);
     const expectNew = async (what: string) => {
