@@ -63,8 +63,9 @@ export async function digestLocalTree(opts: DigestOptions): Promise<string | nul
   const walkOpts: WalkOptions = { ...opts, ignore: createIgnoreMatcher(opts.ignoreGlobs) };
   let clean = true;
   const walker = new TreeWalker(walkOpts, { dir: () => undefined, file: () => undefined, problem: () => void (clean = false) });
-  // Walk order as a list of segments: digests of directories already walked, and sub-trees still to walk. Expanding a sub-tree
-  // into its own digest and its children's sub-trees (last found first: see TreeWalker.dir) keeps the order.
+  // Walk order as a list of segments: digests of directories already walked, and sub-trees still to walk.
+  // Expanding a sub-tree into its own digest and its children's sub-trees (last found first: see TreeWalker.dir)
+  // keeps the order.
   let segments: Array<Buffer | WalkFrame> = [{ rel: '', entries: readRoot(opts.root) }];
   const parallel = (opts.expectedFiles ?? 0) >= PARALLEL_FROM_FILES && fs.existsSync(WORKER_FILE);
   const next = new SharedArrayBuffer(4);

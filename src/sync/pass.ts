@@ -220,10 +220,10 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
   if (!dryRun) fs.mkdirSync(pairStateDir, { recursive: true, mode: 0o700 });
   const stateFile = path.join(pairStateDir, 'state.db');
   const store = dryRun ? StateStore.openScratchCopy(stateFile) : StateStore.open(stateFile);
-  // A large tree that the first pass will digest on two threads: the worker starts now, beside the rest of
-  // the start (metadata, root checks), instead of when the walk begins.
-  if (!dryRun && markedTreeFiles(store.getMeta(IN_SYNC_MARK)) >= PARALLEL_FROM_FILES) prewarmDigestWorker();
   try {
+    // A large tree that the first pass will digest on two threads: the worker starts now, beside the rest of
+    // the start (metadata, root checks), instead of when the walk begins.
+    if (!dryRun && markedTreeFiles(store.getMeta(IN_SYNC_MARK)) >= PARALLEL_FROM_FILES) prewarmDigestWorker();
     ensureSameBinder(pair, store, pairStateDir);
     ensureSameRoot(pair, store, pairStateDir, log);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
