@@ -1,4 +1,4 @@
-// The two parts of undici the client uses, loaded on their own: the keep-alive Agent and `request`.
+// The parts of undici the client uses, loaded on their own: the keep-alive Agent and `request`.
 //
 // Why not `import { Agent, request } from 'undici'`: undici's index loads everything it ships (fetch,
 // WebSocket, EventSource, caches, the mock agent, and Node's own copy of undici through its fetch globals):
@@ -10,6 +10,7 @@
 import type { Dispatcher } from 'undici';
 import AgentClass from 'undici/lib/dispatcher/agent.js';
 import apiRequest from 'undici/lib/api/api-request.js';
+import undiciUtil from 'undici/lib/core/util.js';
 
 export const Agent = AgentClass;
 export type Agent = InstanceType<typeof AgentClass>;
@@ -22,7 +23,8 @@ export type ResponseData = Dispatcher.ResponseData;
  * and an explicit dispatcher, never the global one.
  */
 export function request(url: string | URL, opts: RequestOptions): Promise<ResponseData> {
-  const u = typeof url === 'string' ? new URL(url) : url;
+  // undici's own URL check (index.js does the same): only http: and https:, with its error for anything else.
+  const u = undiciUtil.parseURL(url);
   const { dispatcher, ...rest } = opts;
   return apiRequest.call(dispatcher, { ...rest, origin: u.origin, path: u.search ? `${u.pathname}${u.search}` : u.pathname });
 }

@@ -572,6 +572,24 @@ describe('transfers', () => {
     expect(gets).toBe(1);
   });
 
+  it('download: a link that is not http(s) (file:, ftp:, not a URL) fails with a clear error and writes nothing', async () => {
+    for (const url of ['file:///etc/passwd', 'ftp://127.0.0.1/x?sig=1', 'not a url']) {
+      const s = await stub((r) => (r.path.endsWith('/raw') ? { status: 200, body: { url, expiresAt: '2999-01-01T00:00:00Z' } } : undef));
+      let written = 0;
+      const dest = new Writable({
+        write(c: Buffer, _e, cb) {
+          written += c.length;
+          cb();
+        },
+      });
+      const err = (await client(s.origin).downloadVersionTo('d1', 'v1', dest).catch((e: unknown) => e)) as ServiceError;
+      expect(err, url).toBeInstanceOf(ServiceError);
+      expect(err.message, url).toMatch(url === 'not a url' ? /Invalid URL/ : /URL must start with `http:` or `https:`/);
+      expect(err.message, url).not.toContain('sig=1');
+      expect(written, url).toBe(0);
+    }
+  });
+
   it('logs one debug line per request without tokens, secrets or signatures', async () => {
     const lines: string[] = [];
     const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(l) });
