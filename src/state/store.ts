@@ -236,6 +236,7 @@ export class StateStore {
       if (created !== undefined) fs.chmodSync(dir, 0o700); // the umask cannot loosen it
       if (!fs.existsSync(file)) createWithSchema(file);
       else if (fs.statSync(file).size === 0) throw emptyStateDb(file);
+      else assertNotCut(file);
       db = new Database(file, { fileMustExist: true });
       // journal_mode is the first statement that reads the header: garbage files fail here (SQLITE_NOTADB).
       db.pragma('journal_mode = WAL');
@@ -294,6 +295,7 @@ export class StateStore {
   private static imageOf(file: string): Buffer | null {
     if (!fs.existsSync(file)) return null;
     if (fs.statSync(file).size === 0) throw emptyStateDb(file);
+    assertNotCut(file);
     // With no -wal beside it, no process has the DB open (WAL mode keeps that file while a connection is open) and
     // the file alone is the whole DB: its bytes are read as they are. An SQLite reader would leave an empty -wal
     // and -shm behind (a read-only connection creates them and may not remove them).
@@ -338,6 +340,7 @@ export class StateStore {
     let db: Database.Database | undefined;
     try {
       if (fs.statSync(file, { throwIfNoEntry: false })?.size === 0) throw emptyStateDb(file);
+      assertNotCut(file);
       db = opts.inMemory === true ? new Database(walHeaderCleared(fs.readFileSync(file))) : new Database(file, { readonly: true, fileMustExist: true });
       db.pragma('busy_timeout = 5000');
       // user_version reads the header: garbage files fail here (SQLITE_NOTADB).
@@ -745,6 +748,50 @@ function emptyStateDb(file: string): BinderSyncError {
     context: { file },
     hint: 'restore it from a backup, or move it aside (e.g. add .broken to its name) to rebuild the state: the next pass then compares content, and differences become conflicts (a document deleted on the service meanwhile comes back from the local copy)',
   });
+}
+
+/**
+ * A state DB shorter than its own header says (a copy or restore cut short, a disk that filled while it was
+ * written): SQLite would read the missing pages as zeros only when a query reaches them, and a pass that reads
+ * little (the in-sync digest check) would report "in sync" from a damaged record. Checked only while no
+ * write-ahead log is left: after a crash the log may hold pages past the file's end, which opening recovers.
+ * The header's page count is valid when its change counter equals its version-valid-for number (SQLite's file
+ * format, section 1.3.7), which every SQLite since 3.7.0 keeps so.
+ */
+function assertNotCut(file: string): void {
+  const walSize = fs.statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0;
+  if (walSize > 0) return;
+  const header = Buffer.alloc(100);
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch {
+    return; // not there or not readable: the open that follows says so in its own words
+  }
+  let size: number;
+  try {
+    size = fs.fstatSync(fd).size;
+    if (fs.readSync(fd, header, 0, 100, 0) < 100) return; // too short to be a DB: SQLite says so itself
+  } catch {
+    return; // a directory, an I/O error: the open that follows says so in its own words
+  } finally {
+    fs.closeSync(fd);
+  }
+  if (header.toString('latin1', 0, 16) !== 'SQLite format 3\0') return;
+  const rawPageSize = header.readUInt16BE(16);
+  const pageSize = rawPageSize === 1 ? 65536 : rawPageSize;
+  const pages = header.readUInt32BE(28);
+  if (pages === 0 || header.readUInt32BE(24) !== header.readUInt32BE(92)) return;
+  if (size >= pages * pageSize) return;
+  throw new BinderSyncError(
+    `State DB ${file} is cut short: ${size} bytes, where its header says ${pages} pages of ${pageSize} bytes (${pages * pageSize} bytes); the pair's record of what was synced is damaged`,
+    {
+      code: 'STATE_CORRUPT',
+      retryable: false,
+      context: { file, size, expected: pages * pageSize },
+      hint: 'restore it from a backup, or move it aside (e.g. add .broken to its name) to rebuild the state: the next pass then compares content, and differences become conflicts',
+    },
+  );
 }
 
 /** Applies pending migrations, each with its user_version bump in one transaction. */

@@ -418,6 +418,24 @@ describe('an empty state DB', () => {
     expect(fs.statSync(dbFile).size).toBe(0); // left as it is, for the user to look at
   });
 
+  it('one cut short (shorter than its header says, no write-ahead log left) is refused as damaged by every opener', () => {
+    const s = openStore();
+    for (let i = 0; i < 3000; i++) s.putBase(base(i));
+    s.close();
+    const full = fs.statSync(dbFile).size;
+    expect(fs.existsSync(`${dbFile}-wal`)).toBe(false);
+    // Untouched, it opens: the check does not refuse a whole file.
+    openStore().close();
+    fs.truncateSync(dbFile, Math.floor(full / 2));
+    for (const opener of [() => StateStore.open(dbFile), () => StateStore.openReadOnly(dbFile), () => StateStore.openScratchCopy(dbFile)]) {
+      const err = caught(opener);
+      expect(err.code).toBe('STATE_CORRUPT');
+      expect(err.message).toMatch(/is cut short: \d+ bytes, where its header says \d+ pages/);
+      expect(err.hint).toMatch(/move it aside/);
+    }
+    expect(fs.statSync(dbFile).size).toBe(Math.floor(full / 2)); // left as it is, for the user to look at
+  });
+
   it('a new state DB is made under a temporary name and linked into place with its schema; nothing else is left', () => {
     openStore().close();
     const raw = new Database(dbFile, { readonly: true, fileMustExist: true });
