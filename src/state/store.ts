@@ -235,8 +235,7 @@ export class StateStore {
       const created = fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
       if (created !== undefined) fs.chmodSync(dir, 0o700); // the umask cannot loosen it
       if (!fs.existsSync(file)) createWithSchema(file);
-      else if (fs.statSync(file).size === 0) throw emptyStateDb(file);
-      else assertNotCut(file);
+      else assertWholeFile(file);
       db = new Database(file, { fileMustExist: true });
       // journal_mode is the first statement that reads the header: garbage files fail here (SQLITE_NOTADB).
       db.pragma('journal_mode = WAL');
@@ -294,8 +293,7 @@ export class StateStore {
   /** The content of the state DB in `file` (serialized, read-only), or null when there is none yet. */
   private static imageOf(file: string): Buffer | null {
     if (!fs.existsSync(file)) return null;
-    if (fs.statSync(file).size === 0) throw emptyStateDb(file);
-    assertNotCut(file);
+    assertWholeFile(file);
     // With no -wal beside it, no process has the DB open (WAL mode keeps that file while a connection is open) and
     // the file alone is the whole DB: its bytes are read as they are. An SQLite reader would leave an empty -wal
     // and -shm behind (a read-only connection creates them and may not remove them).
@@ -339,8 +337,7 @@ export class StateStore {
   static openReadOnly(file: string, opts: { inMemory?: boolean } = {}): StateStore {
     let db: Database.Database | undefined;
     try {
-      if (fs.statSync(file, { throwIfNoEntry: false })?.size === 0) throw emptyStateDb(file);
-      assertNotCut(file);
+      assertWholeFile(file);
       db = opts.inMemory === true ? new Database(walHeaderCleared(fs.readFileSync(file))) : new Database(file, { readonly: true, fileMustExist: true });
       db.pragma('busy_timeout = 5000');
       // user_version reads the header: garbage files fail here (SQLITE_NOTADB).
@@ -751,38 +748,41 @@ function emptyStateDb(file: string): BinderSyncError {
 }
 
 /**
- * A state DB shorter than its own header says (a copy or restore cut short, a disk that filled while it was
- * written): SQLite would read the missing pages as zeros only when a query reaches them, and a pass that reads
- * little (the in-sync digest check) would report "in sync" from a damaged record. Checked only while no
- * write-ahead log is left: after a crash the log may hold pages past the file's end, which opening recovers.
- * The header's page count is valid when its change counter equals its version-valid-for number (SQLite's file
- * format, section 1.3.7), which every SQLite since 3.7.0 keeps so.
+ * Refuses a state DB file that cannot be whole, before SQLite opens it: an empty one (emptyStateDb), and one
+ * shorter than its own header says (a copy or restore cut short, a disk that filled while it was written).
+ * SQLite reads missing pages as zeros only when a query reaches them, so a pass that reads little (the in-sync
+ * digest check) would report "in sync" from a damaged record. The length is checked only while no write-ahead
+ * log is left: after a crash the log may hold pages past the file's end, which opening recovers. The header's
+ * page count is valid when its change counter equals its version-valid-for number (SQLite's file format,
+ * section 1.3.7), which every SQLite since 3.7.0 keeps so. A file that is not there or cannot be read is left to
+ * the open that follows, which says so in its own words.
  */
-function assertNotCut(file: string): void {
-  const walSize = fs.statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0;
-  if (walSize > 0) return;
-  const header = Buffer.alloc(100);
+function assertWholeFile(file: string): void {
   let fd: number;
   try {
     fd = fs.openSync(file, 'r');
   } catch {
-    return; // not there or not readable: the open that follows says so in its own words
+    return;
   }
+  const header = Buffer.alloc(100);
   let size: number;
+  let read: number;
   try {
     size = fs.fstatSync(fd).size;
-    if (fs.readSync(fd, header, 0, 100, 0) < 100) return; // too short to be a DB: SQLite says so itself
-  } catch {
-    return; // a directory, an I/O error: the open that follows says so in its own words
+    if (size === 0) throw emptyStateDb(file);
+    read = fs.readSync(fd, header, 0, 100, 0);
+  } catch (err) {
+    if (err instanceof BinderSyncError) throw err;
+    return; // a directory, an I/O error
   } finally {
     fs.closeSync(fd);
   }
-  if (header.toString('latin1', 0, 16) !== 'SQLite format 3\0') return;
+  if (read < 100 || header.toString('latin1', 0, 16) !== 'SQLite format 3\0') return; // SQLite says what it is
+  if ((fs.statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0) return;
   const rawPageSize = header.readUInt16BE(16);
   const pageSize = rawPageSize === 1 ? 65536 : rawPageSize;
   const pages = header.readUInt32BE(28);
-  if (pages === 0 || header.readUInt32BE(24) !== header.readUInt32BE(92)) return;
-  if (size >= pages * pageSize) return;
+  if (pages === 0 || header.readUInt32BE(24) !== header.readUInt32BE(92) || size >= pages * pageSize) return;
   throw new BinderSyncError(
     `State DB ${file} is cut short: ${size} bytes, where its header says ${pages} pages of ${pageSize} bytes (${pages * pageSize} bytes); the pair's record of what was synced is damaged`,
     {
