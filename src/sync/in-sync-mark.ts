@@ -72,8 +72,8 @@ export function encodeMark(pair: PairConfig, caseInsensitive: boolean, local: Lo
   return JSON.stringify(mark);
 }
 
-/** The saved mark, when it was written in this format for this pair's config and case rule; else null. */
-export function readMark(saved: string | undefined, pair: PairConfig, caseInsensitive: boolean): Mark | null {
+/** The saved mark as stored, when it is one of this format; else null (none, another format, damaged). */
+function parseMark(saved: string | undefined): Mark | null {
   if (saved === undefined) return null;
   let json: unknown;
   try {
@@ -82,7 +82,13 @@ export function readMark(saved: string | undefined, pair: PairConfig, caseInsens
     return null;
   }
   const mark = MarkSchema.safeParse(json);
-  return mark.success && mark.data.config === configDigest(pair, caseInsensitive) ? mark.data : null;
+  return mark.success ? mark.data : null;
+}
+
+/** The saved mark, when it was written in this format for this pair's config and case rule; else null. */
+export function readMark(saved: string | undefined, pair: PairConfig, caseInsensitive: boolean): Mark | null {
+  const mark = parseMark(saved);
+  return mark !== null && mark.config === configDigest(pair, caseInsensitive) ? mark : null;
 }
 
 /**
@@ -90,13 +96,8 @@ export function readMark(saved: string | undefined, pair: PairConfig, caseInsens
  * config digest can be checked: only a hint (prewarmDigestWorker), never a proof.
  */
 export function markedTreeFiles(saved: string | undefined): number {
-  if (saved === undefined) return 0;
-  try {
-    const mark = MarkSchema.safeParse(JSON.parse(saved));
-    return mark.success && mark.data.tree !== undefined ? (mark.data.files ?? 0) : 0;
-  } catch {
-    return 0;
-  }
+  const mark = parseMark(saved);
+  return mark?.tree !== undefined ? (mark.files ?? 0) : 0;
 }
 
 /** Does the saved mark still describe this pair and these directories? */

@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseConfigText } from '../../src/config/load.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { LAZY_HASH_FROM_BYTES } from '../../src/local/scanner.js';
+import { markedTreeFiles } from '../../src/sync/in-sync-mark.js';
 import { ServiceClient } from '../../src/service/index.js';
 import { folderTreeMaxAgeMs, openPair, runPass, settleInSyncMark, type PairRuntime } from '../../src/sync/pass.js';
 import { reconcile } from '../../src/sync/reconcile.js';
@@ -452,6 +453,10 @@ describe("the in-sync mark's digests (a new process checks both sides without th
     const mark = JSON.parse(rt.store.getMeta('inSyncMark') ?? '{}') as { tree?: string; search?: { digests: string[] } };
     expect(mark.tree).toEqual(expect.any(String));
     expect(mark.search?.digests).toHaveLength(1);
+    // What the next start reads to decide on a second thread for the walk: the tree's file count, from the mark.
+    expect(markedTreeFiles(rt.store.getMeta('inSyncMark'))).toBe(5);
+    expect(markedTreeFiles(JSON.stringify({ ...mark, tree: undefined }))).toBe(0);
+    expect(markedTreeFiles('{not json')).toBe(0);
   });
 
   it('a restart over an unchanged tree loads no base row and asks only for the search pages; later passes work as usual', async () => {
