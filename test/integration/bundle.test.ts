@@ -28,6 +28,16 @@ describe('the bundled CLI (dist/bundle)', () => {
     for (const rel of wanted) expect(fs.existsSync(path.join(BUNDLE, rel)), rel).toBe(true);
   });
 
+  // rolldown.config.mjs: a single non-ASCII character makes V8 hold and scan a whole chunk two bytes wide.
+  it('is ASCII only, so that every chunk loads as one-byte source', () => {
+    const wide: string[] = [];
+    for (const name of fs.readdirSync(BUNDLE).filter((n) => n.endsWith('.js'))) {
+      const at = fs.readFileSync(path.join(BUNDLE, name), 'latin1').search(/[^\x00-\x7f]/);
+      if (at !== -1) wide.push(`${name} at ${at}`);
+    }
+    expect(wide).toEqual([]);
+  });
+
   it('reports the version in package.json', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
     const r = spawnSync(process.execPath, [path.join(ROOT, 'bin/binder-sync.js'), '--version'], { encoding: 'utf8' });
