@@ -106,7 +106,7 @@ async function serviceChecks(config: Config, add: (r: CheckResult) => void): Pro
   const client = serviceClientFor(config, createLogger({ level: 'silent', destination: process.stderr }), undefined, {
     requestTimeoutMs: Math.min(s.requestTimeout, 20_000),
     retry: { maxAttempts: 2, baseDelayMs: 250, maxDelayMs: 2000 },
-  });
+  }, 'ignore');
   const skipAll = (why: string) => {
     add({ outcome: 'SKIP', subject: 'access', message: why });
     for (const p of config.pairs) add({ outcome: 'SKIP', subject: `binder ${p.binderId} (pair ${p.name})`, message: why });

@@ -65,7 +65,8 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     printError(err);
     return exitCodeFor(err);
   }
-  const client = serviceClientFor(config, log);
+  // A dry run uses what an earlier pass found the server to speak, and writes nothing down.
+  const client = serviceClientFor(config, log, undefined, {}, opts.dryRun ? 'read' : 'remember');
   // On a terminal a long pass shows a progress line on stderr; --json and --dry-run are for reading, not watching.
   const progress =
     !opts.json && !opts.dryRun && wantProgress(process.stderr)

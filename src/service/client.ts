@@ -4,6 +4,7 @@ import type { Readable, Writable } from 'node:stream';
 import { pino } from 'pino';
 import { z } from 'zod';
 import type { Logger } from '../log.js';
+import type { CommitSpelling, ServiceCapabilities } from './capabilities-file.js';
 import { ServiceError } from './errors.js';
 import { HttpCore } from './http.js';
 import type { ServiceSettings } from './settings.js';
@@ -49,18 +50,15 @@ export interface CommitBody {
   metadata: { metadataElementId: string; value: string }[];
 }
 
-export interface ServiceCapabilities {
-  /** Which download-link suffix the server has; null until the first link was fetched. */
-  downloadLinkSuffix: 'raw' | 'downloadlink' | null;
-  /**
-   * Which commit body spelling the server accepted: 'both' (one body carrying both spellings), 'reference' or
-   * 'walkthrough'; null until the first commit succeeded.
-   */
-  commitSpelling: CommitSpelling | null;
-}
+export type { CommitSpelling, ServiceCapabilities };
 
-/** Commit body spellings (spec 4.9): both at once, the reference table's, the walkthrough's. */
-export type CommitSpelling = 'both' | 'reference' | 'walkthrough';
+/** What the client was told or found about the server: hints from an earlier process, and who to tell. */
+export interface CapabilityMemory {
+  /** Spellings an earlier process found (capabilities-file.ts): tried first, but still verified. */
+  hints?: Partial<ServiceCapabilities>;
+  /** Called when a capability is found that the hints did not already say. */
+  onLearned?: (caps: Readonly<ServiceCapabilities>) => void;
+}
 
 export class ServiceClient {
   readonly capabilities: ServiceCapabilities = { downloadLinkSuffix: null, commitSpelling: null };
@@ -68,10 +66,12 @@ export class ServiceClient {
   private readonly probes = new Map<keyof ServiceCapabilities, Promise<void>>();
   private readonly core: HttpCore;
   private readonly log: Logger;
+  private readonly memory: CapabilityMemory;
 
-  constructor(settings: ServiceSettings, opts: { logger?: Logger; signal?: AbortSignal } = {}) {
+  constructor(settings: ServiceSettings, opts: { logger?: Logger; signal?: AbortSignal; memory?: CapabilityMemory } = {}) {
     this.log = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'service' });
     this.core = new HttpCore(settings, this.log, opts.signal);
+    this.memory = opts.memory ?? {};
   }
 
   /** Which service this client speaks to: its API address and tenant (what a pair's state was synced with). */
@@ -177,16 +177,19 @@ export class ServiceClient {
     }
   }
 
-  /** The commit of commitUpload, from the spelling known (or 'both'), falling back through the others. */
+  /**
+   * The commit of commitUpload, from the spelling known (else the one an earlier process found, else 'both'),
+   * falling back through the others.
+   */
   private async commitLearning(binderId: string, folderId: string, body: CommitBody, domain: string): Promise<DocumentVersion> {
     const known = this.capabilities.commitSpelling;
     const tried: CommitSpelling[] = [];
     const refusals: ServiceError[] = [];
-    for (let spelling: CommitSpelling | undefined = known ?? 'both'; spelling !== undefined; ) {
+    for (let spelling: CommitSpelling | undefined = known ?? this.memory.hints?.commitSpelling ?? 'both'; spelling !== undefined; ) {
       tried.push(spelling);
       try {
         const version = await this.commitAs(spelling, binderId, folderId, body, domain);
-        this.capabilities.commitSpelling = spelling;
+        this.learned('commitSpelling', spelling);
         if (version.version !== undefined && version.version !== body.versionLabel) {
           this.log.debug({ request: COMMIT_REQUEST, spelling, sent: body.versionLabel, answered: version.version }, 'commit answered another version label than the one sent');
         }
@@ -272,7 +275,8 @@ export class ServiceClient {
 
   /**
    * Download link: `/raw` is the reference path, the walkthrough uses `/downloadlink` (spec 4.13). Until one
-   * worked, `/raw` goes first and 404/405 falls back to `/downloadlink`; if both fail, the first error is thrown.
+   * worked, `/raw` goes first (or the suffix an earlier process found) and 404/405 falls back to the other; if
+   * both fail, the first error is thrown.
    */
   getDownloadLink(documentId: string, versionId: string): Promise<DownloadLink> {
     const known = this.capabilities.downloadLinkSuffix;
@@ -284,19 +288,39 @@ export class ServiceClient {
   private async findDownloadLink(documentId: string, versionId: string): Promise<DownloadLink> {
     const known = this.capabilities.downloadLinkSuffix;
     if (known) return this.linkAt(known, documentId, versionId);
+    const first = this.memory.hints?.downloadLinkSuffix ?? 'raw';
+    const second = first === 'raw' ? 'downloadlink' : 'raw';
     try {
-      const link = await this.linkAt('raw', documentId, versionId);
-      this.capabilities.downloadLinkSuffix = 'raw';
+      const link = await this.linkAt(first, documentId, versionId);
+      this.learned('downloadLinkSuffix', first);
       return link;
     } catch (err) {
       if (!(err instanceof ServiceError) || (err.status !== 404 && err.status !== 405)) throw err;
       try {
-        const link = await this.linkAt('downloadlink', documentId, versionId);
-        this.capabilities.downloadLinkSuffix = 'downloadlink';
+        const link = await this.linkAt(second, documentId, versionId);
+        this.learned('downloadLinkSuffix', second);
         return link;
       } catch {
         throw err;
       }
+    }
+  }
+
+  /** Records a capability found; tells memory.onLearned when the hints did not already say it. */
+  private learned<K extends keyof ServiceCapabilities>(capability: K, value: NonNullable<ServiceCapabilities[K]>): void {
+    if (this.capabilities[capability] === value) return;
+    this.capabilities[capability] = value;
+    if (this.memory.hints?.[capability] === value || !this.memory.onLearned) return;
+    // What is not found yet in this process stays as the hints had it.
+    const hints = this.memory.hints ?? {};
+    try {
+      this.memory.onLearned({
+        downloadLinkSuffix: this.capabilities.downloadLinkSuffix ?? hints.downloadLinkSuffix ?? null,
+        commitSpelling: this.capabilities.commitSpelling ?? hints.commitSpelling ?? null,
+      });
+    } catch (err) {
+      // Only a hint for the next process is lost: that process probes again.
+      this.log.warn({ err, capability }, 'could not save what the service speaks for the next start');
     }
   }
 
@@ -411,9 +435,21 @@ export function refusalReason(err: ServiceError): RefusalReason {
   return out;
 }
 
-/** The next spelling to try after a refusal: reference before walkthrough, unless only reference keys were refused. */
+/**
+ * The next spelling to try after a refusal. After one single spelling, the other: a server that refused it for
+ * its keys wants the other one's (and takes it whether or not it also ignores unknown keys). After 'both':
+ * reference before walkthrough, unless only reference keys were refused.
+ */
 function nextSpelling(tried: readonly CommitSpelling[], r: RefusalReason): CommitSpelling | undefined {
-  const order: CommitSpelling[] = r.referenceKeys && !r.walkthroughKeys ? ['both', 'walkthrough', 'reference'] : ['both', 'reference', 'walkthrough'];
+  const last = tried[tried.length - 1];
+  const order: CommitSpelling[] =
+    last === 'reference'
+      ? ['walkthrough', 'both']
+      : last === 'walkthrough'
+        ? ['reference', 'both']
+        : r.referenceKeys && !r.walkthroughKeys
+          ? ['walkthrough', 'reference']
+          : ['reference', 'walkthrough'];
   return order.find((s) => !tried.includes(s));
 }
 

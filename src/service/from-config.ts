@@ -1,12 +1,29 @@
 // The service client built from a loaded config: the one place that maps config keys to client settings.
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
+import { readCapabilities, writeCapabilities } from './capabilities-file.js';
 import { ServiceClient } from './client.js';
 import type { ServiceSettings } from './settings.js';
 
+/**
+ * What the client does with the stateDir's record of what the server speaks (capabilities-file.ts): 'remember'
+ * reads it and saves what is found (sync, run), 'read' only reads it (a dry run writes nothing), 'ignore' does
+ * neither (check probes the server afresh).
+ */
+export type CapabilityUse = 'remember' | 'read' | 'ignore';
+
 /** The service client for a config; `overrides` adjust settings (e.g. `check` wants few retries). */
-export function serviceClientFor(config: Config, log: Logger, signal?: AbortSignal, overrides: Partial<ServiceSettings> = {}): ServiceClient {
+export function serviceClientFor(
+  config: Config,
+  log: Logger,
+  signal?: AbortSignal,
+  overrides: Partial<ServiceSettings> = {},
+  capabilities: CapabilityUse = 'remember',
+): ServiceClient {
   const s = config.service;
+  // Hints are kept per API address and tenant: a config pointed elsewhere starts without them.
+  const service = `${s.baseUrl} (tenant ${s.tenantId})`;
+  const hints = capabilities === 'ignore' ? {} : readCapabilities(config.stateDir, service);
   return new ServiceClient(
     {
       baseUrl: s.baseUrl,
@@ -22,6 +39,13 @@ export function serviceClientFor(config: Config, log: Logger, signal?: AbortSign
       requestTimeoutMs: s.requestTimeout,
       ...overrides,
     },
-    { logger: log, ...(signal ? { signal } : {}) },
+    {
+      logger: log,
+      ...(signal ? { signal } : {}),
+      memory: {
+        hints,
+        ...(capabilities === 'remember' ? { onLearned: (caps) => writeCapabilities(config.stateDir, service, caps) } : {}),
+      },
+    },
   );
 }

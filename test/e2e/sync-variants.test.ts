@@ -71,3 +71,31 @@ describe('a deleted document, whatever GET /documents/{id} answers for it (spec 
     expectSidesEqual(ws);
   });
 });
+
+describe('a strict server whose spellings an earlier process found (<stateDir>/service-capabilities.json)', () => {
+  it('the next `sync` process asks /downloadlink and commits in the walkthrough spelling at once: no 404, no 400', async () => {
+    ws = await createWorkspace({ emulator: { downloadLinkPaths: ['downloadlink'], commitSpelling: 'walkthrough' } });
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'T' });
+    c.addDocument(ws.binderId, tab.id, 'r1.txt', 'remote 1');
+    writeLocal(ws, 'T/l1.txt', 'local 1');
+    const refused = () =>
+      c
+        .lastRequests(10_000)
+        .filter((r) => (r.route === 'downloadlink' || r.route === 'commit') && r.status >= 400)
+        .map((r) => `${r.route} ${r.path.split('/').pop()} ${r.status}`);
+    c.resetCounters();
+    await expectConvergedPass(ws);
+    // The first process finds its way: /raw is missing, the body with both spellings is refused.
+    expect(refused().sort()).toEqual(['commit upload 400', 'downloadlink raw 404']);
+
+    c.resetCounters();
+    c.addDocument(ws.binderId, tab.id, 'r2.txt', 'remote 2');
+    writeLocal(ws, 'T/l2.txt', 'local 2');
+    await expectConvergedPass(ws);
+    expect(refused()).toEqual([]);
+    expect(readLocal(ws, 'T/r2.txt')).toBe('remote 2');
+    expect(versionContents(ws, docNamed(ws, 'l2.txt').id)).toEqual(['local 2']);
+    expectSidesEqual(ws);
+  });
+});

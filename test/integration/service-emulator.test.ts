@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/index.js';
+import type { CapabilityMemory, ServiceCapabilities } from '../../src/service/client.js';
 import { ServiceClient, ServiceError, type ServiceSettings } from '../../src/service/index.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -18,7 +19,7 @@ afterEach(async () => {
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
-async function setup(opts: EmulatorOptions = {}, settings: Partial<ServiceSettings> = {}, logger?: pino.Logger) {
+async function setup(opts: EmulatorOptions = {}, settings: Partial<ServiceSettings> = {}, logger?: pino.Logger, memory?: CapabilityMemory) {
   const emu: Emulator = await startEmulator({ quiet: true, ...opts });
   cleanups.push(() => emu.close());
   const client = new ServiceClient(
@@ -31,7 +32,7 @@ async function setup(opts: EmulatorOptions = {}, settings: Partial<ServiceSettin
       retry: { maxAttempts: 6, baseDelayMs: 5, maxDelayMs: 50 },
       ...settings,
     },
-    logger ? { logger } : {},
+    { ...(logger ? { logger } : {}), ...(memory ? { memory } : {}) },
   );
   cleanups.push(() => client.close());
   const c = emu.control;
@@ -191,6 +192,51 @@ describe('every endpoint against the emulator', () => {
     expect(emu.control.counters().commit).toBe(names.length + 1);
     expect(versions.map((v) => c.readContent(v.documentId).toString())).toEqual(names);
     expect(client.capabilities.commitSpelling).toBe('reference');
+  });
+
+  describe('hints from an earlier process (capabilities-file.ts)', () => {
+    const linkSuffixes = (emu: Emulator) => emu.control.lastRequests(100).filter((r) => r.route === 'downloadlink').map((r) => `${r.path.split('/').pop()} ${r.status}`);
+
+    it('a /downloadlink hint against a server without /raw: no 404, and nothing new to save', async () => {
+      const saved: ServiceCapabilities[] = [];
+      const { emu, client, c, binder, top } = await setup({ downloadLinkPaths: ['downloadlink'] }, {}, undefined, { hints: { downloadLinkSuffix: 'downloadlink' }, onLearned: (caps) => saved.push(caps) });
+      const docs = ['a', 'b', 'c'].map((n) => c.addDocument(binder.id, top.id, `${n}.txt`, n));
+      await Promise.all(docs.map((d) => client.getDownloadLink(d.document.id, d.version.id)));
+      expect(linkSuffixes(emu)).toEqual(['downloadlink 200', 'downloadlink 200', 'downloadlink 200']);
+      expect(client.capabilities.downloadLinkSuffix).toBe('downloadlink');
+      expect(saved).toEqual([]);
+    });
+
+    it('a hint the server no longer matches (it went back to /raw only): one 404, then /raw, and the new finding is saved', async () => {
+      const saved: ServiceCapabilities[] = [];
+      const hints = { downloadLinkSuffix: 'downloadlink', commitSpelling: 'walkthrough' } as const;
+      const { emu, client, c, binder, top } = await setup({ downloadLinkPaths: ['raw'] }, {}, undefined, { hints, onLearned: (caps) => saved.push(caps) });
+      const a = c.addDocument(binder.id, top.id, 'a.txt', 'alpha');
+      await client.getDownloadLink(a.document.id, a.version.id);
+      await client.getDownloadLink(a.document.id, a.version.id);
+      expect(linkSuffixes(emu)).toEqual(['downloadlink 404', 'raw 200', 'raw 200']);
+      // The commit spelling was not tried in this process: the hint for it is kept, not erased.
+      expect(saved).toEqual([{ downloadLinkSuffix: 'raw', commitSpelling: 'walkthrough' }]);
+    });
+
+    it.each([
+      ['walkthrough', 'walkthrough', 1, []],
+      ['reference', 'walkthrough', 2, [{ downloadLinkSuffix: null, commitSpelling: 'reference' }]],
+    ] as const)('a strict %s server, hint %s: %i commit request(s) for the first commit', async (server, hint, firstCommits, expectSaved) => {
+      const saved: ServiceCapabilities[] = [];
+      const { emu, client, c, binder, top } = await setup({ commitSpelling: server }, {}, undefined, { hints: { commitSpelling: hint }, onLearned: (caps) => saved.push(caps) });
+      const commits: number[] = [];
+      for (const name of ['x.txt', 'y.txt']) {
+        emu.control.resetCounters();
+        const up = await client.uploadContent(() => Readable.from([Buffer.from(name)]), name.length);
+        const v = await client.commitUpload(binder.id, top.id, { fileName: name, versionLabel: 'L1', uploadId: up.uploadId, metadata: [] });
+        commits.push(emu.control.counters().commit);
+        expect(c.listVersions(v.documentId).map((x) => x.version)).toEqual(['L1']);
+      }
+      expect(commits).toEqual([firstCommits, 1]);
+      expect(client.capabilities.commitSpelling).toBe(server);
+      expect(saved).toEqual(expectSaved);
+    });
   });
 
   it('a first commit that fails for another reason hands the search to the next one waiting', async () => {
