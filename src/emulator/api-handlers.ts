@@ -15,7 +15,7 @@ export interface ApiSettings {
   downloadLinkPaths: Array<'raw' | 'downloadlink'>;
   commitSpelling: 'reference' | 'walkthrough' | 'both';
   ignoreUnknownCommitKeys: boolean;
-  repeatCommitAnswer: 'version' | 'no-content' | 'conflict';
+  repeatCommitAnswer: 'version' | 'no-content' | 'conflict' | 'latest';
   maxPageSize: number | undefined;
   defaultPageSize: number;
   uploadUrlLifetimeMs: number;
@@ -125,6 +125,10 @@ export function createApiHandlers(store: Store, signer: Signer, view: ViewContex
         if (!existing) throw new HttpProblem(409, 'this upload was committed; its version has since been deleted');
         if (settings.repeatCommitAnswer === 'conflict') throw new HttpProblem(409, `upload ${body.uploadId} was already committed`);
         if (settings.repeatCommitAnswer === 'no-content') return { kind: 'empty', status: 204 };
+        if (settings.repeatCommitAnswer === 'latest') {
+          const latest = store.versions.get(store.document(existing.documentId).latestVersionId);
+          return json(200, versionView(view, latest ?? existing));
+        }
         return json(200, versionView(view, existing));
       }
       if (upload.state !== 'stored') throw new HttpProblem(409, 'upload content missing: PUT the bytes to the presignedUrl first');

@@ -221,14 +221,18 @@ export class ServiceClient {
       uploadId: body.uploadId,
       ...(spelling !== 'walkthrough' ? { additionalMetadata: reference.additionalMetadata } : {}),
     };
+    const sends = { count: 0 };
     try {
-      return await this.core.api({
+      const version = await this.core.api({
         method: 'POST',
         template: COMMIT_TEMPLATE,
         params: { domain, id: binderId, folderId },
         json,
         schema: DocumentVersionSchema,
+        sends,
       });
+      if (sends.count > 1) answersToRepeat.add(version);
+      return version;
     } catch (err) {
       if (err instanceof ServiceError && err.status === 409) {
         throw new ServiceError(err.message, {
@@ -375,6 +379,19 @@ function withDocumentId(v: VersionItem, documentId: string): DocumentVersion {
 }
 
 const COMMIT_TEMPLATE = '/documents/drives/{domain}/{id}/{folderId}/upload';
+
+/** Commit answers that came back to a request sent more than once (see answersRepeatedCommit). */
+const answersToRepeat = new WeakSet<DocumentVersion>();
+
+/**
+ * Whether commitUpload's answer came back to a commit sent more than once (a retry after a dropped connection
+ * or a 5xx, a resend after a 401). The first send may have created the version, and what a repeated commit of
+ * an uploadId answers is not shown (spec 4.9): it need not be the version that upload created (a server may
+ * answer the document's latest, someone else's). Such an answer is a claim to check, not a fact.
+ */
+export function answersRepeatedCommit(version: DocumentVersion): boolean {
+  return answersToRepeat.has(version);
+}
 const COMMIT_REQUEST = `POST ${COMMIT_TEMPLATE}`;
 
 /** The keys in which the two commit spellings differ (spec 4.9). */

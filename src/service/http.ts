@@ -24,6 +24,8 @@ export interface ApiCall<T> {
   json?: unknown;
   schema: z.ZodType<T>;
   signal?: AbortSignal;
+  /** Counts the times the request went out (retries and a 401's refresh send it again). */
+  sends?: { count: number };
 }
 
 export interface RawResponse {
@@ -179,6 +181,7 @@ export class HttpCore {
                 'accept-encoding': API_ACCEPT_ENCODING,
               };
               if (body !== undefined) headers['content-type'] = 'application/json';
+              if (call.sends) call.sends.count++;
               return { token, res: (await this.exchange({ request, template: call.template, url, method: call.method, headers, body, signal, attempt, context })) as RawResponse | undefined };
             },
             { signal },

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { BinderSyncError } from '../errors.js';
 import { toFileStat } from '../local/fs-ops.js';
 import { failpoint } from '../failpoints.js';
-import { ServiceError } from '../service/index.js';
+import { answersRepeatedCommit, ServiceError } from '../service/index.js';
 import type { Document, DocumentVersion, MetadataValue } from '../service/schemas.js';
 import type { OutboxRow } from '../state/store.js';
 import { sameStat, type BaseEntry, type LocalFile, type UploadTarget } from './model.js';
@@ -146,7 +146,8 @@ export async function recoverOutbox(d: ExecutorDeps): Promise<{ finished: number
     }
     let outcome: CommitOutcome;
     try {
-      outcome = await commitOutbox(d, row);
+      // The commit may have gone out before (the answer was lost): its answer is checked, not trusted.
+      outcome = await commitOutbox(d, row, undefined, true);
     } catch (err) {
       // Only the service's own final answer drops the row; anything else (a bug, a retryable failure) keeps it.
       if (!(err instanceof ServiceError) || err.retryable) throw err;
@@ -181,7 +182,7 @@ type CommitOutcome = { kind: 'committed'; version: DocumentVersion; row: OutboxR
  * taken by someone else's version is committed once more under a fresh label, with the same uploadId (the
  * service keys commits by uploadId: no duplicate can come of it). A 403 means no write access.
  */
-async function commitOutbox(d: ExecutorDeps, row: OutboxRow, documentMetadata?: MetadataValue[]): Promise<CommitOutcome> {
+async function commitOutbox(d: ExecutorDeps, row: OutboxRow, documentMetadata?: MetadataValue[], repeat = false): Promise<CommitOutcome> {
   let current = row;
   // A new version keeps its document's metadata (see metadataFor); a repeat after a restart reads it again.
   let docMetadata = documentMetadata;
@@ -189,7 +190,8 @@ async function commitOutbox(d: ExecutorDeps, row: OutboxRow, documentMetadata?: 
   for (let attempt = 0; ; attempt++) {
     try {
       const version = await commitAs(d, current, docMetadata ?? []);
-      return { kind: 'committed', version, row: current };
+      if (!repeat && !answersRepeatedCommit(version)) return { kind: 'committed', version, row: current };
+      return await checkedRepeatAnswer(d, current, version);
     } catch (err) {
       if (!(err instanceof ServiceError) || err.retryable) throw err;
       if (err.status === 401 || err.status === 403) return { kind: 'refused', error: err };
@@ -204,6 +206,32 @@ async function commitOutbox(d: ExecutorDeps, row: OutboxRow, documentMetadata?: 
       current = relabelled;
     }
   }
+}
+
+/**
+ * The answer to a commit that may have gone out before (retried, or resumed after a restart): a repeated commit
+ * of an uploadId may answer any version (spec 4.9: not shown), e.g. the document's latest, which may be a
+ * colleague's. Taken as ours, it would become the base: the colleague's edit never downloaded, the next local
+ * edit stacked on it (black-box round 22, K1). So the version must hold our content; else the one our upload
+ * created is looked for as after a 409 (findCommittedVersion); else nothing is recorded and the file is planned
+ * again (at worst a second copy of the same bytes, never a loss).
+ */
+async function checkedRepeatAnswer(d: ExecutorDeps, row: OutboxRow, version: DocumentVersion): Promise<CommitOutcome> {
+  const documentId = version.documentId || row.documentId;
+  if (documentId && (await holdsContent(d, documentId, version.id, row))) return { kind: 'committed', version: { ...version, documentId }, row };
+  const found = await findCommittedVersion(d, row);
+  if (found) return { kind: 'committed', version: found, row };
+  d.log.warn({ relPath: row.relPath, answered: version.id, label: version.version }, 'a repeated commit answered a version that does not hold the uploaded content, and none was found that does: nothing recorded, the file is planned again');
+  return {
+    kind: 'refused',
+    error: new ServiceError(`the repeated commit answered version ${version.id}, which does not hold the uploaded content`, {
+      code: 'SERVICE_INVALID_RESPONSE',
+      retryable: false,
+      request: 'POST /documents/drives/{domain}/{id}/{folderId}/upload',
+      status: 200,
+      context: { uploadId: row.uploadId },
+    }),
+  };
 }
 
 function commitAs(d: ExecutorDeps, row: OutboxRow, documentMetadata: MetadataValue[]): Promise<DocumentVersion> {

@@ -1,8 +1,9 @@
 // A crash right after a commit, against servers that answer a repeated commit of the same uploadId in each way
-// the spec leaves open (4.9: "what the second call returns: not shown"): the version, 204 No Content, or 409.
-// The restart must finish the upload without a second document or a second version.
+// the spec leaves open (4.9: "what the second call returns: not shown"): the version, 204 No Content, 409, or
+// the document's latest version whoever made it. The restart must finish the upload without a second document
+// or a second version, and must not take someone else's version for its own.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, localTree, remoteTree, sync, writeLocal, type Workspace } from './harness.js';
+import { createWorkspace, localTree, readLocal, remoteTree, sync, writeLocal, type Workspace } from './harness.js';
 
 let ws: Workspace | undefined;
 afterEach(async () => {
@@ -10,7 +11,7 @@ afterEach(async () => {
   ws = undefined;
 });
 
-describe.each(['version', 'no-content', 'conflict'] as const)('repeated commit answered with %s', (answer) => {
+describe.each(['version', 'no-content', 'conflict', 'latest'] as const)('repeated commit answered with %s', (answer) => {
   it('a new file and an edit, each killed right after the commit, end as one document with the right versions', async () => {
     ws = await createWorkspace({ emulator: { repeatCommitAnswer: answer } });
     const w = ws;
@@ -33,6 +34,31 @@ describe.each(['version', 'no-content', 'conflict'] as const)('repeated commit a
     expect(third.code, third.stderr).toBe(0);
     expect(c.listDocuments(w.binderId)).toHaveLength(1);
     expect(c.listVersions(doc!.id).map((v) => c.readContent(doc!.id, v.id).toString())).toEqual(['first', 'second']);
+    expect(localTree(w.local)).toEqual(remoteTree(w));
+  });
+});
+
+// Black-box round 22, K1: the answer to the repeated commit was the colleague's version made in between. Taken as
+// ours it became the base: the colleague's edit was never downloaded, both sides said "in sync", and the next
+// local edit was stacked on it without a conflict.
+describe("a repeated commit answered with the document's latest version, a colleague's made meanwhile", () => {
+  it('is not taken as ours: our version is found by its content, and the colleague\'s edit comes down next', async () => {
+    ws = await createWorkspace({ emulator: { repeatCommitAnswer: 'latest' } });
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'T' });
+    const { document } = c.addDocument(w.binderId, folder.id, 'a.txt', 'v1');
+    expect((await sync(w)).code).toBe(0);
+
+    writeLocal(w, 'T/a.txt', 'my edit');
+    expect((await sync(w, [], { env: { BINDER_SYNC_FAILPOINT: 'upload-after-commit' } })).signal).toBe('SIGKILL');
+    c.addVersion(document.id, 'colleague edit');
+    for (let i = 0; i < 2; i++) {
+      const r = await sync(w);
+      expect(r.code, r.stderr).toBe(0);
+    }
+    expect(c.listVersions(document.id).map((v) => c.readContent(document.id, v.id).toString())).toEqual(['v1', 'my edit', 'colleague edit']);
+    expect(readLocal(w, 'T/a.txt')).toBe('colleague edit');
     expect(localTree(w.local)).toEqual(remoteTree(w));
   });
 });

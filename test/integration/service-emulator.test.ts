@@ -9,7 +9,7 @@ import { Readable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/index.js';
-import type { CapabilityMemory, ServiceCapabilities } from '../../src/service/client.js';
+import { answersRepeatedCommit, type CapabilityMemory, type ServiceCapabilities } from '../../src/service/client.js';
 import { ServiceClient, ServiceError, type ServiceSettings } from '../../src/service/index.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -192,6 +192,22 @@ describe('every endpoint against the emulator', () => {
     expect(emu.control.counters().commit).toBe(names.length + 1);
     expect(versions.map((v) => c.readContent(v.documentId).toString())).toEqual(names);
     expect(client.capabilities.commitSpelling).toBe('reference');
+  });
+
+  it('marks a commit answer that came back to a second send (its first answer lost): a claim to check, not a fact', async () => {
+    const { emu, client, binder, top } = await setup();
+    const commit = async (name: string) => {
+      const up = await client.uploadContent(() => Readable.from([Buffer.from(name)]), name.length);
+      return client.commitUpload(binder.id, top.id, { fileName: name, versionLabel: '1', uploadId: up.uploadId, metadata: [] });
+    };
+    expect(answersRepeatedCommit(await commit('once.txt'))).toBe(false);
+    // The commit is made, then its answer is cut short: the client sends it again and takes the second answer.
+    emu.control.injectFault({ route: 'commit', truncate: true, times: 1 });
+    emu.control.resetCounters();
+    const again = await commit('twice.txt');
+    expect(emu.control.counters().commit).toBe(2);
+    expect(answersRepeatedCommit(again)).toBe(true);
+    expect(emu.control.listVersions(again.documentId)).toHaveLength(1);
   });
 
   describe('hints from an earlier process (capabilities-file.ts)', () => {
