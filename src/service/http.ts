@@ -57,6 +57,9 @@ function rawResponse(status: number, headers: RawResponse['headers'], body: { ch
 
 const TOKEN_REQUEST = 'POST /connect/token';
 
+/** The config key that says where a request goes: the token request goes to authUrl, every other to baseUrl. */
+const settingFor = (request: string) => (request === TOKEN_REQUEST ? 'service.authUrl' : 'service.baseUrl');
+
 /**
  * Errors whose retry budget is already spent (or that must not be repeated, like a download that has already
  * written into its destination). An outer retry loop passes them through instead of multiplying budgets.
@@ -232,7 +235,7 @@ export class HttpCore {
           request,
           status: res.status,
           cause: err,
-          hint: 'is service.baseUrl right? something other than the API (a proxy, a web page) answered',
+          hint: `is ${settingFor(request)} right? something other than the ${request === TOKEN_REQUEST ? 'identity provider' : 'API'} (a proxy, a web page) answered`,
           ...(context ? { context } : {}),
         });
       }
@@ -257,7 +260,7 @@ export class HttpCore {
       retryable: false,
       request,
       status: res.status,
-      hint: 'the service answered something binder-sync does not understand; check baseUrl points at the API',
+      hint: `the ${request === TOKEN_REQUEST ? 'identity provider' : 'service'} answered something binder-sync does not understand; check ${settingFor(request)} points at ${request === TOKEN_REQUEST ? 'the identity provider' : 'the API'}`,
       ...(context ? { context } : {}),
     });
   }

@@ -113,10 +113,14 @@ export const PresignedUploadSchema = z.object({
   uploadId: nonEmptyId,
 });
 
-/** expires_in is an integer per spec 5.2; a numeric string is tolerated (some identity providers send one). */
+/**
+ * expires_in is an integer per spec 5.2; a numeric string is tolerated (some identity providers send one). Its
+ * absence is tolerated too: OAuth 2.0 (RFC 6749 5.1) only recommends it, so the token is then taken to live
+ * DEFAULT_TOKEN_LIFETIME_S (token.ts), and a 401 before that refreshes it anyway. A negative lifetime is refused.
+ */
 export const TokenResponseSchema = z.object({
   access_token: z.string().min(1),
-  expires_in: z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]).pipe(z.number().nonnegative()),
+  expires_in: opt(z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]).pipe(z.number().nonnegative())),
   token_type: opt(z.string()),
 });
 

@@ -2,6 +2,13 @@
 // refreshes it single-flight (concurrent callers share one token request).
 import type { TokenResponse } from './schemas.js';
 
+/**
+ * The lifetime assumed for a token whose answer gives no expires_in (RFC 6749 only recommends it): five minutes,
+ * short enough that a token living less than the spec's typical hour is refreshed in time, long enough not to
+ * ask for one per request. A 401 before then refreshes it anyway (HttpCore).
+ */
+export const DEFAULT_TOKEN_LIFETIME_S = 300;
+
 /** Safety margin before expiry: min(60 s, 10 % of the lifetime), so short test lifetimes still get a margin. */
 export function safetyMarginMs(lifetimeSeconds: number): number {
   return Math.min(60_000, lifetimeSeconds * 100);
@@ -50,9 +57,9 @@ export class TokenProvider {
   private async refresh(): Promise<CachedToken> {
     const requestedAt = this.now();
     const res = await this.fetchToken();
-    const lifetimeMs = res.expires_in * 1000;
+    const lifetimeS = res.expires_in ?? DEFAULT_TOKEN_LIFETIME_S;
     // Measured from when we asked, so time spent waiting for the answer is not counted as validity.
-    const cached = { token: res.access_token, refreshAt: requestedAt + lifetimeMs - safetyMarginMs(res.expires_in) };
+    const cached = { token: res.access_token, refreshAt: requestedAt + lifetimeS * 1000 - safetyMarginMs(lifetimeS) };
     this.cached = cached;
     this.issued.push(res.access_token);
     if (this.issued.length > 8) this.issued.shift();

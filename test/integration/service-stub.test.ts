@@ -58,6 +58,26 @@ describe('token and headers', () => {
     expect(s.api()).toHaveLength(0);
   });
 
+  it('a token answer without expires_in is taken (RFC 6749 only recommends it): one token for many calls', async () => {
+    const s = await stub((r) => {
+      if (r.path === '/auth/connect/token') return { status: 200, body: { access_token: 'tok-plain', token_type: 'Bearer' } };
+      return r.path === '/api/v1/binders' ? { status: 200, body: [] } : undef;
+    });
+    const c = client(s.origin);
+    for (let i = 0; i < 3; i++) expect(await c.listBinders()).toEqual([]);
+    expect(s.tokenCalls()).toBe(1);
+    expect(s.api().map((a) => a.headers.authorization)).toEqual(['Bearer tok-plain', 'Bearer tok-plain', 'Bearer tok-plain']);
+  });
+
+  it('a token answer of another shape names the token request and authUrl, not baseUrl', async () => {
+    const s = await stub((r) => (r.path === '/auth/connect/token' ? { status: 200, body: { access_token: 'tok-x', expires_in: -60 } } : undef));
+    const err = (await client(s.origin).listBinders().catch((e: unknown) => e)) as ServiceError;
+    expect(err).toMatchObject({ code: 'SERVICE_INVALID_RESPONSE', request: 'POST /connect/token' });
+    expect(err.message).toMatch(/expires_in/);
+    expect(err.hint).toMatch(/service\.authUrl/);
+    expect(err.hint).not.toMatch(/baseUrl/);
+  });
+
   it('retries the token endpoint on 503, then succeeds', async () => {
     let n = 0;
     const s = await stub((r) => {

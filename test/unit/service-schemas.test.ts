@@ -59,10 +59,14 @@ describe('service schemas', () => {
     expect(SearchPageSchema.safeParse({ totalCount: 0 }).success).toBe(false);
   });
 
-  it('token response: access_token and expires_in (number or numeric string)', () => {
+  it('token response: access_token and expires_in (number or numeric string; absent is allowed, RFC 6749 5.1)', () => {
     expect(TokenResponseSchema.parse({ access_token: 't', expires_in: 3600, token_type: 'Bearer' }).expires_in).toBe(3600);
     expect(TokenResponseSchema.parse({ access_token: 't', expires_in: '60' }).expires_in).toBe(60);
-    expect(TokenResponseSchema.safeParse({ access_token: 't' }).success).toBe(false);
+    expect(TokenResponseSchema.parse({ access_token: 't' }).expires_in).toBeUndefined();
+    expect(TokenResponseSchema.parse({ access_token: 't', expires_in: null }).expires_in).toBeUndefined();
+    expect(TokenResponseSchema.safeParse({ access_token: 't', expires_in: -5 }).success).toBe(false);
+    expect(TokenResponseSchema.safeParse({ access_token: 't', expires_in: 'soon' }).success).toBe(false);
+    expect(TokenResponseSchema.safeParse({ expires_in: 60 }).success).toBe(false);
     expect(TokenResponseSchema.safeParse({ access_token: '', expires_in: 1 }).success).toBe(false);
   });
 

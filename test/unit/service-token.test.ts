@@ -1,6 +1,6 @@
 // TokenProvider: cache for the lifetime minus the safety margin, single-flight refresh, targeted invalidation.
 import { describe, expect, it } from 'vitest';
-import { TokenProvider, safetyMarginMs } from '../../src/service/token.js';
+import { DEFAULT_TOKEN_LIFETIME_S, TokenProvider, safetyMarginMs } from '../../src/service/token.js';
 
 function fakeIdp(lifetime: number) {
   let n = 0;
@@ -30,6 +30,18 @@ describe('safetyMarginMs', () => {
 });
 
 describe('TokenProvider', () => {
+  it('takes a token whose answer gives no expires_in to live DEFAULT_TOKEN_LIFETIME_S (less the margin)', async () => {
+    let now = 5_000_000;
+    let n = 0;
+    const tp = new TokenProvider(async () => ({ access_token: `tok-${++n}` }), () => now);
+    expect(await tp.get()).toBe('tok-1');
+    const keptMs = DEFAULT_TOKEN_LIFETIME_S * 1000 - safetyMarginMs(DEFAULT_TOKEN_LIFETIME_S);
+    now += keptMs - 1;
+    expect(await tp.get()).toBe('tok-1');
+    now += 1;
+    expect(await tp.get()).toBe('tok-2');
+  });
+
   it('caches the token until lifetime minus margin', async () => {
     let now = 1_000_000;
     const idp = fakeIdp(100);
