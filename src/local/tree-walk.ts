@@ -124,9 +124,8 @@ export class TreeWalker {
       const relPath = joinRel(rel, ent.name);
       const key = pathKey(relPath, caseInsensitive);
       if (ignore.ignoresEntry(relPath, ent.isDirectory())) continue;
-      // Names that are not valid UTF-8 decode with U+FFFD: writing that string back would name another file.
-      if (ent.name.includes('\uFFFD')) {
-        this.visit.problem(relPath, key, 'name-not-representable', 'the name is not valid UTF-8');
+      if (UNSYNCABLE_CHAR.test(ent.name)) {
+        this.visit.problem(relPath, key, 'name-not-representable', unsyncableName(ent.name));
         continue;
       }
       const prev = taken.get(key);
@@ -236,4 +235,22 @@ export function nameCollision(relPath: string, prev: string): string {
         ? 'the two names differ only in case, which this disk does not tell apart'
         : 'the two names are one path to the sync';
   return `collides with ${prev}: ${how}; neither is synced while both are there: rename one of the two`;
+}
+
+/**
+ * A character that makes a local name unsyncable: U+FFFD, which a name that is not valid UTF-8 decodes with
+ * (writing that string back would name another file), and the C0 controls (tab, newline, escape...). The service
+ * takes a control character in a name, but a remote name comes down with it shown as its Control Picture
+ * (remote/names.ts: "a<TAB>b" is the local file "a\u2409b"), so a file uploaded under its own name would be
+ * renamed by the next pass to that form (black-box round 22, K5). Reported instead, like a name that is not UTF-8.
+ */
+export const UNSYNCABLE_CHAR = /[\u0000-\u001f\uFFFD]/;
+
+/** Why a name UNSYNCABLE_CHAR matches is not synced, naming the character and the name that would sync. */
+export function unsyncableName(name: string): string {
+  if (name.includes('\uFFFD')) return 'the name is not valid UTF-8';
+  const c = (name.match(/[\u0000-\u001f]/) as RegExpMatchArray)[0];
+  const code = `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+  const shown = name.replace(/[\u0000-\u001f]/g, (x) => String.fromCharCode(0x2400 + x.charCodeAt(0)));
+  return `the name holds a control character (${code}), which would come back from the service as ${JSON.stringify(shown)}: rename the file (to ${JSON.stringify(shown)}, say) to sync it`;
 }
