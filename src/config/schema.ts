@@ -24,8 +24,24 @@ const httpUrl = () =>
   z
     .string({ error: unlessMissing('must be an http(s) URL') })
     .refine((s) => isHttpUrl(s), { error: 'must be an http(s) URL' })
+    // The service authenticates with client credentials (spec 5). A password in the address would be written
+    // wherever the address is (the state DB says which service a pair synced with, logs name the host), so it
+    // is refused rather than carried along (black-box round 22, K4).
+    .refine((s) => !hasUserInfo(s), {
+      error: 'must not carry a user name or password (user:password@host): the service takes clientId and clientSecret',
+      abort: true,
+    })
     // Trailing slashes are dropped so that callers can always append '/path'.
     .transform((s) => s.trim().replace(/\/+$/, ''));
+
+function hasUserInfo(s: string): boolean {
+  try {
+    const u = new URL(s.trim());
+    return u.username !== '' || u.password !== '';
+  } catch {
+    return false;
+  }
+}
 
 function isHttpUrl(s: string): boolean {
   try {

@@ -39,6 +39,16 @@ const abs = (p: string) => path.join(dir, p);
 const cases: Array<[string, (d: Doc) => void, string[]]> = [
   ['baseUrl not http', (d) => (d.service.baseUrl = 'ftp://files.example.test'), ['service.baseUrl: must be an http(s) URL']],
   ['baseUrl missing', (d) => delete d.service.baseUrl, ['service.baseUrl: is required']],
+  [
+    'baseUrl with a password in it',
+    (d) => (d.service.baseUrl = 'https://user:pa55word@api.example.test/v1'),
+    ['service.baseUrl: must not carry a user name or password (user:password@host): the service takes clientId and clientSecret'],
+  ],
+  [
+    'authUrl with a user name in it',
+    (d) => (d.service.authUrl = 'https://someone@id.example.test'),
+    ['service.authUrl: must not carry a user name or password (user:password@host): the service takes clientId and clientSecret'],
+  ],
   ['authUrl not a URL', (d) => (d.service.authUrl = 'id.example.test'), ['service.authUrl: must be an http(s) URL']],
   ['baseUrl a number', (d) => (d.service.baseUrl = 8080), ['service.baseUrl: must be an http(s) URL']],
   ['tenantId empty', (d) => (d.service.tenantId = ''), ['service.tenantId: must not be empty']],
