@@ -37,7 +37,10 @@ Exit codes:
   5    another instance holds the stateDir's lock
   6    local filesystem failure (sync root missing or not writable,
        disk full, permission denied, a damaged state DB)
-  130  forced stop (a second Ctrl-C)
+  130  stopped by Ctrl-C: sync cancels its pass cleanly (no temp
+       file left); a second Ctrl-C, or one to the daemon's
+       shutdown, stops at once
+  143  sync stopped by SIGTERM (cancelled cleanly, as above)
 
 \`binder-sync help <command>\` shows a command's options. In a checkout
 (not installed globally) run it as \`npx binder-sync ...\`.`;

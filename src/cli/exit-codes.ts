@@ -17,6 +17,10 @@ export const ExitCode = {
   locked: 5,
   /** Local filesystem failure (sync root missing, disk full, permission denied, a damaged or replaced state DB). */
   local: 6,
+  /** Stopped by SIGINT (Ctrl-C; 128 + 2, as a shell reports it): `sync` cancelled its pass, or a second one stopped at once. */
+  interrupted: 130,
+  /** Stopped by SIGTERM (128 + 15): `sync` cancelled its pass cleanly. */
+  terminated: 143,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 

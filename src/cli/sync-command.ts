@@ -14,6 +14,7 @@ import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
 import { serviceClientFor } from '../service/from-config.js';
 import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
 import { ExitCode, isLocalFailure } from './exit-codes.js';
+import { BinderSyncError } from '../errors.js';
 
 interface SyncOptions {
   config: string;
@@ -66,7 +67,12 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     return exitCodeFor(err);
   }
   // A dry run uses what an earlier pass found the server to speak, and writes nothing down.
-  const client = serviceClientFor(config, log, undefined, {}, opts.dryRun ? 'read' : 'remember');
+  // SIGINT or SIGTERM cancels the pass: transfers in flight stop and their temp files are removed, an upload
+  // slot not committed is dropped, the state stays consistent, and the exit code says which signal (130, 143).
+  // A second signal stops at once, like a crash, which the state DB is built to survive (black-box round 22, K3).
+  const stop = new AbortController();
+  const stopSignals = cancelOnSignals(stop, () => lock?.release());
+  const client = serviceClientFor(config, log, stop.signal, {}, opts.dryRun ? 'read' : 'remember');
   // On a terminal a long pass shows a progress line on stderr; --json and --dry-run are for reading, not watching.
   const progress =
     !opts.json && !opts.dryRun && wantProgress(process.stderr)
@@ -76,6 +82,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
   let worst: number = ExitCode.ok;
   try {
     for (const pair of pairs) {
+      if (stop.signal.aborted) break;
       let rt;
       try {
         rt = await openPair(pair, config.stateDir, client, log, { dryRun: opts.dryRun === true });
@@ -87,6 +94,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
             force: opts.force === true,
             // A tree whose walk costs over a second of requests is walked at most every folderTreeMaxAgeMs.
             reuseSavedFolderTree: opts.walkFolders === true ? false : 'when-costly',
+            signal: stop.signal,
             ...passHooks(observer),
           });
         } finally {
@@ -103,8 +111,9 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
           process.stdout.write(summarizeReport(report, opts.dryRun === true));
         }
         if (!report.converged) worst = Math.max(worst, notConvergedExit(report));
-        else if (!opts.dryRun && settlingPays(report, rt.store.countBase())) await leaveInSyncMark(rt, log);
+        else if (!opts.dryRun && !stop.signal.aborted && settlingPays(report, rt.store.countBase())) await leaveInSyncMark(rt, log);
       } catch (err) {
+        if (stop.signal.aborted) break;
         printError(err);
         // printError said it, with its hint, on stderr; the log keeps the details (stack, context) for debugging
         // only: at error level a failed cron `sync` printed every failure twice.
@@ -121,9 +130,41 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     progress?.close();
     await client.close();
     lock?.release();
+    stopSignals.uninstall();
   }
   if (opts.json) process.stdout.write(`${JSON.stringify(reports.map(jsonReport), null, 2)}\n`);
-  return worst;
+  const by = stopSignals.received();
+  return by === null ? worst : by === 'SIGINT' ? ExitCode.interrupted : ExitCode.terminated;
+}
+
+/**
+ * The first SIGINT or SIGTERM aborts `stop` (and says so on stderr); a second one runs `atOnce` (synchronous
+ * cleanup) and exits with 130 or 143 at once.
+ */
+function cancelOnSignals(stop: AbortController, atOnce: () => void): { received(): NodeJS.Signals | null; uninstall(): void } {
+  let first: NodeJS.Signals | null = null;
+  const on = (signal: NodeJS.Signals) => {
+    const code = signal === 'SIGINT' ? ExitCode.interrupted : ExitCode.terminated;
+    if (first !== null) {
+      process.stderr.write(`binder-sync: ${signal} again: stopping at once (the next run finishes what was cut short)\n`);
+      atOnce();
+      process.exit(code);
+    }
+    first = signal;
+    process.stderr.write(`binder-sync: ${signal}: cancelling the pass (transfers in flight stop and leave no temp file); ${signal === 'SIGINT' ? 'Ctrl-C' : 'the signal'} again stops at once\n`);
+    stop.abort(new BinderSyncError(`stopped by ${signal}`, { code: 'ABORTED', retryable: true, hint: 'the next run takes the pass up again' }));
+  };
+  const onInt = () => on('SIGINT');
+  const onTerm = () => on('SIGTERM');
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
+  return {
+    received: () => first,
+    uninstall() {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+    },
+  };
 }
 
 /** Blocked by a gate: 4; every failure local (disk full, permissions): 6; anything else left: 1. */

@@ -1,0 +1,69 @@
+// `binder-sync sync` stopped by a signal (black-box round 22, K3): SIGINT or SIGTERM cancels the pass at once and
+// cleanly (no temp file left in the sync root, nothing half-recorded), the exit code says which signal (130, 143,
+// as a shell reports a process that signal ended), and the next run finishes the work without duplicates.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BIN, createWorkspace, readLocal, secretOf, sync, type Workspace } from './harness.js';
+
+let ws: Workspace | undefined;
+afterEach(async () => {
+  await ws?.close();
+  ws = undefined;
+});
+
+/** Temp files anywhere under the sync root. */
+function tempFiles(root: string): string[] {
+  if (!fs.existsSync(root)) return [];
+  return (fs.readdirSync(root, { recursive: true }) as string[]).filter((p) => path.basename(p).startsWith('.binder-sync-tmp-'));
+}
+
+async function eventually(check: () => boolean, ms: number, what: string): Promise<void> {
+  const until = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe.each([
+  ['SIGTERM', 143],
+  ['SIGINT', 130],
+] as const)('sync stopped by %s mid-download', (signal, code) => {
+  it(`exits ${code} within a second or two, leaves no temp file in the sync root, and the next run completes`, async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Big' });
+    const content = Buffer.alloc(256 * 1024, 3);
+    const { document } = c.addDocument(w.binderId, folder.id, 'big.bin', content);
+    w.writeConfig();
+    // Every storage GET waits 30 s before it answers: the download is in flight (its temp file made) when the signal comes.
+    c.injectFault({ route: 'storage-get', latencyMs: 30_000 });
+    const child = spawn(process.execPath, [BIN, 'sync', '--config', w.configFile], {
+      env: { ...process.env, E2E_SECRET: secretOf(w), BINDER_SYNC_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.resume();
+    const exited = new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    await eventually(() => tempFiles(w.local).length > 0 && c.counters()['storage-get'] > 0, 20_000, 'the download to start');
+    const t0 = Date.now();
+    child.kill(signal);
+    const exitCode = await exited;
+    expect(exitCode, stderr).toBe(code);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(stderr).toContain(`${signal}: cancelling the pass`);
+    expect(tempFiles(w.local)).toEqual([]);
+    expect(fs.existsSync(path.join(w.local, 'Big', 'big.bin'))).toBe(false);
+
+    c.clearFaults();
+    const again = await sync(w);
+    expect(again.code, again.stderr).toBe(0);
+    expect(readLocal(w, 'Big/big.bin')).toBe(content.toString());
+    expect(c.listVersions(document.id)).toHaveLength(1);
+    expect(tempFiles(w.local)).toEqual([]);
+  }, 60_000);
+});
