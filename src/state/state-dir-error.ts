@@ -1,4 +1,5 @@
 // The error for a state directory binder-sync cannot create or write, shared by the lock and the state DBs.
+import fs from 'node:fs';
 import { BinderSyncError } from '../errors.js';
 
 /**
@@ -69,4 +70,24 @@ export function stateDbWriteError(err: unknown): unknown {
         ? 'free some disk space where stateDir is; the next pass picks up where this one stopped'
         : 'check the disk and the permissions of stateDir; the next pass picks up where this one stopped',
   });
+}
+
+/** Below this much free space a state DB that will not open is put down to a full disk. */
+const NEARLY_FULL_BYTES = 1 << 20;
+
+/**
+ * "the disk holding <dir> is full (N KiB free)" when a SQLite failure to open a state DB (which SQLite reports as
+ * a disk I/O error, or as "unable to open", when it cannot grow its -wal or -shm) meets a disk with less than
+ * 1 MiB left for this user; else null. Said instead of "check that stateDir is writable" (black-box round 22, K2).
+ */
+export function fullDiskNote(dir: string, err: unknown): string | null {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !/^SQLITE_(IOERR|FULL|CANTOPEN)/.test(code)) return null;
+  try {
+    const st = fs.statfsSync(dir);
+    const free = st.bavail * st.bsize;
+    return free < NEARLY_FULL_BYTES ? `the disk holding ${dir} is full (${Math.floor(free / 1024)} KiB free)` : null;
+  } catch {
+    return null;
+  }
 }

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { BinderSyncError } from '../errors.js';
 import type { BaseEntry, Issue, RemoteFolder } from '../sync/model.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
-import { stateDirError } from './state-dir-error.js';
+import { fullDiskNote, stateDirError } from './state-dir-error.js';
 
 export type OutboxStage = 'planned' | 'slot' | 'put' | 'committing' | 'committed';
 
@@ -260,11 +260,12 @@ export class StateStore {
       if (typeof (err as NodeJS.ErrnoException | null)?.syscall === 'string') throw stateDirError(dir, err, `creating ${path.basename(file)} in it`);
       const mapped = mapCorrupt(err, file);
       if (mapped instanceof BinderSyncError) throw mapped;
-      throw new BinderSyncError(`Cannot open state DB ${file}: ${(err as Error).message}`, {
+      const full = fullDiskNote(dir, err);
+      throw new BinderSyncError(`Cannot open state DB ${file}: ${full ? `${full} (SQLite: ${(err as Error).message})` : (err as Error).message}`, {
         code: 'STATE_OPEN',
         retryable: sqliteCode(err) === 'SQLITE_BUSY',
         context: { file, errno: sqliteCode(err) },
-        hint: 'check that stateDir exists and is writable by this user',
+        hint: full ? 'free some disk space there; nothing was changed, and the next run picks up where the last one stopped' : 'check that stateDir exists and is writable by this user',
         cause: err,
       });
     }
@@ -367,11 +368,12 @@ export class StateStore {
       }
       const mapped = mapCorrupt(err, file);
       if (mapped instanceof BinderSyncError) throw mapped;
-      throw new BinderSyncError(`Cannot open state DB ${file} read-only: ${(err as Error).message}`, {
+      const full = fullDiskNote(path.dirname(file), err);
+      throw new BinderSyncError(`Cannot open state DB ${file} read-only: ${full ? `${full} (SQLite: ${(err as Error).message})` : (err as Error).message}`, {
         code: 'STATE_OPEN',
         retryable: sqliteCode(err) === 'SQLITE_BUSY',
         context: { file, errno: sqliteCode(err) },
-        hint: 'check that the file exists and is readable by this user',
+        hint: full ? 'free some disk space there (the state DB itself is not damaged)' : 'check that the file exists and is readable by this user',
         cause: err,
       });
     }

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, localTree, remoteTree, sha256, sync, type CliResult, type Workspace } from './harness.js';
+import { createWorkspace, localTree, remoteTree, runCli, sha256, sync, type CliResult, type Workspace } from './harness.js';
 import { eventually, msgHas, startDaemonProcess, type DaemonProcess } from './run-helpers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -118,6 +118,49 @@ describe('local failures', () => {
     expect(localTree(w.local).get('Small/note.txt')).toBe(sha256('small enough'));
     expect(daemonFiles(w.local)).toEqual([]);
   }, 90_000);
+
+  // Black-box round 22, K2: SQLite reports a full disk at open as "disk I/O error"; it was said as "check that
+  // stateDir exists and is writable", and status called the intact DB "UNREADABLE".
+  it.skipIf(can.mount !== null)('a full disk under the stateDir: sync and status say the disk is full, and the next run after freeing space completes', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    fs.mkdirSync(w.stateDir, { recursive: true });
+    const m = run('mount', ['-t', 'tmpfs', '-o', 'size=2m,mode=0700', 'tmpfs', w.stateDir]);
+    expect(m.ok, m.out).toBe(true);
+    cleanups.push(() => run('umount', ['-l', w.stateDir]));
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, folder.id, 'a.txt', 'first');
+    expect((await sync(w)).code).toBe(0);
+
+    // Fill the disk to the last block, then give back two: room for the lock file, not for SQLite's -wal and -shm.
+    // (With none at all, the lock file already says the disk is full.)
+    const filler = path.join(w.stateDir, 'filler');
+    const fd = fs.openSync(filler, 'w');
+    try {
+      for (;;) fs.writeSync(fd, Buffer.alloc(4 * KB));
+    } catch (err) {
+      expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC');
+    } finally {
+      fs.ftruncateSync(fd, fs.fstatSync(fd).size - 8 * KB);
+      fs.closeSync(fd);
+    }
+    c.addDocument(w.binderId, folder.id, 'b.txt', 'second');
+    const full = await sync(w);
+    expect(full.code, output(full)).toBe(6);
+    expect(full.stderr).toContain(`the disk holding ${fs.realpathSync(w.stateDir)}`);
+    expect(full.stderr).toMatch(/is full \(\d+ KiB free\)/);
+    expect(full.stderr).toMatch(/hint: free some disk space there/);
+    expect(full.stderr).not.toMatch(/writable by this user/);
+    const status = await runCli(w, ['status', '--config', w.configFile]);
+    expect(status.stdout, output(status)).toMatch(/state DB +CANNOT OPEN: .*is full/);
+    expect(status.stdout).not.toContain('UNREADABLE');
+
+    fs.rmSync(filler);
+    const after = await sync(w);
+    expect(after.code, output(after)).toBe(0);
+    expect(localTree(w.local)).toEqual(remoteTree(w));
+  }, 60_000);
 
   it.skipIf(can.mount !== null)('disk full under the daemon: it logs ENOSPC with a hint, keeps running, and finishes once there is room', async () => {
     ws = await createWorkspace();
