@@ -7,6 +7,7 @@ import type { Config, PairConfig } from '../config/schema.js';
 import { readDaemonStatus, liveLockOwner, type DaemonStatus } from '../daemon/status-file.js';
 import { BinderSyncError, describeError } from '../errors.js';
 import { StateStore, type ConflictRow, type OutboxStage } from '../state/store.js';
+import { freeBytes, NEARLY_FULL_BYTES } from '../state/state-dir-error.js';
 import { groupIssues, oneLine, printable } from '../sync/issue-groups.js';
 import type { Issue } from '../sync/model.js';
 import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
@@ -34,6 +35,8 @@ export interface StatusDocument {
   /** Absolute path of the config file. */
   config: string;
   stateDir: string;
+  /** Bytes free on the disk holding stateDir (null: not known). Under 1 MiB, no pass can record anything. */
+  stateDirFreeBytes: number | null;
   daemon: {
     /** True while the pid in <stateDir>/binder-sync.lock is alive (a daemon, or a one-shot `sync`). */
     running: boolean;
@@ -134,6 +137,7 @@ export function collectStatus(config: Config, pairs: readonly PairConfig[], conf
     generatedAt: now.toISOString(),
     config: configFile,
     stateDir: config.stateDir,
+    stateDirFreeBytes: freeBytes(config.stateDir),
     daemon: {
       running: pid !== null,
       pid,
@@ -233,7 +237,10 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
   const daemonLine = d.running
     ? `running (pid ${d.pid}${d.startedAt ? `, started ${ago(d.startedAt, now)}` : ''}${d.metricsPort ? `, metrics on port ${d.metricsPort}` : ''})`
     : 'not running';
-  lines.push(row('daemon', daemonLine, 11), row('state dir', doc.stateDir, 11));
+  // A full disk there stops every pass at its first write, and the daemon from saying so anywhere but its log.
+  const full = doc.stateDirFreeBytes !== null && doc.stateDirFreeBytes < NEARLY_FULL_BYTES;
+  const stateDirLine = full ? `${doc.stateDir}   DISK FULL (${Math.floor(doc.stateDirFreeBytes! / 1024)} KiB free): no pass can record its work; free some space` : doc.stateDir;
+  lines.push(row('daemon', daemonLine, 11), row('state dir', stateDirLine, 11));
   for (const p of doc.pairs) {
     lines.push('', `${p.name}  ${p.localPath}  <->  binder ${p.binderId}${p.direction === 'both' ? '' : `  (${p.direction} only)`}`);
     let state = STATE_WORDS[p.state];

@@ -73,7 +73,17 @@ export function stateDbWriteError(err: unknown): unknown {
 }
 
 /** Below this much free space a state DB that will not open is put down to a full disk. */
-const NEARLY_FULL_BYTES = 1 << 20;
+export const NEARLY_FULL_BYTES = 1 << 20;
+
+/** Bytes free for this user on the disk holding `dir`; null when that cannot be told (dir missing). */
+export function freeBytes(dir: string): number | null {
+  try {
+    const st = fs.statfsSync(dir);
+    return st.bavail * st.bsize;
+  } catch {
+    return null;
+  }
+}
 
 /**
  * "the disk holding <dir> is full (N KiB free)" when a SQLite failure to open a state DB (which SQLite reports as
@@ -83,11 +93,6 @@ const NEARLY_FULL_BYTES = 1 << 20;
 export function fullDiskNote(dir: string, err: unknown): string | null {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || !/^SQLITE_(IOERR|FULL|CANTOPEN)/.test(code)) return null;
-  try {
-    const st = fs.statfsSync(dir);
-    const free = st.bavail * st.bsize;
-    return free < NEARLY_FULL_BYTES ? `the disk holding ${dir} is full (${Math.floor(free / 1024)} KiB free)` : null;
-  } catch {
-    return null;
-  }
+  const free = freeBytes(dir);
+  return free !== null && free < NEARLY_FULL_BYTES ? `the disk holding ${dir} is full (${Math.floor(free / 1024)} KiB free)` : null;
 }

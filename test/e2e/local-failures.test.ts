@@ -155,6 +155,7 @@ describe('local failures', () => {
     const status = await runCli(w, ['status', '--config', w.configFile]);
     expect(status.stdout, output(status)).toMatch(/state DB +CANNOT OPEN: .*is full/);
     expect(status.stdout).not.toContain('UNREADABLE');
+    expect(status.stdout).toMatch(/state dir +\S+ +DISK FULL \(\d+ KiB free\): no pass can record its work/);
 
     fs.rmSync(filler);
     const after = await sync(w);

@@ -45,7 +45,7 @@ describe('formatStatus "not synced"', () => {
       pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, issues,
     };
     const doc: StatusDocument = {
-      version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
+      version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
       daemon: { running: false, pid: null, startedAt: null, metricsPort: null }, pairs: [pair],
     };
     const out = formatStatus(doc, new Date(0));
@@ -62,7 +62,7 @@ describe('formatStatus "watcher"', () => {
     pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, issues: [],
   });
   const doc = (running: boolean, watcher: string | null): StatusDocument => ({
-    version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
+    version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
     daemon: running ? { running: true, pid: 42, startedAt: null, metricsPort: null } : { running: false, pid: null, startedAt: null, metricsPort: null },
     pairs: [pair(watcher)],
   });
@@ -109,7 +109,7 @@ describe('names with control characters', () => {
       moreConflicts: false, issues,
     };
     const doc: StatusDocument = {
-      version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
+      version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
       daemon: { running: false, pid: null, startedAt: null, metricsPort: null }, pairs: [pair],
     };
     const out = formatStatus(doc, new Date(0));
@@ -125,7 +125,7 @@ describe('names with control characters', () => {
 
 describe('formatStatus "pending" during a long pass', () => {
   const doc = (pendingUploads: PairStatus['pendingUploads'], pendingUploadCount: number | null, pendingDownloads: number | null, passBytes: number | null = null, activitySince: string | null = null): StatusDocument => ({
-    version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s',
+    version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
     daemon: { running: true, pid: 42, startedAt: null, metricsPort: null },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'syncing', stateDb: '/s/main/state.db', stateError: null,
@@ -149,5 +149,18 @@ describe('formatStatus "pending" during a long pass', () => {
     // Nothing moved yet, or no pass running: no such line.
     expect(formatStatus(doc(inFlight.slice(0, 1), 1, 0, 0, started), new Date(10_000))).not.toMatch(/transferred/);
     expect(formatStatus(doc([], 0, 0, null), new Date(0))).not.toMatch(/transferred/);
+  });
+});
+
+describe('formatStatus: the disk holding stateDir', () => {
+  const doc = (stateDirFreeBytes: number | null): StatusDocument => ({
+    version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes,
+    daemon: { running: false, pid: null, startedAt: null, metricsPort: null },
+    pairs: [],
+  });
+
+  it('says DISK FULL and how much is free under 1 MiB, and nothing otherwise', () => {
+    expect(formatStatus(doc(12 * 1024), new Date(0))).toContain('state dir  /s   DISK FULL (12 KiB free): no pass can record its work; free some space');
+    for (const free of [null, 1 << 20, 50 * 2 ** 30]) expect(formatStatus(doc(free), new Date(0))).not.toContain('DISK FULL');
   });
 });
