@@ -107,8 +107,15 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
           writePairMeta(rt.store, path.join(config.stateDir, pair.name, 'state.db'), { pendingUploads: String(left.uploads), pendingDownloads: String(left.downloads) }, { create: false });
         }
         if (!opts.json) {
-          if (opts.dryRun) process.stdout.write(describePlan(report));
-          process.stdout.write(summarizeReport(report, opts.dryRun === true));
+          const by = stopSignals.received();
+          if (by !== null) {
+            // Not "FAILED": the steps were stopped on purpose, and cleanly.
+            const stopped = report.execution?.failures.length ?? 0;
+            process.stdout.write(`[${pair.name}] cancelled by ${by}: ${stopped} step${stopped === 1 ? '' : 's'} stopped before ${stopped === 1 ? 'it' : 'they'} finished, nothing half-done left; the next run takes ${stopped === 1 ? 'it' : 'them'} up\n`);
+          } else {
+            if (opts.dryRun) process.stdout.write(describePlan(report));
+            process.stdout.write(summarizeReport(report, opts.dryRun === true));
+          }
         }
         if (!report.converged) worst = Math.max(worst, notConvergedExit(report));
         else if (!opts.dryRun && !stop.signal.aborted && settlingPays(report, rt.store.countBase())) await leaveInSyncMark(rt, log);

@@ -46,8 +46,9 @@ describe.each([
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
+    let stdout = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.stdout.resume();
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
     await eventually(() => tempFiles(w.local).length > 0 && c.counters()['storage-get'] > 0, 20_000, 'the download to start');
     const t0 = Date.now();
@@ -56,6 +57,8 @@ describe.each([
     expect(exitCode, stderr).toBe(code);
     expect(Date.now() - t0).toBeLessThan(5_000);
     expect(stderr).toContain(`${signal}: cancelling the pass`);
+    expect(stdout).toContain(`[main] cancelled by ${signal}: 1 step stopped before it finished, nothing half-done left; the next run takes it up`);
+    expect(stdout).not.toContain('FAILED');
     expect(tempFiles(w.local)).toEqual([]);
     expect(fs.existsSync(path.join(w.local, 'Big', 'big.bin'))).toBe(false);
 
