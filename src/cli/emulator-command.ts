@@ -36,7 +36,7 @@ export function registerEmulatorCommand(program: Command, setExit: (code: number
     )
     .addOption(new Option('--commit-spelling <which>', 'commit body spelling accepted').choices(['reference', 'walkthrough', 'both']).default('both'))
     .option('--ignore-unknown-commit-keys', 'with --commit-spelling reference or walkthrough: ignore the other spelling\'s keys instead of answering 400 (a lenient server)')
-    .addOption(new Option('--repeat-commit-answer <how>', 'answer to a second commit of the same uploadId').choices(['version', 'no-content', 'conflict', 'latest']).default('version'))
+    .addOption(new Option('--repeat-commit-answer <how>', 'answer to a second commit of the same uploadId').choices(['version', 'no-content', 'conflict', 'latest', 'unknown']).default('version'))
     .addOption(new Option('--max-page-size <n>', 'clamp search pageSize').argParser(int('--max-page-size', 1)))
     .addOption(new Option('--default-page-size <n>', 'search pageSize when none is given').default(50).argParser(int('--default-page-size', 1)))
     .addOption(new Option('--top-level-parent-id <how>', 'parentId of a top-level folder').choices(['null', 'absent', 'binderId']).default('null'))
@@ -56,7 +56,7 @@ export function registerEmulatorCommand(program: Command, setExit: (code: number
         downloadLinkPaths: (typeof raw.downloadLinkPaths === 'string' ? raw.downloadLinkPaths.split(',') : raw.downloadLinkPaths) as Array<'raw' | 'downloadlink'>,
         commitSpelling: raw.commitSpelling as 'reference' | 'walkthrough' | 'both',
         ignoreUnknownCommitKeys: raw.ignoreUnknownCommitKeys === true,
-        repeatCommitAnswer: raw.repeatCommitAnswer as 'version' | 'no-content' | 'conflict' | 'latest',
+        repeatCommitAnswer: raw.repeatCommitAnswer as 'version' | 'no-content' | 'conflict' | 'latest' | 'unknown',
         defaultPageSize: raw.defaultPageSize as number,
         topLevelParentId: raw.topLevelParentId as 'null' | 'absent' | 'binderId',
         compressJson: raw.compressJson === true,

@@ -1,5 +1,6 @@
 // Handlers of the twelve API endpoints (spec section 4). Each checks access first (auth.ts), then path
 // objects (404 for anything missing or owned by another tenant), then the body, and returns a Reply.
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { authorize, type Caller } from './auth.js';
 import { HttpProblem, json, readJson, type FieldErrors, type Reply } from './http-util.js';
@@ -15,7 +16,7 @@ export interface ApiSettings {
   downloadLinkPaths: Array<'raw' | 'downloadlink'>;
   commitSpelling: 'reference' | 'walkthrough' | 'both';
   ignoreUnknownCommitKeys: boolean;
-  repeatCommitAnswer: 'version' | 'no-content' | 'conflict' | 'latest';
+  repeatCommitAnswer: 'version' | 'no-content' | 'conflict' | 'latest' | 'unknown';
   maxPageSize: number | undefined;
   defaultPageSize: number;
   uploadUrlLifetimeMs: number;
@@ -129,6 +130,7 @@ export function createApiHandlers(store: Store, signer: Signer, view: ViewContex
           const latest = store.versions.get(store.document(existing.documentId).latestVersionId);
           return json(200, versionView(view, latest ?? existing));
         }
+        if (settings.repeatCommitAnswer === 'unknown') return json(200, versionView(view, { ...existing, id: randomUUID() }));
         return json(200, versionView(view, existing));
       }
       if (upload.state !== 'stored') throw new HttpProblem(409, 'upload content missing: PUT the bytes to the presignedUrl first');

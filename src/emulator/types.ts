@@ -64,10 +64,11 @@ export interface EmulatorOptions {
   ignoreUnknownCommitKeys?: boolean;
   /**
    * How a second commit of an already committed uploadId answers ("not shown" by the spec, 4.9): 200 with the
-   * version (default), 204 with no body, 409, or 200 with the document's latest version, whoever made it
-   * ('latest': a server that answers "the document as it is now"). It never creates anything.
+   * version (default), 204 with no body, 409, 200 with the document's latest version, whoever made it
+   * ('latest': a server that answers "the document as it is now"), or 200 with a version id it does not have
+   * ('unknown'). It never creates anything.
    */
-  repeatCommitAnswer?: 'version' | 'no-content' | 'conflict' | 'latest';
+  repeatCommitAnswer?: 'version' | 'no-content' | 'conflict' | 'latest' | 'unknown';
   /** Clamp pageSize (the answer carries the clamped value); default no clamp. */
   maxPageSize?: number;
   /** pageSize when the query does not give one; default 50. */

@@ -392,7 +392,8 @@ const answersToRepeat = new WeakSet<DocumentVersion>();
 export function answersRepeatedCommit(version: DocumentVersion): boolean {
   return answersToRepeat.has(version);
 }
-const COMMIT_REQUEST = `POST ${COMMIT_TEMPLATE}`;
+/** How errors and logs name the commit request. */
+export const COMMIT_REQUEST = `POST ${COMMIT_TEMPLATE}`;
 
 /** The keys in which the two commit spellings differ (spec 4.9). */
 const REFERENCE_KEYS = new Set(['version', 'additionalmetadata']);

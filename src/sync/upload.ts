@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { BinderSyncError } from '../errors.js';
 import { toFileStat } from '../local/fs-ops.js';
 import { failpoint } from '../failpoints.js';
-import { answersRepeatedCommit, ServiceError } from '../service/index.js';
+import { answersRepeatedCommit, COMMIT_REQUEST, ServiceError } from '../service/index.js';
 import type { Document, DocumentVersion, MetadataValue } from '../service/schemas.js';
 import type { OutboxRow } from '../state/store.js';
 import { sameStat, type BaseEntry, type LocalFile, type UploadTarget } from './model.js';
@@ -188,10 +188,9 @@ async function commitOutbox(d: ExecutorDeps, row: OutboxRow, documentMetadata?: 
   let docMetadata = documentMetadata;
   if (row.documentId !== null && docMetadata === undefined) docMetadata = (await d.client.getDocument(row.documentId))?.metadata ?? [];
   for (let attempt = 0; ; attempt++) {
+    let version: DocumentVersion;
     try {
-      const version = await commitAs(d, current, docMetadata ?? []);
-      if (!repeat && !answersRepeatedCommit(version)) return { kind: 'committed', version, row: current };
-      return await checkedRepeatAnswer(d, current, version);
+      version = await commitAs(d, current, docMetadata ?? []);
     } catch (err) {
       if (!(err instanceof ServiceError) || err.retryable) throw err;
       if (err.status === 401 || err.status === 403) return { kind: 'refused', error: err };
@@ -204,7 +203,11 @@ async function commitOutbox(d: ExecutorDeps, row: OutboxRow, documentMetadata?: 
       const relabelled = await freshLabel(d, current);
       if (relabelled === null) return { kind: 'refused', error: err };
       current = relabelled;
+      continue;
     }
+    // Outside the try: a failure of the check is its own (a retryable one keeps the row), not the commit's.
+    if (!repeat && !answersRepeatedCommit(version)) return { kind: 'committed', version, row: current };
+    return checkedRepeatAnswer(d, current, version);
   }
 }
 
@@ -218,7 +221,14 @@ async function commitOutbox(d: ExecutorDeps, row: OutboxRow, documentMetadata?: 
  */
 async function checkedRepeatAnswer(d: ExecutorDeps, row: OutboxRow, version: DocumentVersion): Promise<CommitOutcome> {
   const documentId = version.documentId || row.documentId;
-  if (documentId && (await holdsContent(d, documentId, version.id, row))) return { kind: 'committed', version: { ...version, documentId }, row };
+  // An answered version the service then says it does not have (its link 404s) holds nothing of ours.
+  const ours = documentId
+    ? await holdsContent(d, documentId, version.id, row).catch((err: unknown) => {
+        if (err instanceof ServiceError && !err.retryable) return false;
+        throw err;
+      })
+    : false;
+  if (ours) return { kind: 'committed', version: { ...version, documentId: documentId! }, row };
   const found = await findCommittedVersion(d, row);
   if (found) return { kind: 'committed', version: found, row };
   d.log.warn({ relPath: row.relPath, answered: version.id, label: version.version }, 'a repeated commit answered a version that does not hold the uploaded content, and none was found that does: nothing recorded, the file is planned again');
@@ -227,7 +237,7 @@ async function checkedRepeatAnswer(d: ExecutorDeps, row: OutboxRow, version: Doc
     error: new ServiceError(`the repeated commit answered version ${version.id}, which does not hold the uploaded content`, {
       code: 'SERVICE_INVALID_RESPONSE',
       retryable: false,
-      request: 'POST /documents/drives/{domain}/{id}/{folderId}/upload',
+      request: COMMIT_REQUEST,
       status: 200,
       context: { uploadId: row.uploadId },
     }),

@@ -1,6 +1,6 @@
 // A crash right after a commit, against servers that answer a repeated commit of the same uploadId in each way
-// the spec leaves open (4.9: "what the second call returns: not shown"): the version, 204 No Content, 409, or
-// the document's latest version whoever made it. The restart must finish the upload without a second document
+// the spec leaves open (4.9: "what the second call returns: not shown"): the version, 204 No Content, 409, the
+// document's latest version whoever made it, or a version id the server does not have. The restart must finish the upload without a second document
 // or a second version, and must not take someone else's version for its own.
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, localTree, readLocal, remoteTree, sync, writeLocal, type Workspace } from './harness.js';
@@ -11,7 +11,7 @@ afterEach(async () => {
   ws = undefined;
 });
 
-describe.each(['version', 'no-content', 'conflict', 'latest'] as const)('repeated commit answered with %s', (answer) => {
+describe.each(['version', 'no-content', 'conflict', 'latest', 'unknown'] as const)('repeated commit answered with %s', (answer) => {
   it('a new file and an edit, each killed right after the commit, end as one document with the right versions', async () => {
     ws = await createWorkspace({ emulator: { repeatCommitAnswer: answer } });
     const w = ws;
@@ -24,6 +24,8 @@ describe.each(['version', 'no-content', 'conflict', 'latest'] as const)('repeate
     expect(killed.signal).toBe('SIGKILL');
     const again = await sync(w);
     expect(again.code, again.stderr).toBe(0);
+    // Finished from the outbox, not dropped and adopted later: the repeat's answer was settled.
+    expect(`${again.stdout}${again.stderr}`).toContain('finished an upload an earlier pass left unfinished');
     const [doc] = c.listDocuments(w.binderId);
     expect(c.listDocuments(w.binderId)).toHaveLength(1);
     expect(c.listVersions(doc!.id)).toHaveLength(1);
@@ -32,6 +34,7 @@ describe.each(['version', 'no-content', 'conflict', 'latest'] as const)('repeate
     expect((await sync(w, [], { env: { BINDER_SYNC_FAILPOINT: 'upload-after-commit' } })).signal).toBe('SIGKILL');
     const third = await sync(w);
     expect(third.code, third.stderr).toBe(0);
+    expect(`${third.stdout}${third.stderr}`).toContain('finished an upload an earlier pass left unfinished');
     expect(c.listDocuments(w.binderId)).toHaveLength(1);
     expect(c.listVersions(doc!.id).map((v) => c.readContent(doc!.id, v.id).toString())).toEqual(['first', 'second']);
     expect(localTree(w.local)).toEqual(remoteTree(w));
