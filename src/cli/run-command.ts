@@ -19,7 +19,7 @@ interface RunOptions {
 }
 
 /** Exit code of a forced exit on a second SIGINT (128 + SIGINT, what shells report). */
-export const FORCED_EXIT_CODE = 130;
+export const FORCED_EXIT_CODE = ExitCode.interrupted;
 
 export function registerRunCommand(program: Command, setExit: (code: number) => void): void {
   program

@@ -253,7 +253,8 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     }
     lines.push(row('  state', state));
     if (p.watcher !== null && d.running) lines.push(row('  watcher', p.watcher));
-    if (p.stateError) lines.push(row('  state DB', `${/ is full \(/.test(p.stateError) ? 'CANNOT OPEN' : 'UNREADABLE'}: ${oneLine(p.stateError)}`));
+    // On a full disk the DB is not damaged: SQLite only cannot make the files it reads through.
+    if (p.stateError) lines.push(row('  state DB', `${full ? 'CANNOT OPEN' : 'UNREADABLE'}: ${oneLine(p.stateError)}`));
     if (p.lastPassAt) {
       lines.push(row('  last pass', `${ago(p.lastPassAt, now)}   (poll ${agoOrNever(p.lastPollAt, now)}, scan ${agoOrNever(p.lastScanAt, now)})`));
     }

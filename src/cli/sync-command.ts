@@ -66,12 +66,12 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     printError(err);
     return exitCodeFor(err);
   }
-  // A dry run uses what an earlier pass found the server to speak, and writes nothing down.
   // SIGINT or SIGTERM cancels the pass: transfers in flight stop and their temp files are removed, an upload
   // slot not committed is dropped, the state stays consistent, and the exit code says which signal (130, 143).
   // A second signal stops at once, like a crash, which the state DB is built to survive (black-box round 22, K3).
   const stop = new AbortController();
   const stopSignals = cancelOnSignals(stop, () => lock?.release());
+  // A dry run uses what an earlier pass found the server to speak, and writes nothing down.
   const client = serviceClientFor(config, log, stop.signal, {}, opts.dryRun ? 'read' : 'remember');
   // On a terminal a long pass shows a progress line on stderr; --json and --dry-run are for reading, not watching.
   const progress =

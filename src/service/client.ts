@@ -52,6 +52,11 @@ export interface CommitBody {
 
 export type { CommitSpelling, ServiceCapabilities };
 
+/** A service as a pair's state and the capabilities file name it: its API address and tenant. */
+export function serviceIdentityOf(baseUrl: string, tenantId: string): string {
+  return `${baseUrl} (tenant ${tenantId})`;
+}
+
 /** What the client was told or found about the server: hints from an earlier process, and who to tell. */
 export interface CapabilityMemory {
   /** Spellings an earlier process found (capabilities-file.ts): tried first, but still verified. */
@@ -76,7 +81,7 @@ export class ServiceClient {
 
   /** Which service this client speaks to: its API address and tenant (what a pair's state was synced with). */
   get serviceIdentity(): string {
-    return `${this.core.settings.baseUrl} (tenant ${this.core.settings.tenantId})`;
+    return serviceIdentityOf(this.core.settings.baseUrl, this.core.settings.tenantId);
   }
 
   /** The configured upper bound on API requests per second. */

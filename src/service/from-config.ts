@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { readCapabilities, writeCapabilities } from './capabilities-file.js';
-import { ServiceClient } from './client.js';
+import { ServiceClient, serviceIdentityOf } from './client.js';
 import type { ServiceSettings } from './settings.js';
 
 /**
@@ -22,7 +22,7 @@ export function serviceClientFor(
 ): ServiceClient {
   const s = config.service;
   // Hints are kept per API address and tenant: a config pointed elsewhere starts without them.
-  const service = `${s.baseUrl} (tenant ${s.tenantId})`;
+  const service = serviceIdentityOf(s.baseUrl, s.tenantId);
   const hints = capabilities === 'ignore' ? {} : readCapabilities(config.stateDir, service);
   return new ServiceClient(
     {

@@ -57,8 +57,9 @@ function rawResponse(status: number, headers: RawResponse['headers'], body: { ch
 
 const TOKEN_REQUEST = 'POST /connect/token';
 
-/** The config key that says where a request goes: the token request goes to authUrl, every other to baseUrl. */
-const settingFor = (request: string) => (request === TOKEN_REQUEST ? 'service.authUrl' : 'service.baseUrl');
+/** Who answers a request, and the config key that says where it goes: the token request authUrl, every other baseUrl. */
+const answererOf = (request: string) =>
+  request === TOKEN_REQUEST ? { who: 'the identity provider', setting: 'service.authUrl' } : { who: 'the API', setting: 'service.baseUrl' };
 
 /**
  * Errors whose retry budget is already spent (or that must not be repeated, like a download that has already
@@ -235,7 +236,7 @@ export class HttpCore {
           request,
           status: res.status,
           cause: err,
-          hint: `is ${settingFor(request)} right? something other than the ${request === TOKEN_REQUEST ? 'identity provider' : 'API'} (a proxy, a web page) answered`,
+          hint: `is ${answererOf(request).setting} right? something other than ${answererOf(request).who} (a proxy, a web page) answered`,
           ...(context ? { context } : {}),
         });
       }
@@ -260,7 +261,7 @@ export class HttpCore {
       retryable: false,
       request,
       status: res.status,
-      hint: `the ${request === TOKEN_REQUEST ? 'identity provider' : 'service'} answered something binder-sync does not understand; check ${settingFor(request)} points at ${request === TOKEN_REQUEST ? 'the identity provider' : 'the API'}`,
+      hint: `${answererOf(request).who} answered something binder-sync does not understand; check ${answererOf(request).setting} points at it`,
       ...(context ? { context } : {}),
     });
   }

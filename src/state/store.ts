@@ -260,14 +260,7 @@ export class StateStore {
       if (typeof (err as NodeJS.ErrnoException | null)?.syscall === 'string') throw stateDirError(dir, err, `creating ${path.basename(file)} in it`);
       const mapped = mapCorrupt(err, file);
       if (mapped instanceof BinderSyncError) throw mapped;
-      const full = fullDiskNote(dir, err);
-      throw new BinderSyncError(`Cannot open state DB ${file}: ${full ? `${full} (SQLite: ${(err as Error).message})` : (err as Error).message}`, {
-        code: 'STATE_OPEN',
-        retryable: sqliteCode(err) === 'SQLITE_BUSY',
-        context: { file, errno: sqliteCode(err) },
-        hint: full ? 'free some disk space there; nothing was changed, and the next run picks up where the last one stopped' : 'check that stateDir exists and is writable by this user',
-        cause: err,
-      });
+      throw openFailed(file, err, '', 'check that stateDir exists and is writable by this user');
     }
   }
 
@@ -368,14 +361,7 @@ export class StateStore {
       }
       const mapped = mapCorrupt(err, file);
       if (mapped instanceof BinderSyncError) throw mapped;
-      const full = fullDiskNote(path.dirname(file), err);
-      throw new BinderSyncError(`Cannot open state DB ${file} read-only: ${full ? `${full} (SQLite: ${(err as Error).message})` : (err as Error).message}`, {
-        code: 'STATE_OPEN',
-        retryable: sqliteCode(err) === 'SQLITE_BUSY',
-        context: { file, errno: sqliteCode(err) },
-        hint: full ? 'free some disk space there (the state DB itself is not damaged)' : 'check that the file exists and is readable by this user',
-        cause: err,
-      });
+      throw openFailed(file, err, ' read-only', 'check that the file exists and is readable by this user');
     }
   }
 
@@ -835,5 +821,21 @@ function assertTablesPresent(db: Database.Database, file: string): void {
     retryable: false,
     context: { file, missing },
     hint: 'restore it from a backup, or move it aside (e.g. add .broken to its name) to rebuild the state: the next pass then compares content, and differences become conflicts',
+  });
+}
+
+/**
+ * STATE_OPEN for a state DB SQLite would not open: its own words, or, on a disk with next to no room left (what
+ * SQLite calls a disk I/O error when it cannot grow its -wal or -shm), that the disk is full (fullDiskNote).
+ */
+function openFailed(file: string, err: unknown, how: '' | ' read-only', hint: string): BinderSyncError {
+  const full = fullDiskNote(path.dirname(file), err);
+  const said = (err as Error).message;
+  return new BinderSyncError(`Cannot open state DB ${file}${how}: ${full ? `${full} (SQLite: ${said})` : said}`, {
+    code: 'STATE_OPEN',
+    retryable: sqliteCode(err) === 'SQLITE_BUSY',
+    context: { file, errno: sqliteCode(err) },
+    hint: full ? 'free some disk space there (the state DB itself is not damaged); nothing was changed' : hint,
+    cause: err,
   });
 }
