@@ -70,3 +70,36 @@ describe.each([
     expect(tempFiles(w.local)).toEqual([]);
   }, 60_000);
 });
+
+describe('a second signal', () => {
+  // Two different signals: two pending SIGTERMs could be merged into one by the kernel.
+  it('SIGINT, then SIGTERM before the cancelled pass has ended: stops at once with 143, and the next run completes', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Big' });
+    const { document } = c.addDocument(w.binderId, folder.id, 'big.bin', Buffer.alloc(64 * 1024, 5));
+    w.writeConfig();
+    c.injectFault({ route: 'storage-get', latencyMs: 30_000 });
+    const child = spawn(process.execPath, [BIN, 'sync', '--config', w.configFile], {
+      env: { ...process.env, E2E_SECRET: secretOf(w), BINDER_SYNC_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.resume();
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    await eventually(() => tempFiles(w.local).length > 0, 20_000, 'the download to start');
+    child.kill('SIGINT');
+    child.kill('SIGTERM');
+    expect(await exited, stderr).toBe(143);
+    expect(stderr).toContain('SIGINT: cancelling the pass');
+    expect(stderr).toContain('SIGTERM again: stopping at once');
+
+    c.clearFaults();
+    const again = await sync(w);
+    expect(again.code, again.stderr).toBe(0);
+    expect(tempFiles(w.local)).toEqual([]);
+    expect(c.listVersions(document.id)).toHaveLength(1);
+  }, 60_000);
+});
