@@ -27,6 +27,19 @@ async function eventually(check: () => boolean, ms: number, what: string): Promi
   }
 }
 
+/** `binder-sync sync` as a child process to send signals to; its output collected. */
+function startSync(w: Workspace) {
+  const child = spawn(process.execPath, [BIN, 'sync', '--config', w.configFile], {
+    env: { ...process.env, E2E_SECRET: secretOf(w), BINDER_SYNC_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d: Buffer) => (out.stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out.stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  return { child, out, exited };
+}
+
 describe.each([
   ['SIGTERM', 143],
   ['SIGINT', 130],
@@ -41,24 +54,16 @@ describe.each([
     w.writeConfig();
     // Every storage GET waits 30 s before it answers: the download is in flight (its temp file made) when the signal comes.
     c.injectFault({ route: 'storage-get', latencyMs: 30_000 });
-    const child = spawn(process.execPath, [BIN, 'sync', '--config', w.configFile], {
-      env: { ...process.env, E2E_SECRET: secretOf(w), BINDER_SYNC_LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    let stdout = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    const { child, out, exited } = startSync(w);
     await eventually(() => tempFiles(w.local).length > 0 && c.counters()['storage-get'] > 0, 20_000, 'the download to start');
     const t0 = Date.now();
     child.kill(signal);
     const exitCode = await exited;
-    expect(exitCode, stderr).toBe(code);
+    expect(exitCode, out.stderr).toBe(code);
     expect(Date.now() - t0).toBeLessThan(5_000);
-    expect(stderr).toContain(`${signal}: cancelling the pass`);
-    expect(stdout).toContain(`[main] cancelled by ${signal}: 1 step stopped before it finished, nothing half-done left; the next run takes it up`);
-    expect(stdout).not.toContain('FAILED');
+    expect(out.stderr).toContain(`${signal}: cancelling the pass`);
+    expect(out.stdout).toContain(`[main] cancelled by ${signal}: 1 step stopped before it finished, nothing half-done left; the next run takes it up`);
+    expect(out.stdout).not.toContain('FAILED');
     expect(tempFiles(w.local)).toEqual([]);
     expect(fs.existsSync(path.join(w.local, 'Big', 'big.bin'))).toBe(false);
 
@@ -81,20 +86,13 @@ describe('a second signal', () => {
     const { document } = c.addDocument(w.binderId, folder.id, 'big.bin', Buffer.alloc(64 * 1024, 5));
     w.writeConfig();
     c.injectFault({ route: 'storage-get', latencyMs: 30_000 });
-    const child = spawn(process.execPath, [BIN, 'sync', '--config', w.configFile], {
-      env: { ...process.env, E2E_SECRET: secretOf(w), BINDER_SYNC_LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.stdout.resume();
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    const { child, out, exited } = startSync(w);
     await eventually(() => tempFiles(w.local).length > 0, 20_000, 'the download to start');
     child.kill('SIGINT');
     child.kill('SIGTERM');
-    expect(await exited, stderr).toBe(143);
-    expect(stderr).toContain('SIGINT: cancelling the pass');
-    expect(stderr).toContain('SIGTERM again: stopping at once');
+    expect(await exited, out.stderr).toBe(143);
+    expect(out.stderr).toContain('SIGINT: cancelling the pass');
+    expect(out.stderr).toContain('SIGTERM again: stopping at once');
 
     c.clearFaults();
     const again = await sync(w);
