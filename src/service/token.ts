@@ -57,7 +57,9 @@ export class TokenProvider {
   private async refresh(): Promise<CachedToken> {
     const requestedAt = this.now();
     const res = await this.fetchToken();
-    const lifetimeS = res.expires_in ?? DEFAULT_TOKEN_LIFETIME_S;
+    // expires_in 0 says nothing usable either (a token already dead when issued would fail the call it was asked
+    // for): taken as not stated, else every API call would first ask for a new token. A 401 refreshes it anyway.
+    const lifetimeS = res.expires_in || DEFAULT_TOKEN_LIFETIME_S;
     // Measured from when we asked, so time spent waiting for the answer is not counted as validity.
     const cached = { token: res.access_token, refreshAt: requestedAt + lifetimeS * 1000 - safetyMarginMs(lifetimeS) };
     this.cached = cached;

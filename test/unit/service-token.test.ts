@@ -42,6 +42,18 @@ describe('TokenProvider', () => {
     expect(await tp.get()).toBe('tok-2');
   });
 
+  it('takes expires_in 0 as not stated: one token for DEFAULT_TOKEN_LIFETIME_S, not one per call', async () => {
+    let now = 7_000_000;
+    const idp = fakeIdp(0);
+    const tp = new TokenProvider(idp.fetch, () => now);
+    expect(await tp.get()).toBe('tok-1');
+    now += 1000;
+    expect(await tp.get()).toBe('tok-1');
+    now += DEFAULT_TOKEN_LIFETIME_S * 1000 - safetyMarginMs(DEFAULT_TOKEN_LIFETIME_S) - 1000;
+    expect(await tp.get()).toBe('tok-2');
+    expect(idp.calls).toHaveLength(2);
+  });
+
   it('caches the token until lifetime minus margin', async () => {
     let now = 1_000_000;
     const idp = fakeIdp(100);
