@@ -12,7 +12,9 @@ import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { LAZY_HASH_FROM_BYTES } from '../../src/local/scanner.js';
 import { markedTreeFiles } from '../../src/sync/in-sync-mark.js';
 import { ServiceClient } from '../../src/service/index.js';
-import { folderTreeMaxAgeMs, openPair, runPass, settleInSyncMark, type PairRuntime } from '../../src/sync/pass.js';
+import { folderTreeMaxAgeMs, runPass, settleInSyncMark } from '../../src/sync/pass.js';
+import { openPair } from '../../src/sync/open-pair.js';
+import type { PairRuntime } from '../../src/sync/pair-runtime.js';
 import { reconcile } from '../../src/sync/reconcile.js';
 
 // reconcile itself, counted: the in-sync mark's tests check when a pass skips it.

@@ -14,7 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { ServiceClient } from '../../src/service/index.js';
-import { openPair, runPass, type PairRuntime } from '../../src/sync/pass.js';
+import { runPass } from '../../src/sync/pass.js';
+import { openPair } from '../../src/sync/open-pair.js';
+import type { PairRuntime } from '../../src/sync/pair-runtime.js';
 
 const REMOTE = ['none', 'version', 'rename', 'move', 'rename+version', 'delete'] as const;
 // 'same-as-remote': the local edit is the very content of the remote version (both sides made one edit).

@@ -11,7 +11,9 @@ import { parseConfigText } from '../../src/config/load.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { ServiceClient } from '../../src/service/index.js';
 import { StateStore } from '../../src/state/store.js';
-import { openPair, runPass, type PairRuntime } from '../../src/sync/pass.js';
+import { runPass } from '../../src/sync/pass.js';
+import { openPair } from '../../src/sync/open-pair.js';
+import type { PairRuntime } from '../../src/sync/pair-runtime.js';
 import { expireRefusals, loadRefusedUploads, REFUSAL_RETRY_MS, saveRefusedUploads } from '../../src/sync/refused-uploads.js';
 
 let dir: string;

@@ -20,7 +20,8 @@ import type { ExecutorDeps } from '../../src/sync/executor-deps.js';
 import { executePlan } from '../../src/sync/executor.js';
 import type { LocalFile, Plan } from '../../src/sync/model.js';
 import { FolderRecheck, RECHECK_TOLERANCE_MS } from '../../src/sync/name-recheck.js';
-import { openPair, runPass } from '../../src/sync/pass.js';
+import { runPass } from '../../src/sync/pass.js';
+import { openPair } from '../../src/sync/open-pair.js';
 import { executorFixture } from './executor-fixture.js';
 
 const cleanups: Array<() => unknown> = [];

@@ -1,0 +1,211 @@
+// Opening a pair: the root lock, the state DB, and every check that can be made before the first pass (same
+// binder, same root, the binder exists, the root is there); and, before each pass, that both are still in place.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { PairConfig } from '../config/schema.js';
+import { BinderSyncError } from '../errors.js';
+import { ensureSameRoot } from './moved-root.js';
+import { Trash } from '../local/fs-ops.js';
+import { detectCaseInsensitive, detectCaseInsensitiveWithoutWriting } from '../local/fs-probe.js';
+import { holdRoot } from '../local/root-lock.js';
+import { createIgnoreMatcher } from '../local/ignore.js';
+import { PARALLEL_FROM_FILES, prewarmDigestWorker } from '../local/tree-digest.js';
+import { ServiceError, type ServiceClient } from '../service/index.js';
+import { StateStore } from '../state/store.js';
+import { compileMetadataRules } from './metadata-rules.js';
+import { configDigest, IN_SYNC_MARK, markedTreeFiles } from './in-sync-mark.js';
+import { loadRefusedUploads } from './refused-uploads.js';
+import { loadCommitsRefusedAt } from './write-access.js';
+import type { PairRuntime } from './pair-runtime.js';
+
+/**
+ * Opens the pair's state and checks what can be checked before the first pass.
+ *
+ * `dryRun`: for a pair that only plans (`sync --dry-run`), nothing is created or changed on disk: the state DB is
+ * an in-memory copy (StateStore.openScratchCopy), a missing sync root is not created (the pass sees it empty), and
+ * the case probe writes no file.
+ */
+export async function openPair(pair: PairConfig, stateDir: string, client: ServiceClient, log: Logger, opts: { dryRun?: boolean } = {}): Promise<PairRuntime> {
+  const dryRun = opts.dryRun === true;
+  // The binder's metadata elements (and the token before them) are asked for first: two round trips that run
+  // while the root lock is taken and the state opened, instead of after. Read-only, and awaited below; the
+  // client's close() ends it if this pair stops before then.
+  const elements$ = client.getMetadataElements(pair.binderId);
+  elements$.catch(() => undefined); // a failure is handled where it is awaited, never an unhandled rejection
+  // Before anything is opened: another process syncing this folder with another stateDir is refused.
+  if (!dryRun) await holdRoot(pair.localPath, { pair: pair.name, stateDir });
+  const pairStateDir = path.join(stateDir, pair.name);
+  if (!dryRun) fs.mkdirSync(pairStateDir, { recursive: true, mode: 0o700 });
+  const stateFile = path.join(pairStateDir, 'state.db');
+  const store = dryRun ? StateStore.openScratchCopy(stateFile) : StateStore.open(stateFile);
+  try {
+    // A large tree that the first pass will digest on two threads: the worker starts now, beside the rest of
+    // the start (metadata, root checks), instead of when the walk begins.
+    if (!dryRun && markedTreeFiles(store.getMeta(IN_SYNC_MARK)) >= PARALLEL_FROM_FILES) prewarmDigestWorker();
+    ensureSameBinder(pair, store, pairStateDir);
+    ensureSameRoot(pair, store, pairStateDir, log);
+    // The binder first: a wrong binderId is said (as such) before the sync root is created.
+    const elements = await elements$.catch((err: unknown) => {
+      throw binderNotFound(pair, err);
+    });
+    ensureRoot(pair, store, log, !dryRun);
+    const caseInsensitive = dryRun ? detectCaseInsensitiveWithoutWriting(pair.localPath) : detectCaseInsensitive(pair.localPath);
+    const serviceChangedFrom = serviceChange(store, client);
+    if (serviceChangedFrom !== null) {
+      log.warn({ pair: pair.name, from: serviceChangedFrom, to: client.serviceIdentity }, `pair ${pair.name}: the service changed since the last pass (was ${serviceChangedFrom}, now ${client.serviceIdentity}); if it is another server, its documents are not the synced ones, and the safety gates stop a pass that would trash them`);
+    }
+    const metadata = compileMetadataRules(pair.metadata, elements, pair.name);
+    const trash = new Trash(path.join(pairStateDir, 'trash'), pair.localPath);
+    return {
+      pair,
+      pairStateDir,
+      client,
+      store,
+      trash,
+      log: log.child({ pair: pair.name }),
+      ignore: createIgnoreMatcher(pair.ignore),
+      metadata,
+      caseInsensitive,
+      serviceChangedFrom,
+      readOnly: null,
+      readOnlySince: 0,
+      missingSince: new Map(),
+      commitsRefusedAt: loadCommitsRefusedAt(store),
+      tempsCleaned: false,
+      lastGate: null,
+      failuresLogged: new Map(),
+      refusedUploads: loadRefusedUploads(store, configDigest(pair, caseInsensitive), Date.now()),
+      unbasedHashes: new Map(),
+      cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, quiet: false, localParked: false, issues: [] },
+    };
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+}
+
+/** Meta key: the service (API address and tenant) this pair's state was last synced with. */
+export const STATE_SERVICE = 'service';
+
+/** The recorded service when it differs from the client's; a state with none (new, or older) records it. */
+function serviceChange(store: StateStore, client: ServiceClient): string | null {
+  const recorded = store.getMeta(STATE_SERVICE);
+  if (recorded === undefined || recorded === '') {
+    store.setMeta(STATE_SERVICE, client.serviceIdentity); // new, or a state from before this check: taken as is
+    return null;
+  }
+  return recorded === client.serviceIdentity ? null : recorded;
+}
+
+/** Meta key: the binder this pair's state describes. */
+const STATE_BINDER = 'binderId';
+
+/**
+ * A pair's state (base, outbox, folders) belongs to one binder. If the config now names another binder for the
+ * same pair, every base document would look deleted remotely and its local file would go to the trash: the pair
+ * is refused instead. A state DB from before this check learns its binder from the first pass.
+ */
+function ensureSameBinder(pair: PairConfig, store: StateStore, pairStateDir: string): void {
+  const recorded = store.getMeta(STATE_BINDER);
+  if (recorded === undefined || recorded === '') {
+    store.setMeta(STATE_BINDER, pair.binderId);
+    return;
+  }
+  if (recorded === pair.binderId) return;
+  throw new BinderSyncError(`pair ${pair.name}: its state was synced with binder ${recorded}, but the config now says binder ${pair.binderId}`, {
+    code: 'CONFIG_PAIR_BINDER_CHANGED',
+    retryable: false,
+    context: { pair: pair.name, recorded, configured: pair.binderId, state: pairStateDir },
+    hint: `to sync another binder, give the pair a new name and an empty localPath (a new pair on this folder would upload its files into binder ${pair.binderId}); to go on with binder ${recorded}, set binderId back. Nothing was changed.`,
+  });
+}
+
+/**
+ * The state DB this process has open must still be the file at its path. Deleted under a running daemon (an
+ * `rm -rf` of the stateDir), every later pass would record its work in a file nobody can open again, and the
+ * next start would begin with no record of what was synced (black-box round 10, F4): it is written back from
+ * the open connection, which still holds all of it, and reopened. Replaced by another file, the pair stops.
+ */
+export function keepStateDbInPlace(rt: PairRuntime): void {
+  const where = rt.store.whereabouts();
+  if (where === 'in-place') return;
+  const file = rt.store.file;
+  if (where === 'truncated') {
+    // Unlike a deleted file, a cut one is lost to this connection too: only a new state can go on (round 11, F4).
+    throw new BinderSyncError(`pair ${rt.pair.name}: the state DB ${file} was cut short by another program while this process had it open; it is damaged`, {
+      code: 'STATE_CORRUPT',
+      retryable: false,
+      context: { pair: rt.pair.name, file },
+      hint: `stop binder-sync and move ${file} (with its -wal and -shm) aside; the next start syncs this pair as new: files equal on both sides are taken as synced, different ones are kept both ways. Nothing more was synced for this pair.`,
+    });
+  }
+  if (where === 'replaced') {
+    throw new BinderSyncError(`pair ${rt.pair.name}: the state DB ${file} was replaced by another file while this process had it open`, {
+      code: 'STATE_REPLACED',
+      retryable: false,
+      context: { pair: rt.pair.name, file },
+      hint: 'restart binder-sync to use the new file (a restored backup, say); nothing more was synced for this pair.',
+    });
+  }
+  rt.store.writeBack();
+  // Closed before the new file is opened: closing a WAL connection removes `state.db-wal` and `-shm` by their
+  // names, which would then be the new connection's.
+  rt.store.close();
+  rt.store = StateStore.open(file);
+  rt.log.warn({ file }, `the state DB ${file} was deleted while binder-sync ran: written back from the copy it had open, nothing of it is lost (the trash and conflict copies that were deleted with it are gone)`);
+}
+
+/**
+ * The sync root must exist and be a directory. A missing root is created only for a pair that has never
+ * synced (no base); once there is a base, a missing root is an error (an unmounted disk), never a mass delete.
+ * Returns whether the root exists; with `create` false (a dry run) a missing one is left missing.
+ */
+export function ensureRoot(pair: PairConfig, store: StateStore, log: Logger, create: boolean): boolean {
+  let st: fs.Stats | null = null;
+  try {
+    st = fs.statSync(pair.localPath);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw rootError(pair, `cannot be read (${(err as Error).message})`);
+  }
+  if (st === null) {
+    if (store.countBase() > 0) throw rootError(pair, 'is missing, but this pair has synced before');
+    // Only the root itself is created, never a chain of folders: a missing parent is more often a disk not
+    // mounted yet or a typo than a wish, and the whole binder would land on the wrong disk (Syncthing refuses too).
+    const parent = path.dirname(pair.localPath);
+    if (!fs.statSync(parent, { throwIfNoEntry: false })?.isDirectory()) {
+      throw rootError(pair, `does not exist, and neither does its parent folder ${parent}`, `if the path is right, create it (mkdir -p ${pair.localPath}); a missing parent is often a disk that is not mounted. Nothing was changed.`);
+    }
+    if (!create) return false;
+    fs.mkdirSync(pair.localPath);
+    // Said, so that a mistyped localPath is noticed before the whole binder lands there.
+    log.info({ localPath: pair.localPath }, `created the sync root ${pair.localPath}: it did not exist (this pair has not synced before)`);
+    return true;
+  }
+  if (!st.isDirectory()) throw rootError(pair, 'is not a directory');
+  return true;
+}
+
+/**
+ * A 404 for the pair's binder, said with the pair and binder it is about (the service error's own hint names
+ * the binderId, see service/errors.ts BINDER_REQUESTS). Other errors pass through.
+ */
+function binderNotFound(pair: PairConfig, err: unknown): unknown {
+  if (!(err instanceof ServiceError) || err.code !== 'SERVICE_NOT_FOUND') return err;
+  return new BinderSyncError(`pair ${pair.name}: the service has no binder ${pair.binderId} (${err.message})`, {
+    code: err.code,
+    retryable: err.retryable,
+    context: { pair: pair.name, binderId: pair.binderId },
+    ...(err.hint !== undefined ? { hint: err.hint } : {}),
+    cause: err,
+  });
+}
+
+function rootError(pair: PairConfig, what: string, hint = 'is the disk mounted and the path right? Nothing was changed.'): BinderSyncError {
+  return new BinderSyncError(`pair ${pair.name}: the local root ${pair.localPath} ${what}`, {
+    code: 'LOCAL_ROOT',
+    retryable: true,
+    context: { pair: pair.name, localPath: pair.localPath },
+    hint,
+  });
+}

@@ -1,0 +1,84 @@
+// What a pair holds across passes (PairRuntime): opened by openPair, used and updated by runPass.
+import type { Logger } from 'pino';
+import type { PairConfig } from '../config/schema.js';
+import type { Trash } from '../local/fs-ops.js';
+import type { IgnoreMatcher } from '../local/ignore.js';
+import type { PriorFile } from '../local/scanner.js';
+import type { RawListing, RemoteListing } from '../remote/listing.js';
+import type { ServiceClient } from '../service/index.js';
+import type { StateStore } from '../state/store.js';
+import type { MetadataResolver } from './metadata-rules.js';
+import type { Issue, LocalObservation } from './model.js';
+import type { Refusal } from './refused-uploads.js';
+
+/** Everything a pair needs across passes; opened once (per `sync` run, or per daemon lifetime). */
+export interface PairRuntime {
+  pair: PairConfig;
+  /** <stateDir>/<pair name> */
+  pairStateDir: string;
+  client: ServiceClient;
+  store: StateStore;
+  trash: Trash;
+  log: Logger;
+  ignore: IgnoreMatcher;
+  metadata: MetadataResolver;
+  caseInsensitive: boolean;
+  /**
+   * The service the state was last synced with, when the config now names another (baseUrl or tenant): said when
+   * the pair opens and in a safety gate's message, since another server's documents are other documents.
+   * Recorded as the pair's service once a pass gets past the gates.
+   */
+  serviceChangedFrom: string | null;
+  /**
+   * Whether the API client may write: null until a plan first wants to upload, then probed once (the spec
+   * has no "whoami"; GET presignedupload answers 403 to a read-only client). A read-only client turns the
+   * pair download-only with one warning.
+   */
+  readOnly: boolean | null;
+  /** Local files that went missing, by path, with when a pass first saw it (see deferFreshDeletes). */
+  missingSince: Map<string, number>;
+  /** When this process found the client read-only (ms); it looks again after PassOptions.writeAccessRecheckMs. */
+  readOnlySince: number;
+  /**
+   * When the service last refused a commit for lack of write access (ms; kept in the state DB), or null: the
+   * next plan with uploads then sends one of them first (write-access.ts).
+   */
+  commitsRefusedAt: number | null;
+  /** Stale temp files were looked for since the pair was opened (see runPass). */
+  tempsCleaned: boolean;
+  /** The safety gate that stopped the last pass, or null: a gate that stops pass after pass is logged once. */
+  lastGate: string | null;
+  /** Failed steps already logged at warn, by path (ExecutorDeps.failuresLogged): a repeat is logged at debug. */
+  failuresLogged: Map<string, string>;
+  /**
+   * Uploads the service refused for good (400/422: a name or metadata it does not accept), by path key, with
+   * the content then: not sent again until the file changes, the config changes or a day has passed; kept in
+   * the state DB across restarts (refused-uploads.ts).
+   */
+  refusedUploads: Map<string, Refusal>;
+  /** Hashes of files that have no base row, by key (see rememberUnbasedHashes). */
+  unbasedHashes: Map<string, PriorFile>;
+  /** Observations of the previous pass, reused by passes that ask for it (see PassOptions). */
+  cache: {
+    local: LocalObservation | null;
+    /** Dirs the previous pass wrote into: always rescanned by a partial scan. */
+    touchedDirs: Set<string>;
+    remote: RemoteListing | null;
+    remoteAt: number;
+    /** False once the previous pass sent anything to the service. */
+    remoteFresh: boolean;
+    /** The last fresh remote listing as fetched: what the next one is compared to (see fetchRemote). */
+    raw: RawListing | null;
+    /** When its folder tree was walked (see folderTreeMaxAgeMs). */
+    foldersAt: number;
+    /** The last pass planned nothing and left nothing for later: an unchanged world needs no new plan. */
+    quiet: boolean;
+    /**
+     * `local` was dropped by a quiet poll (see quietPass): nothing local has happened since, and the next pass
+     * that needs a local observation scans the whole tree.
+     */
+    localParked: boolean;
+    /** Its issues (what a quiet pass reports again). */
+    issues: Issue[];
+  };
+}
