@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import { createLogger, logLevelFromEnv } from '../log.js';
-import { describeError, oneLineMessage } from '../errors.js';
+import { oneLineMessage } from '../errors.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
 import { acquireStateLock } from '../state/lock.js';
 import { writePairMeta } from '../state/pair-meta.js';

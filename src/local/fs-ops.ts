@@ -7,7 +7,7 @@
 // milliseconds, stay asynchronous.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import fsp, { type FileHandle } from 'node:fs/promises';
+import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
 import { failpoint } from '../failpoints.js';

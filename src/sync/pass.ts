@@ -8,7 +8,6 @@ import { maxRelPathBytes } from '../local/name-limits.js';
 import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type ScanOptions } from '../local/scanner.js';
 import { digestLocalTree } from '../local/tree-digest.js';
 import { fetchRemote, folderTreeUnchanged, observeRemote, searchDigestsOf, searchPagesUnchanged, type ListRemoteOptions, type RawDoc, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
-import { ServiceError } from '../service/index.js';
 import { executePlan, mergeExecutions, type ActionFailure, type ExecutionReport } from './executor.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { newLocalNotUploaded, type Action, type BaseEntry, type Issue, type LocalObservation, type Plan, type ReconcileContext, type RemoteObservation } from './model.js';
@@ -22,7 +21,7 @@ import { ensureRoot, keepStateDbInPlace, STATE_SERVICE } from './open-pair.js';
 import type { PairRuntime } from './pair-runtime.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 import { expireRefusals, saveRefusedUploads } from './refused-uploads.js';
-import { pickTrialUpload, saveCommitsRefusedAt, withoutGroup, WRITE_ACCESS_RECHECK_MS } from './write-access.js';
+import { downloadOnly, noteWriteAccess, probeReadOnly, READ_ONLY_REASON, relPathOfTrial, pickTrialUpload, withoutGroup, WRITE_ACCESS_RECHECK_MS } from './write-access.js';
 
 /**
  * How long a walked folder tree may stand in for a new walk (one request per folder: 85% of a poll's requests
@@ -467,8 +466,6 @@ function observeOptions(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry>, s
 }
 
 /** A pair set to `direction: both` runs download-only when the API client may not write; its issues say why. */
-const READ_ONLY_REASON = 'the API client has read-only access';
-
 /** What reconcile needs besides the three observations: the pair's policies, as this process may apply them. */
 function reconcileContext(rt: PairRuntime, now: () => Date, force: boolean): ReconcileContext {
   const readOnlyBoth = rt.readOnly === true && rt.pair.direction === 'both';
@@ -807,58 +804,6 @@ function refusedForGood(f: ActionFailure): boolean {
 
 function saveRefused(rt: PairRuntime): void {
   saveRefusedUploads(rt.store, configDigest(rt.pair, rt.caseInsensitive), rt.refusedUploads);
-}
-
-/**
- * What an execution showed about write access. A server may hand out upload slots to any authenticated client
- * (spec 3: "caller authenticated") and refuse only the commit: a commit answered 401/403 turns the pair
- * download-only exactly as a refused slot does, so later passes stop sending bytes that can never be
- * committed, and the refusal is kept in the state DB for the next process (write-access.ts). A commit that
- * goes through forgets it.
- */
-function noteWriteAccess(rt: PairRuntime, execution: ExecutionReport, nowMs: number): void {
-  const refused = execution.failures.some((f) => f.code === 'SERVICE_READ_ONLY');
-  if (!refused) {
-    if ((execution.done.upload ?? 0) > 0 && rt.commitsRefusedAt !== null) {
-      rt.commitsRefusedAt = null;
-      saveCommitsRefusedAt(rt.store, null);
-      rt.log.info('the service accepted a commit again: uploads resume');
-    }
-    return;
-  }
-  rt.commitsRefusedAt = nowMs;
-  saveCommitsRefusedAt(rt.store, nowMs);
-  if (rt.readOnly === true) return;
-  rt.readOnly = true;
-  rt.readOnlySince = nowMs;
-  rt.log.warn(
-    'the service refused to commit an upload for lack of write access: this pair runs download-only from now on and local changes are not uploaded (grant read/write access to sync both ways)',
-  );
-}
-
-/** The context of a `both` pair that may not upload (read-only client): download-only, saying why. */
-function downloadOnly(ctx: ReconcileContext, reason: string): ReconcileContext {
-  return { ...ctx, direction: 'download', notUploadingBecause: reason };
-}
-
-function relPathOfTrial(trial: Action[]): string {
-  const a = trial[0];
-  return a?.kind === 'upload' ? a.relPath : '';
-}
-
-async function probeReadOnly(rt: PairRuntime): Promise<boolean> {
-  try {
-    await rt.client.getPresignedUpload();
-    return false;
-  } catch (err) {
-    if (err instanceof ServiceError && err.status === 403) {
-      rt.log.warn(
-        'the API client has read-only access: this pair runs download-only and local changes are not uploaded (grant read/write access to sync both ways)',
-      );
-      return true;
-    }
-    throw err;
-  }
 }
 
 function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): ExecutorDeps {

@@ -38,7 +38,9 @@ function readBufferFor(size: number): number {
 /** Uploads one local file as planned. Returns the new base entry (already stored). */
 export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Promise<{ base: BaseEntry; bytes: number }> {
   assertUnchanged(req.abs, req.local, 'before upload');
-  const metadata = d.metadata.forPath(req.relPath);
+  // Before any request: a file no metadata rule gives the required values fails here (METADATA_MISSING), not
+  // after its bytes were sent. The commit asks for the values again (outbox rows resumed after a restart too).
+  d.metadata.forPath(req.relPath);
   const labels = req.target.documentId ? (await d.client.listVersions(req.target.documentId)).map((v) => v.version ?? '') : [];
   const versionLabel = nextVersionLabel(labels.filter((l) => l !== ''), d.versionLabelScheme, d.now());
   // Each outbox stage is group committed (transactionSoon) with the other uploads' and awaited before the

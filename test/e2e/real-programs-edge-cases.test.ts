@@ -7,12 +7,11 @@
 // run-real-programs.test.ts has the everyday ones (tar x of many files, sed -i, vim, slow writers).
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { localTree, sha256, type Workspace } from './harness.js';
+import { localTree, sha256 } from './harness.js';
 import { has, remoteVersions, sleep, watchedFolderFixture } from './real-programs-helpers.js';
-import { eventually, msgHas, type DaemonProcess } from './run-helpers.js';
+import { eventually, msgHas } from './run-helpers.js';
 import { explain, syncJson, tempFilesUnder, trashHashes } from './scenario-helpers.js';
 
 const fx = watchedFolderFixture('real-programs-audit-');

@@ -1,14 +1,13 @@
 // Real programs writing into a watched folder: tar, sed -i, vim, rsync and a slow writer. Each file they
 // produce must reach the service exactly once, complete, and none of their temp files may become a document.
 // Run with the default watcher (auto: the folders backend) and with chokidar.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sha256 } from './harness.js';
 import { has, remoteVersions, sleep, watchedFolderFixture } from './real-programs-helpers.js';
-import { eventually, msgHas } from './run-helpers.js';
+import { eventually } from './run-helpers.js';
 
 const fx = watchedFolderFixture('real-programs-');
 afterEach(() => fx.dispose());
