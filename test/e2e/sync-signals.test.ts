@@ -89,6 +89,8 @@ describe('a second signal', () => {
     const { child, out, exited } = startSync(w);
     await eventually(() => tempFiles(w.local).length > 0, 20_000, 'the download to start');
     child.kill('SIGINT');
+    // Sent back to back, the two could be handled in either order (Node reads pending signals off one pipe).
+    await eventually(() => out.stderr.includes('SIGINT: cancelling the pass'), 10_000, 'the first signal to be taken');
     child.kill('SIGTERM');
     expect(await exited, out.stderr).toBe(143);
     expect(out.stderr).toContain('SIGINT: cancelling the pass');
