@@ -157,12 +157,31 @@ async function accessCheck(client: ServiceClient, config: Config, add: (r: Check
     return false;
   } catch (err) {
     if (err instanceof ServiceError && err.status === 403) {
-      add({ outcome: 'WARN', subject: 'access', message: 'read-only (pairs will run download-only)', hint: 'uploads need an API client with read/write access' });
+      add(readOnlyAccess(config.pairs));
       return true;
     }
     add(failure('access', err, ExitCode.service));
     return false;
   }
+}
+
+/**
+ * A read-only client, said for the pairs there are: enough for download pairs; `both` pairs run download-only
+ * (named); an upload pair fails on its own line (binderCheck).
+ */
+export function readOnlyAccess(pairs: readonly Pick<PairConfig, 'name' | 'direction'>[]): CheckResult {
+  const both = pairs.filter((p) => p.direction === 'both').map((p) => p.name);
+  if (pairs.every((p) => p.direction === 'download')) {
+    return { outcome: 'PASS', subject: 'access', message: 'read-only, which is enough: every pair only downloads' };
+  }
+  if (both.length === 0) return { outcome: 'WARN', subject: 'access', message: 'read-only', hint: 'uploads need an API client with read/write access' };
+  const which = both.length === 1 ? `pair ${both[0]} runs` : `pairs ${both.join(', ')} run`;
+  return {
+    outcome: 'WARN',
+    subject: 'access',
+    message: `read-only: ${which} download-only, local changes are not uploaded`,
+    hint: 'uploads need an API client with read/write access',
+  };
 }
 
 async function binderCheck(

@@ -500,12 +500,17 @@ describe('binder-sync check', () => {
     expect(line(r, 'local root (pair main)')).toMatch(/is missing, but this pair has synced before/);
   });
 
-  it('reports a read-only client as a warning, and a failure for an upload-only pair', async () => {
+  it('reports a read-only client as a warning for a two-way pair, enough for a download pair, and a failure for an upload-only pair', async () => {
     const ws = await workspace({ readOnly: true });
     let r = await check(ws, { readOnly: true });
     expect(r.code, r.stdout).toBe(0);
-    expect(line(r, 'access')).toMatch(/^WARN  access: read-only \(pairs will run download-only\)/);
+    expect(line(r, 'access')).toBe('WARN  access: read-only: pair main runs download-only, local changes are not uploaded (hint: uploads need an API client with read/write access)');
     expect(line(r, 'token')).toContain(ws.emulator.credentials.readOnlyClientId);
+
+    ws.writeConfig({ direction: 'download' });
+    r = await check(ws, { readOnly: true });
+    expect(r.code, r.stdout).toBe(0);
+    expect(line(r, 'access')).toBe('PASS  access: read-only, which is enough: every pair only downloads');
 
     ws.writeConfig({ direction: 'upload' });
     r = await check(ws, { readOnly: true });
