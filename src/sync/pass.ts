@@ -322,27 +322,11 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     opts.onPlan?.(plan);
     // The base is about to change: a crash from here on must not leave the old in-sync mark behind.
     if (plan.groups.length > 0) rt.store.deleteMeta(IN_SYNC_MARK);
-    const trial = rt.readOnly === false && rt.commitsRefusedAt !== null ? pickTrialUpload(plan) : null;
-    if (trial === null) {
-      report.execution = await executePlan(plan, deps);
-      noteWriteAccess(rt, report.execution, now().getTime());
-    } else {
-      // The service refused commits before (maybe in another process): one upload goes first, the rest
-      // only if it is committed (write-access.ts). Without that, every changed file would be PUT for nothing.
-      rt.log.info({ relPath: relPathOfTrial(trial), refusedAt: new Date(rt.commitsRefusedAt!).toISOString() }, 'the service refused to commit uploads before: uploading one file first to see whether it accepts them now');
-      const first = await executePlan({ ...plan, groups: [trial] }, deps);
-      noteWriteAccess(rt, first, now().getTime());
-      let rest = withoutGroup(plan, trial);
-      if ((first.done.upload ?? 0) === 0) {
-        const reason = rt.readOnly === true ? READ_ONLY_REASON : 'the first upload of this pass did not go through, and the service refused commits before';
-        // The rest waits for a pass whose trial goes through; an upload-only pair has nothing else to do.
-        rest = ctx.direction === 'both' ? planFor(downloadOnly(ctx, reason)).plan : { ...rest, groups: [] };
-      }
-      plan = { ...rest, groups: [trial, ...rest.groups] };
-      report.plan = plan;
-      report.issues = plan.issues;
-      report.execution = mergeExecutions(first, await executePlan(rest, deps));
-    }
+    const ran = await executeWithTrial(rt, plan, deps, now, (reason) => (ctx.direction === 'both' ? planFor(downloadOnly(ctx, reason)).plan : null));
+    plan = ran.plan;
+    report.plan = plan;
+    report.issues = plan.issues;
+    report.execution = ran.execution;
     const refused = rememberRefused(rt, plan, report.execution, now().getTime());
     const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx);
     if (refused.length > 0 || keptLocal.length > 0) {
@@ -392,6 +376,36 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   report.converged =
     plan.blocked === null && failures.length === 0 && deferral.deferred.length === 0 && plan.issues.every((i) => INFORMATIONAL_ISSUES.has(i.code));
   return report;
+}
+
+/**
+ * Runs the plan. When the service refused commits before (maybe in another process), one upload goes first and
+ * the rest only if it is committed (write-access.ts): without that, every changed file would be PUT for nothing.
+ * If the trial does not go through, the rest is `downloadOnlyPlan(reason)` (null: nothing, for an upload-only
+ * pair) and waits for a pass whose trial goes through. Returns the plan as it ran and what it did.
+ */
+async function executeWithTrial(
+  rt: PairRuntime,
+  plan: Plan,
+  deps: ExecutorDeps,
+  now: () => Date,
+  downloadOnlyPlan: (reason: string) => Plan | null,
+): Promise<{ plan: Plan; execution: ExecutionReport }> {
+  const trial = rt.readOnly === false && rt.commitsRefusedAt !== null ? pickTrialUpload(plan) : null;
+  if (trial === null) {
+    const execution = await executePlan(plan, deps);
+    noteWriteAccess(rt, execution, now().getTime());
+    return { plan, execution };
+  }
+  rt.log.info({ relPath: relPathOfTrial(trial), refusedAt: new Date(rt.commitsRefusedAt!).toISOString() }, 'the service refused to commit uploads before: uploading one file first to see whether it accepts them now');
+  const first = await executePlan({ ...plan, groups: [trial] }, deps);
+  noteWriteAccess(rt, first, now().getTime());
+  let rest = withoutGroup(plan, trial);
+  if ((first.done.upload ?? 0) === 0) {
+    const reason = rt.readOnly === true ? READ_ONLY_REASON : 'the first upload of this pass did not go through, and the service refused commits before';
+    rest = downloadOnlyPlan(reason) ?? { ...rest, groups: [] };
+  }
+  return { plan: { ...rest, groups: [trial, ...rest.groups] }, execution: mergeExecutions(first, await executePlan(rest, deps)) };
 }
 
 /**
