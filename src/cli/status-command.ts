@@ -8,6 +8,7 @@ import { readDaemonStatus, liveLockOwner, type DaemonStatus } from '../daemon/st
 import { BinderSyncError, describeError } from '../errors.js';
 import { StateStore, type ConflictRow, type OutboxStage } from '../state/store.js';
 import { freeBytes, NEARLY_FULL_BYTES } from '../state/state-dir-error.js';
+import { summarizeTrash, type TrashSummary } from '../local/trash-summary.js';
 import { groupIssues, oneLine, printable } from '../sync/issue-groups.js';
 import type { Issue } from '../sync/model.js';
 import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
@@ -90,6 +91,11 @@ export interface PairStatus {
   moreConflicts: boolean;
   /** Items that cannot be synced as of the last pass, and why. */
   issues: Issue[];
+  /**
+   * What the pair's trash holds: local content that a pass replaced or removed, kept `retentionDays` in
+   * `<dir>/<day>/<path>` (counted up to 10,000 files; `capped` when there are more).
+   */
+  trash: TrashSummary & { retentionDays: number };
 }
 
 export function registerStatusCommand(program: Command, setExit: (code: number) => void): void {
@@ -101,7 +107,7 @@ export function registerStatusCommand(program: Command, setExit: (code: number) 
     .option('--json', 'print one JSON document (shape: StatusDocument in src/cli/status-command.ts)')
     .addHelpText(
       'after',
-      '\nExit status: 0 when the status was read (even if pairs have conflicts, issues or errors: they are shown),\n2 when the config or a state DB cannot be read.',
+      '\nExit status: 0 when the status was read (even if pairs have conflicts, issues or errors: they are shown),\n2 when the config cannot be read, 6 when a state DB cannot be read.',
     )
     .action((opts: StatusOptions) => setExit(statusCommand(opts)));
 }
@@ -174,6 +180,7 @@ function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon
     conflicts: [],
     moreConflicts: false,
     issues: [],
+    trash: { ...summarizeTrash(path.join(stateDir, pair.name, 'trash')), retentionDays: pair.trashRetentionDays },
   };
   if (fs.existsSync(stateDb)) {
     let store: StateStore | undefined;
@@ -292,8 +299,17 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     } else {
       lines.push(row('  not synced', 'none'));
     }
+    lines.push(row('  trash', trashText(p.trash)));
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** "3 files, 12.0 KiB from 2026-11-20 to 2026-11-26 (kept 30 days) in <dir>", or "empty". */
+function trashText(t: PairStatus['trash']): string {
+  if (t.files === 0) return 'empty';
+  const count = `${t.files}${t.capped ? '+' : ''} file${t.files === 1 && !t.capped ? '' : 's'}, ${fmtBytes(t.bytes)}${t.capped ? '+' : ''}`;
+  const days = t.oldestDay === t.newestDay ? `from ${t.oldestDay}` : `from ${t.oldestDay} to ${t.newestDay}`;
+  return `${count} ${days} (kept ${t.retentionDays} days) in ${t.dir}`;
 }
 
 function row(label: string, value: string, width = 19): string {

@@ -109,6 +109,25 @@ describe('binder-sync status', () => {
     expect(fs.existsSync(ws.stateDir)).toBe(false);
   });
 
+  it('says what the trash holds and where: a file the service deleted is there, byte for byte', async () => {
+    const ws = await workspace();
+    const c = ws.emulator.control;
+    const folder = c.createFolder(ws.binderId, { name: 'Docs' });
+    const { document } = c.addDocument(ws.binderId, folder.id, 'gone.txt', 'kept in the trash');
+    for (const n of ['a', 'b', 'c']) c.addDocument(ws.binderId, folder.id, `${n}.txt`, n); // one delete in four passes the safety gate
+    expect((await sync(ws)).code).toBe(0);
+    expect(field((await status(ws)).stdout, 'trash')).toBe('empty');
+    c.deleteDocument(document.id);
+    expect((await sync(ws)).code).toBe(0);
+    expect(fs.existsSync(path.join(ws.local, 'Docs', 'gone.txt'))).toBe(false);
+    const line = field((await status(ws)).stdout, 'trash');
+    const trashDir = path.join(ws.stateDir, 'main', 'trash');
+    expect(line).toMatch(new RegExp(`^1 file, 17 B from (\\d{4}-\\d{2}-\\d{2}) \\(kept 30 days\\) in ${trashDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+    const day = /from (\S+)/.exec(line)![1]!;
+    expect(fs.readFileSync(path.join(trashDir, day, 'Docs', 'gone.txt'), 'utf8')).toBe('kept in the trash');
+    expect(statusJson(await status(ws, '--json')).pairs[0]!.trash).toMatchObject({ dir: trashDir, files: 1, bytes: 17, oldestDay: day, newestDay: day, capped: false, retentionDays: 30 });
+  });
+
   it('shows the error of a sync that failed (wrong secret) until a pass succeeds, without the secret', async () => {
     const ws = await workspace();
     expect((await sync(ws)).code).toBe(0);

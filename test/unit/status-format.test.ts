@@ -5,6 +5,8 @@ import { formatStatus, type PairStatus, type StatusDocument } from '../../src/cl
 import { groupIssues, printable } from '../../src/sync/issue-groups.js';
 import type { Issue } from '../../src/sync/model.js';
 
+const emptyTrash: PairStatus['trash'] = { dir: '/s/main/trash', files: 0, bytes: 0, oldestDay: null, newestDay: null, capped: false, retentionDays: 30 };
+
 const waiting = (dir: string, n: number): Issue[] =>
   Array.from({ length: n }, (_, i) => ({ relPath: `${dir}/f${String(i).padStart(3, '0')}.txt`, code: 'waiting-for-remote-folder' as const, detail: `no remote folder for "${dir}" yet` }));
 
@@ -42,7 +44,7 @@ describe('formatStatus "not synced"', () => {
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
       lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 0,
-      pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, issues,
+      pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues,
     };
     const doc: StatusDocument = {
       version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
@@ -59,7 +61,7 @@ describe('formatStatus "watcher"', () => {
   const pair = (watcher: string | null): PairStatus => ({
     name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
     lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, lastError: null, filesInSync: 0,
-    pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, issues: [],
+    pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
   });
   const doc = (running: boolean, watcher: string | null): StatusDocument => ({
     version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
@@ -106,7 +108,7 @@ describe('names with control characters', () => {
       lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0,
       pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingUploadCount: null, pendingDownloads: 0, passBytes: null,
       conflicts: [{ relPath: 'N/con\nflict.txt', conflictPath: 'N/con\nflict (conflict).txt', policy: 'keep-both', detail: 'x', at: new Date(0).toISOString() }],
-      moreConflicts: false, issues,
+      moreConflicts: false, trash: emptyTrash, issues,
     };
     const doc: StatusDocument = {
       version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
@@ -130,7 +132,7 @@ describe('formatStatus "pending" during a long pass', () => {
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'syncing', stateDb: '/s/main/state.db', stateError: null,
       lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, lastError: null, filesInSync: 700,
-      pendingUploads, pendingUploadCount, pendingDownloads, passBytes, conflicts: [], moreConflicts: false, issues: [],
+      pendingUploads, pendingUploadCount, pendingDownloads, passBytes, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
     }],
   });
   const inFlight = ['a.txt', 'b.txt', 'c.txt', 'd.txt'].map((n) => ({ relPath: `Docs/${n}`, stage: 'slot' as const, since: new Date(0).toISOString() }));
@@ -162,5 +164,27 @@ describe('formatStatus: the disk holding stateDir', () => {
   it('says DISK FULL and how much is free under 1 MiB, and nothing otherwise', () => {
     expect(formatStatus(doc(12 * 1024), new Date(0))).toContain('state dir  /s   DISK FULL (12 KiB free): no pass can record its work; free some space');
     for (const free of [null, 1 << 20, 50 * 2 ** 30]) expect(formatStatus(doc(free), new Date(0))).not.toContain('DISK FULL');
+  });
+});
+
+describe('formatStatus "trash"', () => {
+  const docWith = (trash: PairStatus['trash']): StatusDocument => ({
+    version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
+    daemon: { running: false, pid: null, startedAt: null, metricsPort: null },
+    pairs: [{
+      name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 0,
+      pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash, issues: [],
+    }],
+  });
+
+  it('says where replaced and removed files are, how many, and how long they are kept', () => {
+    expect(formatStatus(docWith(emptyTrash), new Date(0))).toMatch(/^ {2}trash {12}empty$/m);
+    const some = { ...emptyTrash, files: 3, bytes: 3 * 1024, oldestDay: '2026-11-20', newestDay: '2026-11-26' };
+    expect(formatStatus(docWith(some), new Date(0))).toMatch(/^ {2}trash {12}3 files, 3\.0 KiB from 2026-11-20 to 2026-11-26 \(kept 30 days\) in \/s\/main\/trash$/m);
+    const one = { ...emptyTrash, files: 1, bytes: 10, oldestDay: '2026-11-26', newestDay: '2026-11-26', retentionDays: 7 };
+    expect(formatStatus(docWith(one), new Date(0))).toMatch(/^ {2}trash {12}1 file, 10 B from 2026-11-26 \(kept 7 days\) in /m);
+    const many = { ...emptyTrash, files: 10_000, bytes: 5 * 1024 * 1024, oldestDay: '2026-11-01', newestDay: '2026-11-26', capped: true };
+    expect(formatStatus(docWith(many), new Date(0))).toMatch(/^ {2}trash {12}10000\+ files, 5\.0 MiB\+ from 2026-11-01 to 2026-11-26 /m);
   });
 });
