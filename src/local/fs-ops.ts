@@ -105,9 +105,23 @@ function dirMode(dir: string): number {
   return mode;
 }
 
-async function fsyncFile(abs: string): Promise<void> {
-  const h = await fsp.open(abs, 'r+');
+/**
+ * fsyncs a file, first giving it `mode` when one is asked for. The mode is set through the open descriptor:
+ * a temp file that takes a read-only file's mode (0444) before it is opened could no longer be opened for
+ * writing by its own user, and every download over a read-only file failed with EACCES (root, which tests run
+ * as, never sees that). A file we did not make (a trash copy keeps its source's mode) is opened read-only
+ * when it may not be written: Linux fsyncs through a read-only descriptor too.
+ */
+async function fsyncFile(abs: string, mode?: number): Promise<void> {
+  let h: fsp.FileHandle;
   try {
+    h = await fsp.open(abs, 'r+');
+  } catch (err) {
+    if (errnoOf(err) !== 'EACCES' || mode !== undefined) throw err;
+    h = await fsp.open(abs, 'r');
+  }
+  try {
+    if (mode !== undefined) await h.chmod(mode);
     await h.sync();
   } finally {
     await h.close();
@@ -325,10 +339,14 @@ export async function commitTempFile(
       // is brought up to date afterwards (settledStat), when nothing else moved.
       const st = fs.lstatSync(tempPath);
       committed = toFileStat(st);
-      // chmod and fsync change neither size, mtime nor inode.
-      if ((st.mode & 0o7777) !== mode) fs.chmodSync(tempPath, mode);
-      // `synced`: the writer already fsynced the temp through its own descriptor (saves an open + close).
-      if (opts.synced !== true) await fsyncFile(tempPath);
+      // chmod and fsync change neither size, mtime nor inode. `synced`: the writer already fsynced the temp
+      // through its own descriptor (saves an open + close); a chmod by path needs no permission on the file.
+      const chmod = (st.mode & 0o7777) !== mode;
+      if (opts.synced === true) {
+        if (chmod) fs.chmodSync(tempPath, mode);
+      } else {
+        await fsyncFile(tempPath, chmod ? mode : undefined);
+      }
       if (expect === null) await linkNoClobber(tempPath, destAbs);
       else fs.renameSync(tempPath, destAbs);
       committed = settledStat(destAbs, committed);
@@ -390,8 +408,28 @@ export async function replaceFile(
     await fsp.rm(tempPath, { force: true });
     throw localChanged(destAbs, kept === null ? 'it was removed' : 'it was modified');
   }
-  const stat = await commitTempFile(tempPath, destAbs, toFileStat(kept));
-  return { stat, trashPath };
+  try {
+    const stat = await commitTempFile(tempPath, destAbs, toFileStat(kept));
+    return { stat, trashPath };
+  } catch (err) {
+    await dropTrashCopyOfUnreplaced(trashPath, destAbs, kept);
+    throw err;
+  }
+}
+
+/**
+ * After a replace that failed: the trash copy just made is dropped when the file is still the one it copies (same
+ * inode, size and mtime: not replaced), so a replace that keeps failing (a full disk, a read-only folder) does not
+ * leave one more copy in the trash per attempt. When in doubt it stays: then it may be the only copy.
+ */
+async function dropTrashCopyOfUnreplaced(trashPath: string, destAbs: string, kept: fs.Stats): Promise<void> {
+  try {
+    const now = fs.lstatSync(destAbs, { throwIfNoEntry: false });
+    if (now === undefined || !matchesButCtime(toFileStat(now), toFileStat(kept))) return;
+    fs.unlinkSync(trashPath);
+  } catch {
+    // best effort: a copy too many in the trash, purged with its day
+  }
 }
 
 /**

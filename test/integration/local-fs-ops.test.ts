@@ -2,6 +2,7 @@
 // plus the small helpers next to them (hashFile, detectCaseInsensitive).
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -232,6 +233,49 @@ describe('replaceFile', () => {
     const t2 = await tempWith(root, 'remote');
     expect(await codeOf(replaceFile(t2, dest, planned, trash))).toBe('LOCAL_CHANGED');
     expect(fs.existsSync(dest)).toBe(false);
+  });
+});
+
+describe('replaceFile that fails after keeping the old content', () => {
+  const trashFiles = () => (fs.existsSync(trashDir) ? [...localTreeFiles(trashDir)] : []);
+  function localTreeFiles(dir: string): string[] {
+    return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
+  }
+
+  it('drops its trash copy when the file was not replaced, so repeated failures leave none (linked or copied)', async () => {
+    for (const how of ['link', 'copy'] as const) {
+      fs.rmSync(trashDir, { recursive: true, force: true });
+      // A trash on another filesystem copies instead of linking (EXDEV).
+      const trash = how === 'link' ? new Trash(trashDir, root) : new Trash(trashDir, root, { link: async () => Promise.reject(Object.assign(new Error('cross-device'), { code: 'EXDEV' })) });
+      const dest = path.join(root, `kept-${how}.txt`);
+      fs.writeFileSync(dest, 'the only copy');
+      for (let attempt = 0; attempt < 3; attempt++) {
+        // The temp is gone before its commit (as if the disk had lost it): the replace fails after trash.keep.
+        const err = await replaceFile(path.join(root, '.binder-sync-tmp-missing'), dest, statOf(dest), trash).catch((e: unknown) => e);
+        expect(err, how).toBeInstanceOf(Error);
+      }
+      expect(read(dest), how).toBe('the only copy');
+      expect(trashFiles(), how).toEqual([]);
+    }
+  });
+
+  it('keeps the trash copy when the file was replaced meanwhile: it may be the only copy left', async () => {
+    fs.rmSync(trashDir, { recursive: true, force: true });
+    const dest = path.join(root, 'raced.txt');
+    fs.writeFileSync(dest, 'old content');
+    const planned = statOf(dest);
+    // The trash's link step is where a user's save lands between keep and commit.
+    const trash = new Trash(trashDir, root, {
+      link: async (from, to) => {
+        await fsp.link(from, to);
+        fs.rmSync(dest);
+        fs.writeFileSync(dest, 'saved by the user meanwhile');
+      },
+    });
+    const t = await tempWith(root, 'remote');
+    expect(await codeOf(replaceFile(t, dest, planned, trash))).toBe('LOCAL_CHANGED');
+    expect(read(dest)).toBe('saved by the user meanwhile');
+    expect(trashFiles().map((f) => read(f))).toEqual(['old content']);
   });
 });
 
