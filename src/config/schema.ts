@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import type { ConflictPolicy, Direction, LocalDeletePolicy } from '../sync/model.js';
 import { DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
+import { globProblem } from '../local/glob.js';
 
 export const DIRECTIONS = ['both', 'download', 'upload'] as const satisfies readonly Direction[];
 export const CONFLICT_POLICIES = ['keep-both', 'remote-wins', 'local-wins'] as const satisfies readonly ConflictPolicy[];
@@ -95,10 +96,17 @@ const serviceSchema = z
   })
   .describe('How to reach and authenticate with the Document and Binder Service.');
 
+/** A glob as compileGlob reads it; one it would take literally by accident (an unclosed '[') is refused. */
+const glob = () => nonEmpty().superRefine((g, ctx) => {
+  const problem = globProblem(g);
+  if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+});
+
 const metadataRuleSchema = z.strictObject({
-  match: nonEmpty().describe('Glob (relative to the pair root) of the files this rule applies to.'),
+  match: glob().describe('Glob (relative to the pair root) of the files this rule applies to.'),
   values: z
-    .record(nonEmpty(), z.union([z.string(), z.number(), z.boolean()]).transform(String))
+    // An empty value says nothing (and a required element "given" one is not given at all): refused.
+    .record(nonEmpty(), z.union([z.string().refine((v) => v.trim() !== '', { error: 'must not be empty' }), z.number(), z.boolean()]).transform(String))
     .refine((r) => Object.keys(r).length > 0, { error: 'must set at least one metadata value' })
     .describe('Metadata element (id or label) -> value (value id or label).'),
 });
@@ -126,7 +134,7 @@ const pairSchema = z.strictObject({
     .max(1)
     .default(0.5)
     .describe('A pass stops when it would trash more than this share of the local files (0 < x <= 1).'),
-  ignore: z.array(nonEmpty()).default([]).describe('Globs of local paths never synced.'),
+  ignore: z.array(glob()).default([]).describe('Globs of local paths never synced.'),
   pollInterval: duration(5000, 86_400_000).prefault('60s').describe('How often the remote side is listed.'),
   pollCpuBudget: z
     .number()

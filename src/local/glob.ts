@@ -38,6 +38,23 @@ export function compileGlob(glob: string): CompiledGlob {
   return { glob, source: translate(g), dirOnly, anchored };
 }
 
+/**
+ * Why a glob cannot be meant as written, or null: an unclosed '[' (compileGlob would take it literally, so
+ * "Docs/[abc" matches only a file named "[abc" and a rule written with it silently never applies). Config
+ * loading refuses such globs; a literal bracket is written '\\['.
+ */
+export function globProblem(glob: string): string | null {
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i];
+    if (c === '\\') {
+      i++;
+      continue;
+    }
+    if (c === '[' && parseClass(glob, i) === null) return `has an unclosed '[' at position ${i + 1} (write \\[ for a literal bracket)`;
+  }
+  return null;
+}
+
 function translate(g: string): string {
   let out = '';
   let i = 0;

@@ -1,6 +1,7 @@
 // Upload metadata from per-pair rules (glob -> element values), checked against the binder's metadata
-// elements once at start: unknown elements, values outside allowedValues and required elements that no
-// rule can supply are errors before any upload. Labels are accepted for element ids and enumerated values.
+// elements once at start: unknown elements, values outside allowedValues, names that fit more than one element
+// or value, and required elements that no rule can supply are errors before any upload. Labels are accepted for
+// element ids and enumerated values, an exact match before one in another case.
 import { BinderSyncError } from '../errors.js';
 import { globMatches } from '../local/glob.js';
 import type { MetadataElement } from '../service/schemas.js';
@@ -21,6 +22,13 @@ export interface MetadataResolver {
   forPath(relPath: string): UploadMetadataValue[];
   /** Required customer elements that the rules give no value for relPath (empty when uploadable). */
   missingFor(relPath: string): string[];
+  /**
+   * Whether the binder takes this value for this element now (the element exists; an enumerated element lists
+   * the value, by id or label). A document's own values are carried into its new versions only when they are
+   * still accepted: a retired value would make the service refuse every later edit. True when the binder
+   * defines no elements at all (nothing is known to check against).
+   */
+  accepts(metadataElementId: string, value: string): boolean;
 }
 
 interface ResolvedRule {
@@ -31,29 +39,43 @@ interface ResolvedRule {
 /** Validates the rules against the binder's elements and returns a resolver. Lists every problem at once. */
 export function compileMetadataRules(rules: readonly MetadataRule[], elements: readonly MetadataElement[], pair: string): MetadataResolver {
   const problems: string[] = [];
-  const resolved: ResolvedRule[] = rules.map((rule, i) => ({
-    match: rule.match,
-    values: Object.entries(rule.values).flatMap(([elementKey, valueKey]) => {
-      const el = findElement(elements, elementKey);
-      if (!el) {
-        problems.push(`metadata[${i}].values.${elementKey}: no metadata element with this id or label on the binder (known: ${elements.map((e) => e.id).join(', ')})`);
-        return [];
-      }
-      if (el.id.startsWith('GLOBAL_')) {
-        problems.push(`metadata[${i}].values.${elementKey}: GLOBAL_ elements are set by the service, not by rules`);
-        return [];
-      }
-      const allowed = el.allowedValues ?? [];
-      if (allowed.length === 0) return [{ metadataElementId: el.id, value: valueKey }];
-      const v = allowed.find((a) => a.id === valueKey) ?? allowed.find((a) => a.label !== undefined && a.label !== null && a.label.toLowerCase() === valueKey.toLowerCase());
-      if (!v) {
+  const resolved: ResolvedRule[] = rules.map((rule, i) => {
+    const keyOf = new Map<string, string>(); // element id -> the rule's key that named it
+    return {
+      match: rule.match,
+      values: Object.entries(rule.values).flatMap(([elementKey, valueKey]) => {
+        const found = pickOne(elements, elementKey, (e) => e.id, (e) => e.label);
+        if (found.length !== 1) {
+          problems.push(found.length === 0
+            ? `metadata[${i}].values.${elementKey}: no metadata element with this id or label on the binder (known: ${elements.map(describeElement).join(', ')})`
+            : `metadata[${i}].values.${elementKey}: names ${found.length} metadata elements (${found.map(describeElement).join(', ')}); use the id of the one meant`);
+          return [];
+        }
+        const el = found[0]!;
+        if (el.id.startsWith('GLOBAL_')) {
+          problems.push(`metadata[${i}].values.${elementKey}: GLOBAL_ elements are set by the service, not by rules`);
+          return [];
+        }
+        const twin = keyOf.get(el.id);
+        if (twin !== undefined) {
+          problems.push(`metadata[${i}].values: ${twin} and ${elementKey} both name the element ${describeElement(el)}; keep one`);
+          return [];
+        }
+        keyOf.set(el.id, elementKey);
+        const allowed = el.allowedValues ?? [];
+        if (allowed.length === 0) return [{ metadataElementId: el.id, value: valueKey }];
+        const v = pickOne(allowed, valueKey, (a) => a.id, (a) => a.label);
         const choices = allowed.map((a) => (a.label ? `${a.id} (${a.label})` : a.id)).join(', ');
-        problems.push(`metadata[${i}].values.${elementKey}: "${valueKey}" is not an allowed value (allowed: ${choices})`);
-        return [];
-      }
-      return [{ metadataElementId: el.id, value: v.id }];
-    }),
-  }));
+        if (v.length !== 1) {
+          problems.push(v.length === 0
+            ? `metadata[${i}].values.${elementKey}: "${valueKey}" is not an allowed value (allowed: ${choices})`
+            : `metadata[${i}].values.${elementKey}: "${valueKey}" names ${v.length} allowed values (${v.map((a) => a.id).join(', ')}); use the value id (allowed: ${choices})`);
+          return [];
+        }
+        return [{ metadataElementId: el.id, value: v[0]!.id }];
+      }),
+    };
+  });
   if (problems.length > 0) {
     throw new BinderSyncError(`pair ${pair}: metadata rules do not fit the binder's metadata elements:\n  ${problems.join('\n  ')}`, {
       code: 'METADATA_RULES_INVALID',
@@ -76,8 +98,16 @@ export function compileMetadataRules(rules: readonly MetadataRule[], elements: r
     const have = valuesFor(relPath);
     return required.filter((e) => !have.has(e.id)).map((e) => e.label ?? e.id);
   };
+  const byId = new Map(elements.map((e) => [e.id, e]));
   return {
     missingFor,
+    accepts(metadataElementId, value) {
+      if (elements.length === 0) return true;
+      const el = byId.get(metadataElementId);
+      if (el === undefined) return false;
+      const allowed = el.allowedValues ?? [];
+      return allowed.length === 0 || allowed.some((a) => a.id === value || a.label === value);
+    },
     forPath(relPath) {
       const missing = missingFor(relPath);
       if (missing.length > 0) {
@@ -93,6 +123,21 @@ export function compileMetadataRules(rules: readonly MetadataRule[], elements: r
   };
 }
 
-function findElement(elements: readonly MetadataElement[], key: string): MetadataElement | undefined {
-  return elements.find((e) => e.id === key) ?? elements.find((e) => e.label !== undefined && e.label !== null && e.label.toLowerCase() === key.toLowerCase());
+/**
+ * What a rule's key (or value) names: the candidates with this id, else with this label exactly, else with this
+ * id or label in another case; the first of those steps that finds any decides. More than one result is
+ * ambiguous (two elements labelled "Status"), and the caller refuses it rather than pick one: a value attached
+ * to the wrong element is wrong metadata on every upload, with nothing to say so.
+ */
+function pickOne<T>(items: readonly T[], key: string, idOf: (t: T) => string, labelOf: (t: T) => string | null | undefined): T[] {
+  const byId = items.filter((t) => idOf(t) === key);
+  if (byId.length > 0) return byId;
+  const byLabel = items.filter((t) => labelOf(t) === key);
+  if (byLabel.length > 0) return byLabel;
+  const lower = key.toLowerCase();
+  return items.filter((t) => idOf(t).toLowerCase() === lower || labelOf(t)?.toLowerCase() === lower);
+}
+
+function describeElement(e: MetadataElement): string {
+  return e.label ? `${e.id} (${e.label})` : e.id;
 }

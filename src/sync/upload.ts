@@ -259,7 +259,9 @@ function commitAs(d: ExecutorDeps, row: OutboxRow, documentMetadata: MetadataVal
  * The metadata sent with a commit. A new document takes the pair's rules. A new version of an existing document
  * keeps the document's own values (spec 4.9 attaches the commit's metadata to the new version: sending the
  * rules' values would reclassify a document on every edit), and the rules only fill elements it has none for.
- * GLOBAL_ elements are the service's own and never sent.
+ * GLOBAL_ elements are the service's own and never sent. An own value the binder no longer takes (a retired
+ * value, an element since removed) is left out, so that a rule may fill it: sent, the service refused every later
+ * edit of that document, and no rule could replace it (black-box round 24, M2).
  */
 function metadataFor(d: ExecutorDeps, row: OutboxRow, documentMetadata: MetadataValue[]): Array<{ metadataElementId: string; value: string }> {
   const rules = metadataOrNone(d, row.relPath);
@@ -268,7 +270,12 @@ function metadataFor(d: ExecutorDeps, row: OutboxRow, documentMetadata: Metadata
     .filter((m) => !m.metadataElementId.startsWith('GLOBAL_'))
     .flatMap((m) => {
       const value = m.valueId ?? m.value;
-      return value === undefined || value === null ? [] : [{ metadataElementId: m.metadataElementId, value }];
+      if (value === undefined || value === null) return [];
+      if (!d.metadata.accepts(m.metadataElementId, value)) {
+        d.log.info({ relPath: row.relPath, metadataElementId: m.metadataElementId, value }, `${row.relPath}: the document's ${m.metadataElementId} value "${value}" is no longer one the binder takes: not carried into the new version${rules.some((r) => r.metadataElementId === m.metadataElementId) ? ' (the pair\'s metadata rules give its value)' : ''}`);
+        return [];
+      }
+      return [{ metadataElementId: m.metadataElementId, value }];
     });
   const have = new Set(own.map((m) => m.metadataElementId));
   return [...own, ...rules.filter((r) => !have.has(r.metadataElementId))];

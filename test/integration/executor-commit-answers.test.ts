@@ -3,6 +3,7 @@
 // client is the real one, wrapped so that its commit answers as such a server would (the emulator itself cannot
 // answer 409 to a label another user took). What must hold: a version is adopted as ours only when it holds our
 // bytes; a refused commit says why and leaves no outbox row that could block later passes.
+import { compileMetadataRules } from '../../src/sync/metadata-rules.js';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -282,7 +283,7 @@ describe('an edit is committed only onto the version it was made from', () => {
     c.addMetadataElement(s.d.binderId, { id: 'Reference', label: 'Reference', dataType: 'string' });
     const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original', { metadata: [{ metadataElementId: 'Department', valueId: 'legal' }] }).document;
     synced(s, doc);
-    s.d.metadata = { forPath: () => [{ metadataElementId: 'Department', value: 'eng' }, { metadataElementId: 'Reference', value: 'R-1' }], missingFor: () => [] };
+    s.d.metadata = { forPath: () => [{ metadataElementId: 'Department', value: 'eng' }, { metadataElementId: 'Reference', value: 'R-1' }], missingFor: () => [], accepts: () => true };
     const report = await executePlan(uploadPlan(writeLocal(s.root, 'a.txt', 'edited'), s.folderId, doc.id), s.d);
     expect(report.failures).toEqual([]);
     expect(s.commits[0]![2].metadata).toEqual([
@@ -295,6 +296,29 @@ describe('an edit is committed only onto the version it was made from', () => {
     expect(s.commits[1]![2].metadata).toEqual([
       { metadataElementId: 'Department', value: 'eng' },
       { metadataElementId: 'Reference', value: 'R-1' },
+    ]);
+  });
+});
+
+describe('metadata of a new version, against what the binder takes now', () => {
+  it("leaves out the document's values the binder no longer takes (a retired value, a removed element), so a rule fills them", async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    const elements = [
+      { id: 'Department', label: 'Department', dataType: 'string', allowedValues: [{ id: 'legal', label: 'Legal' }, { id: 'eng', label: 'Engineering' }] },
+      { id: 'Owner', label: 'Owner', dataType: 'string' },
+    ];
+    for (const e of elements) c.addMetadataElement(s.d.binderId, e);
+    const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original', {
+      metadata: [{ metadataElementId: 'Department', valueId: 'retired' }, { metadataElementId: 'Gone', valueId: 'zz' }, { metadataElementId: 'Owner', valueId: 'bob' }],
+    }).document;
+    synced(s, doc);
+    s.d.metadata = compileMetadataRules([{ match: '**', values: { Department: 'Engineering', Owner: 'alice' } }], elements, 'main');
+    const report = await executePlan(uploadPlan(writeLocal(s.root, 'a.txt', 'edited'), s.folderId, doc.id), s.d);
+    expect(report.failures).toEqual([]);
+    expect(s.commits[0]![2].metadata).toEqual([
+      { metadataElementId: 'Owner', value: 'bob' }, // still valid: kept, not reclassified by the rule
+      { metadataElementId: 'Department', value: 'eng' }, // retired value replaced by the rule's
     ]);
   });
 });

@@ -108,6 +108,18 @@ const cases: Array<[string, (d: Doc) => void, string[]]> = [
   ['maxDeleteShare above 1', (d) => (d.pairs[0].maxDeleteShare = 1.5), ['pairs[0].maxDeleteShare: must be at most 1 (got 1.5)']],
   ['ignore a string', (d) => (d.pairs[0].ignore = '*.tmp'), ['pairs[0].ignore: must be a list (got a string)']],
   ['ignore with an empty glob', (d) => (d.pairs[0].ignore = ['*.tmp', '']), ['pairs[0].ignore[1]: must not be empty']],
+  [
+    'ignore glob with an unclosed bracket',
+    (d) => (d.pairs[0].ignore = ['*.tmp', 'drafts/[abc']),
+    ["pairs[0].ignore[1]: has an unclosed '[' at position 8 (write \\[ for a literal bracket)"],
+  ],
+  [
+    'metadata match with an unclosed bracket',
+    (d) => (d.pairs[0].metadata = [{ match: 'Docs/[abc', values: { Owner: 'o' } }]),
+    ["pairs[0].metadata[0].match: has an unclosed '[' at position 6 (write \\[ for a literal bracket)"],
+  ],
+  ['metadata value empty', (d) => (d.pairs[0].metadata = [{ match: '**', values: { Owner: '' } }]), ['pairs[0].metadata[0].values.Owner: must not be empty']],
+  ['metadata value blank', (d) => (d.pairs[0].metadata = [{ match: '**', values: { Owner: '  ' } }]), ['pairs[0].metadata[0].values.Owner: must not be empty']],
   ['pollInterval below 5s', (d) => (d.pairs[0].pollInterval = '2s'), ['pairs[0].pollInterval: must be between 5s and 1d (got 2s)']],
   [
     'pollInterval a boolean',

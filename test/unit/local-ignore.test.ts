@@ -1,6 +1,6 @@
 // Table-driven tests of the glob compiler and the ignore matcher (built-in rules + user globs).
 import { describe, expect, it } from 'vitest';
-import { compileGlob, globMatches } from '../../src/local/glob.js';
+import { compileGlob, globMatches, globProblem } from '../../src/local/glob.js';
 import { createIgnoreMatcher } from '../../src/local/ignore.js';
 
 describe('globMatches', () => {
@@ -55,6 +55,16 @@ describe('globMatches', () => {
     expect(compileGlob('b/')).toMatchObject({ dirOnly: true, anchored: false });
     expect(compileGlob('/b')).toMatchObject({ dirOnly: false, anchored: true });
   });
+});
+
+describe('globProblem', () => {
+  it.each([
+    ['Docs/[abc', "has an unclosed '[' at position 6 (write \\[ for a literal bracket)"],
+    ['[', "has an unclosed '[' at position 1 (write \\[ for a literal bracket)"],
+    ['a[b]c[d', "has an unclosed '[' at position 6 (write \\[ for a literal bracket)"],
+  ])('refuses %j', (g, problem) => expect(globProblem(g)).toBe(problem));
+
+  it.each(['Docs/[abc]', 'Docs/\\[abc', '[!a-z]*.txt', '**/*.pdf', '[]]x', 'plain'])('takes %j', (g) => expect(globProblem(g)).toBeNull());
 });
 
 describe('createIgnoreMatcher', () => {

@@ -129,7 +129,7 @@ describe('deferFreshDeletes', () => {
 
 describe('withheldForMetadata', () => {
   it('holds back uploads whose required metadata has no rule, with an issue naming the element', () => {
-    const resolver: MetadataResolver = { forPath: () => [], missingFor: (p) => (p.startsWith('A/') ? ['Department'] : []) };
+    const resolver: MetadataResolver = { forPath: () => [], missingFor: (p) => (p.startsWith('A/') ? ['Department'] : []), accepts: () => true };
     const r = withheldForMetadata(plan([[upload(file('A/x.txt', 1))], [upload(file('B/y.txt', 1))]]), resolver);
     expect(r.groups).toHaveLength(1);
     expect((r.groups[0]![0] as { relPath: string }).relPath).toBe('B/y.txt');
