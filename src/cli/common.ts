@@ -33,3 +33,23 @@ export function exitCodeFor(thrown: unknown): number {
 export function printError(err: unknown): void {
   process.stderr.write(`binder-sync: ${describeError(stateDbWriteError(err))}\n`);
 }
+
+/** commander's collector for an option given more than once (`--pair a --pair b`). */
+export function collectRepeated(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+/**
+ * The pairs `--pair` names (all of them when none is given), in the config's order; a name the config does not
+ * have is said on stderr with the names it does have, and null returned (exit 2).
+ */
+export function selectPairs<P extends { name: string }>(all: readonly P[], names: readonly string[] | undefined, configFile: string): P[] | null {
+  if (names === undefined || names.length === 0) return [...all];
+  const unknown = names.filter((n) => !all.some((p) => p.name === n));
+  if (unknown.length > 0) {
+    const which = unknown.map((n) => `"${n}"`).join(', ');
+    process.stderr.write(`binder-sync: no pair named ${which} in ${configFile} (pairs: ${all.map((p) => p.name).join(', ')})\n`);
+    return null;
+  }
+  return all.filter((p) => names.includes(p.name));
+}

@@ -11,13 +11,13 @@ import { freeBytes, NEARLY_FULL_BYTES } from '../state/state-dir-error.js';
 import { summarizeTrash, type TrashSummary } from '../local/trash-summary.js';
 import { groupIssues, oneLine, printable } from '../sync/issue-groups.js';
 import type { Issue } from '../sync/model.js';
-import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
+import { collectRepeated, exitCodeFor, loadConfigOrExplain, printError, selectPairs } from './common.js';
 import { fmtBytes } from '../format-bytes.js';
 import { ExitCode } from './exit-codes.js';
 
 interface StatusOptions {
   config: string;
-  pair?: string;
+  pair?: string[];
   json?: boolean;
 }
 
@@ -103,7 +103,7 @@ export function registerStatusCommand(program: Command, setExit: (code: number) 
     .command('status')
     .description('Show each pair\'s state, conflicts, items that cannot be synced and pending transfers (safe while the daemon runs)')
     .requiredOption('-c, --config <file>', 'YAML config file')
-    .option('-p, --pair <name>', 'only this pair')
+    .option('-p, --pair <name>', 'only this pair (repeat for several)', collectRepeated)
     .option('--json', 'print one JSON document (shape: StatusDocument in src/cli/status-command.ts)')
     .addHelpText(
       'after',
@@ -121,11 +121,8 @@ function statusCommand(opts: StatusOptions): number {
     printError(err);
     return exitCodeFor(err);
   }
-  const pairs = opts.pair ? config.pairs.filter((p) => p.name === opts.pair) : config.pairs;
-  if (pairs.length === 0) {
-    process.stderr.write(`binder-sync: no pair named "${opts.pair}" in ${opts.config} (pairs: ${config.pairs.map((p) => p.name).join(', ')})\n`);
-    return ExitCode.usage;
-  }
+  const pairs = selectPairs(config.pairs, opts.pair, opts.config);
+  if (pairs === null) return ExitCode.usage;
   const doc = collectStatus(config, pairs, path.resolve(opts.config));
   process.stdout.write(opts.json ? `${JSON.stringify(doc, null, 2)}\n` : formatStatus(doc, new Date()));
   // A state DB that cannot be read is a local failure, as for `sync` (exit-codes.ts): not a bad command line.

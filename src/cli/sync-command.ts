@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import { createLogger, logLevelFromEnv } from '../log.js';
-import { oneLineMessage } from '../errors.js';
+import { isRetryable, oneLineMessage } from '../errors.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
 import { acquireStateLock } from '../state/lock.js';
 import { writePairMeta } from '../state/pair-meta.js';
@@ -14,13 +14,13 @@ import type { PairRuntime } from '../sync/pair-runtime.js';
 import { describePlan, summarizeReport } from './report-format.js';
 import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
 import { serviceClientFor } from '../service/from-config.js';
-import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
+import { collectRepeated, exitCodeFor, loadConfigOrExplain, printError, selectPairs } from './common.js';
 import { ExitCode, isLocalFailure } from './exit-codes.js';
 import { BinderSyncError } from '../errors.js';
 
 interface SyncOptions {
   config: string;
-  pair?: string;
+  pair?: string[];
   dryRun?: boolean;
   force?: boolean;
   json?: boolean;
@@ -32,7 +32,7 @@ export function registerSyncCommand(program: Command, setExit: (code: number) =>
     .command('sync')
     .description('Run one full sync pass for every pair (or one) and exit; 0 when both sides agree')
     .requiredOption('-c, --config <file>', 'YAML config file')
-    .option('-p, --pair <name>', 'only this pair')
+    .option('-p, --pair <name>', 'only this pair (repeat for several)', collectRepeated)
     .option('-n, --dry-run', 'print the plan and change nothing')
     .option('--force', 'run past the safety gates (mass delete, empty root or listing)')
     .option('--json', 'print the pass reports as JSON on stdout')
@@ -51,11 +51,8 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     return exitCodeFor(err);
   }
   const { config } = loaded;
-  const pairs = opts.pair ? config.pairs.filter((p) => p.name === opts.pair) : config.pairs;
-  if (pairs.length === 0) {
-    process.stderr.write(`binder-sync: no pair named "${opts.pair}" in ${opts.config} (pairs: ${config.pairs.map((p) => p.name).join(', ')})\n`);
-    return ExitCode.usage;
-  }
+  const pairs = selectPairs(config.pairs, opts.pair, opts.config);
+  if (pairs === null) return ExitCode.usage;
   // With --json, stdout carries only the report: logs go to stderr.
   const log = createLogger({
     level: levelOverride ?? config.log.level,
@@ -80,7 +77,8 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     !opts.json && !opts.dryRun && wantProgress(process.stderr)
       ? new ProgressDisplay({ stream: process.stderr, intercept: [process.stdout, process.stderr] })
       : null;
-  const reports: PassReport[] = [];
+  // One --json entry per pair, in order: a pass's report, or the error that stopped the pair.
+  const entries: object[] = [];
   let worst: number = ExitCode.ok;
   try {
     for (const pair of pairs) {
@@ -102,7 +100,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
         } finally {
           observer?.onPassEnd?.(report);
         }
-        reports.push(report);
+        entries.push(jsonReport(report));
         // What is left, where `status` reads it (the daemon writes the same after each of its passes).
         if (!opts.dryRun) {
           const left = pendingOf(report);
@@ -128,6 +126,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
         // only: at error level a failed cron `sync` printed every failure twice.
         log.debug({ pair: pair.name, err }, 'pass failed');
         worst = Math.max(worst, exitCodeFor(err));
+        entries.push(jsonFailure(pair.name, stateDbWriteError(err)));
         // Left where `status` reads it, as the daemon does (a failed cron `sync` must not look like the last good
         // pass). A state DB that does not exist yet is not created for it.
         if (!opts.dryRun) writePairMeta(rt?.store, path.join(config.stateDir, pair.name, 'state.db'), { lastError: oneLineMessage(stateDbWriteError(err)) }, { create: false });
@@ -141,7 +140,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     lock?.release();
     stopSignals.uninstall();
   }
-  if (opts.json) process.stdout.write(`${JSON.stringify(reports.map(jsonReport), null, 2)}\n`);
+  if (opts.json) process.stdout.write(`${JSON.stringify(entries, null, 2)}\n`);
   const by = stopSignals.received();
   return by === null ? worst : by === 'SIGINT' ? ExitCode.interrupted : ExitCode.terminated;
 }
@@ -184,10 +183,31 @@ export function notConvergedExit(r: PassReport): number {
   return ExitCode.incomplete;
 }
 
+/**
+ * The --json entry of a pair whose pass did not run or stopped with an error (a wrong binderId, the service
+ * unreachable, a damaged state DB): said as such, with the exit code it adds, so that a script reading the JSON
+ * does not take a list without that pair for success. (It was left out: one failing pair printed `[]`.)
+ */
+function jsonFailure(pair: string, err: unknown) {
+  return {
+    pair,
+    converged: false,
+    error: {
+      code: err instanceof BinderSyncError ? err.code : 'UNEXPECTED',
+      message: oneLineMessage(err),
+      hint: err instanceof BinderSyncError ? (err.hint ?? null) : null,
+      retryable: isRetryable(err),
+      exitCode: exitCodeFor(err),
+    },
+  };
+}
+
 function jsonReport(r: PassReport) {
   return {
     pair: r.pair,
     converged: r.converged,
+    /** Set (code, message, hint, retryable, exitCode) when the pair's pass could not run or stopped: see jsonFailure. */
+    error: null,
     blocked: r.plan.blocked,
     actions: r.plan.groups.flat().map((a) => a.kind),
     done: r.execution?.done ?? {},
