@@ -11,6 +11,7 @@ import type { PassObserver } from '../sync/pass.js';
 import type { EarlyWatcher } from './early-watchers.js';
 import { createSyncMetrics, serveMetrics, type MetricsServer, type SyncMetrics } from './metrics.js';
 import { PairWorker } from './pair-worker.js';
+import { preflightPair } from '../sync/open-pair.js';
 import { removeDaemonStatus, writeDaemonStatus, type DaemonStatus, type PairActivity } from './status-file.js';
 import { notifySystemd } from './systemd.js';
 import type { DaemonTiming } from './timing.js';
@@ -240,12 +241,26 @@ export class Daemon {
     );
     const unchanged = [...newPairs.keys()].filter((n) => oldPairs.has(n) && !changed.includes(n));
 
+    // What `sync` and `check` refuse (exit 2) is refused here too, before a running pair is stopped for it.
+    const client = serviceChanged ? this.newClient(next) : this.client;
+    try {
+      for (const n of [...changed, ...added]) await preflightPair(newPairs.get(n)!, next.stateDir, client);
+    } catch (err) {
+      if (serviceChanged) await client.close().catch(() => undefined);
+      this.log.error({ code: (err as { code?: unknown }).code }, `config reload rejected, the running config stays: ${describeError(err)}`);
+      return false;
+    }
+    if (this.stopping) {
+      if (serviceChanged) await client.close().catch(() => undefined);
+      return false;
+    }
+
     this.applyLogLevel(next);
     const stopping = [...removed, ...changed].flatMap((n) => this.workers.get(n) ?? []);
     await Promise.all(stopping.map((w) => this.stopWorker(w)));
     if (serviceChanged) {
       await this.client.close().catch(() => undefined);
-      this.client = this.newClient(next);
+      this.client = client;
     }
     if (JSON.stringify(next.metrics) !== JSON.stringify(prev.metrics)) {
       await this.metricsServer?.close();

@@ -85,6 +85,35 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
   }
 }
 
+/**
+ * What a daemon checks before it takes a changed or new pair from a reloaded config, with nothing opened for
+ * writing: the pair's state is bound to the same binder, the binder exists, and its metadata rules fit the binder's
+ * elements. Each of these would otherwise stop the pair after the reload tore down the one that was running
+ * (black-box round 24, M4), where `sync` and `check` refuse the same config with exit 2. Throws the error that
+ * openPair would throw; a service that cannot be reached just now (retryable) is not a reason to refuse.
+ */
+export async function preflightPair(pair: PairConfig, stateDir: string, client: ServiceClient): Promise<void> {
+  const stateFile = path.join(stateDir, pair.name, 'state.db');
+  if (fs.existsSync(stateFile)) {
+    const store = StateStore.openReadOnly(stateFile);
+    try {
+      const recorded = store.getMeta(STATE_BINDER);
+      if (recorded !== undefined && recorded !== '' && recorded !== pair.binderId) throw binderChanged(pair, recorded, path.dirname(stateFile));
+    } finally {
+      store.close();
+    }
+  }
+  let elements;
+  try {
+    elements = await client.getMetadataElements(pair.binderId);
+  } catch (err) {
+    const said = binderNotFound(pair, err);
+    if (said instanceof BinderSyncError && said.retryable) return;
+    throw said;
+  }
+  compileMetadataRules(pair.metadata, elements, pair.name);
+}
+
 /** Meta key: the service (API address and tenant) this pair's state was last synced with. */
 export const STATE_SERVICE = 'service';
 
@@ -113,7 +142,11 @@ function ensureSameBinder(pair: PairConfig, store: StateStore, pairStateDir: str
     return;
   }
   if (recorded === pair.binderId) return;
-  throw new BinderSyncError(`pair ${pair.name}: its state was synced with binder ${recorded}, but the config now says binder ${pair.binderId}`, {
+  throw binderChanged(pair, recorded, pairStateDir);
+}
+
+function binderChanged(pair: PairConfig, recorded: string, pairStateDir: string): BinderSyncError {
+  return new BinderSyncError(`pair ${pair.name}: its state was synced with binder ${recorded}, but the config now says binder ${pair.binderId}`, {
     code: 'CONFIG_PAIR_BINDER_CHANGED',
     retryable: false,
     context: { pair: pair.name, recorded, configured: pair.binderId, state: pairStateDir },

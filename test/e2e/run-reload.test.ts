@@ -119,6 +119,37 @@ describe('binder-sync run: operation', () => {
     expect(readDaemonStatus(w.stateDir)).toBeNull();
   }, 60_000);
 
+  it('rejects on SIGHUP what `sync` refuses (metadata rules that do not fit, another binderId for a synced pair), and the running pair goes on', async () => {
+    ws = await oneDocumentPair();
+    const w = ws;
+    const c = w.emulator.control;
+    c.addMetadataElement(w.binderId, { id: 'Dept', label: 'Department', dataType: 'List', allowedValues: [{ id: 'd-eng', label: 'Engineering' }] });
+    const other = c.createBinder({ name: 'Other' }).id;
+    const doc = c.listDocuments(w.binderId)[0]!;
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_LOG_LEVEL: 'debug' } });
+    const d = daemon;
+    await eventually(fileIs(w, 'Docs/one.txt', 'one'), 15_000, 'first sync', d.tail);
+    const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+      ['metadata rules that do not fit', { metadata: [{ match: '**', values: { Department: 'Marketing' } }] }, /"Marketing" is not an allowed value/],
+      ['another binder for a synced pair', { binderId: other }, /its state was synced with binder/],
+    ];
+    let version = 1;
+    for (const [what, change, says] of cases) {
+      writeRunConfig(w, { pairs: [{ name: 'main', localPath: './local', binderId: w.binderId, ...change }] });
+      const before = d.count(msgHas('config reload rejected'));
+      d.kill('SIGHUP');
+      await eventually(() => d.count(msgHas('config reload rejected')) > before, 10_000, `rejection of ${what}`, d.tail);
+      const rejected = d.lines.filter((l) => typeof l.msg === 'string' && l.msg.includes('config reload rejected')).at(-1)!;
+      expect(rejected.level, what).toBe(50);
+      expect(rejected.msg, what).toMatch(says);
+      // The pair was not stopped: a remote edit still arrives.
+      c.addVersion(doc.id, `one, edit ${++version}`);
+      await eventually(fileIs(w, 'Docs/one.txt', `one, edit ${version}`), 10_000, `still syncing after ${what}`, d.tail);
+    }
+    expect(d.count(msgIs('config reloaded'))).toBe(0);
+    expect(d.count((l) => l.msg === 'pass starting' && l.trigger === 'start')).toBe(1);
+  }, 60_000);
+
   it('on SIGHUP with other service credentials, restarts the pairs on a new client (read-only: download-only)', async () => {
     ws = await createWorkspace({ readOnly: true });
     const w = ws;
