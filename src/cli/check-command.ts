@@ -153,7 +153,8 @@ async function serviceChecks(config: Config, add: (r: CheckResult) => void): Pro
 async function accessCheck(client: ServiceClient, config: Config, add: (r: CheckResult) => void): Promise<boolean> {
   try {
     await client.getPresignedUpload();
-    add({ outcome: 'PASS', subject: 'access', message: 'read/write' });
+    // An upload slot was granted; a server may still refuse the commit (spec 3): the first upload tells.
+    add({ outcome: 'PASS', subject: 'access', message: 'read/write (upload slots are granted; whether commits are shows at the first upload)' });
     return false;
   } catch (err) {
     if (err instanceof ServiceError && err.status === 403) {
@@ -221,8 +222,9 @@ async function binderCheck(
     add(failure(mSubject, err, ExitCode.service));
     return;
   }
+  let resolver;
   try {
-    compileMetadataRules(pair.metadata, elements, pair.name);
+    resolver = compileMetadataRules(pair.metadata, elements, pair.name);
   } catch (err) {
     // The rules are part of the config: a mismatch is fixed there, hence the config exit code.
     add(failure(mSubject, err, ExitCode.usage));
@@ -237,16 +239,23 @@ async function binderCheck(
       : `${rules} rule${rules === 1 ? ' fits' : 's fit'} the binder's ${elements.length} metadata element${elements.length === 1 ? '' : 's'}`,
   });
   if (pair.direction !== 'download' && !readOnly) {
-    const given = new Set(pair.metadata.flatMap((r) => Object.keys(r.values).map((k) => k.toLowerCase())));
-    const uncovered = elements.filter(
-      (e) => e.required === true && !e.id.startsWith('GLOBAL_') && !given.has(e.id.toLowerCase()) && !(e.label && given.has(e.label.toLowerCase())),
-    );
+    const coverage = resolver.requiredCoverage();
+    const uncovered = coverage.filter((c) => c.globs.length === 0).map((c) => c.element);
     if (uncovered.length > 0) {
       add({
         outcome: 'WARN',
         subject: mSubject,
-        message: `required element${uncovered.length === 1 ? '' : 's'} ${uncovered.map((e) => e.label ?? e.id).join(', ')} ha${uncovered.length === 1 ? 's' : 've'} no rule: new local files will not be uploaded`,
+        message: `required element${uncovered.length === 1 ? '' : 's'} ${uncovered.join(', ')} ha${uncovered.length === 1 ? 's' : 've'} no rule: new local files will not be uploaded`,
         hint: `add a rule to pairs[${index}].metadata, e.g. match: "**"`,
+      });
+    }
+    // Set by rules for some folders only: new files elsewhere wait as metadata-missing (black-box round 24, M7).
+    for (const c of coverage.filter((x) => x.globs.length > 0 && !x.everywhere)) {
+      add({
+        outcome: 'WARN',
+        subject: mSubject,
+        message: `required element ${c.element} is set only for files matching ${c.globs.map((g) => `"${g}"`).join(', ')}: new local files elsewhere will not be uploaded`,
+        hint: `if that is not meant, give it a value in a rule with match: "**" (rules apply in order: put it first, and the folder rules after it override it)`,
       });
     }
   }

@@ -31,13 +31,26 @@ export interface MetadataResolver {
   accepts(metadataElementId: string, value: string): boolean;
 }
 
+/** The resolver as compiled, with what `check` asks of it besides. */
+export interface CompiledMetadataRules extends MetadataResolver {
+  /**
+   * For each required customer element (by label, else id): the globs of the rules that give it a value, and
+   * whether one of them matches every path. A required element set only under some folders leaves every new
+   * file elsewhere unuploadable (metadata-missing): `check` warns of it.
+   */
+  requiredCoverage(): Array<{ element: string; globs: string[]; everywhere: boolean }>;
+}
+
+/** Globs that match every relative path (a rule with one of them applies to every file). */
+const EVERY_PATH = new Set(['*', '**', '**/*', '/**', '/**/*']);
+
 interface ResolvedRule {
   match: string;
   values: UploadMetadataValue[];
 }
 
 /** Validates the rules against the binder's elements and returns a resolver. Lists every problem at once. */
-export function compileMetadataRules(rules: readonly MetadataRule[], elements: readonly MetadataElement[], pair: string): MetadataResolver {
+export function compileMetadataRules(rules: readonly MetadataRule[], elements: readonly MetadataElement[], pair: string): CompiledMetadataRules {
   const problems: string[] = [];
   const resolved: ResolvedRule[] = rules.map((rule, i) => {
     const keyOf = new Map<string, string>(); // element id -> the rule's key that named it
@@ -101,6 +114,12 @@ export function compileMetadataRules(rules: readonly MetadataRule[], elements: r
   const byId = new Map(elements.map((e) => [e.id, e]));
   return {
     missingFor,
+    requiredCoverage() {
+      return required.map((e) => {
+        const globs = resolved.filter((r) => r.values.some((v) => v.metadataElementId === e.id)).map((r) => r.match);
+        return { element: e.label ?? e.id, globs, everywhere: globs.some((g) => EVERY_PATH.has(g)) };
+      });
+    },
     accepts(metadataElementId, value) {
       if (elements.length === 0) return true;
       const el = byId.get(metadataElementId);

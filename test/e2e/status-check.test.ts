@@ -440,7 +440,7 @@ describe('binder-sync check', () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(line(r, 'config')).toMatch(/^PASS  config: .*sync\.yaml is valid \(1 pair\)$/);
     expect(line(r, 'token')).toBe(`PASS  token: got a token from ${new URL(ws.emulator.authUrl).origin} for client ${ws.emulator.credentials.clientId}`);
-    expect(line(r, 'access')).toBe('PASS  access: read/write');
+    expect(line(r, 'access')).toBe('PASS  access: read/write (upload slots are granted; whether commits are shows at the first upload)');
     expect(line(r, `binder ${ws.binderId} (pair main)`)).toBe(`PASS  binder ${ws.binderId} (pair main): found "E2E"`);
     expect(line(r, 'metadata (pair main)')).toMatch(/^PASS  /);
     expect(line(r, 'state dir')).toMatch(/^PASS  state dir: .*state does not exist yet; it will be created$/);
@@ -558,6 +558,16 @@ describe('binder-sync check', () => {
     r = await check(ws);
     expect(r.code).toBe(0);
     expect(line(r, 'metadata (pair main)')).toBe("PASS  metadata (pair main): 1 rule fits the binder's 4 metadata elements");
+
+    // Set for one folder only: every new file elsewhere would wait as metadata-missing.
+    ws.writeConfig({ metadata: [{ match: 'Docs/**', values: { Department: 'Finance' } }, { match: '*.csv', values: { Department: 'd-fin' } }] });
+    r = await check(ws);
+    expect(r.code).toBe(0);
+    expect(r.stdout.split('\n').filter((l) => l.startsWith('WARN  metadata (pair main):'))).toEqual([
+      'WARN  metadata (pair main): required element Department is set only for files matching "Docs/**", "*.csv": new local files elsewhere will not be uploaded (hint: if that is not meant, give it a value in a rule with match: "**" (rules apply in order: put it first, and the folder rules after it override it))',
+    ]);
+    ws.writeConfig({ metadata: [{ match: '**', values: { Department: 'Finance' } }, { match: 'Docs/**', values: { Department: 'd-fin' } }] });
+    expect((await check(ws)).stdout).not.toMatch(/^WARN  metadata/m);
 
     ws.writeConfig({ metadata: [{ match: '**', values: { Department: 'Marketing', NoSuchElement: 'x' } }] });
     r = await check(ws);
