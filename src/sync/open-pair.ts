@@ -46,8 +46,8 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
     ensureSameBinder(pair, store, pairStateDir);
     ensureSameRoot(pair, store, pairStateDir, log);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
-    const elements = await elements$.catch((err: unknown) => {
-      throw binderNotFound(pair, err);
+    const elements = await elements$.catch(async (err: unknown) => {
+      throw await binderNotFoundOrListed(pair, err, client);
     });
     ensureRoot(pair, store, log, !dryRun);
     const caseInsensitive = dryRun ? detectCaseInsensitiveWithoutWriting(pair.localPath) : detectCaseInsensitive(pair.localPath);
@@ -107,7 +107,7 @@ export async function preflightPair(pair: PairConfig, stateDir: string, client: 
   try {
     elements = await client.getMetadataElements(pair.binderId);
   } catch (err) {
-    const said = binderNotFound(pair, err);
+    const said = await binderNotFoundOrListed(pair, err, client);
     if (said instanceof BinderSyncError && said.retryable) return;
     throw said;
   }
@@ -230,6 +230,25 @@ function binderNotFound(pair: PairConfig, err: unknown): unknown {
     retryable: err.retryable,
     context: { pair: pair.name, binderId: pair.binderId },
     ...(err.hint !== undefined ? { hint: err.hint } : {}),
+    cause: err,
+  });
+}
+
+/**
+ * binderNotFound, unless GET /binders lists the binder: then the 404 of its metadata elements is the service's
+ * (or this client's permissions on that binder), and sending the operator to check a right binderId misleads
+ * (black-box round 24, M8). Asked only on this failure path; if the listing fails too, binderNotFound stands.
+ */
+async function binderNotFoundOrListed(pair: PairConfig, err: unknown, client: ServiceClient): Promise<unknown> {
+  const said = binderNotFound(pair, err);
+  if (said === err) return err;
+  const listed = await client.listBinders().then((bs) => bs.find((b) => b.id === pair.binderId), () => undefined);
+  if (listed === undefined) return said;
+  return new BinderSyncError(`pair ${pair.name}: binder ${pair.binderId} ("${listed.name}") is listed by the service, but its metadata elements answered 404 (${(err as Error).message})`, {
+    code: 'SERVICE_NOT_FOUND',
+    retryable: true,
+    context: { pair: pair.name, binderId: pair.binderId },
+    hint: "the binderId is right: the service (or this client's access to that binder) is at fault; the daemon tries again with back-off, ask the service's administrator if it lasts",
     cause: err,
   });
 }

@@ -81,3 +81,21 @@ describe('sync with several pairs', () => {
     expect((JSON.parse(only.stdout) as unknown[]).length).toBe(1);
   });
 });
+
+describe('a 404 for the metadata elements of a binder the service lists', () => {
+  it('is said as the service\'s fault, not as a wrong binderId', async () => {
+    ws = await createWorkspace();
+    ws.emulator.control.injectFault({ route: 'metadataelements', status: 404 });
+    const r = await runCli(ws, ['sync', '--config', ws.configFile]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`pair main: binder ${ws.binderId} ("E2E") is listed by the service, but its metadata elements answered 404`);
+    expect(r.stderr).toContain('the binderId is right');
+    expect(r.stderr).not.toContain('no such binder');
+
+    ws.emulator.control.clearFaults();
+    ws.writeConfig({ name: 'other', localPath: './other', binderId: 'NoSuchBnd' });
+    const wrong = await runCli(ws, ['sync', '--config', ws.configFile]);
+    expect(wrong.code).toBe(3);
+    expect(wrong.stderr).toContain('pair other: the service has no binder NoSuchBnd');
+  });
+});
