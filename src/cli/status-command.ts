@@ -268,7 +268,10 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     const inFlight = ups.length === 0 ? '' : ` (${upCount > ups.length ? `${ups.length} in flight: ` : ''}${listPreview(ups.map((u) => printable(u.relPath)), 3)})`;
     const upText = `${upCount} upload${upCount === 1 ? '' : 's'}${inFlight}`;
     const downText = p.pendingDownloads === null ? 'downloads unknown' : `${p.pendingDownloads} download${p.pendingDownloads === 1 ? '' : 's'}`;
-    lines.push(row('  pending', `${upText}, ${downText}`));
+    // The counts come from the last pass that planned: while passes fail (the service unreachable, say), the
+    // changes made since are not in them (black-box round 23, L2).
+    const asOf = p.lastError !== null && p.state === 'error' ? `   (as of the last pass${p.lastPassAt ? `, ${ago(p.lastPassAt, now)}` : ''}; changes since are counted once a pass gets through)` : '';
+    lines.push(row('  pending', `${upText}, ${downText}${asOf}`));
     if (p.state === 'syncing' && p.passBytes !== null && p.passBytes > 0) lines.push(row('  transferred', transferredText(p.passBytes, p.activitySince, now)));
     lines.push(row('  last error', p.lastError ? oneLine(p.lastError) : '-'));
     if (p.conflicts.length > 0) {

@@ -188,3 +188,22 @@ describe('formatStatus "trash"', () => {
     expect(formatStatus(docWith(many), new Date(0))).toMatch(/^ {2}trash {12}10000\+ files, 5\.0 MiB\+ from 2026-11-01 to 2026-11-26 /m);
   });
 });
+
+describe('formatStatus "pending" while passes fail', () => {
+  const docWith = (p: Partial<PairStatus>): StatusDocument => ({
+    version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
+    daemon: { running: false, pid: null, startedAt: null, metricsPort: null },
+    pairs: [{
+      name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 19,
+      pendingUploads: [], pendingUploadCount: 0, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [], ...p,
+    }],
+  });
+  const now = new Date('2026-11-27T10:00:00Z');
+
+  it('says the counts are those of the last pass that got through, not of changes made since', () => {
+    const failing = docWith({ state: 'error', lastError: 'the service could not be reached', lastPassAt: '2026-11-27T09:55:00Z' });
+    expect(formatStatus(failing, now)).toMatch(/^ {2}pending {10}0 uploads, 0 downloads {3}\(as of the last pass, 5 min ago; changes since are counted once a pass gets through\)$/m);
+    expect(formatStatus(docWith({ state: 'not-running', lastPassAt: '2026-11-27T09:55:00Z' }), now)).toMatch(/^ {2}pending {10}0 uploads, 0 downloads$/m);
+  });
+});
