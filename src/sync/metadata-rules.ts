@@ -29,6 +29,24 @@ export interface MetadataResolver {
    * defines no elements at all (nothing is known to check against).
    */
   accepts(metadataElementId: string, value: string): boolean;
+  /** Set when no upload may go at all (the rules do not fit the binder): why, said for each file held back. */
+  blockedBecause?: string;
+}
+
+/**
+ * The resolver of a daemon's pair whose rules do not fit its binder (openPair's `badRules: 'hold-uploads'`):
+ * no upload goes, each is listed as not synced with the reason, and downloads go on, instead of the whole pair
+ * waiting in error while its binder's changes pile up (black-box round 24, M5).
+ */
+export function uploadsHeldResolver(err: Error): MetadataResolver {
+  return {
+    blockedBecause: err.message.split('\n').map((l) => l.trim()).filter((l) => l !== '').join('; '),
+    forPath() {
+      throw err;
+    },
+    missingFor: () => [],
+    accepts: () => true,
+  };
 }
 
 /** The resolver as compiled, with what `check` asks of it besides. */

@@ -13,7 +13,7 @@ import { createIgnoreMatcher } from '../local/ignore.js';
 import { PARALLEL_FROM_FILES, prewarmDigestWorker } from '../local/tree-digest.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
 import { StateStore } from '../state/store.js';
-import { compileMetadataRules } from './metadata-rules.js';
+import { compileMetadataRules, uploadsHeldResolver, type MetadataResolver } from './metadata-rules.js';
 import { configDigest, IN_SYNC_MARK, markedTreeFiles } from './in-sync-mark.js';
 import { loadRefusedUploads } from './refused-uploads.js';
 import { loadCommitsRefusedAt } from './write-access.js';
@@ -26,7 +26,20 @@ import type { PairRuntime } from './pair-runtime.js';
  * an in-memory copy (StateStore.openScratchCopy), a missing sync root is not created (the pass sees it empty), and
  * the case probe writes no file.
  */
-export async function openPair(pair: PairConfig, stateDir: string, client: ServiceClient, log: Logger, opts: { dryRun?: boolean } = {}): Promise<PairRuntime> {
+export async function openPair(
+  pair: PairConfig,
+  stateDir: string,
+  client: ServiceClient,
+  log: Logger,
+  opts: {
+    dryRun?: boolean;
+    /**
+     * Metadata rules that do not fit the binder: 'refuse' the pair (`sync`, `check`: a config error, exit 2), or
+     * 'hold-uploads' (the daemon: downloads go on, every upload is held back and listed with the reason).
+     */
+    badRules?: 'refuse' | 'hold-uploads';
+  } = {},
+): Promise<PairRuntime> {
   const dryRun = opts.dryRun === true;
   // The binder's metadata elements (and the token before them) are asked for first: two round trips that run
   // while the root lock is taken and the state opened, instead of after. Read-only, and awaited below; the
@@ -47,7 +60,14 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
     ensureSameRoot(pair, store, pairStateDir, log);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
     const elements = await elements$.catch(async (err: unknown) => {
-      throw await binderNotFoundOrListed(pair, err, client);
+      const said = await binderNotFoundOrListed(pair, err, client);
+      // A download-only pair never uploads: the elements only served to check the binder, and only a 404 says
+      // that it is wrong. Anything else (a 500 of that one endpoint) is no reason to stop its downloads.
+      if (pair.direction === 'download' && said instanceof BinderSyncError && said.retryable) {
+        log.warn({ pair: pair.name, code: said.code }, `pair ${pair.name}: could not read the binder's metadata elements (${said.message}); not needed by a download-only pair`);
+        return [];
+      }
+      throw said;
     });
     ensureRoot(pair, store, log, !dryRun);
     const caseInsensitive = dryRun ? detectCaseInsensitiveWithoutWriting(pair.localPath) : detectCaseInsensitive(pair.localPath);
@@ -55,7 +75,14 @@ export async function openPair(pair: PairConfig, stateDir: string, client: Servi
     if (serviceChangedFrom !== null) {
       log.warn({ pair: pair.name, from: serviceChangedFrom, to: client.serviceIdentity }, `pair ${pair.name}: the service changed since the last pass (was ${serviceChangedFrom}, now ${client.serviceIdentity}); if it is another server, its documents are not the synced ones, and the safety gates stop a pass that would trash them`);
     }
-    const metadata = compileMetadataRules(pair.metadata, elements, pair.name);
+    let metadata: MetadataResolver;
+    try {
+      metadata = compileMetadataRules(pair.metadata, elements, pair.name);
+    } catch (err) {
+      if (opts.badRules !== 'hold-uploads' || !(err instanceof BinderSyncError) || err.code !== 'METADATA_RULES_INVALID') throw err;
+      log.error({ pair: pair.name, code: err.code }, `${err.message}\n  no upload goes until the rules are fixed (downloads go on); hint: ${err.hint ?? ''}`);
+      metadata = uploadsHeldResolver(err);
+    }
     const trash = new Trash(path.join(pairStateDir, 'trash'), pair.localPath);
     return {
       pair,

@@ -141,6 +141,10 @@ export function withheldForMetadata(plan: Plan, metadata: MetadataResolver): Pla
       a.kind === 'upload' ? [a.relPath] : a.kind === 'conflict' && a.uploadConflictCopy ? [a.conflictPath] : [],
     );
     for (const relPath of uploads) {
+      if (metadata.blockedBecause !== undefined) {
+        issues.push({ relPath, code: 'metadata-missing', detail: `not uploaded: ${metadata.blockedBecause}` });
+        return false;
+      }
       const missing = metadata.missingFor(relPath);
       if (missing.length > 0) {
         issues.push({ relPath, code: 'metadata-missing', detail: `required metadata without a value: ${missing.join(', ')}; add a metadata rule for it` });

@@ -1,7 +1,10 @@
 // Upload metadata rules against a binder with a required enumerated element, and a read-only client, end to
 // end: what is uploaded (with which valueId), what waits with an issue, and what is refused before any upload.
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, readLocal, sync, writeLocal, type Workspace } from './harness.js';
+import { createWorkspace, readLocal, runCli, sync, writeLocal, type Workspace } from './harness.js';
+import { eventually, msgHas, startDaemonProcess, writeRunConfig } from './run-helpers.js';
 import { docNamed, expectConvergedPass, explain, issueCodes, remoteText, syncJson } from './scenario-helpers.js';
 
 let ws: Workspace;
@@ -107,5 +110,57 @@ describe('read-only client', () => {
     expect(readLocal(ws, 'T/later.txt')).toBe('later too');
     expect(c.listDocuments(ws.binderId)).toHaveLength(2);
     expect(c.counters()['storage-put'] + c.counters().commit).toBe(0);
+  });
+});
+
+describe('metadata problems do not stop downloads', () => {
+  it('a daemon whose rules do not fit the binder holds every upload back, says why, and keeps downloading; sync refuses the config', async () => {
+    await binderWithRequiredElement();
+    const c = ws.emulator.control;
+    const rules = [{ match: '**', values: { Department: 'Marketing' } }];
+    writeRunConfig(ws, { pairs: [{ name: 'main', localPath: './local', binderId: ws.binderId, metadata: rules }] });
+    const refused = await sync(ws);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('"Marketing" is not an allowed value');
+
+    const d = startDaemonProcess(ws);
+    try {
+      await eventually(() => {
+        try {
+          return readLocal(ws, 'T/remote.txt') === 'from remote';
+        } catch {
+          return false;
+        }
+      }, 15_000, 'the remote document downloaded', d.tail);
+      const said = await d.waitForLog(msgHas('metadata rules do not fit'), 10_000, 'the rules error');
+      expect(said.level).toBe(50);
+      expect(said.msg).toContain('no upload goes until the rules are fixed (downloads go on)');
+      const tab = c.listFolders(ws.binderId).find((f) => f.name === 'T')!;
+      c.addDocument(ws.binderId, tab.id, 'later.txt', 'arrives while uploads are held');
+      await eventually(() => {
+        try {
+          return readLocal(ws, 'T/later.txt') === 'arrives while uploads are held';
+        } catch {
+          return false;
+        }
+      }, 15_000, 'a later remote document downloaded', d.tail);
+      const status = await runCli(ws, ['status', '--config', ws.configFile, '--json']);
+      const issues = (JSON.parse(status.stdout) as { pairs: Array<{ issues: Array<{ relPath: string; code: string; detail: string }> }> }).pairs[0]!.issues;
+      expect(issues).toContainEqual({ relPath: 'T/new.txt', code: 'metadata-missing', detail: expect.stringMatching(/^not uploaded: pair main: metadata rules do not fit .*"Marketing" is not an allowed value/) });
+      expect(c.listDocuments(ws.binderId).map((x) => x.fileName).sort()).toEqual(['later.txt', 'remote.txt']);
+    } finally {
+      await d.dispose();
+    }
+  }, 60_000);
+
+  it('a download-only pair downloads when the binder\'s metadata elements cannot be read (only a 404 would say the binder is wrong)', async () => {
+    await binderWithRequiredElement();
+    ws.emulator.control.injectFault({ route: 'metadataelements', status: 500 });
+    ws.writeConfig({ direction: 'download' });
+    fs.rmSync(path.join(ws.local, 'T', 'new.txt')); // nothing local to leave out: the pass is complete
+    const r = await sync(ws);
+    expect(r.code, explain(r)).toBe(0);
+    expect(readLocal(ws, 'T/remote.txt')).toBe('from remote');
+    expect(r.stdout + r.stderr).toContain("could not read the binder's metadata elements");
   });
 });
