@@ -327,6 +327,10 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     report.plan = plan;
     report.issues = plan.issues;
     report.execution = ran.execution;
+    // A download that failed may have left its temp file where this process cannot find it to remove it: its
+    // folder was moved or renamed during the transfer (`mv` of the folder), so the temp went with it. The next
+    // pass then walks the whole tree for temp files, as the first pass of a process does (black-box round 23, L3).
+    if (report.execution.failures.some((f) => f.kind === 'download' || f.kind === 'conflict')) rt.tempsCleaned = false;
     const refused = rememberRefused(rt, plan, report.execution, now().getTime());
     const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx);
     if (refused.length > 0 || keptLocal.length > 0) {

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, readLocal, sha256, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
+import { tempFilesUnder } from './scenario-helpers.js';
 
 let ws: Workspace | undefined;
 const daemons: DaemonProcess[] = [];
@@ -157,6 +158,25 @@ describe('binder-sync run: trouble', () => {
     expect(folder.id).toBe(docs[0]!.folderId);
     d2.kill('SIGTERM');
     expect((await d2.exited).code).toBe(0);
+  }, 60_000);
+
+  it('a folder moved (mv) while a download into it runs: the temp file that went with it is removed by the next pass', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'D' });
+    const { document } = c.addDocument(w.binderId, folder.id, 'a.txt', 'v1');
+    writeRunConfig(w);
+    const d = start(w);
+    await eventually(() => fs.existsSync(path.join(w.local, 'D', 'a.txt')), 15_000, 'first sync', d.tail);
+    // The next download waits 3 s at storage: its temp file sits in D meanwhile.
+    c.injectFault({ route: 'storage-get', latencyMs: 3_000, times: 1 });
+    c.addVersion(document.id, Buffer.alloc(64 * 1024, 7));
+    await eventually(() => tempFilesUnder(path.join(w.local, 'D')).length > 0, 15_000, 'the download to start', d.tail);
+    fs.renameSync(path.join(w.local, 'D'), path.join(w.local, 'E'));
+    expect(tempFilesUnder(path.join(w.local, 'E')).length).toBeGreaterThan(0);
+    await eventually(() => tempFilesUnder(w.local).length === 0, 20_000, 'no temp file left anywhere under the root', d.tail);
+    expect(d.child.exitCode).toBeNull();
   }, 60_000);
 
   it('exits at once with 130 on a second SIGINT', async () => {
