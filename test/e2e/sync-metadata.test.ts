@@ -113,6 +113,9 @@ describe('read-only client', () => {
   });
 });
 
+/** Whether the local file holds exactly `content` (false while it does not exist). */
+const localIs = (rel: string, content: string) => () => fs.existsSync(path.join(ws.local, rel)) && readLocal(ws, rel) === content;
+
 describe('metadata problems do not stop downloads', () => {
   it('a daemon whose rules do not fit the binder holds every upload back, says why, and keeps downloading; sync refuses the config', async () => {
     await binderWithRequiredElement();
@@ -125,25 +128,13 @@ describe('metadata problems do not stop downloads', () => {
 
     const d = startDaemonProcess(ws);
     try {
-      await eventually(() => {
-        try {
-          return readLocal(ws, 'T/remote.txt') === 'from remote';
-        } catch {
-          return false;
-        }
-      }, 15_000, 'the remote document downloaded', d.tail);
+      await eventually(localIs('T/remote.txt', 'from remote'), 15_000, 'the remote document downloaded', d.tail);
       const said = await d.waitForLog(msgHas('metadata rules do not fit'), 10_000, 'the rules error');
       expect(said.level).toBe(50);
       expect(said.msg).toContain('no upload goes until the rules are fixed (downloads go on)');
       const tab = c.listFolders(ws.binderId).find((f) => f.name === 'T')!;
       c.addDocument(ws.binderId, tab.id, 'later.txt', 'arrives while uploads are held');
-      await eventually(() => {
-        try {
-          return readLocal(ws, 'T/later.txt') === 'arrives while uploads are held';
-        } catch {
-          return false;
-        }
-      }, 15_000, 'a later remote document downloaded', d.tail);
+      await eventually(localIs('T/later.txt', 'arrives while uploads are held'), 15_000, 'a later remote document downloaded', d.tail);
       const status = await runCli(ws, ['status', '--config', ws.configFile, '--json']);
       const issues = (JSON.parse(status.stdout) as { pairs: Array<{ issues: Array<{ relPath: string; code: string; detail: string }> }> }).pairs[0]!.issues;
       expect(issues).toContainEqual({ relPath: 'T/new.txt', code: 'metadata-missing', detail: expect.stringMatching(/^not uploaded: pair main: metadata rules do not fit .*"Marketing" is not an allowed value/) });
