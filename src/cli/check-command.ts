@@ -219,7 +219,12 @@ async function binderCheck(
   try {
     elements = await client.getMetadataElements(pair.binderId);
   } catch (err) {
-    add(failure(mSubject, err, ExitCode.service));
+    const f = failure(mSubject, err, ExitCode.service);
+    // The binder was found above (GET /binders lists it): a 404 here is not a wrong binderId (round 24, M8).
+    if (err instanceof ServiceError && err.code === 'SERVICE_NOT_FOUND') {
+      f.hint = "the binder is listed, so the binderId is right: the service (or this client's access to that binder) answers 404 for its metadata elements; ask the service's administrator if it lasts";
+    }
+    add(f);
     return;
   }
   let resolver;

@@ -270,7 +270,7 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     const downText = p.pendingDownloads === null ? 'downloads unknown' : `${p.pendingDownloads} download${p.pendingDownloads === 1 ? '' : 's'}`;
     // The counts come from the last pass that planned: while passes fail (the service unreachable, say), the
     // changes made since are not in them (black-box round 23, L2).
-    const asOf = p.lastError !== null && p.state === 'error' ? `   (as of the last pass${p.lastPassAt ? `, ${ago(p.lastPassAt, now)}` : ''}; changes since are counted once a pass gets through)` : '';
+    const asOf = p.lastError !== null && (p.state === 'error' || p.state === 'syncing') ? `   (as of the last pass${p.lastPassAt ? `, ${ago(p.lastPassAt, now)}` : ''}; changes since are counted once a pass gets through)` : '';
     lines.push(row('  pending', `${upText}, ${downText}${asOf}`));
     if (p.state === 'syncing' && p.passBytes !== null && p.passBytes > 0) lines.push(row('  transferred', transferredText(p.passBytes, p.activitySince, now)));
     lines.push(row('  last error', p.lastError ? oneLine(p.lastError) : '-'));

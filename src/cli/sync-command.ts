@@ -192,6 +192,20 @@ function jsonFailure(pair: string, err: unknown) {
   return {
     pair,
     converged: false,
+    // Every key of a pass's entry, empty: a script reading `actions.length` works on this entry too.
+    blocked: null,
+    actions: [],
+    done: {},
+    failures: [],
+    conflicts: [],
+    identical: 0,
+    issues: [],
+    hashed: 0,
+    remoteRequests: 0,
+    folderTreeFrom: null,
+    bytesDownloaded: 0,
+    bytesUploaded: 0,
+    durationMs: 0,
     error: {
       code: err instanceof BinderSyncError ? err.code : 'UNEXPECTED',
       message: oneLineMessage(err),

@@ -40,7 +40,7 @@ export interface MetadataResolver {
  */
 export function uploadsHeldResolver(err: Error): MetadataResolver {
   return {
-    blockedBecause: err.message.split('\n').map((l) => l.trim()).filter((l) => l !== '').join('; '),
+    blockedBecause: err.message.split('\n').map((l) => l.trim()).filter((l) => l !== '').join('; ').replace(/:; /g, ': '),
     forPath() {
       throw err;
     },

@@ -372,7 +372,9 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (!reuse) rt.store.setMeta('lastPollAt', now().toISOString()); // a fresh remote listing
     // A refusal for good is an item not synced (its issue above), not an error of the pair.
     const errors = failures.filter((f) => !refusedForGood(f));
-    if (!plan.blocked) rt.store.setMeta('lastError', errors.length > 0 ? `${errors.length} action(s) failed; first: ${errors[0]?.message ?? ''}` : '');
+    // Uploads held back because the metadata rules do not fit (a daemon's pair, see openPair) are the pair's error too.
+    const lastError = errors.length > 0 ? `${errors.length} action(s) failed; first: ${errors[0]?.message ?? ''}` : (rt.metadata.blockedBecause ?? '');
+    if (!plan.blocked) rt.store.setMeta('lastError', lastError);
   });
   report.durationMs = Date.now() - started;
   // The service kept failing mid-pass: surface it as the pass's error so callers back off (sync exits 3).

@@ -137,7 +137,9 @@ describe('metadata problems do not stop downloads', () => {
       await eventually(localIs('T/later.txt', 'arrives while uploads are held'), 15_000, 'a later remote document downloaded', d.tail);
       const status = await runCli(ws, ['status', '--config', ws.configFile, '--json']);
       const issues = (JSON.parse(status.stdout) as { pairs: Array<{ issues: Array<{ relPath: string; code: string; detail: string }> }> }).pairs[0]!.issues;
-      expect(issues).toContainEqual({ relPath: 'T/new.txt', code: 'metadata-missing', detail: expect.stringMatching(/^not uploaded: pair main: metadata rules do not fit .*"Marketing" is not an allowed value/) });
+      expect(issues).toContainEqual({ relPath: 'T/new.txt', code: 'metadata-missing', detail: expect.stringMatching(/^not uploaded: pair main: metadata rules do not fit the binder's metadata elements: metadata\[0\]\.values\.Department: "Marketing" is not an allowed value/) });
+      const human = await runCli(ws, ['status', '--config', ws.configFile]);
+      expect(human.stdout).toMatch(/^ {2}last error +pair main: metadata rules do not fit the binder's metadata elements: /m);
       expect(c.listDocuments(ws.binderId).map((x) => x.fileName).sort()).toEqual(['later.txt', 'remote.txt']);
     } finally {
       await d.dispose();

@@ -63,7 +63,10 @@ describe('sync with several pairs', () => {
     const entries = JSON.parse(r.stdout) as Array<Record<string, any>>;
     expect(entries.map((e) => e.pair)).toEqual(['a', 'b', 'bad']);
     expect(entries.slice(0, 2).every((e) => e.converged === true && e.error === null)).toBe(true);
-    expect(entries[2]).toEqual({
+    // Every key a pass's entry has, so that a script can read them all the same way.
+    expect(Object.keys(entries[2]!).sort()).toEqual(Object.keys(entries[0]!).sort());
+    expect(entries[2]).toMatchObject({ actions: [], failures: [], issues: [], blocked: null, done: {} });
+    expect(entries[2]).toMatchObject({
       pair: 'bad',
       converged: false,
       error: {
@@ -91,6 +94,10 @@ describe('a 404 for the metadata elements of a binder the service lists', () => 
     expect(r.stderr).toContain(`pair main: binder ${ws.binderId} ("E2E") is listed by the service, but its metadata elements answered 404`);
     expect(r.stderr).toContain('the binderId is right');
     expect(r.stderr).not.toContain('no such binder');
+
+    const check = await runCli(ws, ['check', '--config', ws.configFile]);
+    expect(check.stdout).toMatch(/^FAIL  metadata \(pair main\): .*404.*\(hint: the binder is listed, so the binderId is right/m);
+    expect(check.stdout).not.toContain('no such binder');
 
     ws.emulator.control.clearFaults();
     ws.writeConfig({ name: 'other', localPath: './other', binderId: 'NoSuchBnd' });

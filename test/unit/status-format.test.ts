@@ -205,5 +205,8 @@ describe('formatStatus "pending" while passes fail', () => {
     const failing = docWith({ state: 'error', lastError: 'the service could not be reached', lastPassAt: '2026-11-27T09:55:00Z' });
     expect(formatStatus(failing, now)).toMatch(/^ {2}pending {10}0 uploads, 0 downloads {3}\(as of the last pass, 5 min ago; changes since are counted once a pass gets through\)$/m);
     expect(formatStatus(docWith({ state: 'not-running', lastPassAt: '2026-11-27T09:55:00Z' }), now)).toMatch(/^ {2}pending {10}0 uploads, 0 downloads$/m);
+    // A retry running after the failure: the counts are still the old pass's.
+    const retrying = docWith({ state: 'syncing', lastError: 'the service could not be reached', lastPassAt: '2026-11-27T09:55:00Z' });
+    expect(formatStatus(retrying, now)).toMatch(/^ {2}pending {10}0 uploads, 0 downloads {3}\(as of the last pass, 5 min ago;/m);
   });
 });
