@@ -16,6 +16,7 @@ import { ServiceError, type Binder, type ServiceClient } from '../service/index.
 import { serviceClientFor } from '../service/from-config.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules } from '../sync/metadata-rules.js';
+import { LISTED_BINDER_404_HINT } from '../sync/open-pair.js';
 import { ExitCode } from './exit-codes.js';
 
 type Outcome = 'PASS' | 'WARN' | 'FAIL' | 'SKIP';
@@ -222,7 +223,7 @@ async function binderCheck(
     const f = failure(mSubject, err, ExitCode.service);
     // The binder was found above (GET /binders lists it): a 404 here is not a wrong binderId (round 24, M8).
     if (err instanceof ServiceError && err.code === 'SERVICE_NOT_FOUND') {
-      f.hint = "the binder is listed, so the binderId is right: the service (or this client's access to that binder) answers 404 for its metadata elements; ask the service's administrator if it lasts";
+      f.hint = LISTED_BINDER_404_HINT;
     }
     add(f);
     return;

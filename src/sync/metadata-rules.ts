@@ -2,7 +2,7 @@
 // elements once at start: unknown elements, values outside allowedValues, names that fit more than one element
 // or value, and required elements that no rule can supply are errors before any upload. Labels are accepted for
 // element ids and enumerated values, an exact match before one in another case.
-import { BinderSyncError } from '../errors.js';
+import { BinderSyncError, oneLineMessage } from '../errors.js';
 import { globMatches } from '../local/glob.js';
 import type { MetadataElement } from '../service/schemas.js';
 
@@ -40,7 +40,7 @@ export interface MetadataResolver {
  */
 export function uploadsHeldResolver(err: Error): MetadataResolver {
   return {
-    blockedBecause: err.message.split('\n').map((l) => l.trim()).filter((l) => l !== '').join('; ').replace(/:; /g, ': '),
+    blockedBecause: oneLineMessage(err),
     forPath() {
       throw err;
     },

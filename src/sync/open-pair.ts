@@ -59,12 +59,14 @@ export async function openPair(
     ensureSameBinder(pair, store, pairStateDir);
     ensureSameRoot(pair, store, pairStateDir, log);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
+    let elementsRead = true;
     const elements = await elements$.catch(async (err: unknown) => {
       const said = await binderNotFoundOrListed(pair, err, client);
       // A download-only pair never uploads: the elements only served to check the binder, and only a 404 says
       // that it is wrong. Anything else (a 500 of that one endpoint) is no reason to stop its downloads.
       if (pair.direction === 'download' && said instanceof BinderSyncError && said.retryable) {
         log.warn({ pair: pair.name, code: said.code }, `pair ${pair.name}: could not read the binder's metadata elements (${said.message}); not needed by a download-only pair`);
+        elementsRead = false;
         return [];
       }
       throw said;
@@ -77,7 +79,9 @@ export async function openPair(
     }
     let metadata: MetadataResolver;
     try {
-      metadata = compileMetadataRules(pair.metadata, elements, pair.name);
+      // A download-only pair that could not read the elements (above) never uploads: its rules are not checked
+      // against an empty list, which would call every element unknown.
+      metadata = compileMetadataRules(elementsRead ? pair.metadata : [], elements, pair.name);
     } catch (err) {
       if (opts.badRules !== 'hold-uploads' || !(err instanceof BinderSyncError) || err.code !== 'METADATA_RULES_INVALID') throw err;
       log.error({ pair: pair.name, code: err.code }, `${err.message}\n  no upload goes until the rules are fixed (downloads go on); hint: ${err.hint ?? ''}`);
@@ -266,6 +270,10 @@ function binderNotFound(pair: PairConfig, err: unknown): unknown {
  * (or this client's permissions on that binder), and sending the operator to check a right binderId misleads
  * (black-box round 24, M8). Asked only on this failure path; if the listing fails too, binderNotFound stands.
  */
+/** Said for a 404 of a listed binder's metadata elements, by openPair and by `check`. */
+export const LISTED_BINDER_404_HINT =
+  "the binder is listed, so the binderId is right: the service (or this client's access to that binder) answers 404 for its metadata elements; the daemon tries again with back-off, ask the service's administrator if it lasts";
+
 async function binderNotFoundOrListed(pair: PairConfig, err: unknown, client: ServiceClient): Promise<unknown> {
   const said = binderNotFound(pair, err);
   if (said === err) return err;
@@ -275,7 +283,7 @@ async function binderNotFoundOrListed(pair: PairConfig, err: unknown, client: Se
     code: 'SERVICE_NOT_FOUND',
     retryable: true,
     context: { pair: pair.name, binderId: pair.binderId },
-    hint: "the binderId is right: the service (or this client's access to that binder) is at fault; the daemon tries again with back-off, ask the service's administrator if it lasts",
+    hint: LISTED_BINDER_404_HINT,
     cause: err,
   });
 }
