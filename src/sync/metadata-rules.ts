@@ -38,9 +38,9 @@ export interface MetadataResolver {
  * no upload goes, each is listed as not synced with the reason, and downloads go on, instead of the whole pair
  * waiting in error while its binder's changes pile up (black-box round 24, M5).
  */
-export function uploadsHeldResolver(err: Error): MetadataResolver {
+export function uploadsHeldResolver(err: Error, reason?: string): MetadataResolver {
   return {
-    blockedBecause: oneLineMessage(err),
+    blockedBecause: reason === undefined ? oneLineMessage(err) : `${reason}: ${oneLineMessage(err)}`,
     forPath() {
       throw err;
     },

@@ -60,16 +60,23 @@ export async function openPair(
     ensureSameRoot(pair, store, pairStateDir, log);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
     let elementsRead = true;
+    let elementsUnread: BinderSyncError | null = null;
     const elements = await elements$.catch(async (err: unknown) => {
       const said = await binderNotFoundOrListed(pair, err, client);
-      // A download-only pair never uploads: the elements only served to check the binder, and only a 404 says
-      // that it is wrong. Anything else (a 500 of that one endpoint) is no reason to stop its downloads.
-      if (pair.direction === 'download' && said instanceof BinderSyncError && said.retryable) {
+      if (!(said instanceof BinderSyncError && said.retryable)) throw said;
+      // Only a 404 says the binder is wrong. Anything else (a 500 of that one endpoint) is no reason to stop
+      // downloads: a download-only pair never needs the elements; a daemon's two-way pair holds its uploads
+      // back (their metadata cannot be checked) and reads the elements again before each pass (black-box
+      // round 25, N1). `sync` and `check` stop on it (exit 3): a one-shot pass is run again by whoever ran it.
+      if (pair.direction === 'download') {
         log.warn({ pair: pair.name, code: said.code }, `pair ${pair.name}: could not read the binder's metadata elements (${said.message}); not needed by a download-only pair`);
         elementsRead = false;
         return [];
       }
-      throw said;
+      if (opts.badRules !== 'hold-uploads') throw said;
+      log.warn({ pair: pair.name, code: said.code }, `pair ${pair.name}: could not read the binder's metadata elements (${said.message}); downloads go on, uploads wait until they can be read (tried again every pass)`);
+      elementsUnread = said;
+      return [];
     });
     ensureRoot(pair, store, log, !dryRun);
     const caseInsensitive = dryRun ? detectCaseInsensitiveWithoutWriting(pair.localPath) : detectCaseInsensitive(pair.localPath);
@@ -77,16 +84,11 @@ export async function openPair(
     if (serviceChangedFrom !== null) {
       log.warn({ pair: pair.name, from: serviceChangedFrom, to: client.serviceIdentity }, `pair ${pair.name}: the service changed since the last pass (was ${serviceChangedFrom}, now ${client.serviceIdentity}); if it is another server, its documents are not the synced ones, and the safety gates stop a pass that would trash them`);
     }
-    let metadata: MetadataResolver;
-    try {
-      // A download-only pair that could not read the elements (above) never uploads: its rules are not checked
-      // against an empty list, which would call every element unknown.
-      metadata = compileMetadataRules(elementsRead ? pair.metadata : [], elements, pair.name);
-    } catch (err) {
-      if (opts.badRules !== 'hold-uploads' || !(err instanceof BinderSyncError) || err.code !== 'METADATA_RULES_INVALID') throw err;
-      log.error({ pair: pair.name, code: err.code }, `${err.message}\n  no upload goes until the rules are fixed (downloads go on); hint: ${err.hint ?? ''}`);
-      metadata = uploadsHeldResolver(err);
-    }
+    // A download-only pair that could not read the elements (above) never uploads: its rules are not checked
+    // against an empty list, which would call every element unknown.
+    const metadata = elementsUnread !== null
+      ? uploadsHeldResolver(elementsUnread, UNREAD_ELEMENTS_REASON)
+      : rulesOrHeld(pair, elementsRead ? pair.metadata : [], elements, log, opts.badRules);
     const trash = new Trash(path.join(pairStateDir, 'trash'), pair.localPath);
     return {
       pair,
@@ -97,6 +99,7 @@ export async function openPair(
       log: log.child({ pair: pair.name }),
       ignore: createIgnoreMatcher(pair.ignore),
       metadata,
+      metadataUnread: elementsUnread !== null,
       caseInsensitive,
       serviceChangedFrom,
       readOnly: null,
@@ -143,6 +146,48 @@ export async function preflightPair(pair: PairConfig, stateDir: string, client: 
     throw said;
   }
   compileMetadataRules(pair.metadata, elements, pair.name);
+}
+
+const UNREAD_ELEMENTS_REASON = "the binder's metadata elements could not be read, so no upload's metadata can be checked; uploads wait until they can (tried again every pass)";
+
+/** The pair's compiled rules; rules that do not fit, with 'hold-uploads', a resolver that holds every upload. */
+function rulesOrHeld(
+  pair: PairConfig,
+  rules: PairConfig['metadata'],
+  elements: Awaited<ReturnType<ServiceClient['getMetadataElements']>>,
+  log: Logger,
+  badRules: 'refuse' | 'hold-uploads' | undefined,
+): MetadataResolver {
+  try {
+    return compileMetadataRules(rules, elements, pair.name);
+  } catch (err) {
+    if (badRules !== 'hold-uploads' || !(err instanceof BinderSyncError) || err.code !== 'METADATA_RULES_INVALID') throw err;
+    log.error({ pair: pair.name, code: err.code }, `${err.message}\n  no upload goes until the rules are fixed (downloads go on); hint: ${err.hint ?? ''}`);
+    return uploadsHeldResolver(err);
+  }
+}
+
+/**
+ * A daemon's two-way pair that could not read its binder's metadata elements when it opened (metadataUnread)
+ * asks for them again, before a pass: once read, its rules are checked as at open and uploads go (or stay held,
+ * with the reason, if the rules do not fit). Still failing (retryable), uploads stay held; a 404 now stops the
+ * pair as it would have at open.
+ */
+export async function readMetadataElementsAgain(rt: PairRuntime): Promise<void> {
+  let elements;
+  try {
+    elements = await rt.client.getMetadataElements(rt.pair.binderId);
+  } catch (err) {
+    const said = await binderNotFoundOrListed(rt.pair, err, rt.client);
+    if (said instanceof BinderSyncError && said.retryable) {
+      rt.log.debug({ code: said.code }, `the binder's metadata elements still cannot be read (${said.message}); uploads wait`);
+      return;
+    }
+    throw said;
+  }
+  rt.metadata = rulesOrHeld(rt.pair, rt.pair.metadata, elements, rt.log, 'hold-uploads');
+  rt.metadataUnread = false;
+  if (rt.metadata.blockedBecause === undefined) rt.log.info("read the binder's metadata elements: uploads go again");
 }
 
 /** Meta key: the service (API address and tenant) this pair's state was last synced with. */

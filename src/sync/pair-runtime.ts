@@ -22,6 +22,11 @@ export interface PairRuntime {
   log: Logger;
   ignore: IgnoreMatcher;
   metadata: MetadataResolver;
+  /**
+   * The binder's metadata elements could not be read when the pair opened (a daemon's two-way pair): `metadata`
+   * holds every upload back, and each pass asks for the elements again (readMetadataElementsAgain).
+   */
+  metadataUnread: boolean;
   caseInsensitive: boolean;
   /**
    * The service the state was last synced with, when the config now names another (baseUrl or tenant): said when

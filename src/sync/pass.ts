@@ -17,7 +17,7 @@ import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
 import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
-import { ensureRoot, keepStateDbInPlace, STATE_SERVICE } from './open-pair.js';
+import { ensureRoot, keepStateDbInPlace, readMetadataElementsAgain, STATE_SERVICE } from './open-pair.js';
 import type { PairRuntime } from './pair-runtime.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 import { expireRefusals, saveRefusedUploads } from './refused-uploads.js';
@@ -143,6 +143,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   // remote side turns out to have changed.
   const parked = subtrees === undefined && rt.cache.localParked && opts.localDirs?.length === 0 && rt.cache.touchedDirs.size === 0 && !dryRun;
   if (!dryRun) {
+    if (rt.metadataUnread) await readMetadataElementsAgain(rt);
     await rt.trash.purgeOlderThan(rt.pair.trashRetentionDays);
     const steps = await recoverIntents(rt.store, rt.pair.localPath, rt.log);
     if (steps > 0) rt.log.info({ steps }, 'finished local steps interrupted by a restart');

@@ -146,6 +146,35 @@ describe('metadata problems do not stop downloads', () => {
     }
   }, 60_000);
 
+  it("a daemon's two-way pair whose binder's metadata elements cannot be read downloads, holds uploads back saying why, and uploads once they can be read; sync stops (exit 3)", async () => {
+    await binderWithRequiredElement();
+    const c = ws.emulator.control;
+    c.injectFault({ route: 'metadataelements', status: 500 });
+    writeRunConfig(ws, { pairs: [{ name: 'main', localPath: './local', binderId: ws.binderId, metadata: [{ match: '**', values: { Department: 'Engineering' } }] }] });
+    const once = await sync(ws);
+    expect(once.code, once.stderr).toBe(3);
+
+    const d = startDaemonProcess(ws);
+    try {
+      await eventually(localIs('T/remote.txt', 'from remote'), 15_000, 'the remote document downloaded', d.tail);
+      await d.waitForLog(msgHas('uploads wait until they can be read'), 10_000, 'the warning');
+      await eventually(async () => {
+        const status = await runCli(ws, ['status', '--config', ws.configFile, '--json']);
+        const issues = (JSON.parse(status.stdout) as { pairs: Array<{ issues: Array<{ relPath: string; code: string; detail: string }> }> }).pairs[0]!.issues;
+        return issues.some((i) => i.relPath === 'T/new.txt' && i.code === 'metadata-missing' && /metadata elements could not be read/.test(i.detail) && /HTTP 500/.test(i.detail));
+      }, 15_000, 'the held upload listed with its reason', d.tail);
+      expect(c.listDocuments(ws.binderId).map((x) => x.fileName)).toEqual(['remote.txt']);
+      expect(c.counters().commit).toBe(0);
+
+      c.clearFaults();
+      await d.waitForLog(msgHas("read the binder's metadata elements: uploads go again"), 20_000, 'the elements read again');
+      await eventually(() => c.listDocuments(ws.binderId).some((x) => x.fileName === 'new.txt'), 15_000, 'the held file uploaded', d.tail);
+      expect(docNamed(ws, 'new.txt').metadata).toContainEqual({ metadataElementId: 'Department', valueId: 'eng' });
+    } finally {
+      await d.dispose();
+    }
+  }, 60_000);
+
   it('a download-only pair downloads when the binder\'s metadata elements cannot be read (only a 404 would say the binder is wrong)', async () => {
     await binderWithRequiredElement();
     ws.emulator.control.injectFault({ route: 'metadataelements', status: 500 });
