@@ -20,8 +20,13 @@ export interface UploadMetadataValue {
 export interface MetadataResolver {
   /** Metadata for an upload of relPath; throws METADATA_MISSING when a required element has no value. */
   forPath(relPath: string): UploadMetadataValue[];
-  /** Required customer elements that the rules give no value for relPath (empty when uploadable). */
-  missingFor(relPath: string): string[];
+  /** The rules' values for relPath, whether or not they cover every required element (a new version's fill). */
+  valuesFor(relPath: string): UploadMetadataValue[];
+  /**
+   * Required customer elements (by label, else id) that neither the rules give for relPath nor `have` holds (the
+   * ids of the values a new version already carries from its document); empty when uploadable.
+   */
+  missingFor(relPath: string, have?: ReadonlySet<string>): string[];
   /**
    * Whether the binder takes this value for this element now (the element exists; an enumerated element lists
    * the value, by id or label). A document's own values are carried into its new versions only when they are
@@ -42,6 +47,9 @@ export function uploadsHeldResolver(err: Error, reason?: string): MetadataResolv
   return {
     blockedBecause: reason === undefined ? oneLineMessage(err) : `${reason}: ${oneLineMessage(err)}`,
     forPath() {
+      throw err;
+    },
+    valuesFor() {
       throw err;
     },
     missingFor: () => [],
@@ -125,13 +133,14 @@ export function compileMetadataRules(rules: readonly MetadataRule[], elements: r
     }
     return out;
   };
-  const missingFor = (relPath: string) => {
-    const have = valuesFor(relPath);
-    return required.filter((e) => !have.has(e.id)).map((e) => e.label ?? e.id);
+  const missingFor = (relPath: string, have?: ReadonlySet<string>) => {
+    const given = valuesFor(relPath);
+    return required.filter((e) => !given.has(e.id) && have?.has(e.id) !== true).map((e) => e.label ?? e.id);
   };
   const byId = new Map(elements.map((e) => [e.id, e]));
   return {
     missingFor,
+    valuesFor: (relPath) => [...valuesFor(relPath)].map(([metadataElementId, value]) => ({ metadataElementId, value })),
     requiredCoverage() {
       return required.map((e) => {
         const globs = resolved.filter((r) => r.values.some((v) => v.metadataElementId === e.id)).map((r) => r.match);

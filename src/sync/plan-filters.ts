@@ -131,20 +131,24 @@ function quietPeriodFor(relPath: string, minAgeMs: number): number {
 }
 
 /**
- * Uploads whose required metadata no rule supplies are withheld before anything runs: the group is dropped
- * and an issue says which element is missing (the rest of the pass goes on).
+ * Uploads of new documents whose required metadata no rule supplies are withheld before anything runs: the group
+ * is dropped and an issue says which element is missing (the rest of the pass goes on). A new version of an
+ * existing document carries the document's own values, which the listing does not show: the upload checks
+ * those before it sends anything (upload.ts), so that an edit of a document whose metadata was set on the
+ * service needs no rule (it was withheld for want of one).
  */
 export function withheldForMetadata(plan: Plan, metadata: MetadataResolver): Plan {
   const issues = [...plan.issues];
   const groups = plan.groups.filter((group) => {
     const uploads = group.flatMap((a: Action) =>
-      a.kind === 'upload' ? [a.relPath] : a.kind === 'conflict' && a.uploadConflictCopy ? [a.conflictPath] : [],
+      a.kind === 'upload' ? [{ relPath: a.relPath, newDocument: a.target.documentId === null }] : a.kind === 'conflict' && a.uploadConflictCopy ? [{ relPath: a.conflictPath, newDocument: true }] : [],
     );
-    for (const relPath of uploads) {
+    for (const { relPath, newDocument } of uploads) {
       if (metadata.blockedBecause !== undefined) {
         issues.push({ relPath, code: 'metadata-missing', detail: `not uploaded: ${metadata.blockedBecause}` });
         return false;
       }
+      if (!newDocument) continue;
       const missing = metadata.missingFor(relPath);
       if (missing.length > 0) {
         issues.push({ relPath, code: 'metadata-missing', detail: `required metadata without a value: ${missing.join(', ')}; add a metadata rule for it` });

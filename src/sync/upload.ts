@@ -38,9 +38,14 @@ function readBufferFor(size: number): number {
 /** Uploads one local file as planned. Returns the new base entry (already stored). */
 export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Promise<{ base: BaseEntry; bytes: number }> {
   assertUnchanged(req.abs, req.local, 'before upload');
-  // Before any request: a file no metadata rule gives the required values fails here (METADATA_MISSING), not
-  // after its bytes were sent. The commit asks for the values again (outbox rows resumed after a restart too).
-  d.metadata.forPath(req.relPath);
+  // Before its bytes are sent: a new document no metadata rule gives the required values fails here
+  // (METADATA_MISSING). A new version carries its document's own values too: only when the rules alone do not
+  // cover every required element is the document read first, to see whether its values do.
+  if (req.target.documentId === null) d.metadata.forPath(req.relPath);
+  else if (d.metadata.missingFor(req.relPath).length > 0) {
+    const doc = await d.client.getDocument(req.target.documentId);
+    if (doc !== null) assertMetadataComplete(d, req.relPath, req.target.documentId, doc.metadata ?? []);
+  }
   const labels = req.target.documentId ? (await d.client.listVersions(req.target.documentId)).map((v) => v.version ?? '') : [];
   const versionLabel = nextVersionLabel(labels.filter((l) => l !== ''), d.versionLabelScheme, d.now());
   // Each outbox stage is group committed (transactionSoon) with the other uploads' and awaited before the
@@ -102,6 +107,7 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
       if (req.reason === 'local-modified') assertStillBase(d, req, current);
       assertStillNamed(d, req, current);
       if (noTwin.status === 'rejected') throw noTwin.reason;
+      if (current !== null) assertMetadataComplete(d, req.relPath, documentId, current.metadata ?? []);
     } else {
       await recheck.assertNameFree(named, putEndedAt);
     }
@@ -186,7 +192,7 @@ type CommitOutcome = { kind: 'committed'; version: DocumentVersion; row: OutboxR
  */
 async function commitOutbox(d: ExecutorDeps, row: OutboxRow, documentMetadata?: MetadataValue[], repeat = false): Promise<CommitOutcome> {
   let current = row;
-  // A new version keeps its document's metadata (see metadataFor); a repeat after a restart reads it again.
+  // A new version keeps its document's metadata (see versionMetadata); a repeat after a restart reads it again.
   let docMetadata = documentMetadata;
   if (row.documentId !== null && docMetadata === undefined) docMetadata = (await d.client.getDocument(row.documentId))?.metadata ?? [];
   for (let attempt = 0; ; attempt++) {
@@ -247,11 +253,37 @@ async function checkedRepeatAnswer(d: ExecutorDeps, row: OutboxRow, version: Doc
 }
 
 function commitAs(d: ExecutorDeps, row: OutboxRow, documentMetadata: MetadataValue[]): Promise<DocumentVersion> {
+  const { values, retired } = versionMetadata(d, row.relPath, row.documentId, documentMetadata);
+  for (const m of retired) {
+    d.log.info({ relPath: row.relPath, metadataElementId: m.metadataElementId, value: m.value }, `${row.relPath}: the document's ${m.metadataElementId} value "${m.value}" is no longer one the binder takes: not carried into the new version${values.some((r) => r.metadataElementId === m.metadataElementId) ? " (the pair's metadata rules give its value)" : ''}`);
+  }
   return d.client.commitUpload(d.binderId, row.folderId, {
     fileName: row.fileName,
     versionLabel: row.versionLabel,
     uploadId: row.uploadId as string,
-    metadata: metadataFor(d, row, documentMetadata),
+    metadata: values,
+  });
+}
+
+/**
+ * A new version of documentId must carry a value for every required element, from the document's own values
+ * or the pair's rules (versionMetadata); else METADATA_MISSING, before anything is committed. Says which own
+ * values were left out because the binder no longer takes them (a retired value needs a rule or a new value set
+ * on the service: black-box round 25, N3).
+ */
+function assertMetadataComplete(d: ExecutorDeps, relPath: string, documentId: string, documentMetadata: MetadataValue[]): void {
+  if (d.metadata.missingFor(relPath).length === 0) return;
+  const { values, retired } = versionMetadata(d, relPath, documentId, documentMetadata);
+  const missing = d.metadata.missingFor(relPath, new Set(values.map((v) => v.metadataElementId)));
+  if (missing.length === 0) return;
+  const why = retired.length > 0
+    ? ` (the document's ${retired.map((m) => `${m.metadataElementId} value "${m.value}"`).join(', ')} is no longer one the binder takes)`
+    : '';
+  throw new BinderSyncError(`${relPath}: not uploaded: required metadata without a value: ${missing.join(', ')}: neither its document nor the pair's metadata rules give one${why}`, {
+    code: 'METADATA_MISSING',
+    retryable: false,
+    context: { pair: d.pair, relPath, documentId, missing },
+    hint: 'add a metadata rule whose glob matches this file, or set the value on the document in the service; the file is tried again every pass',
   });
 }
 
@@ -263,22 +295,29 @@ function commitAs(d: ExecutorDeps, row: OutboxRow, documentMetadata: MetadataVal
  * value, an element since removed) is left out, so that a rule may fill it: sent, the service refused every later
  * edit of that document, and no rule could replace it (black-box round 24, M2).
  */
-function metadataFor(d: ExecutorDeps, row: OutboxRow, documentMetadata: MetadataValue[]): Array<{ metadataElementId: string; value: string }> {
-  const rules = metadataOrNone(d, row.relPath);
-  if (row.documentId === null) return rules;
+function versionMetadata(
+  d: ExecutorDeps,
+  relPath: string,
+  documentId: string | null,
+  documentMetadata: MetadataValue[],
+): { values: Array<{ metadataElementId: string; value: string }>; retired: Array<{ metadataElementId: string; value: string }> } {
+  // The rules' values even where they do not cover every required element: a new version's own values may.
+  const rules = metadataOrNone(d, relPath);
+  if (documentId === null) return { values: rules, retired: [] };
+  const retired: Array<{ metadataElementId: string; value: string }> = [];
   const own = documentMetadata
     .filter((m) => !m.metadataElementId.startsWith('GLOBAL_'))
     .flatMap((m) => {
       const value = m.valueId ?? m.value;
       if (value === undefined || value === null) return [];
       if (!d.metadata.accepts(m.metadataElementId, value)) {
-        d.log.info({ relPath: row.relPath, metadataElementId: m.metadataElementId, value }, `${row.relPath}: the document's ${m.metadataElementId} value "${value}" is no longer one the binder takes: not carried into the new version${rules.some((r) => r.metadataElementId === m.metadataElementId) ? ' (the pair\'s metadata rules give its value)' : ''}`);
+        retired.push({ metadataElementId: m.metadataElementId, value });
         return [];
       }
       return [{ metadataElementId: m.metadataElementId, value }];
     });
   const have = new Set(own.map((m) => m.metadataElementId));
-  return [...own, ...rules.filter((r) => !have.has(r.metadataElementId))];
+  return { values: [...own, ...rules.filter((r) => !have.has(r.metadataElementId))], retired };
 }
 
 /** Throws REMOTE_CHANGED unless the document still points at the version the edit was made from. */
@@ -385,9 +424,9 @@ function misdirectedError(d: ExecutorDeps, row: OutboxRow, version: DocumentVers
  */
 function metadataOrNone(d: ExecutorDeps, relPath: string): Array<{ metadataElementId: string; value: string }> {
   try {
-    return d.metadata.forPath(relPath);
+    return d.metadata.valuesFor(relPath);
   } catch {
-    return [];
+    return []; // a resolver that holds every upload (never reached: such uploads are withheld from the plan)
   }
 }
 

@@ -60,6 +60,33 @@ describe('metadata rules', () => {
     expect(version?.metadata).toContainEqual({ metadataElementId: 'Department', valueId: 'eng' });
   });
 
+  it("an edit of a document whose required metadata was set on the service needs no rule; a retired value without a rule is said as such, before any bytes are sent", async () => {
+    const { tabId } = await binderWithRequiredElement();
+    const c = ws.emulator.control;
+    c.addDocument(ws.binderId, tabId, 'retired.txt', 'old value', { metadata: [{ metadataElementId: 'Department', valueId: 'gone' }] });
+    fs.rmSync(path.join(ws.local, 'T', 'new.txt'));
+    await expectConvergedPass(ws);
+    writeLocal(ws, 'T/remote.txt', 'edited here');
+    await expectConvergedPass(ws);
+    expect(remoteText(ws, docNamed(ws, 'remote.txt').id)).toBe('edited here');
+    expect(docNamed(ws, 'remote.txt').metadata.filter((m) => m.metadataElementId === 'Department')).toEqual([{ metadataElementId: 'Department', valueId: 'fin' }]);
+
+    const putsBefore = c.counters()['storage-put'];
+    writeLocal(ws, 'T/retired.txt', 'edited too');
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(1);
+    expect(r.report?.failures.map((f) => `${f.relPath} ${f.code}`)).toEqual(['T/retired.txt METADATA_MISSING']);
+    expect(r.report?.failures[0]?.message).toMatch(/required metadata without a value: Department: neither its document nor the pair's metadata rules give one \(the document's Department value "gone" is no longer one the binder takes\)/);
+    expect(c.counters()['storage-put']).toBe(putsBefore);
+    expect(remoteText(ws, docNamed(ws, 'retired.txt').id)).toBe('old value');
+
+    // A rule fills the retired value.
+    ws.writeConfig({ metadata: [{ match: '**', values: { Department: 'Engineering' } }] });
+    await expectConvergedPass(ws);
+    expect(remoteText(ws, docNamed(ws, 'retired.txt').id)).toBe('edited too');
+    expect(docNamed(ws, 'retired.txt').metadata.filter((m) => m.metadataElementId === 'Department')).toEqual([{ metadataElementId: 'Department', valueId: 'eng' }]);
+  });
+
   it('a rule naming an unknown element or an unknown value: exit 2 naming it, before any upload or download', async () => {
     await binderWithRequiredElement();
     const c = ws.emulator.control;

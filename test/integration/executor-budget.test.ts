@@ -31,7 +31,7 @@ function setup(fail: () => Error): { deps: ExecutorDeps; calls: () => number; st
   const deps: ExecutorDeps = {
     pair: 'p', root, binderId: 'B', caseInsensitive: false, client, store,
     trash: new Trash(path.join(dir, 'trash'), root), log: pino({ level: 'silent' }),
-    metadata: { forPath: () => [], missingFor: () => [], accepts: () => true }, versionLabelScheme: 'integer', now: () => new Date(0), concurrency: 4,
+    metadata: { forPath: () => [], valuesFor: () => [], missingFor: () => [], accepts: () => true }, versionLabelScheme: 'integer', now: () => new Date(0), concurrency: 4,
   };
   return { deps, calls: () => calls, store };
 }

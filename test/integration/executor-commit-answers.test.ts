@@ -283,7 +283,8 @@ describe('an edit is committed only onto the version it was made from', () => {
     c.addMetadataElement(s.d.binderId, { id: 'Reference', label: 'Reference', dataType: 'string' });
     const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original', { metadata: [{ metadataElementId: 'Department', valueId: 'legal' }] }).document;
     synced(s, doc);
-    s.d.metadata = { forPath: () => [{ metadataElementId: 'Department', value: 'eng' }, { metadataElementId: 'Reference', value: 'R-1' }], missingFor: () => [], accepts: () => true };
+    const rules = [{ metadataElementId: 'Department', value: 'eng' }, { metadataElementId: 'Reference', value: 'R-1' }];
+    s.d.metadata = { forPath: () => rules, valuesFor: () => rules, missingFor: () => [], accepts: () => true };
     const report = await executePlan(uploadPlan(writeLocal(s.root, 'a.txt', 'edited'), s.folderId, doc.id), s.d);
     expect(report.failures).toEqual([]);
     expect(s.commits[0]![2].metadata).toEqual([

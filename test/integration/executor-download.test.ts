@@ -58,7 +58,7 @@ function setup(client: ExecutorDeps['client']): ExecutorDeps {
   return {
     pair: 'p', root, binderId: 'B', caseInsensitive: false, client, store,
     trash: new Trash(path.join(dir, 'trash'), root), log: pino({ level: 'silent' }),
-    metadata: { forPath: () => [], missingFor: () => [], accepts: () => true }, versionLabelScheme: 'integer', now: () => new Date(0), concurrency: 8,
+    metadata: { forPath: () => [], valuesFor: () => [], missingFor: () => [], accepts: () => true }, versionLabelScheme: 'integer', now: () => new Date(0), concurrency: 8,
   };
 }
 

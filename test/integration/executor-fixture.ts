@@ -46,7 +46,7 @@ export async function executorFixture(cleanups: Array<() => unknown>, prefix: st
   const d: ExecutorDeps = {
     pair: 'p', root, binderId: binder.id, caseInsensitive: false, client, store,
     trash: new Trash(path.join(dir, 'trash'), root), log: pino({ level: 'silent' }),
-    metadata: { forPath: () => [], missingFor: () => [], accepts: () => true }, versionLabelScheme: 'integer', now: () => new Date(0), concurrency: 4,
+    metadata: { forPath: () => [], valuesFor: () => [], missingFor: () => [], accepts: () => true }, versionLabelScheme: 'integer', now: () => new Date(0), concurrency: 4,
   };
   return { emu, client, d, root, store, binderId: binder.id, folderId: folder.id };
 }

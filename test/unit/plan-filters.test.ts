@@ -129,11 +129,22 @@ describe('deferFreshDeletes', () => {
 
 describe('withheldForMetadata', () => {
   it('holds back uploads whose required metadata has no rule, with an issue naming the element', () => {
-    const resolver: MetadataResolver = { forPath: () => [], missingFor: (p) => (p.startsWith('A/') ? ['Department'] : []), accepts: () => true };
+    const resolver: MetadataResolver = { forPath: () => [], valuesFor: () => [], missingFor: (p) => (p.startsWith('A/') ? ['Department'] : []), accepts: () => true };
     const r = withheldForMetadata(plan([[upload(file('A/x.txt', 1))], [upload(file('B/y.txt', 1))]]), resolver);
     expect(r.groups).toHaveLength(1);
     expect((r.groups[0]![0] as { relPath: string }).relPath).toBe('B/y.txt');
     expect(r.issues).toEqual([{ relPath: 'A/x.txt', code: 'metadata-missing', detail: expect.stringContaining('Department') }]);
+  });
+
+  it("leaves a new version of an existing document to the upload (the document's own values may cover it), unless every upload is held", () => {
+    const resolver: MetadataResolver = { forPath: () => [], valuesFor: () => [], missingFor: () => ['Department'], accepts: () => true };
+    const edit = { ...upload(file('A/x.txt', 1)), target: { documentId: 'D1', folderId: 'F', fileName: 'x.txt' }, reason: 'local-modified', replacesBase: 'D1' } as Action;
+    const r = withheldForMetadata(plan([[edit], [upload(file('A/new.txt', 1))]]), resolver);
+    expect(r.groups).toEqual([[edit]]);
+    expect(r.issues.map((i) => i.relPath)).toEqual(['A/new.txt']);
+    const held = withheldForMetadata(plan([[edit]]), { ...resolver, blockedBecause: 'the rules do not fit' });
+    expect(held.groups).toEqual([]);
+    expect(held.issues).toEqual([{ relPath: 'A/x.txt', code: 'metadata-missing', detail: 'not uploaded: the rules do not fit' }]);
   });
 });
 
