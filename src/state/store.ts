@@ -206,6 +206,7 @@ export class StateStore {
         `INSERT INTO conflicts (rel_path, conflict_path, document_id, policy, detail, at)
          VALUES (@relPath, @conflictPath, @documentId, @policy, @detail, @at)`,
       ),
+      pruneConflicts: () => db.prepare('DELETE FROM conflicts WHERE at < ?'),
       listConflicts: () => db.prepare(
         `SELECT id, rel_path AS relPath, conflict_path AS conflictPath, document_id AS documentId, policy, detail, at
          FROM conflicts ORDER BY id DESC LIMIT ?`,
@@ -574,6 +575,11 @@ export class StateStore {
 
   addConflict(c: NewConflict): void {
     this.stmts.addConflict.run(c);
+  }
+
+  /** Drops the conflicts recorded before `before` (ISO time, as `at`); returns how many. */
+  pruneConflicts(before: string): number {
+    return this.stmts.pruneConflicts.run(before).changes;
   }
 
   /** Newest first. */

@@ -106,6 +106,7 @@ export async function openPair(
       readOnlySince: 0,
       missingSince: new Map(),
       commitsRefusedAt: loadCommitsRefusedAt(store),
+      historyPrunedOn: null,
       tempsCleaned: false,
       lastGate: null,
       failuresLogged: new Map(),

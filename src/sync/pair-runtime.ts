@@ -49,6 +49,8 @@ export interface PairRuntime {
    * next plan with uploads then sends one of them first (write-access.ts).
    */
   commitsRefusedAt: number | null;
+  /** The day (UTC, YYYY-MM-DD) this process last pruned the conflict history, or null (see pruneConflictHistory). */
+  historyPrunedOn: string | null;
   /** Stale temp files were looked for since the pair was opened (see runPass). */
   tempsCleaned: boolean;
   /** The safety gate that stopped the last pass, or null: a gate that stops pass after pass is logged once. */

@@ -123,6 +123,19 @@ export interface PassReport {
   blockedAgain: boolean;
 }
 
+/**
+ * Conflicts older than the trash keeps their copies are dropped from the history `status` lists (it listed every
+ * conflict ever, long after each was settled and its trash copy gone). Once a day per process: no write on
+ * every poll.
+ */
+function pruneConflictHistory(rt: PairRuntime, at: Date): void {
+  const day = at.toISOString().slice(0, 10);
+  if (rt.historyPrunedOn === day) return;
+  rt.historyPrunedOn = day;
+  const removed = rt.store.pruneConflicts(new Date(at.getTime() - rt.pair.trashRetentionDays * 86_400_000).toISOString());
+  if (removed > 0) rt.log.info({ removed, days: rt.pair.trashRetentionDays }, 'dropped conflicts older than trashRetentionDays from the history status lists');
+}
+
 export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<PassReport> {
   const started = Date.now();
   const now = opts.now ?? (() => new Date());
@@ -145,6 +158,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   if (!dryRun) {
     if (rt.metadataUnread) await readMetadataElementsAgain(rt);
     await rt.trash.purgeOlderThan(rt.pair.trashRetentionDays);
+    pruneConflictHistory(rt, now());
     const steps = await recoverIntents(rt.store, rt.pair.localPath, rt.log);
     if (steps > 0) rt.log.info({ steps }, 'finished local steps interrupted by a restart');
     const rec = await recoverOutbox(deps);
