@@ -18,6 +18,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   run: async () => (await import('./cli/run-command.js')).registerRunCommand,
   status: async () => (await import('./cli/status-command.js')).registerStatusCommand,
   check: async () => (await import('./cli/check-command.js')).registerCheckCommand,
+  trash: async () => (await import('./cli/trash-command.js')).registerTrashCommand,
   emulator: async () => (await import('./cli/emulator-command.js')).registerEmulatorCommand,
   demo: async () => (await import('./cli/demo-command.js')).registerDemoCommand,
 };

@@ -1,0 +1,182 @@
+// `binder-sync trash`: what each pair's trash holds (local content a pass replaced or removed: a download over
+// a local file, a document deleted on the service, a conflict's losing side), and `trash restore` to put a file
+// back into the sync root, from where it syncs like any local change. Reads and writes no state DB, so it works
+// beside a running daemon.
+import path from 'node:path';
+import type { Command } from 'commander';
+import type { Config, PairConfig } from '../config/schema.js';
+import { BinderSyncError } from '../errors.js';
+import { fmtBytes } from '../format-bytes.js';
+import { Trash } from '../local/fs-ops.js';
+import { listTrashEntries, originalPathOf, type TrashEntry } from '../local/trash-entries.js';
+import { restoreFromTrash } from '../local/trash-restore.js';
+import { printable } from '../sync/issue-groups.js';
+import { collectRepeated, exitCodeFor, loadConfigOrExplain, printError, selectPairs } from './common.js';
+import { ExitCode } from './exit-codes.js';
+
+/** Files listed per pair by the human listing; --json lists up to TRASH_JSON_LIMIT. */
+const HUMAN_LIMIT = 200;
+const TRASH_JSON_LIMIT = 100_000;
+
+/** The document `trash --json` prints (fields are only ever added). */
+export interface TrashDocument {
+  version: 1;
+  pairs: Array<{
+    name: string;
+    localPath: string;
+    /** <stateDir>/<pair>/trash */
+    dir: string;
+    retentionDays: number;
+    /** Newest day first. */
+    entries: TrashEntry[];
+    /** More files than were listed. */
+    capped: boolean;
+  }>;
+}
+
+interface ListOptions {
+  config?: string;
+  pair?: string[];
+  json?: boolean;
+}
+
+interface RestoreOptions {
+  config?: string;
+  pair?: string;
+  to?: string;
+  replace?: boolean;
+}
+
+export function registerTrashCommand(program: Command, setExit: (code: number) => void): void {
+  const trash = program
+    .command('trash')
+    .description('List what each pair\'s trash holds (local files a pass replaced or removed), or restore one')
+    // Not a requiredOption: commander would ask it of `trash` also when `trash restore -c x` gives it to the
+    // subcommand. Both take it before or after `restore` (optsWithGlobals), and say when neither has it.
+    .option('-c, --config <file>', 'YAML config file (required)')
+    .option('-p, --pair <name>', 'only this pair (repeat for several)', collectRepeated)
+    .option('--json', 'print one JSON document (shape: TrashDocument in src/cli/trash-command.ts)')
+    .addHelpText(
+      'after',
+      `
+Each file is listed as <day>/<path> (the day it went to the trash), with the path
+it had in the sync root. Files stay trashRetentionDays (30 by default), then go.
+
+Exit status: 0 when listed, 2 when the config cannot be read or a pair is unknown.`,
+    )
+    .action((opts: ListOptions, cmd: Command) => setExit(withConfig(cmd, opts) ? listCommand(opts) : ExitCode.usage));
+  trash
+    .command('restore <entry>')
+    .description('Copy a file from the trash back into the sync root (at the path it had, or --to); the next pass uploads it')
+    .option('-c, --config <file>', 'YAML config file (required)')
+    .option('-p, --pair <name>', 'the pair whose trash holds it (needed when the config has several)')
+    .option('--to <path>', 'where to put it, relative to the sync root (default: the path it had)')
+    .option('--replace', 'replace a file that is at that path (it is kept in the trash first)')
+    .addHelpText(
+      'after',
+      `
+<entry> is <day>/<path> as \`binder-sync trash\` lists it, e.g.
+  binder-sync trash restore -c sync.yaml 2026-11-27/Docs/report.docx
+Nothing that exists is overwritten unless --replace is given, and then it is
+kept in the trash first. A running daemon uploads the restored file as a new
+version (or a new document), as it does any local change.
+
+Exit status: 0 restored; 1 a file (or folder) is at the target; 2 bad usage, an
+unknown pair or entry; 6 a local filesystem failure.`,
+    )
+    .action(async (entry: string, _opts: RestoreOptions, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<RestoreOptions & { pair?: string | string[] }>();
+      // `trash --pair a restore ...` gives the parent's (repeatable) --pair: one name is meant.
+      const pair = Array.isArray(opts.pair) ? opts.pair.at(-1) : opts.pair;
+      setExit(withConfig(cmd, opts) ? await restoreCommand(entry, { ...opts, ...(pair !== undefined ? { pair } : {}) }) : ExitCode.usage);
+    });
+}
+
+/** Whether --config was given (before or after the subcommand); if not, says so as commander says it. */
+function withConfig(cmd: Command, opts: { config?: string }): opts is { config: string } {
+  if (opts.config !== undefined) return true;
+  process.stderr.write(`error: required option '-c, --config <file>' not specified\n(run binder-sync ${cmd.name() === 'trash' ? 'trash' : 'trash restore'} --help for usage)\n`);
+  return false;
+}
+
+function loadLocal(file: string): Config | null {
+  try {
+    // Local files only: the service's ${VAR}s and secret file need not resolve here.
+    return loadConfigOrExplain(file, undefined, { localOnly: true }).config;
+  } catch (err) {
+    printError(err);
+    return null;
+  }
+}
+
+const trashDirOf = (config: Config, pair: PairConfig) => path.join(config.stateDir, pair.name, 'trash');
+
+function listCommand(opts: ListOptions & { config: string }): number {
+  const config = loadLocal(opts.config);
+  if (config === null) return ExitCode.usage;
+  const pairs = selectPairs(config.pairs, opts.pair, opts.config);
+  if (pairs === null) return ExitCode.usage;
+  const doc: TrashDocument = {
+    version: 1,
+    pairs: pairs.map((p) => {
+      const dir = trashDirOf(config, p);
+      const { entries, capped } = listTrashEntries(dir, opts.json ? TRASH_JSON_LIMIT : HUMAN_LIMIT);
+      return { name: p.name, localPath: p.localPath, dir, retentionDays: p.trashRetentionDays, entries, capped };
+    }),
+  };
+  process.stdout.write(opts.json ? `${JSON.stringify(doc, null, 2)}\n` : formatTrash(doc));
+  return ExitCode.ok;
+}
+
+export function formatTrash(doc: TrashDocument): string {
+  const lines: string[] = [];
+  for (const p of doc.pairs) {
+    if (lines.length > 0) lines.push('');
+    lines.push(`${p.name}  ${p.localPath}   trash ${p.dir} (kept ${p.retentionDays} days)`);
+    if (p.entries.length === 0) {
+      lines.push('  empty');
+      continue;
+    }
+    const width = Math.max(...p.entries.map((e) => printable(e.entry).length));
+    for (const e of p.entries) {
+      const from = e.originalPath === e.entry.slice(e.day.length + 1) ? '' : `   (was ${printable(e.originalPath)})`;
+      lines.push(`  ${printable(e.entry).padEnd(width)}  ${fmtBytes(e.size).padStart(9)}  modified ${e.mtime.slice(0, 16).replace('T', ' ')} UTC${from}`);
+    }
+    if (p.capped) lines.push(`  ... more than ${p.entries.length} files (see --json)`);
+  }
+  lines.push('', 'restore one: binder-sync trash restore -c <config> [--pair <name>] <day>/<path> [--to <path>]');
+  return `${lines.join('\n')}\n`;
+}
+
+function restoreCommand(entry: string, opts: RestoreOptions & { config: string }): Promise<number> | number {
+  const config = loadLocal(opts.config);
+  if (config === null) return ExitCode.usage;
+  let pair: PairConfig | undefined;
+  if (opts.pair === undefined) {
+    if (config.pairs.length > 1) {
+      process.stderr.write(`binder-sync: the config has ${config.pairs.length} pairs (${config.pairs.map((p) => p.name).join(', ')}): say whose trash with --pair\n`);
+      return ExitCode.usage;
+    }
+    pair = config.pairs[0];
+  } else {
+    pair = selectPairs(config.pairs, [opts.pair], opts.config)?.[0];
+  }
+  if (pair === undefined) return ExitCode.usage;
+  const chosen = pair;
+  const trash = new Trash(trashDirOf(config, chosen), chosen.localPath);
+  const target = opts.to ?? originalPathOf(entry.split('/').slice(1).join('/'));
+  return restoreFromTrash(trash, entry, target, { replace: opts.replace === true }).then(
+    (r) => {
+      process.stdout.write(`restored ${printable(entry)} (${fmtBytes(r.bytes)}) to ${printable(r.restoredTo)}\n`);
+      if (r.replacedKeptAt !== null) process.stdout.write(`the file that was there is kept in the trash: ${printable(r.replacedKeptAt)}\n`);
+      process.stdout.write(`pair ${chosen.name}: a running daemon uploads it within its quiet period; else the next \`binder-sync sync\` does\n`);
+      return ExitCode.ok;
+    },
+    (err: unknown) => {
+      printError(err);
+      if (err instanceof BinderSyncError && err.code === 'RESTORE_TARGET_EXISTS') return ExitCode.incomplete;
+      if (err instanceof BinderSyncError && (err.code === 'TRASH_ENTRY_UNKNOWN' || err.code === 'PATH_ESCAPE')) return ExitCode.usage;
+      return exitCodeFor(err);
+    },
+  );
+}

@@ -1,0 +1,74 @@
+// What a pair's trash holds, file by file (for `binder-sync trash`), and where each file came from. The trash is
+// `<stateDir>/<pair>/trash/<YYYY-MM-DD>/<relPath>` (local/fs-ops.ts Trash): a name taken that day gets "~N"
+// before its extension, and a path whose parent is a file that day goes under a "~N/" side folder.
+import fs from 'node:fs';
+import path from 'node:path';
+
+export interface TrashEntry {
+  /** `<day>/<path inside that day>`: what `trash restore` takes. */
+  entry: string;
+  day: string;
+  /** Where it most likely was in the sync root (see originalPathOf): where `trash restore` puts it back. */
+  originalPath: string;
+  size: number;
+  /** When its content was last modified (ISO), as kept. */
+  mtime: string;
+}
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * The trash's files, newest day first and by path within a day, at most `limit` of them (`capped` when there
+ * are more). A missing trash is empty; an unreadable folder inside it is skipped.
+ */
+export function listTrashEntries(dir: string, limit = 100_000): { entries: TrashEntry[]; capped: boolean } {
+  const entries: TrashEntry[] = [];
+  let days: string[];
+  try {
+    days = fs.readdirSync(dir).filter((d) => DAY.test(d)).sort().reverse();
+  } catch {
+    return { entries, capped: false };
+  }
+  for (const day of days) {
+    const inDay: TrashEntry[] = [];
+    const stack: string[] = [''];
+    while (stack.length > 0) {
+      const rel = stack.pop()!;
+      let names: fs.Dirent[];
+      try {
+        names = fs.readdirSync(path.join(dir, day, rel), { withFileTypes: true });
+      } catch {
+        continue;
+      }
+      for (const e of names) {
+        const child = rel === '' ? e.name : `${rel}/${e.name}`;
+        if (e.isDirectory()) stack.push(child);
+        else if (e.isFile()) {
+          const st = fs.lstatSync(path.join(dir, day, child), { throwIfNoEntry: false });
+          if (st === undefined) continue;
+          inDay.push({ entry: `${day}/${child}`, day, originalPath: originalPathOf(child), size: st.size, mtime: st.mtime.toISOString() });
+        }
+      }
+    }
+    inDay.sort((a, b) => (a.entry < b.entry ? -1 : a.entry > b.entry ? 1 : 0));
+    for (const e of inDay) {
+      if (entries.length >= limit) return { entries, capped: true };
+      entries.push(e);
+    }
+  }
+  return { entries, capped: false };
+}
+
+/**
+ * The sync-root path a file kept in the trash came from, by the trash's naming: a leading "~N/" side folder and
+ * a "~N" before the extension are the trash's own. A file whose real name ends in "~N" is read as such a
+ * suffix: `trash restore --to` names the path then.
+ */
+export function originalPathOf(inDay: string): string {
+  const parts = inDay.split('/');
+  if (parts.length > 1 && /^~\d+$/.test(parts[0]!)) parts.shift();
+  const base = parts[parts.length - 1]!;
+  const m = /^(.+)~\d+(\.[^.]*)?$/.exec(base);
+  if (m) parts[parts.length - 1] = `${m[1]}${m[2] ?? ''}`;
+  return parts.join('/');
+}

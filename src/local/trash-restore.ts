@@ -1,0 +1,84 @@
+// Putting a file kept in a pair's trash back into its sync root (`binder-sync trash restore`). It is written
+// like every other file this tool writes there: a temp file in the target folder, fsynced, then linked into
+// place without clobbering anything; a file already at the target is replaced only when asked, and then kept
+// in the trash first. The trash copy stays until its day is purged. The daemon (or the next `sync`) sees the
+// restored file as a local change and uploads it.
+import fs from 'node:fs';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { BinderSyncError } from '../errors.js';
+import { commitTempFile, createTempFor, replaceFile, resolveInside, syncTempFile, toFileStat, type Trash } from './fs-ops.js';
+
+export interface RestoreResult {
+  /** Absolute path of the restored file. */
+  restoredTo: string;
+  bytes: number;
+  /** Where the file that was at the target went (only with `replace`). */
+  replacedKeptAt: string | null;
+}
+
+/**
+ * Copies the trash entry `<day>/<path>` of `trash` to relPath under `trash.root`. Refuses an entry outside the
+ * trash or not a file (TRASH_ENTRY_UNKNOWN), a target that exists unless `replace` (RESTORE_TARGET_EXISTS),
+ * and a relPath that leaves the root (PATH_ESCAPE).
+ */
+export async function restoreFromTrash(trash: Trash, entry: string, relPath: string, opts: { replace?: boolean } = {}): Promise<RestoreResult> {
+  const source = trashEntryPath(trash.dir, entry);
+  const target = resolveInside(trash.root, relPath);
+  const existing = fs.lstatSync(target, { throwIfNoEntry: false });
+  if (existing !== undefined && !existing.isFile()) {
+    throw new BinderSyncError(`cannot restore to ${target}: ${existing.isDirectory() ? 'a folder' : 'something other than a file'} is there`, {
+      code: 'RESTORE_TARGET_EXISTS',
+      retryable: false,
+      context: { entry, target },
+      hint: 'name another path with --to',
+    });
+  }
+  if (existing !== undefined && opts.replace !== true) {
+    throw new BinderSyncError(`cannot restore to ${target}: a file is there (nothing was changed)`, {
+      code: 'RESTORE_TARGET_EXISTS',
+      retryable: false,
+      context: { entry, target },
+      hint: 'name another path with --to, or add --replace: the file that is there is then kept in the trash first',
+    });
+  }
+  const kept = fs.statSync(source);
+  const temp = await createTempFor(path.dirname(target));
+  try {
+    const out = fs.createWriteStream('', { fd: temp.fd, autoClose: false });
+    await pipeline(fs.createReadStream(source), out);
+    // The content's own modification time, as `cp -p` keeps it: the restored file is the kept one.
+    fs.futimesSync(temp.fd, kept.atime, kept.mtime);
+    await syncTempFile(temp.fd, temp.path);
+  } catch (err) {
+    fs.closeSync(temp.fd);
+    fs.rmSync(temp.path, { force: true });
+    throw err;
+  }
+  fs.closeSync(temp.fd);
+  if (existing === undefined) {
+    await commitTempFile(temp.path, target, null, { synced: true });
+    return { restoredTo: target, bytes: kept.size, replacedKeptAt: null };
+  }
+  const { trashPath } = await replaceFile(temp.path, target, toFileStat(existing), trash, relPath);
+  return { restoredTo: target, bytes: kept.size, replacedKeptAt: trashPath };
+}
+
+/** The absolute path of a trash entry (`<YYYY-MM-DD>/<path>`), which must be a file inside the trash. */
+export function trashEntryPath(trashDir: string, entry: string): string {
+  const unknown = (why: string) =>
+    new BinderSyncError(`no file ${JSON.stringify(entry)} in the trash ${trashDir}: ${why}`, {
+      code: 'TRASH_ENTRY_UNKNOWN',
+      retryable: false,
+      context: { entry, trashDir },
+      hint: '`binder-sync trash --pair <name>` lists what the trash holds, as <day>/<path>',
+    });
+  const parts = entry.split('/');
+  if (parts.length < 2 || !/^\d{4}-\d{2}-\d{2}$/.test(parts[0]!)) throw unknown('an entry is <YYYY-MM-DD>/<path>');
+  if (parts.some((p) => p === '' || p === '.' || p === '..' || p.includes('\0'))) throw unknown('not a path inside the trash');
+  const abs = path.join(trashDir, ...parts);
+  const st = fs.lstatSync(abs, { throwIfNoEntry: false });
+  if (st === undefined) throw unknown('not there (purged after trashRetentionDays, or mistyped)');
+  if (!st.isFile()) throw unknown(st.isDirectory() ? 'a folder, not a file' : 'not a regular file');
+  return abs;
+}

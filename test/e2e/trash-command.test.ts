@@ -1,0 +1,101 @@
+// `binder-sync trash` and `trash restore` through the real CLI (child process) against the emulator: a file the
+// service deleted goes to the trash, is listed, is restored byte for byte, and the next sync uploads it again;
+// nothing that exists is overwritten without --replace, and nothing is written outside the sync root.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import type { TrashDocument } from '../../src/cli/trash-command.js';
+import { createWorkspace, readLocal, runCli, sync, writeLocal, type Workspace } from './harness.js';
+
+let ws: Workspace;
+afterEach(async () => {
+  await ws?.close();
+});
+
+const trash = (...args: string[]) => runCli(ws, ['trash', '--config', ws.configFile, ...args]);
+
+it('lists a file the service deleted, restores it byte for byte (never over an existing file unless --replace), and the next sync uploads it', async () => {
+  ws = await createWorkspace();
+  const c = ws.emulator.control;
+  const folder = c.createFolder(ws.binderId, { name: 'Docs' });
+  const { document } = c.addDocument(ws.binderId, folder.id, 'gone.txt', 'kept in the trash');
+  for (const n of ['a', 'b', 'c']) c.addDocument(ws.binderId, folder.id, `${n}.txt`, n); // one delete in four passes the safety gate
+  expect((await sync(ws)).code).toBe(0);
+  const empty = await trash();
+  expect(empty.code, empty.stderr).toBe(0);
+  expect(empty.stdout).toMatch(/^ {2}empty$/m);
+
+  c.deleteDocument(document.id);
+  expect((await sync(ws)).code).toBe(0);
+  expect(fs.existsSync(path.join(ws.local, 'Docs', 'gone.txt'))).toBe(false);
+
+  const listed = await trash('--json');
+  expect(listed.code, listed.stderr).toBe(0);
+  const doc = JSON.parse(listed.stdout) as TrashDocument;
+  expect(doc.pairs).toHaveLength(1);
+  const [entry] = doc.pairs[0]!.entries;
+  expect(entry).toMatchObject({ originalPath: 'Docs/gone.txt', size: 17 });
+  expect(entry!.entry).toMatch(/^\d{4}-\d{2}-\d{2}\/Docs\/gone\.txt$/);
+  const human = await trash();
+  expect(human.stdout).toContain(`  ${entry!.entry}`);
+  expect(human.stdout).toContain('restore one: binder-sync trash restore');
+
+  const restored = await trash('restore', entry!.entry);
+  expect(restored.code, restored.stderr).toBe(0);
+  expect(restored.stdout).toContain(`to ${path.join(ws.local, 'Docs', 'gone.txt')}`);
+  expect(readLocal(ws, 'Docs/gone.txt')).toBe('kept in the trash');
+  // The trash keeps its copy; the restored file is the kept content with its modification time.
+  expect(fs.statSync(path.join(ws.local, 'Docs', 'gone.txt')).mtime.toISOString()).toBe(entry!.mtime);
+  expect((JSON.parse((await trash('--json')).stdout) as TrashDocument).pairs[0]!.entries).toHaveLength(1);
+
+  // Restored = a local file again: the next pass uploads it as a new document.
+  expect((await sync(ws)).code).toBe(0);
+  const back = c.listDocuments(ws.binderId).filter((d) => d.fileName === 'gone.txt');
+  expect(back).toHaveLength(1);
+
+  // A file at the target: refused (exit 1), nothing changed; --replace keeps it in the trash first.
+  writeLocal(ws, 'Docs/gone.txt', 'edited since');
+  const refused = await trash('restore', entry!.entry);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toMatch(/a file is there \(nothing was changed\)/);
+  expect(refused.stderr).toMatch(/--replace/);
+  expect(readLocal(ws, 'Docs/gone.txt')).toBe('edited since');
+  const replaced = await trash('restore', entry!.entry, '--replace');
+  expect(replaced.code, replaced.stderr).toBe(0);
+  expect(readLocal(ws, 'Docs/gone.txt')).toBe('kept in the trash');
+  const keptAt = /kept in the trash: (.+)$/m.exec(replaced.stdout)![1]!;
+  expect(fs.readFileSync(keptAt, 'utf8')).toBe('edited since');
+
+  // --to: another path inside the root.
+  const elsewhere = await trash('restore', entry!.entry, '--to', 'Restored/copy.txt');
+  expect(elsewhere.code, elsewhere.stderr).toBe(0);
+  expect(readLocal(ws, 'Restored/copy.txt')).toBe('kept in the trash');
+});
+
+it('refuses an unknown entry, an entry or a --to outside the trash or the root, and a missing pair, changing nothing', async () => {
+  ws = await createWorkspace();
+  writeLocal(ws, 'x.txt', 'x');
+  for (const [args, pattern] of [
+    [['restore', '2026-01-01/none.txt'], /no file "2026-01-01\/none\.txt" in the trash .*: not there/],
+    [['restore', 'none.txt'], /an entry is <YYYY-MM-DD>\/<path>/],
+    [['restore', '2026-01-01/../../../x.txt'], /not a path inside the trash/],
+    [['restore', '2026-01-01/x.txt', '--pair', 'nope'], /no pair named "nope"/],
+  ] as const) {
+    const r = await trash(...args);
+    expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+    expect(r.stderr).toMatch(pattern);
+  }
+  // A real entry, sent outside the root: refused before anything is written.
+  const day = path.join(ws.stateDir, 'main', 'trash', '2026-01-01');
+  fs.mkdirSync(day, { recursive: true });
+  fs.writeFileSync(path.join(day, 'x.txt'), 'old x');
+  const before = fs.readdirSync(path.dirname(ws.local)).sort();
+  const out = await trash('restore', '2026-01-01/x.txt', '--to', '../escaped.txt');
+  expect(out.code).toBe(2);
+  expect(out.stderr).toMatch(/Refusing path "\.\.\/escaped\.txt"/);
+  expect(fs.readdirSync(path.dirname(ws.local)).sort()).toEqual(before);
+  expect(readLocal(ws, 'x.txt')).toBe('x');
+  const usage = await runCli(ws, ['trash', 'restore', '2026-01-01/x.txt']);
+  expect(usage.code).toBe(2);
+  expect(usage.stderr).toMatch(/--config/);
+});
