@@ -300,6 +300,7 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
       lines.push(row('  not synced', 'none'));
     }
     lines.push(row('  trash', trashText(p.trash)));
+    if (p.trash.files > 0) lines.push(row('', '(`binder-sync trash` lists it, `binder-sync trash restore` puts a file back)'));
   }
   return `${lines.join('\n')}\n`;
 }

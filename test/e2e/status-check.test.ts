@@ -120,7 +120,9 @@ describe('binder-sync status', () => {
     c.deleteDocument(document.id);
     expect((await sync(ws)).code).toBe(0);
     expect(fs.existsSync(path.join(ws.local, 'Docs', 'gone.txt'))).toBe(false);
-    const line = field((await status(ws)).stdout, 'trash');
+    const out = (await status(ws)).stdout;
+    const line = field(out, 'trash');
+    expect(out).toContain('\n                   (`binder-sync trash` lists it, `binder-sync trash restore` puts a file back)\n');
     const trashDir = path.join(ws.stateDir, 'main', 'trash');
     expect(line).toMatch(new RegExp(`^1 file, 17 B from (\\d{4}-\\d{2}-\\d{2}) \\(kept 30 days\\) in ${trashDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
     const day = /from (\S+)/.exec(line)![1]!;
