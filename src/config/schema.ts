@@ -2,6 +2,7 @@
 // Config = what the daemon gets: defaults filled in, durations in ms, paths absolute, secret read).
 import { z } from 'zod';
 import type { ConflictPolicy, Direction, LocalDeletePolicy } from '../sync/model.js';
+import { BYTE_RATE_PATTERN, formatByteRate, parseByteRate } from './byte-rate.js';
 import { DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
 import { globProblem } from '../local/glob.js';
 
@@ -73,6 +74,26 @@ const duration = (minMs: number, maxMs: number) =>
       return ms;
     });
 
+/** A transfer rate limit (bytes/s as a number, or '10MiB/s', '500K', '2MB/s'), resolved to bytes per second. */
+const RATE_MESSAGE = "must be a rate: bytes per second as a number, or a string like '500KiB/s', '10M', '2MB/s'";
+const MIN_RATE = 16 * 1024;
+const byteRate = () =>
+  z
+    .union([z.number(), z.string().regex(new RegExp(BYTE_RATE_PATTERN), { error: RATE_MESSAGE })], { error: unlessMissing(RATE_MESSAGE) })
+    .transform((v, ctx) => {
+      const rate = parseByteRate(v);
+      if (rate === null) {
+        ctx.addIssue({ code: 'custom', message: RATE_MESSAGE });
+        return z.NEVER;
+      }
+      // Below this a 60 s request timeout could pass between two chunks of one transfer.
+      if (rate < MIN_RATE) {
+        ctx.addIssue({ code: 'custom', message: `must be at least ${formatByteRate(MIN_RATE)} (got ${formatByteRate(rate)})` });
+        return z.NEVER;
+      }
+      return rate;
+    });
+
 const serviceSchema = z
   .strictObject({
     baseUrl: httpUrl().describe('Base address of the API; every API path is relative to it.'),
@@ -92,6 +113,8 @@ const serviceSchema = z
     maxConcurrentRequests: z.number().int().min(1).max(64).default(8).describe('API requests in flight at once.'),
     requestsPerSecond: z.number().gt(0).max(1000).default(100).describe('Upper bound on API requests per second.'),
     maxConcurrentTransfers: z.number().int().min(1).max(32).default(4).describe('Uploads/downloads of content at once.'),
+    maxUploadRate: byteRate().optional().describe("Upper bound on the bytes per second sent to storage, all uploads together (e.g. '2MiB/s'; unlimited when unset)."),
+    maxDownloadRate: byteRate().optional().describe("Upper bound on the bytes per second read from storage, all downloads together (e.g. '10MiB/s'; unlimited when unset)."),
     requestTimeout: duration(1000, 3_600_000).prefault('60s').describe('Timeout of one API request.'),
   })
   .describe('How to reach and authenticate with the Document and Binder Service.');

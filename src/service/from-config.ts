@@ -37,6 +37,8 @@ export function serviceClientFor(
       requestsPerSecond: s.requestsPerSecond,
       maxConcurrentTransfers: s.maxConcurrentTransfers,
       requestTimeoutMs: s.requestTimeout,
+      maxUploadBytesPerSecond: s.maxUploadRate ?? null,
+      maxDownloadBytesPerSecond: s.maxDownloadRate ?? null,
       ...overrides,
     },
     {

@@ -10,6 +10,7 @@ import PQueue from 'p-queue';
 import type { z } from 'zod';
 import type { Logger } from '../log.js';
 import { backoffDelay, parseRetryAfter, sleep } from './retry.js';
+import { ByteBudget } from './byte-throttle.js';
 import { resolveSettings, type ResolvedSettings, type ServiceSettings } from './settings.js';
 import { TokenProvider } from './token.js';
 import { TokenResponseSchema, type TokenResponse } from './schemas.js';
@@ -77,6 +78,9 @@ export class HttpCore {
   readonly agent: Agent;
   readonly apiQueue: PQueue;
   readonly transferQueue: PQueue;
+  /** The byte budgets of service.maxUploadRate / maxDownloadRate, shared by all transfers; null: unlimited. */
+  readonly uploadBudget: ByteBudget | null;
+  readonly downloadBudget: ByteBudget | null;
   readonly tokens: TokenProvider;
   readonly log: Logger;
   /** Fires when the owner's signal fires or close() is called; every request listens to it. */
@@ -99,6 +103,9 @@ export class HttpCore {
       strict: true,
     });
     this.transferQueue = new PQueue({ concurrency: this.settings.maxConcurrentTransfers });
+    const { maxUploadBytesPerSecond: up, maxDownloadBytesPerSecond: down } = this.settings;
+    this.uploadBudget = up === null ? null : new ByteBudget(up);
+    this.downloadBudget = down === null ? null : new ByteBudget(down);
     this.tokens = new TokenProvider(() => this.fetchToken());
   }
 

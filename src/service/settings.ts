@@ -21,6 +21,10 @@ export interface ServiceSettings {
   retry?: { maxAttempts?: number; baseDelayMs?: number; maxDelayMs?: number };
   /** Idle timeout for headers and for gaps in a body (not total transfer time); default 60 s. */
   requestTimeoutMs?: number;
+  /** Bytes per second sent to storage, all uploads together; null or unset: unlimited. */
+  maxUploadBytesPerSecond?: number | null;
+  /** Bytes per second read from storage, all downloads together; null or unset: unlimited. */
+  maxDownloadBytesPerSecond?: number | null;
 }
 
 export interface ResolvedSettings extends Required<Omit<ServiceSettings, 'retry'>> {
@@ -45,5 +49,7 @@ export function resolveSettings(s: ServiceSettings): ResolvedSettings {
       maxDelayMs: s.retry?.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
     },
     requestTimeoutMs: s.requestTimeoutMs ?? 60_000,
+    maxUploadBytesPerSecond: s.maxUploadBytesPerSecond ?? null,
+    maxDownloadBytesPerSecond: s.maxDownloadBytesPerSecond ?? null,
   };
 }

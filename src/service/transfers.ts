@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { Transform, type Readable, type TransformCallback, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { ThrottleStream } from './byte-throttle.js';
 import { request as undiciRequest } from './undici-core.js';
 import { BinderSyncError } from '../errors.js';
 import { redactUrl } from '../redact.js';
@@ -160,7 +161,8 @@ async function putNow(
       sourceError = e;
     });
     // Errors surface through the request below (undici reads `meter`); this only wires teardown.
-    pipeline(source, meter).catch(() => undefined);
+    if (core.uploadBudget === null) pipeline(source, meter).catch(() => undefined);
+    else pipeline(source, new ThrottleStream(core.uploadBudget), meter).catch(() => undefined);
     let status: number | undefined;
     try {
       const res = await undiciRequest(url, {
@@ -343,7 +345,8 @@ async function streamLink(
     destError = e;
   });
   try {
-    await pipeline(res.body, dest, { signal });
+    if (core.downloadBudget === null) await pipeline(res.body, dest, { signal });
+    else await pipeline(res.body, new ThrottleStream(core.downloadBudget), dest, { signal });
   } catch (err) {
     // From here on `dest` has been written to and destroyed: never retried in this call.
     if (firstFailure === 'dest' && !signal.aborted) {

@@ -77,6 +77,12 @@ const cases: Array<[string, (d: Doc) => void, string[]]> = [
     ["service.requestTimeout: must be a duration: seconds as a number, or a string like '90s', '5m', '1h', '250ms'"],
   ],
   ['requestTimeout too long', (d) => (d.service.requestTimeout = '2h'), ['service.requestTimeout: must be between 1s and 1h (got 2h)']],
+  [
+    'maxDownloadRate not a rate',
+    (d) => (d.service.maxDownloadRate = 'fast'),
+    ["service.maxDownloadRate: must be a rate: bytes per second as a number, or a string like '500KiB/s', '10M', '2MB/s'"],
+  ],
+  ['maxUploadRate too low', (d) => (d.service.maxUploadRate = '1K'), ['service.maxUploadRate: must be at least 16 KiB/s (got 1 KiB/s)']],
   ['tenantHeader with a space', (d) => (d.service.tenantHeader = 'x tenant'), ['service.tenantHeader: must be an HTTP header name']],
   ['service a string', (d) => (d.service = 'https://api.example.test'), ['service: must be a mapping (got a string)']],
   ['service missing', (d) => delete d.service, ['service: is required']],
