@@ -1,6 +1,8 @@
 // Shared by the commands: loading the config with a clear error, building the service client, and mapping
 // errors to exit codes.
+import { Option } from 'commander';
 import type { Logger } from 'pino';
+import { LOG_LEVELS } from '../config/schema.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { BinderSyncError, describeError } from '../errors.js';
 import { ServiceError } from '../service/errors.js';
@@ -52,4 +54,9 @@ export function selectPairs<P extends { name: string }>(all: readonly P[], names
     return null;
   }
   return all.filter((p) => names.includes(p.name));
+}
+
+/** `--log-level`: wins over BINDER_SYNC_LOG_LEVEL and log.level (for one run: a reload keeps it too). */
+export function logLevelOption(): Option {
+  return new Option('--log-level <level>', 'log level for this run (overrides BINDER_SYNC_LOG_LEVEL and log.level)').choices(LOG_LEVELS);
 }

@@ -7,8 +7,8 @@ import { startEarlyWatchers } from '../daemon/early-watchers.js';
 import type { Daemon } from '../daemon/run.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS, timingFromEnv } from '../daemon/timing.js';
 import { HEAP_GROWING_ENV, tuneHeapForPolling } from '../daemon/heap-tuning.js';
-import { createLogger, logLevelFromEnv } from '../log.js';
-import { exitCodeFor, loadConfigOrExplain, printError } from './common.js';
+import { createLogger, logLevelFromEnv, type LogLevel } from '../log.js';
+import { exitCodeFor, loadConfigOrExplain, logLevelOption, printError } from './common.js';
 import { takeEarlySignals } from './early-signals.js';
 import { ExitCode } from './exit-codes.js';
 import { ProgressDisplay, wantProgress } from './progress.js';
@@ -16,6 +16,7 @@ import { ProgressDisplay, wantProgress } from './progress.js';
 interface RunOptions {
   config: string;
   shutdownTimeout: number;
+  logLevel?: LogLevel;
 }
 
 /** Exit code of a forced exit on a second SIGINT (128 + SIGINT, what shells report). */
@@ -35,6 +36,7 @@ export function registerRunCommand(program: Command, setExit: (code: number) => 
         })
         .default(DEFAULT_SHUTDOWN_GRACE_MS, '10s'),
     )
+    .addOption(logLevelOption())
     .addHelpText(
       'after',
       [
@@ -51,7 +53,7 @@ export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = proc
   let loaded;
   let levelOverride;
   try {
-    levelOverride = logLevelFromEnv(env);
+    levelOverride = opts.logLevel ?? logLevelFromEnv(env);
     loaded = loadConfigOrExplain(opts.config);
   } catch (err) {
     printError(err);

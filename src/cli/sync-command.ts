@@ -2,7 +2,7 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
-import { createLogger, logLevelFromEnv } from '../log.js';
+import { createLogger, logLevelFromEnv, type LogLevel } from '../log.js';
 import { isRetryable, oneLineMessage } from '../errors.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
 import { acquireStateLock } from '../state/lock.js';
@@ -14,7 +14,7 @@ import type { PairRuntime } from '../sync/pair-runtime.js';
 import { describePlan, summarizeReport } from './report-format.js';
 import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
 import { serviceClientFor } from '../service/from-config.js';
-import { collectRepeated, exitCodeFor, loadConfigOrExplain, printError, selectPairs } from './common.js';
+import { collectRepeated, exitCodeFor, loadConfigOrExplain, logLevelOption, printError, selectPairs } from './common.js';
 import { ExitCode, isLocalFailure } from './exit-codes.js';
 import { BinderSyncError } from '../errors.js';
 
@@ -25,6 +25,7 @@ interface SyncOptions {
   force?: boolean;
   json?: boolean;
   walkFolders?: boolean;
+  logLevel?: LogLevel;
 }
 
 export function registerSyncCommand(program: Command, setExit: (code: number) => void): void {
@@ -37,6 +38,7 @@ export function registerSyncCommand(program: Command, setExit: (code: number) =>
     .option('--force', 'run past the safety gates (mass delete, empty root or listing)')
     .option('--json', 'print the pass reports as JSON on stdout')
     .option('--walk-folders', 'list every remote folder, even where a recent walk of a large tree may stand in')
+    .addOption(logLevelOption())
     .action(async (opts: SyncOptions) => setExit(await syncCommand(opts)));
 }
 
@@ -44,7 +46,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
   let loaded;
   let levelOverride;
   try {
-    levelOverride = logLevelFromEnv();
+    levelOverride = opts.logLevel ?? logLevelFromEnv();
     loaded = loadConfigOrExplain(opts.config);
   } catch (err) {
     printError(err);

@@ -85,6 +85,16 @@ describe('an invalid BINDER_SYNC_LOG_LEVEL: exit 2 naming the variable and the a
     const dry = await runCli(w, ['sync', '--config', w.configFile, '--dry-run'], { env: { BINDER_SYNC_LOG_LEVEL: ' WARN ' } });
     expect(dry.code, explainRun(dry)).toBe(1); // the dry run sees the upload to do
     expect(dry.stdout).toContain('Docs/c.txt');
+    // --log-level wins over the variable (a bad variable is then not read), and is checked itself.
+    for (const cmd of ['sync', 'run']) {
+      const bad = await runCli(w, [cmd, '--config', w.configFile, '--log-level', 'loud'], { timeoutMs: 20_000 });
+      expect(bad.code, `${cmd}\n${explainRun(bad)}`).toBe(2);
+      expect(bad.stderr).toMatch(/option '--log-level <level>' argument 'loud' is invalid\. Allowed choices are fatal, error, warn, info, debug, trace, silent/);
+    }
+    const debug = await runCli(w, ['sync', '--config', w.configFile, '--dry-run', '--log-level', 'debug'], { env: { BINDER_SYNC_LOG_LEVEL: 'verbose' } });
+    expect(debug.code, explainRun(debug)).toBe(1);
+    expect(debug.stdout).toMatch(/"level":20,/);
+    expect(deepSnapshot(w.dir)).toEqual(before);
   }, 60_000);
 });
 
