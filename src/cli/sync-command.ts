@@ -87,7 +87,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
       if (stop.signal.aborted) break;
       let rt;
       try {
-        rt = await openPair(pair, config.stateDir, client, log, { dryRun: opts.dryRun === true });
+        rt = await openPair(pair, config.stateDir, client, log, { dryRun: opts.dryRun === true, unreadableElements: 'hold-uploads' });
         const observer = progress?.observer(pair.name);
         let report: PassReport | null = null;
         try {
@@ -119,7 +119,8 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
             process.stdout.write(summarizeReport(report, opts.dryRun === true));
           }
         }
-        if (!report.converged) worst = Math.max(worst, notConvergedExit(report));
+        // Uploads held because the service did not give the binder's metadata elements: the service's failure.
+        if (!report.converged) worst = Math.max(worst, notConvergedExit(report), rt.metadataUnread ? ExitCode.service : ExitCode.ok);
         else if (!opts.dryRun && !stop.signal.aborted && settlingPays(report, rt.store.countBase())) await leaveInSyncMark(rt, log);
       } catch (err) {
         if (stop.signal.aborted) break;

@@ -149,7 +149,7 @@ export class PairWorker {
   /** One scheduled pass: open the pair the first time (or after it failed), then run a full pass. */
   private async pass(trigger: Trigger): Promise<PassOutcome> {
     if (!this.rt) {
-      this.rt = await openPair(this.d.pair, this.d.stateDir, this.d.client, this.d.log, { badRules: 'hold-uploads' });
+      this.rt = await openPair(this.d.pair, this.d.stateDir, this.d.client, this.d.log, { badRules: 'hold-uploads', unreadableElements: 'hold-uploads' });
       if (this.closed) {
         this.rt.store.close();
         this.rt = null;

@@ -38,6 +38,11 @@ export async function openPair(
      * 'hold-uploads' (the daemon: downloads go on, every upload is held back and listed with the reason).
      */
     badRules?: 'refuse' | 'hold-uploads';
+    /**
+     * The binder's metadata elements could not be read (a 500, not a 404) for a pair that uploads: 'refuse' the
+     * pair (the error stops it), or 'hold-uploads': downloads go on, uploads wait, and each pass asks again.
+     */
+    unreadableElements?: 'refuse' | 'hold-uploads';
   } = {},
 ): Promise<PairRuntime> {
   const dryRun = opts.dryRun === true;
@@ -65,15 +70,15 @@ export async function openPair(
       const said = await binderNotFoundOrListed(pair, err, client);
       if (!(said instanceof BinderSyncError && said.retryable)) throw said;
       // Only a 404 says the binder is wrong. Anything else (a 500 of that one endpoint) is no reason to stop
-      // downloads: a download-only pair never needs the elements; a daemon's two-way pair holds its uploads
-      // back (their metadata cannot be checked) and reads the elements again before each pass (black-box
-      // round 25, N1). `sync` and `check` stop on it (exit 3): a one-shot pass is run again by whoever ran it.
+      // downloads: a download-only pair never needs the elements; a two-way pair (of the daemon, or of `sync`,
+      // which then exits 3) holds its uploads back, since their metadata cannot be checked, and reads the
+      // elements again before each pass (black-box round 25, N1).
       if (pair.direction === 'download') {
         log.warn({ pair: pair.name, code: said.code }, `pair ${pair.name}: could not read the binder's metadata elements (${said.message}); not needed by a download-only pair`);
         elementsRead = false;
         return [];
       }
-      if (opts.badRules !== 'hold-uploads') throw said;
+      if (opts.unreadableElements !== 'hold-uploads') throw said;
       log.warn({ pair: pair.name, code: said.code }, `pair ${pair.name}: could not read the binder's metadata elements (${said.message}); downloads go on, uploads wait until they can be read (tried again every pass)`);
       elementsUnread = said;
       return [];

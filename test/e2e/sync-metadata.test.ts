@@ -173,24 +173,29 @@ describe('metadata problems do not stop downloads', () => {
     }
   }, 60_000);
 
-  it("a daemon's two-way pair whose binder's metadata elements cannot be read downloads, holds uploads back saying why, and uploads once they can be read; sync stops (exit 3)", async () => {
+  it("a two-way pair whose binder's metadata elements cannot be read downloads, holds uploads back saying why (sync: exit 3), and the daemon uploads once they can be read", async () => {
     await binderWithRequiredElement();
     const c = ws.emulator.control;
     c.injectFault({ route: 'metadataelements', status: 500 });
     writeRunConfig(ws, { pairs: [{ name: 'main', localPath: './local', binderId: ws.binderId, metadata: [{ match: '**', values: { Department: 'Engineering' } }] }] });
-    const once = await sync(ws);
-    expect(once.code, once.stderr).toBe(3);
+    const once = await syncJson(ws);
+    expect(once.code, explain(once)).toBe(3);
+    expect(readLocal(ws, 'T/remote.txt')).toBe('from remote');
+    expect(once.report?.issues).toEqual([{ relPath: 'T/new.txt', code: 'metadata-missing', detail: expect.stringMatching(/^not uploaded: the binder's metadata elements could not be read, .*HTTP 500/) }]);
+    expect(c.counters()['storage-put'] + c.counters().commit).toBe(0);
 
     const d = startDaemonProcess(ws);
     try {
-      await eventually(localIs('T/remote.txt', 'from remote'), 15_000, 'the remote document downloaded', d.tail);
       await d.waitForLog(msgHas('uploads wait until they can be read'), 10_000, 'the warning');
+      const tab = c.listFolders(ws.binderId).find((f) => f.name === 'T')!;
+      c.addDocument(ws.binderId, tab.id, 'later.txt', 'arrives while uploads wait');
+      await eventually(localIs('T/later.txt', 'arrives while uploads wait'), 15_000, 'a remote document downloaded by the daemon', d.tail);
       await eventually(async () => {
         const status = await runCli(ws, ['status', '--config', ws.configFile, '--json']);
         const issues = (JSON.parse(status.stdout) as { pairs: Array<{ issues: Array<{ relPath: string; code: string; detail: string }> }> }).pairs[0]!.issues;
         return issues.some((i) => i.relPath === 'T/new.txt' && i.code === 'metadata-missing' && /metadata elements could not be read/.test(i.detail) && /HTTP 500/.test(i.detail));
       }, 15_000, 'the held upload listed with its reason', d.tail);
-      expect(c.listDocuments(ws.binderId).map((x) => x.fileName)).toEqual(['remote.txt']);
+      expect(c.listDocuments(ws.binderId).map((x) => x.fileName).sort()).toEqual(['later.txt', 'remote.txt']);
       expect(c.counters().commit).toBe(0);
 
       c.clearFaults();
