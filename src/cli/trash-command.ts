@@ -62,7 +62,8 @@ export function registerTrashCommand(program: Command, setExit: (code: number) =
 Each file is listed as <day>/<path> (the day it went to the trash), with the path
 it had in the sync root. Files stay trashRetentionDays (30 by default), then go.
 
-Exit status: 0 when listed, 2 when the config cannot be read or a pair is unknown.`,
+Exit status: 0 when listed, 2 when the config cannot be read or a pair is unknown,
+6 when a trash cannot be read (another user's stateDir).`,
     )
     .action((opts: ListOptions, cmd: Command) => setExit(withConfig(cmd, opts) ? listCommand(opts) : ExitCode.usage));
   trash
@@ -116,14 +117,20 @@ function listCommand(opts: ListOptions & { config: string }): number {
   if (config === null) return ExitCode.usage;
   const pairs = selectPairs(config.pairs, opts.pair, opts.config);
   if (pairs === null) return ExitCode.usage;
-  const doc: TrashDocument = {
-    version: 1,
-    pairs: pairs.map((p) => {
-      const dir = trashDirOf(config, p);
-      const { entries, capped } = listTrashEntries(dir, opts.json ? TRASH_JSON_LIMIT : HUMAN_LIMIT);
-      return { name: p.name, localPath: p.localPath, dir, retentionDays: p.trashRetentionDays, entries, capped };
-    }),
-  };
+  let doc: TrashDocument;
+  try {
+    doc = {
+      version: 1,
+      pairs: pairs.map((p) => {
+        const dir = trashDirOf(config, p);
+        const { entries, capped } = listTrashEntries(dir, opts.json ? TRASH_JSON_LIMIT : HUMAN_LIMIT);
+        return { name: p.name, localPath: p.localPath, dir, retentionDays: p.trashRetentionDays, entries, capped };
+      }),
+    };
+  } catch (err) {
+    printError(err);
+    return exitCodeFor(err);
+  }
   process.stdout.write(opts.json ? `${JSON.stringify(doc, null, 2)}\n` : formatTrash(doc));
   return ExitCode.ok;
 }

@@ -3,6 +3,7 @@
 // before its extension, and a path whose parent is a file that day goes under a "~N/" side folder.
 import fs from 'node:fs';
 import path from 'node:path';
+import { BinderSyncError } from '../errors.js';
 
 export interface TrashEntry {
   /** `<day>/<path inside that day>`: what `trash restore` takes. */
@@ -19,15 +20,24 @@ const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
 /**
  * The trash's files, newest day first and by path within a day, at most `limit` of them (`capped` when there
- * are more). A missing trash is empty; an unreadable folder inside it is skipped.
+ * are more). A missing trash is empty; one that cannot be read is an error (LOCAL_IO); an unreadable folder inside
+ * it is skipped.
  */
 export function listTrashEntries(dir: string, limit = 100_000): { entries: TrashEntry[]; capped: boolean } {
   const entries: TrashEntry[] = [];
   let days: string[];
   try {
     days = fs.readdirSync(dir).filter((d) => DAY.test(d)).sort().reverse();
-  } catch {
-    return { entries, capped: false };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { entries, capped: false };
+    // Not "empty": a trash this user may not read (the daemon's, 0700) is said as such.
+    throw new BinderSyncError(`cannot read the trash ${dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
+      code: 'LOCAL_IO',
+      retryable: false,
+      context: { path: dir },
+      hint: 'run it as the user the daemon runs as (e.g. sudo -u binder-sync binder-sync trash ...): the stateDir is private to it',
+      cause: err,
+    });
   }
   for (const day of days) {
     const inDay: TrashEntry[] = [];

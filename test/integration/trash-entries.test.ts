@@ -65,4 +65,10 @@ describe('listTrashEntries', () => {
     expect(listTrashEntries(dir, 2)).toMatchObject({ capped: true, entries: [{ entry: '2026-11-26/Docs/a.txt' }, { entry: '2026-11-26/Docs/a~1.txt' }] });
     expect(listTrashEntries(path.join(dir, 'missing'))).toEqual({ entries: [], capped: false });
   });
+
+  it('says a trash it cannot read is unreadable, not empty', () => {
+    const notADir = path.join(tmp(), 'trash');
+    fs.writeFileSync(notADir, 'x');
+    expect(() => listTrashEntries(notADir)).toThrow(/cannot read the trash .*: ENOTDIR/);
+  });
 });
