@@ -1,4 +1,4 @@
-// The bundle bin/binder-sync.js runs (dist/bundle/, rolldown.config.mjs, built by `npm test`'s build step):
+// The bundle bin/binder-sync.js runs (dist/bundle/, rolldown.config.mjs, built by build.mjs: `npm test` builds it when stale):
 // files it finds next to itself at run time must be there, and the CLI must still find package.json two
 // folders up. Everything else about it is exercised by the e2e tests, which all run bin/binder-sync.js.
 import { spawnSync } from 'node:child_process';
