@@ -16,7 +16,7 @@ import { ServiceError, type Binder, type ServiceClient } from '../service/index.
 import { serviceClientFor } from '../service/from-config.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules } from '../sync/metadata-rules.js';
-import { LISTED_BINDER_404_HINT } from '../sync/open-pair.js';
+import { BASE_URL_404_HINT, LISTED_BINDER_404_HINT } from '../sync/open-pair.js';
 import { ExitCode } from './exit-codes.js';
 
 type Outcome = 'PASS' | 'WARN' | 'FAIL' | 'SKIP';
@@ -132,7 +132,7 @@ async function serviceChecks(config: Config, add: (r: CheckResult) => void): Pro
           outcome: 'FAIL',
           subject: 'binders',
           message: `${new URL('binders', s.baseUrl.endsWith('/') ? s.baseUrl : `${s.baseUrl}/`).href} answered 404 (${err.message})`,
-          hint: 'check service.baseUrl: it must include the API path prefix, if the service has one (e.g. https://host/v1)',
+          hint: BASE_URL_404_HINT,
           exit: ExitCode.service,
         });
       } else add(failure('binders', err, ExitCode.service));

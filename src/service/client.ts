@@ -84,6 +84,11 @@ export class ServiceClient {
     return serviceIdentityOf(this.core.settings.baseUrl, this.core.settings.tenantId);
   }
 
+  /** The API's base address (service.baseUrl). */
+  get baseUrl(): string {
+    return this.core.settings.baseUrl;
+  }
+
   /** The configured upper bound on API requests per second. */
   get requestsPerSecond(): number {
     return this.core.settings.requestsPerSecond;

@@ -328,13 +328,35 @@ export const LISTED_BINDER_404_HINT =
 async function binderNotFoundOrListed(pair: PairConfig, err: unknown, client: ServiceClient): Promise<unknown> {
   const said = binderNotFound(pair, err);
   if (said === err) return err;
-  const listed = await client.listBinders().then((bs) => bs.find((b) => b.id === pair.binderId), () => undefined);
+  let listing: Awaited<ReturnType<ServiceClient['listBinders']>> | ServiceError | null;
+  try {
+    listing = await client.listBinders();
+  } catch (listErr) {
+    listing = listErr instanceof ServiceError ? listErr : null;
+  }
+  // GET /binders is the one path every server has: a 404 there too says the base address is wrong (a missing or
+  // wrong API prefix), not the binderId, which every API path would answer 404 to (black-box round 26, Q3).
+  if (listing instanceof ServiceError && listing.code === 'SERVICE_NOT_FOUND') return baseUrlWrong(pair, client, err, listing);
+  const listed = Array.isArray(listing) ? listing.find((b) => b.id === pair.binderId) : undefined;
   if (listed === undefined) return said;
   return new BinderSyncError(`pair ${pair.name}: binder ${pair.binderId} ("${listed.name}") is listed by the service, but its metadata elements answered 404 (${(err as Error).message})`, {
     code: 'SERVICE_NOT_FOUND',
     retryable: true,
     context: { pair: pair.name, binderId: pair.binderId },
     hint: LISTED_BINDER_404_HINT,
+    cause: err,
+  });
+}
+
+/** Said when GET /binders answers 404 as well: the service's address, not the binder, is wrong. */
+export const BASE_URL_404_HINT = 'check service.baseUrl: it must include the API path prefix, if the service has one (e.g. https://host/v1)';
+
+function baseUrlWrong(pair: PairConfig, client: ServiceClient, err: unknown, listing: ServiceError): BinderSyncError {
+  return new BinderSyncError(`pair ${pair.name}: the service answers 404 to GET /binders as well as to binder ${pair.binderId}'s metadata elements: its address ${client.baseUrl} looks wrong (${listing.message})`, {
+    code: 'SERVICE_NOT_FOUND',
+    retryable: false,
+    context: { pair: pair.name, binderId: pair.binderId, baseUrl: client.baseUrl },
+    hint: BASE_URL_404_HINT,
     cause: err,
   });
 }

@@ -128,6 +128,18 @@ describe('an unreachable service: exit 3, the hint names the URL that failed and
     expect(r.stderr).toMatch(new RegExp(`hint: check the network, and that http://127\\.0\\.0\\.1:${port}/api/v1/\\S+ \\(service\\.baseUrl\\) is right and reachable`));
     expect(r.stderr).not.toMatch(/authUrl|try again later|\?/);
   }, 60_000);
+
+  it('a baseUrl with a wrong API prefix (every path 404s): said as the address, not as a missing binder', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    fs.writeFileSync(w.configFile, fs.readFileSync(w.configFile, 'utf8').replace(w.emulator.baseUrl, `${w.emulator.baseUrl}/v9`), { mode: 0o600 });
+    const r = await sync(w);
+    expect(r.code, explainRun(r)).toBe(3);
+    expect(r.stderr).toContain(`the service answers 404 to GET /binders as well as to binder ${w.binderId}'s metadata elements: its address ${w.emulator.baseUrl}/v9 looks wrong`);
+    expect(r.stderr).toContain('hint: check service.baseUrl: it must include the API path prefix');
+    expect(r.stderr).not.toMatch(/has no binder|check the pair's binderId/);
+    expect(fs.existsSync(w.local)).toBe(false);
+  }, 60_000);
 });
 
 /** A synced tree with remote changes pending (a new version, a deleted document): a pass that went on would touch it. */
