@@ -119,8 +119,20 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
             process.stdout.write(summarizeReport(report, opts.dryRun === true));
           }
         }
-        // Uploads held because the service did not give the binder's metadata elements: the service's failure.
-        if (!report.converged) worst = Math.max(worst, notConvergedExit(report), rt.metadataUnread ? ExitCode.service : ExitCode.ok);
+        if (!report.converged) worst = Math.max(worst, notConvergedExit(report));
+        // The service did not give the binder's metadata elements: its failure, said as such (uploads, if any,
+        // were held back; the rest of the pass ran).
+        if (rt.metadataUnread !== null) {
+          const why = rt.metadataUnread;
+          printError(new BinderSyncError(`pair ${pair.name}: uploads held back (the rest of the pass ran): the binder's metadata elements could not be read: ${oneLineMessage(why)}`, {
+            code: why.code,
+            retryable: true,
+            context: { pair: pair.name },
+            ...(why.hint !== undefined ? { hint: why.hint } : {}),
+            cause: why,
+          }));
+          worst = Math.max(worst, exitCodeFor(why));
+        }
         else if (!opts.dryRun && !stop.signal.aborted && settlingPays(report, rt.store.countBase())) await leaveInSyncMark(rt, log);
       } catch (err) {
         if (stop.signal.aborted) break;

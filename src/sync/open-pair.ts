@@ -104,7 +104,7 @@ export async function openPair(
       log: log.child({ pair: pair.name }),
       ignore: createIgnoreMatcher(pair.ignore),
       metadata,
-      metadataUnread: elementsUnread !== null,
+      metadataUnread: elementsUnread,
       caseInsensitive,
       serviceChangedFrom,
       readOnly: null,
@@ -187,12 +187,13 @@ export async function readMetadataElementsAgain(rt: PairRuntime): Promise<void> 
     const said = await binderNotFoundOrListed(rt.pair, err, rt.client);
     if (said instanceof BinderSyncError && said.retryable) {
       rt.log.debug({ code: said.code }, `the binder's metadata elements still cannot be read (${said.message}); uploads wait`);
+      rt.metadataUnread = said;
       return;
     }
     throw said;
   }
   rt.metadata = rulesOrHeld(rt.pair, rt.pair.metadata, elements, rt.log, 'hold-uploads');
-  rt.metadataUnread = false;
+  rt.metadataUnread = null;
   if (rt.metadata.blockedBecause === undefined) rt.log.info("read the binder's metadata elements: uploads go again");
 }
 

@@ -1,5 +1,6 @@
 // What a pair holds across passes (PairRuntime): opened by openPair, used and updated by runPass.
 import type { Logger } from 'pino';
+import type { BinderSyncError } from '../errors.js';
 import type { PairConfig } from '../config/schema.js';
 import type { Trash } from '../local/fs-ops.js';
 import type { IgnoreMatcher } from '../local/ignore.js';
@@ -23,10 +24,11 @@ export interface PairRuntime {
   ignore: IgnoreMatcher;
   metadata: MetadataResolver;
   /**
-   * The binder's metadata elements could not be read when the pair opened (a daemon's two-way pair): `metadata`
-   * holds every upload back, and each pass asks for the elements again (readMetadataElementsAgain).
+   * Why the binder's metadata elements could not be read (a two-way pair opened with unreadableElements
+   * 'hold-uploads'), or null once read: `metadata` then holds every upload back, and each pass asks for the
+   * elements again (readMetadataElementsAgain).
    */
-  metadataUnread: boolean;
+  metadataUnread: BinderSyncError | null;
   caseInsensitive: boolean;
   /**
    * The service the state was last synced with, when the config now names another (baseUrl or tenant): said when

@@ -156,7 +156,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   // remote side turns out to have changed.
   const parked = subtrees === undefined && rt.cache.localParked && opts.localDirs?.length === 0 && rt.cache.touchedDirs.size === 0 && !dryRun;
   if (!dryRun) {
-    if (rt.metadataUnread) await readMetadataElementsAgain(rt);
+    if (rt.metadataUnread !== null) await readMetadataElementsAgain(rt);
     await rt.trash.purgeOlderThan(rt.pair.trashRetentionDays);
     pruneConflictHistory(rt, now());
     const steps = await recoverIntents(rt.store, rt.pair.localPath, rt.log);

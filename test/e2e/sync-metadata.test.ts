@@ -182,6 +182,7 @@ describe('metadata problems do not stop downloads', () => {
     expect(once.code, explain(once)).toBe(3);
     expect(readLocal(ws, 'T/remote.txt')).toBe('from remote');
     expect(once.report?.issues).toEqual([{ relPath: 'T/new.txt', code: 'metadata-missing', detail: expect.stringMatching(/^not uploaded: the binder's metadata elements could not be read, .*HTTP 500/) }]);
+    expect(once.stderr).toMatch(/binder-sync: pair main: uploads held back \(the rest of the pass ran\): the binder's metadata elements could not be read: .*HTTP 500/);
     expect(c.counters()['storage-put'] + c.counters().commit).toBe(0);
 
     const d = startDaemonProcess(ws);
