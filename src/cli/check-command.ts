@@ -16,7 +16,7 @@ import { ServiceError, type Binder, type ServiceClient } from '../service/index.
 import { serviceClientFor } from '../service/from-config.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules } from '../sync/metadata-rules.js';
-import { BASE_URL_404_HINT, LISTED_BINDER_404_HINT } from '../sync/open-pair.js';
+import { BASE_URL_404_HINT, LISTED_BINDER_404_HINT, stateBoundToOtherBinder } from '../sync/open-pair.js';
 import { ExitCode } from './exit-codes.js';
 
 type Outcome = 'PASS' | 'WARN' | 'FAIL' | 'SKIP';
@@ -275,10 +275,26 @@ function localChecks(config: Config, add: (r: CheckResult) => void): void {
   if (owner !== null) add({ outcome: 'WARN', subject: 'state dir', message: `a binder-sync (pid ${owner}) is running on it; \`sync\` and \`run\` refuse to start (exit 5) until it stops` });
   for (const pair of config.pairs) {
     add(directoryCheck(`local root (pair ${pair.name})`, pair.localPath, path.join(config.stateDir, pair.name, 'state.db')));
+    const bound = stateBinding(config.stateDir, pair);
+    if (bound !== null) add(bound);
   }
   // Watches count per user, so all pairs together.
   const needed = config.pairs.reduce((n, p) => n + watchesNeeded(p), 0);
   add({ subject: 'inotify watches', ...watchBudget(needed, inotifyWatchLimit()) });
+}
+
+/**
+ * `sync` refuses a pair whose state was synced with another binder than the config now names (exit 2): `check`
+ * says so before it (black-box round 26, Q4). Null when the state is bound to this binder, or to none yet.
+ */
+function stateBinding(stateDir: string, pair: PairConfig): CheckResult | null {
+  let err;
+  try {
+    err = stateBoundToOtherBinder(pair, stateDir);
+  } catch (e) {
+    return failure(`state (pair ${pair.name})`, e, ExitCode.local);
+  }
+  return err === null ? null : { outcome: 'FAIL', subject: `state (pair ${pair.name})`, message: err.message, ...(err.hint !== undefined ? { hint: err.hint } : {}), exit: ExitCode.usage };
 }
 
 /** The verdict for `needed` watches against `limit`: a warning from 80% of it (other programs use watches too). */

@@ -133,16 +133,8 @@ export async function openPair(
  * openPair would throw; a service that cannot be reached just now (retryable) is not a reason to refuse.
  */
 export async function preflightPair(pair: PairConfig, stateDir: string, client: ServiceClient): Promise<void> {
-  const stateFile = path.join(stateDir, pair.name, 'state.db');
-  if (fs.existsSync(stateFile)) {
-    const store = StateStore.openReadOnly(stateFile);
-    try {
-      const recorded = store.getMeta(STATE_BINDER);
-      if (recorded !== undefined && recorded !== '' && recorded !== pair.binderId) throw binderChanged(pair, recorded, path.dirname(stateFile));
-    } finally {
-      store.close();
-    }
-  }
+  const bound = stateBoundToOtherBinder(pair, stateDir);
+  if (bound !== null) throw bound;
   let elements;
   try {
     elements = await client.getMetadataElements(pair.binderId);
@@ -208,6 +200,23 @@ function serviceChange(store: StateStore, client: ServiceClient): string | null 
     return null;
   }
   return recorded === client.serviceIdentity ? null : recorded;
+}
+
+/**
+ * The error openPair would throw because the pair's state was synced with another binder than the config names
+ * (read-only: for a reload's preflight and for `check`), or null. A state DB that does not exist yet, or has no
+ * binder recorded, is bound to nothing.
+ */
+export function stateBoundToOtherBinder(pair: PairConfig, stateDir: string): BinderSyncError | null {
+  const stateFile = path.join(stateDir, pair.name, 'state.db');
+  if (!fs.existsSync(stateFile)) return null;
+  const store = StateStore.openReadOnly(stateFile);
+  try {
+    const recorded = store.getMeta(STATE_BINDER);
+    return recorded !== undefined && recorded !== '' && recorded !== pair.binderId ? binderChanged(pair, recorded, path.dirname(stateFile)) : null;
+  } finally {
+    store.close();
+  }
 }
 
 /** Meta key: the binder this pair's state describes. */

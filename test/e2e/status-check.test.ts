@@ -489,6 +489,22 @@ describe('binder-sync check', () => {
     expect(line(r, 'token')).toMatch(/^PASS  /);
   });
 
+  it('fails a pair whose state was synced with another binder than the config names, as sync refuses it (exit 2)', async () => {
+    const ws = await workspace();
+    expect((await sync(ws)).code).toBe(0);
+    const other = ws.emulator.control.createBinder({ name: 'Other' }).id;
+    ws.writeConfig({ binderId: other });
+    const r = await check(ws);
+    expect(r.code, r.stdout).toBe(2);
+    expect(line(r, `binder ${other} (pair main)`)).toMatch(/^PASS  /);
+    expect(line(r, 'state (pair main)')).toMatch(new RegExp(`^FAIL  state \\(pair main\\): pair main: its state was synced with binder ${ws.binderId}, but the config now says binder ${other} \\(hint: to sync another binder, give the pair a new name`));
+    const refused = await sync(ws);
+    expect(refused.code).toBe(2);
+    ws.writeConfig();
+    const back = await check(ws);
+    expect(back.stdout).not.toMatch(/state \(pair main\)/);
+  });
+
   it('fails the local check (exit 6) when the root is a regular file or not writable', async () => {
     const ws = await workspace();
     fs.writeFileSync(path.join(ws.dir, 'afile'), 'not a directory');
