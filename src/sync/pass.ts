@@ -1,6 +1,7 @@
 // One full pass for one pair: check the root, finish interrupted uploads, scan local, list remote,
 // reconcile (pure), then propagate. Used by `binder-sync sync` and by the daemon.
 import fs from 'node:fs';
+import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
 import { ensureSyncedRootInPlace } from './moved-root.js';
 import { cleanStaleTemps, removeDirIfEmpty, resolveInside } from '../local/fs-ops.js';
@@ -15,7 +16,7 @@ import { INFORMATIONAL_ISSUES } from './issue-groups.js';
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
-import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForMetadata } from './plan-filters.js';
+import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForIgnoredOccupants, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
 import { ensureRoot, keepStateDbInPlace, readMetadataElementsAgain, STATE_SERVICE } from './open-pair.js';
 import type { PairRuntime } from './pair-runtime.js';
@@ -273,7 +274,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   // Reconcile, then hold back what may not go yet: uploads without their metadata, onto an ambiguous name,
   // refused before, files still being written, and answers to a local delete seen a moment ago.
   const planFor = (c: ReconcileContext) => {
-    const held = withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(reconcile(base, local, listing.observation, c), listing.observation), rt.metadata), rt.refusedUploads);
+    const planned = withheldForIgnoredOccupants(reconcile(base, local, listing.observation, c), rt.ignore, (rel) => fs.lstatSync(path.join(rt.pair.localPath, rel), { throwIfNoEntry: false }) !== undefined);
+    const held = withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(planned, listing.observation), rt.metadata), rt.refusedUploads);
     const writing = deferRecentlyWritten(held, opts.minFileAgeMs ?? 0, now().getTime());
     const deleting = deferFreshDeletes(writing.plan, rt.missingSince, opts.minFileAgeMs ?? 0, now().getTime());
     const rechecks = [writing.recheckInMs, deleting.recheckInMs].filter((ms) => ms !== null);

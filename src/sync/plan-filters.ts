@@ -1,5 +1,6 @@
 // Pure filters applied to a plan before it runs: which groups wait for metadata rules, which wait until the
 // local file they read has stopped changing. No I/O; the clock is a parameter.
+import type { IgnoreMatcher } from '../local/ignore.js';
 import type { MetadataResolver } from './metadata-rules.js';
 import type { Action, Issue, LocalFile, Plan, RemoteObservation, UploadTarget } from './model.js';
 import { parentOf } from './path-key.js';
@@ -260,3 +261,36 @@ export function withheldForAmbiguousNames(plan: Plan, remote: Pick<RemoteObserva
   return groups.length === plan.groups.length ? plan : { ...plan, groups, issues };
 }
 
+
+/**
+ * Withholds, with a 'path-collision' issue, every step that would put a file or folder at a local path where
+ * something the pair ignores already is: an ignored folder ("private/" in the ignore list) is not in the local
+ * observation, so reconcile cannot see it, and a remote document renamed (or added) under its name made the
+ * same step fail on every pass, as a local filesystem failure (black-box round 26, Q1). Only names that would be
+ * ignored as a folder but not as a file are looked at (`occupied` is asked for those alone): any other ignored
+ * name is ignored on the remote side as well, and never planned.
+ */
+export function withheldForIgnoredOccupants(plan: Plan, ignore: Pick<IgnoreMatcher, 'ignores' | 'ruleFor'>, occupied: (relPath: string) => boolean): Plan {
+  const issues: Issue[] = [...plan.issues];
+  const targetOf = (a: Action): { target: string; relPath: string; verb: string } | null => {
+    if (a.kind === 'move-local') return { target: a.to, relPath: a.from, verb: 'cannot follow the remote rename or move to' };
+    if (a.kind === 'download' && a.expectLocal === null) return { target: a.relPath, relPath: a.relPath, verb: 'cannot download to' };
+    if (a.kind === 'mkdir-local') return { target: a.relPath, relPath: a.relPath, verb: 'cannot create the folder' };
+    return null;
+  };
+  const groups = plan.groups.filter((group) => {
+    for (const a of group) {
+      const t = targetOf(a);
+      if (t === null || !ignore.ignores(t.target, true) || ignore.ignores(t.target, false) || !occupied(t.target)) continue;
+      const rule = ignore.ruleFor(t.target, true);
+      issues.push({
+        relPath: t.relPath,
+        code: 'path-collision',
+        detail: `${t.verb} "${t.target}": a local folder the pair ignores${rule !== undefined ? ` (${rule})` : ''} has this name; rename the document or folder on the service, or the local folder`,
+      });
+      return false;
+    }
+    return true;
+  });
+  return groups.length === plan.groups.length ? plan : { ...plan, groups, issues };
+}

@@ -54,3 +54,31 @@ describe('a synced file hidden by a new ignore rule', () => {
     expect(docNames(ws)).toEqual(['keep.txt']);
   });
 });
+
+describe('a local folder the pair ignores, and a remote name onto it (black-box round 26, Q1)', () => {
+  it('a remote rename or a new document onto its name is a path-collision issue (exit 1) every pass, never a failed step; the folder is untouched', async () => {
+    const ws = await createWorkspace({ pair: { ignore: ['private/'] } });
+    workspaces.push(ws);
+    const c = ws.emulator.control;
+    const docs = c.createFolder(ws.binderId, { name: 'Docs' });
+    const doc = c.addDocument(ws.binderId, docs.id, 'file7.txt', 'file 7').document;
+    c.addDocument(ws.binderId, docs.id, 'other.txt', 'other');
+    fs.mkdirSync(path.join(ws.local, 'Docs', 'private'), { recursive: true });
+    fs.writeFileSync(path.join(ws.local, 'Docs', 'private', 'secret.txt'), 'mine alone');
+    expect((await sync(ws)).code).toBe(0);
+
+    c.renameDocument(doc.id, 'private');
+    const root = c.listFolders(ws.binderId).find((f) => f.name === 'Docs')!;
+    c.addDocument(ws.binderId, root.id, 'other2.txt', 'arrives anyway');
+    for (let pass = 0; pass < 2; pass++) {
+      const r = await sync(ws, ['--json']);
+      expect(r.code, r.stderr).toBe(1);
+      const [report] = JSON.parse(r.stdout) as Array<{ failures: unknown[]; issues: Array<{ relPath: string; code: string; detail: string }> }>;
+      expect(report!.failures).toEqual([]);
+      expect(report!.issues).toContainEqual({ relPath: 'Docs/file7.txt', code: 'path-collision', detail: expect.stringMatching(/^cannot follow the remote rename or move to "Docs\/private": a local folder the pair ignores \('private\/'/) });
+    }
+    expect(readLocal(ws, 'Docs/private/secret.txt')).toBe('mine alone');
+    expect(readLocal(ws, 'Docs/file7.txt')).toBe('file 7');
+    expect(readLocal(ws, 'Docs/other2.txt')).toBe('arrives anyway');
+  });
+});

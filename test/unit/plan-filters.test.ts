@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import type { MetadataResolver } from '../../src/sync/metadata-rules.js';
 import type { Action, LocalFile, Plan, RemoteDoc } from '../../src/sync/model.js';
-import { deferFreshDeletes, deferRecentlyWritten, FOLDER_RESTORE_QUIET_MS, TRANSFER_TEMP_QUIET_MS, withheldAsRefused, withheldForAmbiguousNames, withheldForMetadata } from '../../src/sync/plan-filters.js';
+import { createIgnoreMatcher } from '../../src/local/ignore.js';
+import { deferFreshDeletes, deferRecentlyWritten, FOLDER_RESTORE_QUIET_MS, TRANSFER_TEMP_QUIET_MS, withheldAsRefused, withheldForAmbiguousNames, withheldForIgnoredOccupants, withheldForMetadata } from '../../src/sync/plan-filters.js';
 
 const file = (relPath: string, mtimeMs: number, ctimeMs = mtimeMs): LocalFile => ({ relPath, key: relPath, size: 1, mtimeMs, inode: 1, ctimeMs, sha256: 'h' });
 const upload = (f: LocalFile): Action => ({ kind: 'upload', relPath: f.relPath, key: f.key, local: f, target: { documentId: null, folderId: 'F', fileName: 'x' }, reason: 'new-local', replacesBase: null });
@@ -218,3 +219,31 @@ describe('withheldForAmbiguousNames', () => {
   });
 });
 
+
+describe('withheldForIgnoredOccupants', () => {
+  const doc = (relPath: string): RemoteDoc => ({ documentId: 'D', fileName: relPath.split('/').pop()!, folderId: 'F', versionId: 'v', relPath, key: relPath });
+  const stat = { size: 1, mtimeMs: 1, inode: 1, ctimeMs: 1 };
+  const move = (from: string, to: string): Action => ({ kind: 'move-local', from, to, toKey: to, doc: doc(to), expectLocal: stat, sha256: null });
+  const download = (relPath: string): Action => ({ kind: 'download', relPath, key: relPath, doc: doc(relPath), expectLocal: null, reason: 'new-remote' });
+  const ignore = createIgnoreMatcher(['private/', '*.bak']);
+
+  it('holds back a move, a new download or a new folder onto a name a folder-only rule ignores, when something is there', () => {
+    const asked: string[] = [];
+    const occupied = (rel: string) => (asked.push(rel), rel === 'Docs/private' || rel === 'private');
+    const p = plan([[move('Docs/file7.txt', 'Docs/private')], [download('private')], [mkdir('Docs/private')], [download('Docs/free')], [move('a.txt', 'Docs/b.txt')]]);
+    const r = withheldForIgnoredOccupants(p, ignore, occupied);
+    expect(r.groups).toEqual([[download('Docs/free')], [move('a.txt', 'Docs/b.txt')]]);
+    expect(r.issues).toEqual([
+      { relPath: 'Docs/file7.txt', code: 'path-collision', detail: expect.stringMatching(/^cannot follow the remote rename or move to "Docs\/private": a local folder the pair ignores \('private\/' \(the pair's ignore list\)\) has this name; rename/) },
+      { relPath: 'private', code: 'path-collision', detail: expect.stringMatching(/^cannot download to "private": a local folder the pair ignores/) },
+      { relPath: 'Docs/private', code: 'path-collision', detail: expect.stringMatching(/^cannot create the folder "Docs\/private"/) },
+    ]);
+    // Only names a folder-only rule would ignore are looked up on disk.
+    expect(asked.sort()).toEqual(['Docs/private', 'Docs/private', 'private']);
+  });
+
+  it('leaves the plan as it is when nothing is in the way', () => {
+    const p = plan([[move('Docs/file7.txt', 'Docs/private')], [download('x.bak')]]);
+    expect(withheldForIgnoredOccupants(p, ignore, () => false)).toBe(p);
+  });
+});
