@@ -1,6 +1,6 @@
 // Shared by the commands: loading the config with a clear error, building the service client, and mapping
 // errors to exit codes.
-import { Option } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
 import type { Logger } from 'pino';
 import { LOG_LEVELS } from '../config/schema.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
@@ -59,4 +59,11 @@ export function selectPairs<P extends { name: string }>(all: readonly P[], names
 /** `--log-level`: wins over BINDER_SYNC_LOG_LEVEL and log.level (for one run: a reload keeps it too). */
 export function logLevelOption(): Option {
   return new Option('--log-level <level>', 'log level for this run (overrides BINDER_SYNC_LOG_LEVEL and log.level)').choices(LOG_LEVELS);
+}
+
+/** commander's parser of a TCP port option (0 = any free port): a usage error (exit 2) outside 0-65535. */
+export function parsePort(raw: string): number {
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('--port must be a whole number 0-65535');
+  return n;
 }

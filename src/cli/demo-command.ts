@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { parse, stringify } from 'yaml';
 import { loadConfig } from '../config/load.js';
 import { startDaemon, type Daemon } from '../daemon/run.js';
@@ -14,7 +14,7 @@ import { createLogger, logLevelFromEnv } from '../log.js';
 import { acquireStateLock, type StateLock } from '../state/lock.js';
 import { StateStore } from '../state/store.js';
 import type { PassObserver, PassReport } from '../sync/pass.js';
-import { exitCodeFor } from './common.js';
+import { exitCodeFor, parsePort } from './common.js';
 import { takeEarlySignals } from './early-signals.js';
 import { ExitCode } from './exit-codes.js';
 import { ProgressDisplay, wantProgress } from './progress.js';
@@ -73,11 +73,7 @@ export function registerDemoCommand(program: Command, setExit: (code: number) =>
     .addOption(
       new Option('--port <n>', 'emulator port on 127.0.0.1 (a free one is used when it is taken; 0 = any)')
         .default(DEMO_DEFAULT_PORT)
-        .argParser((raw: string) => {
-          const n = Number(raw);
-          if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('--port must be a whole number 0-65535');
-          return n;
-        }),
+        .argParser(parsePort),
     )
     .option('--reset', 'start over: remove the emulator data, sync state and local folder in ./demo first')
     .addHelpText('after', '\nEverything lives in ./demo; running it again continues where the last run stopped. Ctrl-C (or SIGTERM, or\nSIGHUP from a closed terminal) stops it cleanly: the daemon first, then the emulator.')

@@ -3,6 +3,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Writable } from 'node:stream';
 import { startEmulator, type EmulatorOptions, type RequestRecord } from '../emulator/index.js';
+import { parsePort } from './common.js';
 import { ExitCode } from './exit-codes.js';
 
 export interface EmulatorCommandOptions extends EmulatorOptions {
@@ -20,7 +21,7 @@ export function registerEmulatorCommand(program: Command, setExit: (code: number
   program
     .command('emulator')
     .description('Run the bundled emulator of the Document and Binder Service (API, token endpoint, storage, control)')
-    .addOption(new Option('--port <n>', 'port on 127.0.0.1 (0 = any free port)').default(8470).argParser(int('--port', 0)))
+    .addOption(new Option('--port <n>', 'port on 127.0.0.1 (0 = any free port)').default(8470).argParser(parsePort))
     .option('--data <dir>', 'keep state and blobs in this directory across restarts (default: in memory)')
     .addOption(new Option('--seed <name>', 'seed data into an empty state').choices(['demo', 'none']).default('none'))
     .addOption(new Option('--token-lifetime <s>', 'access token lifetime in seconds').default(3600).argParser(int('--token-lifetime', 1)))

@@ -70,10 +70,14 @@ function codeForStatus(status: number): ServiceErrorCode {
  */
 const BINDER_REQUESTS = new Set(['GET /binders/{id}/metadataelements', 'GET /documents/drives/{domain}/{id}']);
 
+/** Requests that need write access (spec 4.8, 4.9). */
+const WRITE_REQUESTS = new Set(['GET /documents/uploads/personalstorage/presignedupload', 'POST /documents/drives/{domain}/{id}/{folderId}/upload']);
+
 function hintForStatus(status: number, request: string): string | undefined {
   if (status === 404 && BINDER_REQUESTS.has(request)) return "no such binder for this client: check the pair's binderId; `binder-sync check` lists the binders this client can see";
   if (status === 401) return 'the service refused a fresh token: check tenantId and that the API client is still active';
-  if (status === 403) return 'check tenantId, and that the API client has read/write access for uploads';
+  // Writes (an upload slot, a commit) need write access; anything else refused is the tenant or the client's access.
+  if (status === 403) return WRITE_REQUESTS.has(request) ? 'check tenantId, and that the API client has read/write access for uploads' : "check tenantId, and that the API client has access to the service's binders";
   if (status === 429) return 'the service is rate limiting: lower requestsPerSecond or maxConcurrentRequests';
   if (status >= 500) return 'the service is having trouble (a server error, usually temporary): the daemon retries with back-off, a one-shot sync can be run again later';
   return undefined;
@@ -280,8 +284,17 @@ function firstHeader(v: string | string[] | undefined): string | undefined {
 export function describeNetworkError(err: unknown): string {
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e.code === 'string' ? e.code : undefined;
-  const msg = typeof e.message === 'string' ? e.message : String(err);
+  let msg = typeof e.message === 'string' ? e.message : String(err);
+  // OpenSSL's text ("80FC...:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/...") on
+  // several lines: its reason alone, on one line.
+  if (code?.startsWith('ERR_SSL_') === true) msg = /:SSL routines:[^:]*:([^:]+):/.exec(msg)?.[1] ?? msg.replace(/\s+/g, ' ').trim();
   return code ? `${code}: ${msg}` : msg;
+}
+
+/** An https:// address that answers in plain HTTP (OpenSSL: "wrong version number", or "packet length too long"). */
+function plainHttpAtHttps(err: unknown, url: string | undefined): boolean {
+  const code = String((err as { code?: unknown })?.code);
+  return url?.startsWith('https:') === true && (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG');
 }
 
 /** Errors that say our request itself is malformed (bad URL, bad header): repeating it cannot help. */
@@ -309,11 +322,14 @@ function shownUrl(url: string): string {
  * itself that it backs off, and a one-shot sync does not come back.
  */
 export function networkError(request: string, err: unknown, secrets: readonly string[], context?: Record<string, unknown>, target?: RequestTarget): ServiceError {
-  const permanent = PERMANENT_CODES.has(String((err as { code?: unknown })?.code));
   const url = target?.url ?? (typeof context?.url === 'string' ? context.url : undefined);
+  // A TLS handshake with a plain-HTTP server fails the same way every time: no retry.
+  const tlsMismatch = plainHttpAtHttps(err, url);
+  const permanent = tlsMismatch || PERMANENT_CODES.has(String((err as { code?: unknown })?.code));
   const where = url === undefined ? undefined : `${shownUrl(url)} (${target?.setting ?? 'a presigned storage URL from the service'})`;
   let hint: string;
-  if (permanent) hint = where ? `check ${where}: service.baseUrl and service.authUrl must be absolute http(s) URLs` : 'check service.baseUrl and service.authUrl (absolute http(s) URLs)';
+  if (tlsMismatch) hint = `${where ?? 'the address'} answers in plain HTTP, not TLS: is it an http:// address?`;
+  else if (permanent) hint = where ? `check ${where}: service.baseUrl and service.authUrl must be absolute http(s) URLs` : 'check service.baseUrl and service.authUrl (absolute http(s) URLs)';
   else hint = where ? `check the network, and that ${where} is right and reachable` : 'check the network, service.baseUrl and service.authUrl';
   return new ServiceError(scrubText(`${request} failed: ${describeNetworkError(err)}`, secrets), {
     code: 'SERVICE_NETWORK',

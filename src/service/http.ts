@@ -344,7 +344,9 @@ export class HttpCore {
       if (err.retryable) throw err;
       // Any other refusal is fatal: retrying with the same credentials cannot help.
       const credentials = res.status === 400 || res.status === 401;
-      throw new ServiceError(scrubText(`the identity provider refused the client credentials: ${err.message}`, this.secrets()), {
+      // A 404 (or 405) is no answer about the credentials: the address is not a token endpoint.
+      const headline = credentials || res.status === 403 ? 'the identity provider refused the client credentials' : `${s.authUrl}/connect/token is not a token endpoint`;
+      throw new ServiceError(scrubText(`${headline}: ${err.message}`, this.secrets()), {
         code: 'AUTH_FAILED',
         retryable: false,
         request: TOKEN_REQUEST,

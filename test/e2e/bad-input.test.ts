@@ -129,6 +129,31 @@ describe('an unreachable service: exit 3, the hint names the URL that failed and
     expect(r.stderr).not.toMatch(/authUrl|try again later|\?/);
   }, 60_000);
 
+  it('an https:// address of a plain-HTTP server, and an authUrl that is no token endpoint: said as such, one line, no retries', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const rewrite = (from: string, to: string) => fs.writeFileSync(w.configFile, fs.readFileSync(w.configFile, 'utf8').replace(from, to), { mode: 0o600 });
+    rewrite(w.emulator.authUrl, w.emulator.authUrl.replace('http://', 'https://'));
+    let r = await sync(w);
+    expect(r.code, explainRun(r)).toBe(3);
+    expect(r.stderr).toMatch(/POST \/connect\/token failed: ERR_SSL_WRONG_VERSION_NUMBER: wrong version number\n/);
+    expect(r.stderr).toMatch(/hint: https:\/\/127\.0\.0\.1:\d+\S*\/connect\/token \(service\.authUrl\) answers in plain HTTP, not TLS: is it an http:\/\/ address\?/);
+    expect(r.stderr).not.toMatch(/deps\/openssl|SSL routines/);
+    expect(w.emulator.control.counters().token ?? 0).toBe(0);
+
+    w.writeConfig();
+    rewrite(w.emulator.authUrl, `${w.emulator.authUrl}/nowhere`);
+    r = await sync(w);
+    expect(r.code, explainRun(r)).toBe(3);
+    expect(r.stderr).toContain(`${w.emulator.authUrl}/nowhere/connect/token is not a token endpoint: POST /connect/token failed with HTTP 404`);
+    expect(r.stderr).not.toContain('refused the client credentials');
+    expect(r.stderr).toContain('hint: check service.authUrl');
+
+    const port = await runCli(w, ['emulator', '--port', '99999']);
+    expect(port.code).toBe(2);
+    expect(port.stderr).toContain("error: option '--port <n>' argument '99999' is invalid. --port must be a whole number 0-65535");
+  }, 60_000);
+
   it('a baseUrl with a wrong API prefix (every path 404s): said as the address, not as a missing binder', async () => {
     ws = await createWorkspace();
     const w = ws;

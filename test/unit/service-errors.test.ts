@@ -1,5 +1,6 @@
 // ServiceError construction: problem details folded into the message, codes per status, secrets scrubbed.
 import { describe, expect, it } from 'vitest';
+import { COMMIT_REQUEST } from '../../src/service/client.js';
 import { errorFromResponse, networkError, parseProblem, scrubText, ServiceError } from '../../src/service/errors.js';
 import { BinderSyncError } from '../../src/errors.js';
 
@@ -32,6 +33,14 @@ describe('errorFromResponse', () => {
     const at = (request: string) => errorFromResponse({ request, status: 404, bodyText: 'binder not found', headers: {}, secrets: [] }).hint;
     for (const request of ['GET /binders/{id}/metadataelements', 'GET /documents/drives/{domain}/{id}']) expect(at(request)).toMatch(/check the pair's binderId; `binder-sync check` lists the binders/);
     for (const request of ['GET /documents/{documentId}', 'GET /documents/drives/{domain}/{id}/{folderId}/documents']) expect(at(request)).toBeUndefined();
+  });
+
+  it('a 403 hints at write access only for the requests that write (an upload slot, a commit)', () => {
+    const at = (request: string) => errorFromResponse({ request, status: 403, bodyText: 'forbidden', headers: {}, secrets: [] }).hint;
+    for (const request of ['GET /documents/uploads/personalstorage/presignedupload', COMMIT_REQUEST]) expect(at(request), request).toMatch(/read\/write access for uploads/);
+    for (const request of ['GET /binders', 'POST /documents', 'GET /binders/{id}/metadataelements']) {
+      expect(at(request), request).toBe("check tenantId, and that the API client has access to the service's binders");
+    }
   });
 
   it('never repeats a secret or a presigned query string echoed by the server', () => {
