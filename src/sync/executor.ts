@@ -42,6 +42,11 @@ export interface ExecutionReport {
   bytesUploaded: number;
   /** Directories a move or trash step took a file out of: candidates for removal when left empty. */
   vacatedDirs: Set<string>;
+  /**
+   * Directories whose files moved elsewhere because their remote folder did (a folder renamed or moved on the
+   * service: the file's folder id stayed, its directory changed), with that folder's id (see followed-folders.ts).
+   */
+  followedDirs: Map<string, string>;
   conflicts: Array<{ relPath: string; conflictPath: string | null; outcome: string }>;
   /** Conflicts (counted in done.conflict) whose two sides turned out identical: recorded as in sync, nothing kept. */
   identical: number;
@@ -71,6 +76,7 @@ export function mergeExecutions(a: ExecutionReport, b: ExecutionReport): Executi
     bytesDownloaded: a.bytesDownloaded + b.bytesDownloaded,
     bytesUploaded: a.bytesUploaded + b.bytesUploaded,
     vacatedDirs: new Set([...a.vacatedDirs, ...b.vacatedDirs]),
+    followedDirs: new Map([...a.followedDirs, ...b.followedDirs]),
     conflicts: [...a.conflicts, ...b.conflicts],
     identical: a.identical + b.identical,
     ...(a.restored || b.restored ? { restored: { count: (a.restored?.count ?? 0) + (b.restored?.count ?? 0), first: (a.restored ?? b.restored)!.first } } : {}),
@@ -78,7 +84,7 @@ export function mergeExecutions(a: ExecutionReport, b: ExecutionReport): Executi
 }
 
 export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<ExecutionReport> {
-  const report: ExecutionReport = { stoppedBy: null, done: {}, failures: [], bytesDownloaded: 0, bytesUploaded: 0, vacatedDirs: new Set(), conflicts: [], identical: 0 };
+  const report: ExecutionReport = { stoppedBy: null, done: {}, failures: [], bytesDownloaded: 0, bytesUploaded: 0, vacatedDirs: new Set(), followedDirs: new Map(), conflicts: [], identical: 0 };
   if (plan.blocked) return report;
   const queue = new PQueue({ concurrency: Math.max(1, d.concurrency) });
   // Error budget: after this many service-wide failures in a row (each already retried by the client),
@@ -231,6 +237,7 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       }
       failpoint('move-after-rename');
       report.vacatedDirs.add(parentOf(a.from));
+      if (old !== undefined && old.folderId === a.doc.folderId && parentOf(a.from) !== parentOf(a.to)) report.followedDirs.set(parentOf(a.from), a.doc.folderId);
       d.store.transaction(() => {
         // The move changed the ctime: an unchanged file's base takes the one it has now.
         if (next) d.store.putBase(unchanged ? { ...next, ...moved } : next);

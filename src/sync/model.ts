@@ -155,6 +155,11 @@ export interface ReconcileContext {
    * is not "deleted" (a deterministic predicate of the config; reconcile stays pure).
    */
   ignoredLocally?: (relPath: string) => boolean;
+  /**
+   * Local directories (by key) whose synced files an earlier pass moved away after their remote folder (renamed
+   * or moved on the service), with that folder's id: where a new file left in one of them goes (followed-folders.ts).
+   */
+  followedFolders?: ReadonlyMap<PathKey, string>;
 }
 
 /** The reason the issues of a download-only pass give for a local change left local. */

@@ -18,6 +18,7 @@ import { reconcile } from './reconcile.js';
 import { recoverIntents } from './intents.js';
 import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForIgnoredOccupants, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
+import { loadFollowedFolders, rememberFollowedFolders } from './followed-folders.js';
 import { ensureRoot, keepStateDbInPlace, readMetadataElementsAgain, STATE_SERVICE } from './open-pair.js';
 import type { PairRuntime } from './pair-runtime.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
@@ -359,6 +360,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     }
     const emptied = new Set([...report.execution.vacatedDirs, ...foldersGone(rt, raw, listing.observation)]);
     removedDirs = await removeVacatedDirs(rt, emptied, listing.observation);
+    rememberFollowed(rt, report.execution.followedDirs, removedDirs, now().getTime());
   }
   rememberObservations(rt, plan, local, listing, dryRun);
   // The local observation still holds them: the next partial scan looks at their parents again.
@@ -517,7 +519,20 @@ function reconcileContext(rt: PairRuntime, now: () => Date, force: boolean): Rec
     force,
     forgotten: rt.store.loadForgotten(),
     ignoredLocally: (relPath) => rt.ignore.ignores(relPath, false),
+    followedFolders: loadFollowedFolders(rt.store, now().getTime()),
   };
+}
+
+/**
+ * Remembers the directories this pass followed to their folder's new place that are still there (something new
+ * kept them), and forgets the ones that are gone (followed-folders.ts).
+ */
+function rememberFollowed(rt: PairRuntime, followed: ReadonlyMap<string, string>, removed: readonly string[], now: number): void {
+  const isDir = (relPath: string) => fs.lstatSync(path.join(rt.pair.localPath, relPath), { throwIfNoEntry: false })?.isDirectory() === true;
+  const gone = new Set(removed);
+  const kept = new Map([...followed].filter(([dir]) => !gone.has(dir) && isDir(dir)).map(([dir, folderId]) => [pathKey(dir, rt.caseInsensitive), folderId]));
+  // Keys name directories as the base does (case-folded on a case-insensitive disk): the path looked up is the key.
+  rememberFollowedFolders(rt.store, kept, (key) => isDir(key), now);
 }
 
 /**

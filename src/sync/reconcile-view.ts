@@ -43,6 +43,7 @@ export class ReconcileView {
     readonly local: LocalObservation,
     readonly remote: RemoteObservation,
     private readonly ignoredLocally?: (relPath: string) => boolean,
+    private readonly followedFolders?: ReadonlyMap<PathKey, string>,
   ) {
     this.bases = [...base.values()].sort((a, b) => cmp(a.key, b.key) || cmp(a.documentId, b.documentId));
     // Two base rows on one key should not exist; if they do, the first (by id) owns the key, the other is
@@ -150,6 +151,8 @@ export class ReconcileView {
       ids.add(b.folderId);
       out.set(dir, ids);
     }
+    // A directory no synced file is left in, but that an earlier pass followed to its folder's new place.
+    for (const [dir, folderId] of this.followedFolders ?? []) if (!out.has(dir)) out.set(dir, new Set([folderId]));
     return out;
   }
 

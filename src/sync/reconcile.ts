@@ -76,7 +76,7 @@ export function reconcile(
   remote: RemoteObservation,
   ctx: ReconcileContext,
 ): Plan {
-  const view = new ReconcileView(base, local, remote, ctx.ignoredLocally);
+  const view = new ReconcileView(base, local, remote, ctx.ignoredLocally, ctx.followedFolders);
   const s: PassState = {
     view,
     ctx,

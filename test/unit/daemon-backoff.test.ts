@@ -90,7 +90,7 @@ describe('pass report reading', () => {
   const report = (groups: Action[][], done: PassReport['execution'] extends infer E ? (E extends { done: infer D } ? D : never) : never, blocked = false): PassReport => ({
     pair: 'p',
     plan: { groups, issues: [], blocked: blocked ? { code: 'max-delete', message: 'too many' } : null },
-    execution: blocked ? null : { stoppedBy: null, vacatedDirs: new Set(), done, failures: [], bytesDownloaded: 0, bytesUploaded: 0, conflicts: [], identical: 0 },
+    execution: blocked ? null : { stoppedBy: null, vacatedDirs: new Set(), followedDirs: new Map(), done, failures: [], bytesDownloaded: 0, bytesUploaded: 0, conflicts: [], identical: 0 },
     issues: [],
     hashed: 0,
     remoteRequests: 1,

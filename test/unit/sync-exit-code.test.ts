@@ -11,7 +11,7 @@ function reportWith(failures: ActionFailure[]): PassReport {
   return {
     pair: 'main',
     plan: { groups: [], issues: [], blocked: null },
-    execution: { stoppedBy: null, done: {}, failures, bytesDownloaded: 0, bytesUploaded: 0, vacatedDirs: new Set(), conflicts: [], identical: 0 },
+    execution: { stoppedBy: null, done: {}, failures, bytesDownloaded: 0, bytesUploaded: 0, vacatedDirs: new Set(), followedDirs: new Map(), conflicts: [], identical: 0 },
     issues: [],
     hashed: 0,
     remoteRequests: 0,
