@@ -349,6 +349,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     // folder was moved or renamed during the transfer (`mv` of the folder), so the temp went with it. The next
     // pass then walks the whole tree for temp files, as the first pass of a process does (black-box round 23, L3).
     if (report.execution.failures.some((f) => f.kind === 'download' || f.kind === 'conflict')) rt.tempsCleaned = false;
+    recordEditsOfDeleted(rt, plan, report.execution, now());
     const refused = rememberRefused(rt, plan, report.execution, now().getTime());
     const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx);
     if (refused.length > 0 || keptLocal.length > 0) {
@@ -847,6 +848,25 @@ function rememberRefused(rt: PairRuntime, plan: Plan, execution: ExecutionReport
   }
   if (issues.length > 0) saveRefused(rt);
   return issues;
+}
+
+/**
+ * A document deleted on the service while its file was edited here: the edit won and became a new document
+ * (reconcile's remoteDeleted). That is a conflict in every sync tool's terms, and it goes into the history
+ * `status` lists, with a warning, so that whoever deleted it learns why it is back (black-box round 26, P1).
+ * Not in upload mode, where every remote delete is answered by the local file, edited or not.
+ */
+function recordEditsOfDeleted(rt: PairRuntime, plan: Plan, execution: ExecutionReport, at: Date): void {
+  if (rt.pair.direction !== 'both' || (execution.done.upload ?? 0) === 0) return;
+  for (const g of plan.groups) {
+    for (const a of g) {
+      // Done when its path has a base row again (a new document's): a failed or unstarted upload has none.
+      if (a.kind !== 'upload' || a.reason !== 'recreate-remote-deleted' || rt.store.getBaseByKey(a.key) === undefined) continue;
+      const detail = 'deleted on the service while edited here; the edit was uploaded as a new document';
+      rt.store.addConflict({ relPath: a.relPath, conflictPath: null, documentId: null, policy: 'edit-kept', detail, at: at.toISOString() });
+      rt.log.warn({ relPath: a.relPath }, `conflict: ${a.relPath} was ${detail}`);
+    }
+  }
 }
 
 /** An upload the service refused as such (a name, the metadata, another document): sending it again would not help. */

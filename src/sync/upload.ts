@@ -46,7 +46,7 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
     const doc = await d.client.getDocument(req.target.documentId);
     if (doc !== null) assertMetadataComplete(d, req.relPath, req.target.documentId, doc.metadata ?? []);
   }
-  const labels = req.target.documentId ? (await d.client.listVersions(req.target.documentId)).map((v) => v.version ?? '') : [];
+  const labels = req.target.documentId ? (await versionsOrGone(d, req)).map((v) => v.version ?? '') : [];
   const versionLabel = nextVersionLabel(labels.filter((l) => l !== ''), d.versionLabelScheme, d.now());
   // Each outbox stage is group committed (transactionSoon) with the other uploads' and awaited before the
   // step it records is taken: as durable as a transaction of its own, for a fraction of the commits.
@@ -318,6 +318,26 @@ function versionMetadata(
     });
   const have = new Set(own.map((m) => m.metadataElementId));
   return { values: [...own, ...rules.filter((r) => !have.has(r.metadataElementId))], retired };
+}
+
+/**
+ * The versions of the document an edit goes to. A 404 is the document deleted on the service since the listing
+ * (an edit racing a delete): REMOTE_CHANGED, which the executor postpones, and the next pass lists the binder and
+ * keeps the edit as a new document, instead of an "action failed" warning with a 404 (black-box round 26, P1).
+ */
+async function versionsOrGone(d: ExecutorDeps, req: UploadRequest) {
+  const documentId = req.target.documentId as string;
+  try {
+    return await d.client.listVersions(documentId);
+  } catch (err) {
+    if (!(err instanceof ServiceError) || err.code !== 'SERVICE_NOT_FOUND') throw err;
+    throw new BinderSyncError(`${req.relPath}: not uploaded: its document was deleted on the service since the last listing; the next pass lists the binder again and keeps the edit as a new document`, {
+      code: 'REMOTE_CHANGED',
+      retryable: true,
+      context: { pair: d.pair, relPath: req.relPath, documentId },
+      cause: err,
+    });
+  }
 }
 
 /** Throws REMOTE_CHANGED unless the document still points at the version the edit was made from. */

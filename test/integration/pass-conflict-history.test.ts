@@ -1,42 +1,28 @@
-// The conflict history that `status` lists is pruned by trashRetentionDays, once a day per process: a real
-// pass over a real state DB against the emulator on loopback.
+// The conflict history that `status` lists: pruned by trashRetentionDays, once a day per process; and an edit of
+// a document deleted on the service meanwhile is recorded there (the edit came back as a new document). Real
+// passes over a real state DB against the emulator on loopback.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { parseConfigText } from '../../src/config/load.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { ServiceClient } from '../../src/service/index.js';
-import { openPair } from '../../src/sync/open-pair.js';
 import { runPass } from '../../src/sync/pass.js';
+import { openTestPair } from './pass-fixture.js';
 
 let emu: Emulator;
-let client: ServiceClient;
-let dir: string;
 
 beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'conflict-history-'));
   emu = await startEmulator({ quiet: true });
 });
 
 afterAll(async () => {
-  await client?.close();
   await emu?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 const DAY = 86_400_000;
 
 it('drops conflicts older than trashRetentionDays from the history, once a day per process', async () => {
-  const c = emu.credentials;
-  const binderId = emu.control.createBinder({ name: 'History' }).id;
-  const yaml = `service: { baseUrl: ${emu.baseUrl}, authUrl: ${emu.authUrl}, tenantId: ${c.tenantId}, clientId: ${c.clientId}, clientSecret: ${c.clientSecret} }
-stateDir: ./state
-pairs: [{ name: p, localPath: ./local, binderId: ${binderId}, trashRetentionDays: 10 }]`;
-  const config = parseConfigText(yaml, { baseDir: dir, env: {} }).config;
-  client = new ServiceClient(config.service);
-  const rt = await openPair(config.pairs[0]!, config.stateDir, client, pino({ level: 'silent' }));
+  const p = await openTestPair(emu, 'history', 'trashRetentionDays: 10');
+  const { rt } = p;
   try {
     const t0 = Date.now();
     const conflict = (relPath: string, atMs: number) =>
@@ -55,6 +41,36 @@ pairs: [{ name: p, localPath: ./local, binderId: ${binderId}, trashRetentionDays
     await runPass(rt, { now: () => new Date(t0 + 1 * DAY) });
     expect(rt.store.listConflicts().map((r) => r.relPath)).toEqual([]);
   } finally {
-    rt.store.close();
+    await p.close();
+  }
+});
+
+it('an edit racing a delete on the service: postponed (not a failure), then kept as a new document and recorded as a conflict', async () => {
+  const p = await openTestPair(emu, 'edit-vs-delete');
+  const { rt } = p;
+  try {
+    const folder = emu.control.createFolder(p.binderId, { name: 'Docs' });
+    const { document } = emu.control.addDocument(p.binderId, folder.id, 'f.txt', 'v1');
+    for (const n of ['a', 'b', 'c']) emu.control.addDocument(p.binderId, folder.id, `${n}.txt`, n);
+    expect((await runPass(rt)).converged).toBe(true);
+    fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'edited here');
+    // Deleted on the service after the listing, before the upload.
+    const raced = await runPass(rt, { onPlan: () => emu.control.deleteDocument(document.id) });
+    expect(raced.execution?.failures.map((f) => [f.relPath, f.code, f.postponed])).toEqual([['Docs/f.txt', 'REMOTE_CHANGED', true]]);
+    expect(raced.execution?.failures[0]?.message).toMatch(/its document was deleted on the service since the last listing/);
+
+    const kept = await runPass(rt);
+    expect(kept.execution?.failures).toEqual([]);
+    const again = emu.control.listDocuments(p.binderId).filter((d) => d.fileName === 'f.txt');
+    expect(again).toHaveLength(1);
+    expect(again[0]!.id).not.toBe(document.id);
+    expect(emu.control.readContent(again[0]!.id).toString()).toBe('edited here');
+    expect(rt.store.listConflicts().map((c) => [c.relPath, c.policy, c.detail])).toEqual([
+      ['Docs/f.txt', 'edit-kept', 'deleted on the service while edited here; the edit was uploaded as a new document'],
+    ]);
+    expect((await runPass(rt)).converged).toBe(true);
+    expect(rt.store.listConflicts()).toHaveLength(1);
+  } finally {
+    await p.close();
   }
 });
