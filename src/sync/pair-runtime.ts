@@ -80,6 +80,11 @@ export interface PairRuntime {
     raw: RawListing | null;
     /** When its folder tree was walked (see folderTreeMaxAgeMs). */
     foldersAt: number;
+    /**
+     * The last pass went by a folder tree walked earlier and found a local file waiting for a folder that tree
+     * does not have: the next pass lists and walks afresh (once), whatever reuse its options allow.
+     */
+    walkSoon: boolean;
     /** The last pass planned nothing and left nothing for later: an unchanged world needs no new plan. */
     quiet: boolean;
     /**

@@ -125,6 +125,9 @@ export interface PassReport {
   blockedAgain: boolean;
 }
 
+/** How soon a daemon's next pass comes when a waiting file may only need a fresh walk of the folder tree. */
+const RECHECK_WALK_MS = 200;
+
 /**
  * Conflicts older than the trash keeps their copies are dropped from the history `status` lists (it listed every
  * conflict ever, long after each was settled and its trash copy gone). Once a day per process: no write on
@@ -195,11 +198,13 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   let byKey: Map<string, BaseEntry> | null = null;
   // A new process compares its first listing with the state DB's (see resumeSavedListing and in-sync-mark.ts).
   const resumed = rt.cache.raw === null && !dryRun && resumeSavedListing(rt, loadBase(), opts.reuseSavedFolderTree);
+  // Not when the last pass asked for a walk at once (a file waiting for a folder the walked tree may only not know).
+  const walkNow = rt.cache.walkSoon;
   const reuse = opts.reuseRemoteWithinMs !== undefined && (rt.cache.remote !== null || rt.cache.raw !== null) && rt.cache.remoteFresh &&
-    Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs;
+    Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs && !walkNow;
   // Reused only while nothing waits for a remote folder to appear (then every poll walks the tree).
   const treeFresh = rt.cache.raw !== null && Date.now() - rt.cache.foldersAt < folderTreeMaxAgeMs(rt.cache.raw.folders.length) && opts.dryRun !== true &&
-    !rt.cache.issues.some((i) => i.code === 'waiting-for-remote-folder');
+    !walkNow && !rt.cache.issues.some((i) => i.code === 'waiting-for-remote-folder');
   // The remote listing (bound by the service's request rate) runs while the local tree is walked (bound by the
   // disk; the walk yields now and then): the two observations are independent, and the executor checks every
   // local file again before it touches it.
@@ -301,6 +306,22 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (rt.readOnly && ctx.direction === 'both') deferral = planFor(downloadOnly(ctx, READ_ONLY_REASON));
   }
   let plan = deferral.plan;
+  // A local file in a folder that the folder tree this pass went by does not have (one walked a while ago: the
+  // folder may have been created on the service since) is said as such, and the next pass comes at once, walking
+  // the tree (a waiting file makes it), not at the next poll (black-box round 26, P2).
+  // Only for files that were not waiting already: those a walk has confirmed (every poll walks while any waits).
+  let recheckInMs = deferral.recheckInMs;
+  const waitedBefore = new Set(rt.cache.issues.filter((i) => i.code === 'waiting-for-remote-folder').map((i) => i.relPath));
+  const newlyWaiting = (i: Issue) => i.code === 'waiting-for-remote-folder' && !waitedBefore.has(i.relPath);
+  const askWalk = raw?.walkedTree !== true && plan.issues.some(newlyWaiting);
+  if (askWalk) {
+    const walkedAgoS = rt.cache.foldersAt > 0 ? Math.max(0, Math.round((Date.now() - rt.cache.foldersAt) / 1000)) : null;
+    const asOf = ` (by the folder tree as walked ${walkedAgoS === null ? 'before' : `${walkedAgoS} s ago`}: the next pass walks it again)`;
+    plan = { ...plan, issues: plan.issues.map((i) => (newlyWaiting(i) ? { ...i, detail: i.detail + asOf } : i)) };
+    recheckInMs = Math.min(recheckInMs ?? Number.POSITIVE_INFINITY, RECHECK_WALK_MS);
+  }
+  // Once: the pass it asks for walks, and says "no remote folder" plainly if there is none.
+  rt.cache.walkSoon = !dryRun && askWalk;
   const report: PassReport = {
     pair: rt.pair.name,
     plan,
@@ -313,7 +334,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     durationMs: 0,
     converged: false,
     deferred: deferral.deferred,
-    recheckInMs: deferral.recheckInMs,
+    recheckInMs,
     blockedAgain: !dryRun && plan.blocked !== null && rt.lastGate === plan.blocked.code,
   };
   if (plan.blocked && rt.serviceChangedFrom !== null) {

@@ -39,6 +39,24 @@ describe('binder-sync run: incremental passes', () => {
     expect(c.readContent(doc.id).toString()).toBe('v2 from a local save');
   });
 
+  it('a file saved in a folder created on the service since the last walk is uploaded at once, not at the next poll (black-box round 26, P2)', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const docs = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, docs.id, 'a.txt', 'a');
+    writeRunConfig(w);
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '30000' } });
+    const d = daemon;
+    await d.waitForLog(msgHas('pass: '), 15_000, 'the first pass');
+    const fresh = c.createFolder(w.binderId, { name: 'NewRemote', parentId: docs.id });
+    writeLocal(w, 'Docs/NewRemote/n.txt', 'into a folder the daemon has not walked yet');
+    // Within seconds (the quiet period, then a walk), where the next poll is 30 s away.
+    await eventually(() => c.listDocuments(w.binderId).some((x) => x.fileName === 'n.txt' && x.folderId === fresh.id), 10_000, 'the file uploaded into the new folder', d.tail);
+    const said = d.lines.filter((r) => typeof r.msg === "string" && r.msg.includes("Docs/NewRemote/n.txt: waiting-for-remote-folder"));
+    for (const r of said) expect(r.msg).toMatch(/\(by the folder tree as walked \d+ s ago: the next pass walks it again\)/);
+  });
+
   it('spaces polls out when a quiet poll costs more than pollCpuBudget, and says so once', async () => {
     ws = await createWorkspace();
     const w = ws;
