@@ -31,6 +31,7 @@ function changedAt(f: LocalFile): number {
  */
 export function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number): { plan: Plan; deferred: string[]; recheckInMs: number | null } {
   const deferred: string[] = [];
+  const issues: Issue[] = [];
   let recheckAt = Infinity;
   const groups = plan.groups.filter((group) => {
     const reads = group.flatMap((a) => (a.kind === 'upload' || a.kind === 'conflict' ? [a.local] : []));
@@ -41,12 +42,17 @@ export function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number
     if (recent.length === 0) return true;
     for (const f of recent) {
       deferred.push(f.relPath);
-      recheckAt = Math.min(recheckAt, changedAt(f) + quietPeriodFor(f.relPath, minAgeMs));
+      const until = changedAt(f) + quietPeriodFor(f.relPath, minAgeMs);
+      recheckAt = Math.min(recheckAt, until);
+      // A minute is long enough to be asked about: `status` lists such a file with why it waits (round 26, P3).
+      if (looksLikeTransferTemp(f.relPath)) {
+        issues.push({ relPath: f.relPath, code: 'changing', detail: `held: its name looks like a temp file of rsync, sed -i or mktemp, which is renamed away when done; uploaded if it is still there, unchanged, ${Math.max(1, Math.ceil((until - nowMs) / 1000))} s from now` });
+      }
     }
     return false;
   });
   if (deferred.length === 0) return { plan, deferred, recheckInMs: null };
-  return { plan: { ...plan, groups }, deferred, recheckInMs: Math.max(50, recheckAt - nowMs + 50) };
+  return { plan: { ...plan, groups, issues: issues.length === 0 ? plan.issues : [...plan.issues, ...issues] }, deferred, recheckInMs: Math.max(50, recheckAt - nowMs + 50) };
 }
 
 /**
@@ -126,9 +132,13 @@ export const FOLDER_RESTORE_QUIET_MS = 10_000;
 const TRANSFER_TEMP_NAMES = [/^\..+\.[A-Za-z0-9]{6}$/, /^sed[A-Za-z0-9]{6}$/, /^tmp\.[A-Za-z0-9]{10}$/];
 export const TRANSFER_TEMP_QUIET_MS = 60_000;
 
-function quietPeriodFor(relPath: string, minAgeMs: number): number {
+function looksLikeTransferTemp(relPath: string): boolean {
   const name = relPath.slice(relPath.lastIndexOf('/') + 1);
-  return TRANSFER_TEMP_NAMES.some((r) => r.test(name)) ? Math.max(minAgeMs, TRANSFER_TEMP_QUIET_MS) : minAgeMs;
+  return TRANSFER_TEMP_NAMES.some((r) => r.test(name));
+}
+
+function quietPeriodFor(relPath: string, minAgeMs: number): number {
+  return looksLikeTransferTemp(relPath) ? Math.max(minAgeMs, TRANSFER_TEMP_QUIET_MS) : minAgeMs;
 }
 
 /**

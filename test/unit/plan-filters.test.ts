@@ -17,6 +17,7 @@ describe('deferRecentlyWritten', () => {
     const r = deferRecentlyWritten(plan([[upload(file('A/old.txt', 5_000))], [upload(file('A/new.txt', 9_700))], [mkdir('B')]]), 1_000, now);
     expect(r.plan.groups.map((g) => g[0]!.kind + ' ' + (g[0] as { relPath: string }).relPath)).toEqual(['upload A/old.txt', 'mkdir-local B']);
     expect(r.deferred).toEqual(['A/new.txt']);
+    expect(r.plan.issues).toEqual([]); // a second's wait is not worth a line in status
     expect(r.recheckInMs).toBe(9_700 + 1_000 - now + 50);
   });
 
@@ -45,6 +46,8 @@ describe('deferRecentlyWritten', () => {
       const r = deferRecentlyWritten(plan(names.map((n) => [upload(file(n, 1, now - 5_000))])), minAge, now);
       expect(r.deferred).toEqual(names);
       expect(r.recheckInMs).toBe(now - 5_000 + TRANSFER_TEMP_QUIET_MS - now + 50);
+      // Held for a minute: listed with why and until when, not silently (black-box round 26, P3).
+      expect(r.plan.issues).toEqual(names.map((relPath) => ({ relPath, code: 'changing', detail: expect.stringMatching(/^held: its name looks like a temp file of rsync, sed -i or mktemp, .* 55 s from now$/) })));
     }
     // Still for a minute: uploaded like any file (a real file of that shape is only late).
     expect(deferRecentlyWritten(plan([[upload(file(names[0]!, 1, now - TRANSFER_TEMP_QUIET_MS))]]), 0, now).deferred).toEqual([]);
