@@ -1,6 +1,6 @@
 // Issues (items a pass could not sync) as people read them: actionable codes first, many issues of one code in
 // one folder folded into one line. Shared by `status` and the daemon's log.
-import type { Issue } from './model.js';
+import { WAITING_PREFIX, type Issue } from './model.js';
 
 /**
  * Issues that follow from the user's own configuration and leave nothing pending: a pass with only these
@@ -83,6 +83,13 @@ export function groupIssues(issues: readonly Issue[]): IssueLine[] {
 }
 
 function folderOf(i: Issue): string {
+  // Files waiting for a remote folder go by the outermost folder missing (its detail names it): a git work
+  // tree's .git is one line, not one per object folder.
+  if (i.code === 'waiting-for-remote-folder' && i.detail.startsWith(`${WAITING_PREFIX}"`)) {
+    const end = i.detail.indexOf('" yet', WAITING_PREFIX.length + 1);
+    const folder = end < 0 ? null : i.detail.slice(WAITING_PREFIX.length + 1, end);
+    if (folder !== null && (i.relPath === folder || i.relPath.startsWith(`${folder}/`))) return folder;
+  }
   const slash = i.relPath.lastIndexOf('/');
   return slash < 0 ? '' : i.relPath.slice(0, slash);
 }

@@ -162,6 +162,9 @@ export interface ReconcileContext {
   followedFolders?: ReadonlyMap<PathKey, string>;
 }
 
+/** How a waiting-for-remote-folder detail begins; the folder named after it is what issue-groups.ts groups by. */
+export const WAITING_PREFIX = 'no remote folder for ';
+
 /** The reason the issues of a download-only pass give for a local change left local. */
 export function notUploadingBecause(ctx: ReconcileContext): string {
   return ctx.notUploadingBecause ?? 'direction is download';

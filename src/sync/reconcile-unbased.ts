@@ -1,7 +1,7 @@
 // Reconcile for items without a base row (new local files, new remote documents, remote folders) and the
 // shared "who holds this path" check that every step writing a local path goes through.
 import type { Action, BaseEntry, Issue, LocalFile, LocalProblem, PathKey, ReconcileContext, RemoteDoc, RemoteFolder } from './model.js';
-import { newLocalNotUploaded } from './model.js';
+import { newLocalNotUploaded, WAITING_PREFIX } from './model.js';
 import { baseNameOf, joinRel, parentOf } from './path-key.js';
 import type { PlanBuilder } from './reconcile-builder.js';
 import { conflict, download, upload, versionOf } from './reconcile-steps.js';
@@ -128,7 +128,7 @@ export function planLocalFile(
   if (s.view.folderByKey.has(file.key)) return s.ctx.direction === 'upload' ? none('path-collision', FOLDER_NAMED_LIKE_FILE) : { actions: [], issue: null };
   if (s.ctx.direction === 'download') return none('local-change-not-uploaded', newLocalNotUploaded(s.ctx));
   const folder = s.view.folderForParentOf(file.key) ?? followedFolder(s, file);
-  if (!folder) return none('waiting-for-remote-folder', `no remote folder for "${parentOf(file.relPath)}" yet; the service cannot create folders`);
+  if (!folder) return none('waiting-for-remote-folder', waitingDetail(s, file));
   if ('issue' in folder) return { actions: [], issue: folder.issue };
   // A file that was synced keeps its document's remote name (which its local name may encode: `a／b.txt`, a long
   // name shortened), unless a document of that folder has that name now: a "(dup-<id>)" file whose namesake
@@ -137,6 +137,17 @@ export function planLocalFile(
   const keepsName = was !== null && was.folderId === folder.folderId && was.key === file.key && !s.view.nameTakenInFolder(folder.folderId, was.fileName);
   const fileName = keepsName ? was.fileName : baseNameOf(file.relPath);
   return { actions: [upload(file, { documentId: null, folderId: folder.folderId, fileName }, reason, null)], issue: null };
+}
+
+/**
+ * Why a file waits: the outermost of its folders that has no remote folder (a git work tree's ".git", not each of
+ * its hundreds of object folders), so that its files read, and are grouped (issue-groups.ts), as one (round 26, P4).
+ */
+function waitingDetail(s: PassState, file: LocalFile): string {
+  // Keys and paths have the same segments (a key is the path, case-folded on a case-insensitive disk).
+  let missing = parentOf(file.relPath);
+  for (let up = parentOf(parentOf(file.key)); up !== '' && !s.view.folderByKey.has(up); up = parentOf(up)) missing = parentOf(missing);
+  return `${WAITING_PREFIX}"${missing}" yet; the service cannot create folders`;
 }
 
 /**

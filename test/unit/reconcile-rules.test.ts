@@ -189,9 +189,15 @@ describe('new local files', () => {
   it('wait for a remote folder, never upload or delete', () => {
     const w = world();
     w.file('fresh/sub/new.txt', 'n1');
+    w.file('docs/git/.git/objects/aa/1', 'o');
     const p = plan(w);
     expect(p.groups).toEqual([]);
-    expect(codes(p)).toEqual(['waiting-for-remote-folder fresh/sub/new.txt']);
+    expect(codes(p)).toEqual(['waiting-for-remote-folder docs/git/.git/objects/aa/1', 'waiting-for-remote-folder fresh/sub/new.txt']);
+    // Each names the outermost of its folders missing remotely (docs exists there, docs/git does not).
+    expect(p.issues.map((i) => i.detail)).toEqual([
+      'no remote folder for "docs/git" yet; the service cannot create folders',
+      'no remote folder for "fresh" yet; the service cannot create folders',
+    ]);
   });
   it('files in the sync root are reported', () => {
     const w = world();

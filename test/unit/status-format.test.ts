@@ -29,6 +29,14 @@ describe('groupIssues', () => {
     ]);
   });
 
+  it('folds the files waiting for one missing folder into one line, however deep they lie under it (a .git)', () => {
+    const detail = 'no remote folder for "P/.git" yet; the service cannot create folders';
+    const git = ['P/.git/HEAD', 'P/.git/objects/aa/1', 'P/.git/objects/bb/2', 'P/.git/refs/heads/main', 'P/.git/objects/cc/3'].map((relPath): Issue => ({ relPath, code: 'waiting-for-remote-folder', detail }));
+    expect(groupIssues(git)).toEqual([{ label: 'P/.git/ (5 files)', code: 'waiting-for-remote-folder', detail, count: 5 }]);
+    // A detail that names no folder above the file is grouped by the file's own folder, as before.
+    expect(groupIssues([{ relPath: 'Q/x/a', code: 'waiting-for-remote-folder', detail: 'no remote folder for "Z" yet' }])[0]?.label).toBe('Q/x/a');
+  });
+
   it('keeps a shared detail as is, and says "e.g." with the first file when the details differ', () => {
     const unreadable = ['d', 'a', 'c', 'b'].map((n): Issue => ({ relPath: `X/${n}.txt`, code: 'unreadable', detail: `EIO reading ${n}.txt` }));
     expect(groupIssues(unreadable)).toEqual([{ label: 'X/ (4 files)', code: 'unreadable', detail: 'e.g. a.txt: EIO reading a.txt', count: 4 }]);
