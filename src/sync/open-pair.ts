@@ -210,7 +210,9 @@ function serviceChange(store: StateStore, client: ServiceClient): string | null 
 export function stateBoundToOtherBinder(pair: PairConfig, stateDir: string): BinderSyncError | null {
   const stateFile = path.join(stateDir, pair.name, 'state.db');
   if (!fs.existsSync(stateFile)) return null;
-  const store = StateStore.openReadOnly(stateFile);
+  // With no -wal file beside it, nobody has the DB open and the file holds everything: it is read into memory,
+  // since a read-only open would leave a -wal and a -shm behind (`check` changes nothing).
+  const store = StateStore.openReadOnly(stateFile, { inMemory: !fs.existsSync(`${stateFile}-wal`) });
   try {
     const recorded = store.getMeta(STATE_BINDER);
     return recorded !== undefined && recorded !== '' && recorded !== pair.binderId ? binderChanged(pair, recorded, path.dirname(stateFile)) : null;
