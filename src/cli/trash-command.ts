@@ -8,6 +8,7 @@ import type { Config, PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
 import { fmtBytes } from '../format-bytes.js';
 import { Trash } from '../local/fs-ops.js';
+import { createIgnoreMatcher } from '../local/ignore.js';
 import { listTrashEntries, originalPathOf, type TrashEntry } from '../local/trash-entries.js';
 import { restoreFromTrash } from '../local/trash-restore.js';
 import { printable } from '../sync/issue-groups.js';
@@ -71,7 +72,7 @@ Exit status: 0 when listed, 2 when the config cannot be read or a pair is unknow
     .description('Copy a file from the trash back into the sync root (at the path it had, or --to); the next pass uploads it')
     .option('-c, --config <file>', 'YAML config file (required)')
     .option('-p, --pair <name>', 'the pair whose trash holds it (needed when the config has several)')
-    .option('--to <path>', 'where to put it, relative to the sync root (default: the path it had)')
+    .option('--to <path>', 'where to put it: relative to the sync root (not to the current folder), or absolute inside it (default: the path it had)')
     .option('--replace', 'replace a file that is at that path (it is kept in the trash first)')
     .addHelpText(
       'after',
@@ -155,6 +156,21 @@ export function formatTrash(doc: TrashDocument): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** --to as a path relative to the sync root: an absolute path inside the root is taken as the path it names. */
+function insideRoot(to: string, root: string): string {
+  if (!path.isAbsolute(to)) return to;
+  const rel = path.relative(root, to);
+  return rel === '' || rel.startsWith('..') || path.isAbsolute(rel) ? to : rel.split(path.sep).join('/');
+}
+
+/** Why a file restored at relPath would never be uploaded by this pair, or null when it will be. */
+function whyNotUploaded(pair: PairConfig, relPath: string): string | null {
+  if (pair.direction === 'download') return `pair ${pair.name} only downloads`;
+  if (!relPath.includes('/')) return 'files directly in the sync root are not uploaded (documents live in folders)';
+  const rule = createIgnoreMatcher(pair.ignore).ruleFor(relPath, false);
+  return rule === undefined ? null : `the ignore rule ${rule} leaves it out`;
+}
+
 function restoreCommand(entry: string, opts: RestoreOptions & { config: string }): Promise<number> | number {
   const config = loadLocal(opts.config);
   if (config === null) return ExitCode.usage;
@@ -171,12 +187,14 @@ function restoreCommand(entry: string, opts: RestoreOptions & { config: string }
   if (pair === undefined) return ExitCode.usage;
   const chosen = pair;
   const trash = new Trash(trashDirOf(config, chosen), chosen.localPath);
-  const target = opts.to ?? originalPathOf(entry.split('/').slice(1).join('/'));
+  const target = opts.to === undefined ? originalPathOf(entry.split('/').slice(1).join('/')) : insideRoot(opts.to, chosen.localPath);
   return restoreFromTrash(trash, entry, target, { replace: opts.replace === true }).then(
     (r) => {
       process.stdout.write(`restored ${printable(entry)} (${fmtBytes(r.bytes)}) to ${printable(r.restoredTo)}\n`);
       if (r.replacedKeptAt !== null) process.stdout.write(`the file that was there is kept in the trash: ${printable(r.replacedKeptAt)}\n`);
-      process.stdout.write(`pair ${chosen.name}: a running daemon uploads it within its quiet period; else the next \`binder-sync sync\` does\n`);
+      const never = whyNotUploaded(chosen, target);
+      if (never === null) process.stdout.write(`pair ${chosen.name}: a running daemon uploads it within its quiet period; else the next \`binder-sync sync\` does\n`);
+      else process.stdout.write(`note: it stays local: ${never}\n`);
       return ExitCode.ok;
     },
     (err: unknown) => {

@@ -68,7 +68,7 @@ export function localChanged(abs: string, detail: string): BinderSyncError {
 }
 
 /** Wraps an unexpected fs error as LOCAL_IO (BinderSyncErrors pass through). */
-function localIo(err: unknown, op: string, abs: string): unknown {
+export function localIo(err: unknown, op: string, abs: string): unknown {
   if (err instanceof BinderSyncError) return err;
   const code = errnoOf(err);
   if (code === undefined) return err;
@@ -318,14 +318,14 @@ export async function commitTempFile(
   tempPath: string,
   destAbs: string,
   expect: FileStat | null,
-  opts: { synced?: boolean } = {},
+  opts: { synced?: boolean; /** a new file's mode, instead of its directory's read/write bits */ mode?: number } = {},
 ): Promise<FileStat> {
   return guard('commit', destAbs, async () => {
     let committed: FileStat;
     try {
       // A new file (expect null) needs no look at the target first: linkNoClobber refuses one that exists.
       let mode: number;
-      if (expect === null) mode = newFileMode(dirMode(path.dirname(destAbs)));
+      if (expect === null) mode = opts.mode ?? newFileMode(dirMode(path.dirname(destAbs)));
       else {
         const cur = fs.lstatSync(destAbs, { throwIfNoEntry: false });
         if (cur === undefined || !sameStat(toFileStat(cur), expect)) {

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { BinderSyncError } from '../errors.js';
-import { commitTempFile, createTempFor, replaceFile, resolveInside, syncTempFile, toFileStat, type Trash } from './fs-ops.js';
+import { commitTempFile, createTempFor, localIo, replaceFile, resolveInside, syncTempFile, toFileStat, type Trash } from './fs-ops.js';
 
 export interface RestoreResult {
   /** Absolute path of the restored file. */
@@ -23,6 +23,15 @@ export interface RestoreResult {
  * and a relPath that leaves the root (PATH_ESCAPE).
  */
 export async function restoreFromTrash(trash: Trash, entry: string, relPath: string, opts: { replace?: boolean } = {}): Promise<RestoreResult> {
+  try {
+    return await restore(trash, entry, relPath, opts);
+  } catch (err) {
+    // A filesystem error (EACCES, ENOSPC, ENAMETOOLONG...) said as the local failure it is, with the path.
+    throw localIo(err, 'restore from the trash', path.join(trash.root, relPath));
+  }
+}
+
+async function restore(trash: Trash, entry: string, relPath: string, opts: { replace?: boolean }): Promise<RestoreResult> {
   const source = trashEntryPath(trash.dir, entry);
   const target = resolveInside(trash.root, relPath);
   const existing = fs.lstatSync(target, { throwIfNoEntry: false });
@@ -57,7 +66,8 @@ export async function restoreFromTrash(trash: Trash, entry: string, relPath: str
   }
   fs.closeSync(temp.fd);
   if (existing === undefined) {
-    await commitTempFile(temp.path, target, null, { synced: true });
+    // Its own mode, as kept (a private file stays private), not its new directory's.
+    await commitTempFile(temp.path, target, null, { synced: true, mode: kept.mode & 0o7777 });
     return { restoredTo: target, bytes: kept.size, replacedKeptAt: null };
   }
   const { trashPath } = await replaceFile(temp.path, target, toFileStat(existing), trash, relPath);

@@ -66,10 +66,23 @@ it('lists a file the service deleted, restores it byte for byte (never over an e
   const keptAt = /kept in the trash: (.+)$/m.exec(replaced.stdout)![1]!;
   expect(fs.readFileSync(keptAt, 'utf8')).toBe('edited since');
 
-  // --to: another path inside the root.
-  const elsewhere = await trash('restore', entry!.entry, '--to', 'Restored/copy.txt');
+  // --to: another path inside the root (absolute inside it too); one that would never sync is said so.
+  const elsewhere = await trash('restore', entry!.entry, '--to', path.join(ws.local, 'Restored', 'copy.txt'));
   expect(elsewhere.code, elsewhere.stderr).toBe(0);
   expect(readLocal(ws, 'Restored/copy.txt')).toBe('kept in the trash');
+  const atRoot = await trash('restore', entry!.entry, '--to', 'top.txt');
+  expect(atRoot.code, atRoot.stderr).toBe(0);
+  expect(atRoot.stdout).toContain('note: it stays local: files directly in the sync root are not uploaded');
+
+  // Its mode comes back with it (a private file stays private), and a filesystem failure is exit 6.
+  const kept = path.join(ws.stateDir, 'main', 'trash', entry!.entry);
+  fs.chmodSync(kept, 0o600);
+  expect((await trash('restore', entry!.entry, '--to', 'Docs/private.txt')).code).toBe(0);
+  expect(fs.statSync(path.join(ws.local, 'Docs', 'private.txt')).mode & 0o777).toBe(0o600);
+  fs.writeFileSync(path.join(ws.local, 'Docs', 'afile'), 'a file, not a folder');
+  const notDir = await trash('restore', entry!.entry, '--to', 'Docs/afile/x.txt');
+  expect(notDir.code, notDir.stderr).toBe(6);
+  expect(notDir.stderr).toMatch(/restore from the trash failed for .*Docs\/afile\/x\.txt: ENOTDIR/);
 });
 
 it('refuses an unknown entry, an entry or a --to outside the trash or the root, and a missing pair, changing nothing', async () => {
