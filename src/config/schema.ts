@@ -77,6 +77,7 @@ const duration = (minMs: number, maxMs: number) =>
 /** A transfer rate limit (bytes/s as a number, or '10MiB/s', '500K', '2MB/s'), resolved to bytes per second. */
 const RATE_MESSAGE = "must be a rate: bytes per second as a number, or a string like '500KiB/s', '10M', '2MB/s'";
 const MIN_RATE = 16 * 1024;
+const MAX_RATE = 1024 ** 4;
 const byteRate = () =>
   z
     .union([z.number(), z.string().regex(new RegExp(BYTE_RATE_PATTERN), { error: RATE_MESSAGE })], { error: unlessMissing(RATE_MESSAGE) })
@@ -89,6 +90,11 @@ const byteRate = () =>
       // Below this a 60 s request timeout could pass between two chunks of one transfer.
       if (rate < MIN_RATE) {
         ctx.addIssue({ code: 'custom', message: `must be at least ${formatByteRate(MIN_RATE)} (got ${formatByteRate(rate)})` });
+        return z.NEVER;
+      }
+      // Above this it is no cap at all (and past 2^53 not even a number of bytes): leave the key out instead.
+      if (rate > MAX_RATE) {
+        ctx.addIssue({ code: 'custom', message: `must be at most ${formatByteRate(MAX_RATE)}; leave the key out for no cap` });
         return z.NEVER;
       }
       return rate;

@@ -18,6 +18,9 @@ describe('parseByteRate', () => {
     ['2MB', 2_000_000],
     ['1G/s', 1024 ** 3],
     ['1GB', 1e9],
+    ['1k', 1024],
+    ['2mb/s', 2_000_000],
+    ['3mib', 3 * 1024 ** 2],
   ] as const)('%s = %d bytes/s', (input, expected) => {
     expect(parseByteRate(input)).toBe(expected);
   });

@@ -83,6 +83,7 @@ const cases: Array<[string, (d: Doc) => void, string[]]> = [
     ["service.maxDownloadRate: must be a rate: bytes per second as a number, or a string like '500KiB/s', '10M', '2MB/s'"],
   ],
   ['maxUploadRate too low', (d) => (d.service.maxUploadRate = '1K'), ['service.maxUploadRate: must be at least 16 KiB/s (got 1 KiB/s)']],
+  ['maxDownloadRate absurd', (d) => (d.service.maxDownloadRate = 1e30), ['service.maxDownloadRate: must be at most 1024 GiB/s; leave the key out for no cap']],
   ['tenantHeader with a space', (d) => (d.service.tenantHeader = 'x tenant'), ['service.tenantHeader: must be an HTTP header name']],
   ['service a string', (d) => (d.service = 'https://api.example.test'), ['service: must be a mapping (got a string)']],
   ['service missing', (d) => delete d.service, ['service: is required']],
