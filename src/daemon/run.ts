@@ -231,7 +231,12 @@ export class Daemon {
       return false;
     }
     const prev = this.config;
-    const serviceChanged = JSON.stringify(next.service) !== JSON.stringify(prev.service);
+    // A change of the bandwidth caps alone is applied to the running client: no pair restarts, and transfers in
+    // flight go on at the new rate instead of starting over (black-box round 27, R3).
+    const { maxUploadRate: _up, maxDownloadRate: _down, ...nextRest } = next.service;
+    const { maxUploadRate: _pu, maxDownloadRate: _pd, ...prevRest } = prev.service;
+    const serviceChanged = JSON.stringify(nextRest) !== JSON.stringify(prevRest);
+    const ratesChanged = !serviceChanged && (next.service.maxUploadRate !== prev.service.maxUploadRate || next.service.maxDownloadRate !== prev.service.maxDownloadRate);
     const oldPairs = new Map(prev.pairs.map((p) => [p.name, p]));
     const newPairs = new Map(next.pairs.map((p) => [p.name, p]));
     const removed = [...oldPairs.keys()].filter((n) => !newPairs.has(n));
@@ -262,6 +267,7 @@ export class Daemon {
       await this.client.close().catch(() => undefined);
       this.client = client;
     }
+    if (ratesChanged) this.client.setTransferRates(next.service.maxUploadRate ?? null, next.service.maxDownloadRate ?? null);
     if (JSON.stringify(next.metrics) !== JSON.stringify(prev.metrics)) {
       await this.metricsServer?.close();
       this.metricsServer = null;

@@ -11,10 +11,10 @@ import { Transform, type TransformCallback } from 'node:stream';
 export class ByteBudget {
   private tokens: number;
   private last: number;
-  private readonly burst: number;
+  private burst: number;
 
   constructor(
-    readonly bytesPerSecond: number,
+    public bytesPerSecond: number,
     private readonly now: () => number = () => performance.now(),
   ) {
     this.burst = Math.max(1, bytesPerSecond / 10);
@@ -22,8 +22,17 @@ export class ByteBudget {
     this.last = now();
   }
 
+  /** A new rate from now on (a config reload); Infinity lets everything through. The debt so far is forgiven. */
+  setRate(bytesPerSecond: number): void {
+    this.bytesPerSecond = bytesPerSecond;
+    this.burst = Number.isFinite(bytesPerSecond) ? Math.max(1, bytesPerSecond / 10) : Number.POSITIVE_INFINITY;
+    this.tokens = Number.isFinite(bytesPerSecond) ? this.burst : Number.POSITIVE_INFINITY;
+    this.last = this.now();
+  }
+
   /** Milliseconds to wait before sending n bytes (0: at once); the bytes are taken from the budget. */
   reserve(n: number): number {
+    if (!Number.isFinite(this.bytesPerSecond)) return 0; // the cap was lifted
     const t = this.now();
     this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) * this.bytesPerSecond) / 1000);
     this.last = t;

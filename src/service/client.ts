@@ -84,6 +84,11 @@ export class ServiceClient {
     return serviceIdentityOf(this.core.settings.baseUrl, this.core.settings.tenantId);
   }
 
+  /** New bandwidth caps (bytes/s, null: none) for the transfers from now on, and those in flight that had one. */
+  setTransferRates(upload: number | null, download: number | null): void {
+    this.core.setTransferRates(upload, download);
+  }
+
   /** The API's base address (service.baseUrl). */
   get baseUrl(): string {
     return this.core.settings.baseUrl;

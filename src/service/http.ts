@@ -79,8 +79,8 @@ export class HttpCore {
   readonly apiQueue: PQueue;
   readonly transferQueue: PQueue;
   /** The byte budgets of service.maxUploadRate / maxDownloadRate, shared by all transfers; null: unlimited. */
-  readonly uploadBudget: ByteBudget | null;
-  readonly downloadBudget: ByteBudget | null;
+  uploadBudget: ByteBudget | null;
+  downloadBudget: ByteBudget | null;
   readonly tokens: TokenProvider;
   readonly log: Logger;
   /** Fires when the owner's signal fires or close() is called; every request listens to it. */
@@ -107,6 +107,25 @@ export class HttpCore {
     this.uploadBudget = up === null ? null : new ByteBudget(up);
     this.downloadBudget = down === null ? null : new ByteBudget(down);
     this.tokens = new TokenProvider(() => this.fetchToken());
+  }
+
+  /**
+   * New caps: a budget that exists takes the new rate (the transfers using it follow at once); a cap added where
+   * there was none applies to transfers started from now on; a cap removed frees them (an empty budget is dropped,
+   * and the transfers still holding it get an unlimited rate).
+   */
+  setTransferRates(upload: number | null, download: number | null): void {
+    const next = (budget: ByteBudget | null, rate: number | null): ByteBudget | null => {
+      if (rate === null) {
+        budget?.setRate(Number.POSITIVE_INFINITY);
+        return null;
+      }
+      if (budget === null) return new ByteBudget(rate);
+      budget.setRate(rate);
+      return budget;
+    };
+    this.uploadBudget = next(this.uploadBudget, upload);
+    this.downloadBudget = next(this.downloadBudget, download);
   }
 
   /** Strings that must never appear in an error message or log line. */

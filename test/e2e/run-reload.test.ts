@@ -182,6 +182,28 @@ describe('binder-sync run: operation', () => {
     expect((await d.exited).code).toBe(0);
   }, 60_000);
 
+  it('on SIGHUP that only changes a bandwidth cap, applies it to the transfer in flight: no pair restarts, no download starts over', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, folder.id, 'big.bin', Buffer.alloc(1024 * 1024, 7));
+    writeRunConfig(w, { service: { maxDownloadRate: '32KiB/s' } }); // 32 s for the file
+    daemon = startDaemonProcess(w);
+    const d = daemon;
+    await eventually(() => c.counters()['storage-get'] >= 1, 15_000, 'the download started', d.tail);
+    await new Promise((r) => setTimeout(r, 500));
+    writeRunConfig(w);
+    d.kill('SIGHUP');
+    const reloaded = await d.waitForLog(msgIs('config reloaded'), 10_000, 'reload');
+    expect(reloaded.serviceChanged).toBe(false);
+    expect(reloaded.restarted).toEqual([]);
+    // The cap lifted, the same transfer finishes at once.
+    await eventually(() => fs.existsSync(path.join(w.local, 'Docs', 'big.bin')), 8_000, 'the download finished', d.tail);
+    expect(fs.statSync(path.join(w.local, 'Docs', 'big.bin')).size).toBe(1024 * 1024);
+    expect(c.counters()['storage-get']).toBe(1);
+  }, 60_000);
+
   it('refuses a second config (another stateDir) on the same local folder while the daemon runs (exit 5), and not after it stops', async () => {
     const w = (ws = await oneDocumentPair());
     const c = w.emulator.control;

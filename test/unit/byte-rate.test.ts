@@ -50,6 +50,17 @@ describe('ByteBudget', () => {
     expect(b.reserve(100)).toBe(100);
   });
 
+  it('takes a new rate at once (a reload), and lets everything through once lifted', () => {
+    let t = 0;
+    const b = new ByteBudget(1000, () => t);
+    expect(b.reserve(600)).toBe(500);
+    b.setRate(10_000); // the debt is forgiven, the burst is a tenth of the new rate
+    expect(b.reserve(1000)).toBe(0);
+    expect(b.reserve(1000)).toBe(100);
+    b.setRate(Number.POSITIVE_INFINITY);
+    expect(b.reserve(1e9)).toBe(0);
+  });
+
   it('cuts chunks into pieces of a twentieth of a second, at least 16 KiB', () => {
     expect(new ByteBudget(1024 * 1024).piece).toBe(52428);
     expect(new ByteBudget(20 * 1024).piece).toBe(16 * 1024);
