@@ -46,8 +46,10 @@ Exit codes:
 \`binder-sync help <command>\` shows a command's options. In a checkout
 (not installed globally) run it as \`npx binder-sync ...\`.`;
 
-export async function main(argv: string[]): Promise<number> {
+export async function main(args: string[]): Promise<number> {
   dropOutputWhenReaderGone();
+  // `help trash restore`: commander's help command takes one command name; a subcommand's is its --help.
+  const argv = args[2] === 'help' && args.length > 4 ? [args[0]!, args[1]!, ...args.slice(3), '--help'] : args;
   const program = new Command();
   let exitCode: number = ExitCode.ok;
   program

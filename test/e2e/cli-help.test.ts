@@ -8,11 +8,20 @@ describe('binder-sync --help', () => {
   it('lists the commands and every exit code', async () => {
     const r = await runCli(null, ['--help']);
     expect(r.code, r.stderr).toBe(0);
-    for (const cmd of ['sync', 'run', 'status', 'check', 'emulator', 'demo']) expect(r.stdout).toMatch(new RegExp(`^  ${cmd}\\b`, 'm'));
+    for (const cmd of ['sync', 'run', 'status', 'check', 'trash', 'emulator', 'demo']) expect(r.stdout).toMatch(new RegExp(`^  ${cmd}\\b`, 'm'));
     const section = r.stdout.slice(r.stdout.indexOf('Exit codes'));
     expect(section.length, r.stdout).toBeGreaterThan(10);
     for (const code of [...Object.values(ExitCode), 130]) expect(section, `exit code ${code}`).toMatch(new RegExp(`^ +${code} +\\S`, 'm'));
     expect(section).toMatch(/^ +0 .*conflict/m);
+  });
+
+  it('`help trash restore` shows the subcommand\'s own help, as `trash restore --help` does', async () => {
+    const viaHelp = await runCli(null, ['help', 'trash', 'restore']);
+    const direct = await runCli(null, ['trash', 'restore', '--help']);
+    expect(viaHelp.code).toBe(0);
+    expect(viaHelp.stdout).toContain('Usage: binder-sync trash restore [options] <entry>');
+    expect(viaHelp.stdout).toContain('--replace');
+    expect(viaHelp.stdout).toBe(direct.stdout);
   });
 });
 
