@@ -156,11 +156,22 @@ export function formatTrash(doc: TrashDocument): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** --to as a path relative to the sync root: an absolute path inside the root is taken as the path it names. */
-function insideRoot(to: string, root: string): string {
-  if (!path.isAbsolute(to)) return to;
-  const rel = path.relative(root, to);
-  return rel === '' || rel.startsWith('..') || path.isAbsolute(rel) ? to : rel.split(path.sep).join('/');
+/**
+ * --to as a path relative to the sync root: an absolute path inside the root is taken as the path it names, `./`
+ * and doubled slashes are dropped, and a path ending in `/` names a folder the file keeps its name in. Anything
+ * that still leaves the root is refused by resolveInside.
+ */
+function insideRoot(to: string, root: string, kept: string): string {
+  let rel = to;
+  if (path.isAbsolute(to)) {
+    const r = path.relative(root, to);
+    if (r === '' || r.startsWith('..') || path.isAbsolute(r)) return to;
+    rel = r.split(path.sep).join('/') + (to.endsWith('/') ? '/' : '');
+  }
+  const intoFolder = rel.endsWith('/');
+  const parts = rel.split('/').filter((p) => p !== '' && p !== '.');
+  if (intoFolder) parts.push(kept.slice(kept.lastIndexOf('/') + 1));
+  return parts.length === 0 ? to : parts.join('/');
 }
 
 /** Why a file restored at relPath would never be uploaded by this pair, or null when it will be. */
@@ -187,7 +198,8 @@ function restoreCommand(entry: string, opts: RestoreOptions & { config: string }
   if (pair === undefined) return ExitCode.usage;
   const chosen = pair;
   const trash = new Trash(trashDirOf(config, chosen), chosen.localPath);
-  const target = opts.to === undefined ? originalPathOf(entry.split('/').slice(1).join('/')) : insideRoot(opts.to, chosen.localPath);
+  const kept = originalPathOf(entry.split('/').slice(1).join('/'));
+  const target = opts.to === undefined ? kept : insideRoot(opts.to, chosen.localPath, kept);
   return restoreFromTrash(trash, entry, target, { replace: opts.replace === true }).then(
     (r) => {
       process.stdout.write(`restored ${printable(entry)} (${fmtBytes(r.bytes)}) to ${printable(r.restoredTo)}\n`);

@@ -33,7 +33,16 @@ export async function restoreFromTrash(trash: Trash, entry: string, relPath: str
 
 async function restore(trash: Trash, entry: string, relPath: string, opts: { replace?: boolean }): Promise<RestoreResult> {
   const source = trashEntryPath(trash.dir, entry);
-  const target = resolveInside(trash.root, relPath);
+  let target: string;
+  try {
+    target = resolveInside(trash.root, relPath);
+  } catch (err) {
+    // The path came from the user, not from the service: say so.
+    if (err instanceof BinderSyncError && err.code === 'PATH_ESCAPE') {
+      throw new BinderSyncError(err.message, { code: 'PATH_ESCAPE', retryable: false, context: { entry, relPath }, hint: '--to names a path inside the sync root, relative to it (or absolute inside it); nothing was written' });
+    }
+    throw err;
+  }
   const existing = fs.lstatSync(target, { throwIfNoEntry: false });
   if (existing !== undefined && !existing.isFile()) {
     throw new BinderSyncError(`cannot restore to ${target}: ${existing.isDirectory() ? 'a folder' : 'something other than a file'} is there`, {

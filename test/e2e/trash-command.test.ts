@@ -70,6 +70,10 @@ it('lists a file the service deleted, restores it byte for byte (never over an e
   const elsewhere = await trash('restore', entry!.entry, '--to', path.join(ws.local, 'Restored', 'copy.txt'));
   expect(elsewhere.code, elsewhere.stderr).toBe(0);
   expect(readLocal(ws, 'Restored/copy.txt')).toBe('kept in the trash');
+  expect((await trash('restore', entry!.entry, '--to', './Docs//dot.txt')).code).toBe(0);
+  expect(readLocal(ws, 'Docs/dot.txt')).toBe('kept in the trash');
+  expect((await trash('restore', entry!.entry, '--to', 'Docs/Sub/')).code).toBe(0); // into a folder, under its name
+  expect(readLocal(ws, 'Docs/Sub/gone.txt')).toBe('kept in the trash');
   const atRoot = await trash('restore', entry!.entry, '--to', 'top.txt');
   expect(atRoot.code, atRoot.stderr).toBe(0);
   expect(atRoot.stdout).toContain('note: it stays local: files directly in the sync root are not uploaded');
@@ -106,6 +110,7 @@ it('refuses an unknown entry, an entry or a --to outside the trash or the root, 
   const out = await trash('restore', '2026-01-01/x.txt', '--to', '../escaped.txt');
   expect(out.code).toBe(2);
   expect(out.stderr).toMatch(/Refusing path "\.\.\/escaped\.txt"/);
+  expect(out.stderr).toContain('hint: --to names a path inside the sync root');
   expect(fs.readdirSync(path.dirname(ws.local)).sort()).toEqual(before);
   expect(readLocal(ws, 'x.txt')).toBe('x');
   const usage = await runCli(ws, ['trash', 'restore', '2026-01-01/x.txt']);
