@@ -120,6 +120,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
           }
         }
         if (!report.converged) worst = Math.max(worst, notConvergedExit(report));
+        else if (!opts.dryRun && !stop.signal.aborted && settlingPays(report, rt.store.countBase())) await leaveInSyncMark(rt, log);
         // The service did not give the binder's metadata elements: its failure, said as such (uploads, if any,
         // were held back; the rest of the pass ran).
         if (rt.metadataUnread !== null) {
@@ -133,7 +134,6 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
           }));
           worst = Math.max(worst, exitCodeFor(why));
         }
-        else if (!opts.dryRun && !stop.signal.aborted && settlingPays(report, rt.store.countBase())) await leaveInSyncMark(rt, log);
       } catch (err) {
         if (stop.signal.aborted) break;
         printError(err);

@@ -328,15 +328,16 @@ function binderNotFound(pair: PairConfig, err: unknown): unknown {
   });
 }
 
-/**
- * binderNotFound, unless GET /binders lists the binder: then the 404 of its metadata elements is the service's
- * (or this client's permissions on that binder), and sending the operator to check a right binderId misleads
- * (black-box round 24, M8). Asked only on this failure path; if the listing fails too, binderNotFound stands.
- */
 /** Said for a 404 of a listed binder's metadata elements, by openPair and by `check`. */
 export const LISTED_BINDER_404_HINT =
   "the binder is listed, so the binderId is right: the service (or this client's access to that binder) answers 404 for its metadata elements; the daemon tries again with back-off, ask the service's administrator if it lasts";
 
+/**
+ * binderNotFound, unless GET /binders lists the binder: then the 404 of its metadata elements is the service's
+ * (or this client's permissions on that binder), and sending the operator to check a right binderId misleads
+ * (black-box round 24, M8). Asked only on this failure path. If GET /binders answers 404 too, the address is
+ * wrong (baseUrlWrong); if the listing fails otherwise, binderNotFound stands.
+ */
 async function binderNotFoundOrListed(pair: PairConfig, err: unknown, client: ServiceClient): Promise<unknown> {
   const said = binderNotFound(pair, err);
   if (said === err) return err;

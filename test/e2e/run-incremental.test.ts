@@ -99,6 +99,13 @@ describe('binder-sync run: incremental passes', () => {
     for (const id of ids.slice(1, 3)) c.addVersion(id, 'v2');
     expect(await debugSync()).toContain('left the in-sync mark for the next run'); // 2 of 20
     expect(await debugSync()).toContain('both sides are as the in-sync mark says');
+    // A pass that did work but did not converge (a file it cannot sync) checks nothing for the mark.
+    for (const id of ids.slice(3, 8)) c.addVersion(id, 'v3');
+    writeLocal(w, 'top.txt', 'files in the root are not uploaded');
+    const left = await sync(w, ['--json'], { env: { BINDER_SYNC_LOG_LEVEL: 'debug' } });
+    expect(left.code, left.stderr).toBe(1);
+    expect(left.stderr).toContain('"downloaded"');
+    expect(left.stderr).not.toContain('in-sync mark');
   }, 40_000);
 
   it('a restart over a tree in sync downloads and uploads nothing, then still syncs both ways', async () => {
