@@ -42,7 +42,8 @@ export function listTrashEntries(dir: string, limit = 100_000): { entries: Trash
   for (const day of days) {
     const inDay: TrashEntry[] = [];
     const stack: string[] = [''];
-    while (stack.length > 0) {
+    // One more than fits is enough to know there are more: a huge day is not walked to its end.
+    while (stack.length > 0 && entries.length + inDay.length <= limit) {
       const rel = stack.pop()!;
       let names: fs.Dirent[];
       try {

@@ -1,7 +1,6 @@
 // What a pair's trash holds (for `status`): how many files, how many bytes, which days. Read-only, and bounded:
 // a trash of more files than the limit is counted up to it (said as "N+"), so status stays quick.
-import fs from 'node:fs';
-import path from 'node:path';
+import { listTrashEntries } from './trash-entries.js';
 
 export interface TrashSummary {
   /** <stateDir>/<pair>/trash */
@@ -15,50 +14,24 @@ export interface TrashSummary {
   capped: boolean;
 }
 
-const DAY = /^\d{4}-\d{2}-\d{2}$/;
-
-/** Counts the files under dir's day folders, at most `limit` of them; a missing or unreadable trash is empty. */
+/**
+ * Counts the files under dir's day folders, at most `limit` of them, newest days first (listTrashEntries); a
+ * missing or unreadable trash is empty here (status says what it can, and `binder-sync trash` says why).
+ */
 export function summarizeTrash(dir: string, limit = 10_000): TrashSummary {
-  const out: TrashSummary = { dir, files: 0, bytes: 0, oldestDay: null, newestDay: null, capped: false };
-  let days: string[];
+  let listed: ReturnType<typeof listTrashEntries>;
   try {
-    days = fs.readdirSync(dir).filter((d) => DAY.test(d)).sort();
+    listed = listTrashEntries(dir, limit);
   } catch {
-    return out;
+    return { dir, files: 0, bytes: 0, oldestDay: null, newestDay: null, capped: false };
   }
-  for (const day of days) {
-    const before = out.files;
-    const stack = [path.join(dir, day)];
-    while (stack.length > 0 && !out.capped) {
-      const current = stack.pop()!;
-      let entries: fs.Dirent[];
-      try {
-        entries = fs.readdirSync(current, { withFileTypes: true });
-      } catch {
-        continue;
-      }
-      for (const e of entries) {
-        const abs = path.join(current, e.name);
-        if (e.isDirectory()) {
-          stack.push(abs);
-          continue;
-        }
-        if (out.files >= limit) {
-          out.capped = true;
-          break;
-        }
-        out.files++;
-        out.bytes += fs.lstatSync(abs, { throwIfNoEntry: false })?.size ?? 0;
-      }
-    }
-    if (out.files > before) {
-      out.oldestDay ??= day;
-      out.newestDay = day;
-    }
-    if (out.capped) {
-      out.newestDay = days[days.length - 1] ?? day; // not counted, but there
-      break;
-    }
-  }
-  return out;
+  const { entries, capped } = listed;
+  return {
+    dir,
+    files: entries.length,
+    bytes: entries.reduce((n, e) => n + e.size, 0),
+    oldestDay: entries.at(-1)?.day ?? null,
+    newestDay: entries[0]?.day ?? null,
+    capped,
+  };
 }
