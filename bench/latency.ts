@@ -144,7 +144,7 @@ export async function benchLatency(env: BenchEnv, log: (s: string) => void): Pro
       `### 5a. Change latency of \`binder-sync run\` (${edits} sequential edits each way, ${SIZE / 1024} KiB files)`,
       '',
       `- Daemon defaults (100 req/s, watcher \`auto\` = folders, settle 300 ms) except \`BINDER_SYNC_POLL_INTERVAL_MS=${pollMs}\` (±10% jitter).`,
-      `- **Local saves wait on purpose**: the daemon uploads a file only once it is 1 s old (\`MIN_FILE_AGE_MS\` in src/daemon/pair-worker.ts), so ~1 s of every local latency is that guard, not work.`,
+      `- **Local saves wait on purpose**: the daemon uploads a file only once it is 1 s old (the pair setting \`quietPeriod\`, 1 s by default), so ~1 s of every local latency is that guard, not work.`,
       `- Local latency: write -> the emulator's document has a new latestVersionId (polled every ${POLL_EVERY_MS} ms in the bench process); \`uploaded\` log line: its pino time - write time.`,
       `- Remote latency: control-API addVersion -> the local file has the new content, after a random wait in [0, poll) so edits land at random phases of the poll cycle; "after the poll": from the daemon's first request after the edit (the poll that found it) to the file updated.`,
       '',

@@ -1,6 +1,7 @@
 // `binder-sync trash`: what each pair's trash holds (local content a pass replaced or removed: a download over
 // a local file, a document deleted on the service, a conflict's losing side), and `trash restore` to put a file
-// back into the sync root, from where it syncs like any local change. Reads and writes no state DB, so it works
+// back into the sync root, from where it syncs like any local change. Writes no state DB (it only reads the
+// pair's saved folder tree, to say when a restored file's folder does not exist on the service), so it works
 // beside a running daemon.
 import path from 'node:path';
 import type { Command } from 'commander';
@@ -11,7 +12,10 @@ import { Trash } from '../local/fs-ops.js';
 import { createIgnoreMatcher } from '../local/ignore.js';
 import { listTrashEntries, originalPathOf, type TrashEntry } from '../local/trash-entries.js';
 import { restoreFromTrash } from '../local/trash-restore.js';
+import { detectCaseInsensitiveWithoutWriting } from '../local/fs-probe.js';
+import { StateStore } from '../state/store.js';
 import { printable } from '../sync/issue-groups.js';
+import { parentOf, pathKey } from '../sync/path-key.js';
 import { collectRepeated, exitCodeFor, loadConfigOrExplain, printError, selectPairs } from './common.js';
 import { ExitCode } from './exit-codes.js';
 
@@ -136,7 +140,7 @@ function listCommand(opts: ListOptions & { config: string }): number {
   return ExitCode.ok;
 }
 
-export function formatTrash(doc: TrashDocument): string {
+function formatTrash(doc: TrashDocument): string {
   const lines: string[] = [];
   for (const p of doc.pairs) {
     if (lines.length > 0) lines.push('');
@@ -182,6 +186,29 @@ function whyNotUploaded(pair: PairConfig, relPath: string): string | null {
   return rule === undefined ? null : `the ignore rule ${rule} leaves it out`;
 }
 
+/**
+ * Why a file restored at relPath waits for a folder on the service: its folder was not in the remote folder tree
+ * the pair saved at its last pass (the service has no endpoint to create folders, so binder-sync cannot make
+ * one). Null when the folder is known, or when the pair has no saved tree to tell by (never synced, unreadable).
+ */
+function missingRemoteFolder(config: Config, pair: PairConfig, relPath: string): string | null {
+  const dir = parentOf(relPath);
+  if (dir === '') return null;
+  let store: StateStore | undefined;
+  try {
+    store = StateStore.openReadOnly(path.join(config.stateDir, pair.name, 'state.db'));
+    const folders = store.loadFolders();
+    if (folders.length === 0) return null;
+    const key = pathKey(dir, detectCaseInsensitiveWithoutWriting(pair.localPath));
+    if (folders.some((f) => f.key === key)) return null;
+    return `the service had no folder ${printable(dir)} at the last pass, and binder-sync cannot create folders there: it is uploaded once someone creates that folder on the service`;
+  } catch {
+    return null; // a note only: the restore itself has succeeded
+  } finally {
+    store?.close();
+  }
+}
+
 function restoreCommand(entry: string, opts: RestoreOptions & { config: string }): Promise<number> | number {
   const config = loadLocal(opts.config);
   if (config === null) return ExitCode.usage;
@@ -205,8 +232,10 @@ function restoreCommand(entry: string, opts: RestoreOptions & { config: string }
       process.stdout.write(`restored ${printable(entry)} (${fmtBytes(r.bytes)}) to ${printable(r.restoredTo)}\n`);
       if (r.replacedKeptAt !== null) process.stdout.write(`the file that was there is kept in the trash: ${printable(r.replacedKeptAt)}\n`);
       const never = whyNotUploaded(chosen, target);
-      if (never === null) process.stdout.write(`pair ${chosen.name}: a running daemon uploads it within its quiet period; else the next \`binder-sync sync\` does\n`);
-      else process.stdout.write(`note: it stays local: ${never}\n`);
+      const waits = never === null ? missingRemoteFolder(config, chosen, target) : null;
+      if (never !== null) process.stdout.write(`note: it stays local: ${never}\n`);
+      else if (waits !== null) process.stdout.write(`note: it waits: ${waits}\n`);
+      else process.stdout.write(`pair ${chosen.name}: a running daemon uploads it within its quiet period; else the next \`binder-sync sync\` does\n`);
       return ExitCode.ok;
     },
     (err: unknown) => {
