@@ -180,9 +180,10 @@ export class PairWorker {
       if (wait <= 0) writeBytes();
       else bytesTimer ??= setTimeout(writeBytes, wait).unref();
     };
+    const scope = this.scope(trigger);
     try {
       report = await runPass(rt, {
-        ...this.scope(trigger),
+        ...scope,
         // A local file changed less than this long ago is not uploaded yet (pair.quietPeriod, 1 s by default): tar,
         // rsync, cp and downloads write in several steps, and editors and sed save through temp files that are
         // renamed a moment later.
@@ -237,6 +238,7 @@ export class PairWorker {
       retryableFailures: (report.execution?.failures ?? []).some((f) => f.retryable),
       recheckInMs: report.recheckInMs,
       quietPollCpuMs: this.quietPollCost(trigger, report, cpuBefore),
+      scannedAll: scope.localDirs === undefined,
     };
   }
 

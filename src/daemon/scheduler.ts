@@ -18,6 +18,11 @@ export interface PassOutcome {
   recheckInMs?: number | null;
   /** CPU time (ms) of a pass that only listed and found nothing to do; what spacing polls out is based on. */
   quietPollCpuMs?: number | null;
+  /**
+   * The pass scanned the whole local tree. Passes triggered by 'start', 'rescan' and 'retry' always do; a 'watch'
+   * or 'poll' pass may scan only the folders the watcher hinted, and says here when it scanned everything.
+   */
+  scannedAll?: boolean;
 }
 
 /** Polls are never spaced out further than this many pollIntervals by the CPU budget. */
@@ -60,9 +65,12 @@ export interface SchedulerOptions {
  * One scheduler per pair. Contract:
  * - at most one pass runs at a time; hints that arrive during a pass set a dirty flag, which yields exactly
  *   one more pass after it (however many hints arrived);
- * - runPass always scans the whole local tree (unchanged files are not re-hashed) and lists the whole remote,
- *   so every pass is both a poll and a rescan: after any pass, one timer is armed for whichever is due first,
- *   the jittered poll (±10%) or the full rescan;
+ * - every pass lists the whole remote; 'start', 'rescan' and 'retry' passes also scan the whole local tree
+ *   (unchanged files are not re-hashed), while 'watch' and 'poll' passes may scan only what the watcher hinted.
+ *   The watcher can miss changes (an mmap write, a network share written by another host, a lost event), so a
+ *   whole scan comes at least every rescanIntervalMs, counted from the last one: after any pass, one timer is
+ *   armed for whichever is due first, the jittered poll (±10%) or that rescan, and a pass started by a hint or a
+ *   poll once the rescan is due is run as the rescan;
  * - after a failed pass no hint runs a pass early: the retry timer decides (back-off must hold off the
  *   service); the retry is a full pass, so nothing hinted meanwhile is lost;
  * - stop() cancels the timer and resolves when the in-flight pass (if any) has finished.
@@ -81,6 +89,8 @@ export class PairScheduler {
   /** The last quiet poll's own reading (ms): a cost counts once two polls in a row show it. */
   private lastPollReadingMs: number | null = null;
   private announcedIntervalMs: number;
+  /** When the last pass that scanned the whole local tree started (null: none has finished yet). */
+  private lastFullScanAt: number | null = null;
   private readonly random: () => number;
   private readonly now: () => number;
 
@@ -184,9 +194,16 @@ export class PairScheduler {
     this.o.onState?.(state, nextAt);
   }
 
-  private launch(trigger: Trigger): void {
+  /** When the next whole-tree scan is due (ms since the epoch), or null before the first one. */
+  private rescanDueAt(): number | null {
+    return this.lastFullScanAt === null ? null : this.lastFullScanAt + this.o.rescanIntervalMs;
+  }
+
+  private launch(requested: Trigger): void {
     this.clearTimer();
     this.dirty = false;
+    const due = this.rescanDueAt();
+    const trigger: Trigger = (requested === 'watch' || requested === 'poll') && due !== null && this.now() >= due ? 'rescan' : requested;
     // 'starting' = the first pass of this pair (opening it, the initial sync); later passes are 'syncing'.
     this.setState(trigger === 'start' ? 'starting' : 'syncing', null);
     const p: Promise<void> = this.runOnce(trigger).then(
@@ -209,6 +226,7 @@ export class PairScheduler {
   private async runOnce(trigger: Trigger): Promise<boolean> {
     let outcome: PassOutcome | undefined;
     let failure: FailureInfo | undefined;
+    const startedAt = this.now();
     try {
       outcome = await this.o.runPass(trigger);
     } catch (err) {
@@ -226,12 +244,14 @@ export class PairScheduler {
     }
     this.failures = 0;
     this.health.succeeded();
+    if (trigger === 'start' || trigger === 'rescan' || trigger === 'retry' || outcome?.scannedAll === true) this.lastFullScanAt = startedAt;
     this.softFailures = outcome?.retryableFailures ? this.softFailures + 1 : 0;
     if (typeof outcome?.quietPollCpuMs === 'number') this.notePollCost(outcome.quietPollCpuMs);
     else this.lastPollReadingMs = null; // a pass that did work: the next two quiet polls measure afresh
     if (this.dirty) return true;
     const poll = jitter(this.pollIntervalMs, this.random);
-    let [trigger2, delay]: [Trigger, number] = poll <= this.o.rescanIntervalMs ? ['poll', poll] : ['rescan', this.o.rescanIntervalMs];
+    const rescanIn = Math.max(0, (this.rescanDueAt() ?? this.now() + this.o.rescanIntervalMs) - this.now());
+    let [trigger2, delay]: [Trigger, number] = poll <= rescanIn ? ['poll', poll] : ['rescan', rescanIn];
     if (this.softFailures > 0) {
       const soon = retryDelay({ fatal: false, code: 'ACTIONS_FAILED', reason: '' }, this.softFailures, this.o.timing, this.random);
       if (soon < delay) [trigger2, delay] = ['retry', soon];

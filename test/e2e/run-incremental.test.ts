@@ -1,5 +1,7 @@
 // `binder-sync run` after a local change looks only at what changed: the hinted folders are rescanned and the
 // last remote listing is reused, so a saved file costs no listing requests and no walk of the whole tree.
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, readLocalIfThere, sync, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
@@ -55,6 +57,33 @@ describe('binder-sync run: incremental passes', () => {
     await eventually(() => c.listDocuments(w.binderId).some((x) => x.fileName === 'n.txt' && x.folderId === fresh.id), 10_000, 'the file uploaded into the new folder', d.tail);
     const said = d.lines.filter((r) => typeof r.msg === "string" && r.msg.includes("Docs/NewRemote/n.txt: waiting-for-remote-folder"));
     for (const r of said) expect(r.msg).toMatch(/\(by the folder tree as walked \d+ s ago: the next pass walks it again\)/);
+  });
+
+  it('finds a change no watcher reports by a whole scan every fullRescanInterval, though it polls more often (black-box round 28a, T1)', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const docs = c.createFolder(w.binderId, { name: 'Docs' });
+    const { document: doc } = c.addDocument(w.binderId, docs.id, 'shared.txt', 'v1');
+    writeRunConfig(w);
+    expect((await sync(w)).code).toBe(0);
+    // A write through a hard link outside the root: inotify tells the watchers of the folder it was written
+    // through, not Docs/ (the same as an mmap write or a network share written from another host). The link is
+    // made before the daemon starts: making it changes the file's link count, which the watcher would see.
+    const outside = path.join(path.dirname(w.local), 'outside-link.txt');
+    fs.linkSync(path.join(w.local, 'Docs', 'shared.txt'), outside);
+    // Polls every 1 s scan only hinted folders; the whole tree is due every 5 s.
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '1000', BINDER_SYNC_RESCAN_INTERVAL_MS: '5000', BINDER_SYNC_LOG_LEVEL: 'debug' } });
+    const d = daemon;
+    await d.waitForLog((l) => l.msg === 'binder-sync daemon started', 15_000, 'the daemon');
+    await eventually(() => d.lines.some((l) => l.trigger === 'poll'), 10_000, 'a first poll', d.tail);
+    fs.writeFileSync(outside, 'v2, written where no watcher sees it');
+    const tenSecondsAgo = new Date(Date.now() - 10_000);
+    fs.utimesSync(outside, tenSecondsAgo, tenSecondsAgo);
+    await eventually(() => c.listVersions(doc.id).length === 2, 12_000, 'the unreported edit uploaded by the rescan', d.tail);
+    expect(c.readContent(doc.id).toString()).toBe('v2, written where no watcher sees it');
+    const uploadedBy = d.lines.find((l) => String(l.msg).startsWith('pass: ') && (l.done as Record<string, number> | undefined)?.upload === 1);
+    expect(uploadedBy?.trigger, d.tail()).toBe('rescan');
   });
 
   it('spaces polls out when a quiet poll costs more than pollCpuBudget, and says so once', async () => {

@@ -151,6 +151,51 @@ describe('PairScheduler', () => {
     expect(passes.map((p) => p.trigger)).toEqual(['start', 'rescan']);
   });
 
+  it('scans the whole tree every rescan interval, counted from the last whole scan, however often it polls', async () => {
+    // Polls and watcher passes scan only hinted folders: without this, a change no watcher reports (an mmap
+    // write, a network share written by another host) waited for the next unrelated change (black-box round 28a).
+    const { s, passes, last } = setup({ poll: 10_000, rescan: 60_000 });
+    const partial: PassOutcome = { retryableFailures: false, scannedAll: false };
+    s.start();
+    last().resolve(); // t=0: the first pass scans everything
+    await settle();
+    for (let t = 10_000; t <= 60_000; t += 10_000) {
+      await vi.advanceTimersByTimeAsync(10_000);
+      last().resolve(partial);
+      await settle();
+    }
+    expect(passes.map((p) => p.trigger)).toEqual(['start', 'poll', 'poll', 'poll', 'poll', 'poll', 'rescan']);
+    // A poll that scanned everything anyway (the watcher overflowed) counts as the rescan: the next one is due
+    // 60 s after it, not after the rescan above.
+    await vi.advanceTimersByTimeAsync(10_000); // t=70 s
+    last().resolve({ retryableFailures: false, scannedAll: true });
+    await settle();
+    for (let i = 0; i < 5; i++) {
+      await vi.advanceTimersByTimeAsync(10_000);
+      last().resolve(partial);
+      await settle();
+    }
+    expect(passes.slice(7).map((p) => p.trigger)).toEqual(['poll', 'poll', 'poll', 'poll', 'poll', 'poll']);
+    // t=120 s: a hint while the rescan (due at 130 s) is not yet due runs a watcher pass; at 130 s the rescan.
+    s.hint();
+    last().resolve(partial);
+    await settle();
+    expect(last().trigger).toBe('watch');
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(last().trigger).toBe('rescan');
+    last().resolve(partial);
+    await settle();
+    // A hint that comes once a rescan is due runs as that rescan.
+    await vi.advanceTimersByTimeAsync(10_000); // t=140 s: poll
+    last().resolve(partial);
+    await settle();
+    const before = passes.length;
+    vi.setSystemTime(Date.now() + 60_000); // the clock moves past the due time without the poll timer firing
+    s.hint();
+    expect(passes).toHaveLength(before + 1);
+    expect(last().trigger).toBe('rescan');
+  });
+
   it('backs off 5 s, 10 s, 20 s ... up to 5 min, logs the failure once and the recovery once', async () => {
     const { s, passes, last, logs, states } = setup();
     s.start();
