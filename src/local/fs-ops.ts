@@ -77,9 +77,27 @@ export function localIo(err: unknown, op: string, abs: string): unknown {
     code: 'LOCAL_IO',
     retryable,
     context: { op, path: abs, errno: code },
-    hint: code === 'ENOSPC' ? 'free some disk space' : code === 'EACCES' || code === 'EPERM' ? 'check file permissions' : 'check the local disk',
+    hint: hintFor(code),
     cause: err,
   });
+}
+
+function hintFor(code: string): string {
+  switch (code) {
+    case 'ENOSPC':
+      return 'free some disk space';
+    case 'EACCES':
+      return 'check file and folder permissions';
+    case 'EPERM':
+      // Root gets EPERM where permissions would not stop it: file attributes and sticky folders.
+      return 'check permissions, and attributes: an immutable or append-only file or folder (lsattr; chattr -i / -a) cannot be replaced, nor a file of another user in a sticky folder';
+    case 'EROFS':
+      return 'the file system is mounted read-only';
+    case 'ENAMETOOLONG':
+      return 'the path is longer than the file system allows: shorten the folder names, or move the sync root or the stateDir to a shorter path';
+    default:
+      return 'check the local disk';
+  }
 }
 
 async function guard<T>(op: string, abs: string, fn: () => Promise<T>): Promise<T> {

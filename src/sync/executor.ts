@@ -28,6 +28,8 @@ export interface ActionFailure {
   repeated?: boolean;
   /** A program changed or removed the file during the step: not a failure of the sync, the next pass takes it up. */
   postponed?: boolean;
+  /** The local filesystem's error code, for a LOCAL_IO failure (what unreplaceable.ts tells apart). */
+  errno?: string;
 }
 
 export interface ExecutionReport {
@@ -490,5 +492,6 @@ function failureOf(a: Action, err: unknown): ActionFailure {
     code: err instanceof BinderSyncError ? err.code : 'UNEXPECTED',
     retryable: isRetryable(err),
     message: describeError(err),
+    ...(err instanceof BinderSyncError && typeof err.context.errno === 'string' ? { errno: err.context.errno } : {}),
   };
 }

@@ -9,6 +9,7 @@ import type { RawListing, RemoteListing } from '../remote/listing.js';
 import type { ServiceClient } from '../service/index.js';
 import type { StateStore } from '../state/store.js';
 import type { MetadataResolver } from './metadata-rules.js';
+import type { UnreplaceableDownloads } from './unreplaceable.js';
 import type { Issue, LocalObservation } from './model.js';
 import type { Refusal } from './refused-uploads.js';
 
@@ -65,6 +66,8 @@ export interface PairRuntime {
    * the state DB across restarts (refused-uploads.ts).
    */
   refusedUploads: Map<string, Refusal>;
+  /** Downloads that could not put the file in place (immutable file...), held back for a while: unreplaceable.ts. */
+  unreplaceable: UnreplaceableDownloads;
   /** Hashes of files that have no base row, by key (see rememberUnbasedHashes). */
   unbasedHashes: Map<string, PriorFile>;
   /** Observations of the previous pass, reused by passes that ask for it (see PassOptions). */

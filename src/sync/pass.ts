@@ -23,6 +23,7 @@ import { ensureRoot, keepStateDbInPlace, readMetadataElementsAgain, STATE_SERVIC
 import type { PairRuntime } from './pair-runtime.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 import { expireRefusals, saveRefusedUploads } from './refused-uploads.js';
+import { rememberUnreplaceable, withheldAsUnreplaceable } from './unreplaceable.js';
 import { downloadOnly, noteWriteAccess, probeReadOnly, READ_ONLY_REASON, relPathOfTrial, pickTrialUpload, withoutGroup, WRITE_ACCESS_RECHECK_MS } from './write-access.js';
 
 /**
@@ -281,7 +282,11 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   // refused before, files still being written, and answers to a local delete seen a moment ago.
   const planFor = (c: ReconcileContext) => {
     const planned = withheldForIgnoredOccupants(reconcile(base, local, listing.observation, c), rt.ignore, (rel) => fs.lstatSync(path.join(rt.pair.localPath, rel), { throwIfNoEntry: false }) !== undefined);
-    const held = withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(planned, listing.observation), rt.metadata), rt.refusedUploads);
+    const held = withheldAsUnreplaceable(
+      withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(planned, listing.observation), rt.metadata), rt.refusedUploads),
+      rt.unreplaceable,
+      now().getTime(),
+    );
     const writing = deferRecentlyWritten(held, opts.minFileAgeMs ?? 0, now().getTime());
     const deleting = deferFreshDeletes(writing.plan, rt.missingSince, opts.minFileAgeMs ?? 0, now().getTime());
     const rechecks = [writing.recheckInMs, deleting.recheckInMs].filter((ms) => ms !== null);
@@ -372,6 +377,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
     if (report.execution.failures.some((f) => f.kind === 'download' || f.kind === 'conflict')) rt.tempsCleaned = false;
     recordEditsOfDeleted(rt, plan, report.execution, now());
     const refused = rememberRefused(rt, plan, report.execution, now().getTime());
+    rememberUnreplaceable(rt.unreplaceable, plan, report.execution.failures, now().getTime());
     const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx);
     if (refused.length > 0 || keptLocal.length > 0) {
       // Said this pass as every later pass says it (withheldAsRefused, planLocalFile): an item not synced, not the
@@ -388,6 +394,8 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   // The local observation still holds them: the next partial scan looks at their parents again.
   for (const dir of removedDirs) rt.cache.touchedDirs.add(parentOf(dir));
   for (const p of deferral.deferred) rt.cache.touchedDirs.add(parentOf(p));
+  // A held download is tried again once its file changes (`chattr -i` moves the ctime), which no watcher reports.
+  for (const held of rt.unreplaceable.values()) rt.cache.touchedDirs.add(parentOf(held.relPath));
   rt.cache.quiet = !dryRun && plan.blocked === null && plan.groups.length === 0 && deferral.deferred.length === 0 && removedDirs.length === 0;
   if (rt.cache.quiet && opts.parkWhenQuiet === true && subtrees === undefined && rt.cache.raw !== null) park(rt);
   rt.cache.issues = plan.issues;

@@ -1,0 +1,80 @@
+// Downloads that could not put the file in place (an immutable file: EPERM at the rename) are held back until the
+// file changes, the document gets another version, or a hold that doubles with each failure runs out.
+import { describe, expect, it } from 'vitest';
+import type { ActionFailure } from '../../src/sync/executor.js';
+import type { Action, FileStat, Plan } from '../../src/sync/model.js';
+import { FIRST_HOLD_MS, holdMs, MAX_HOLD_MS, rememberUnreplaceable, withheldAsUnreplaceable, type UnreplaceableDownloads } from '../../src/sync/unreplaceable.js';
+
+const stat = (ctimeMs = 1000): FileStat => ({ size: 10, mtimeMs: 1000, inode: 7, ctimeMs });
+const download = (relPath: string, versionId: string, expectLocal: FileStat | null = stat()): Action => ({
+  kind: 'download',
+  relPath,
+  key: relPath,
+  doc: { documentId: `doc-${relPath}`, fileName: relPath.split('/').pop()!, folderId: 'F', versionId, relPath, key: relPath },
+  expectLocal,
+  reason: 'remote-modified',
+});
+const plan = (...actions: Action[]): Plan => ({ groups: actions.map((a) => [a]), issues: [], blocked: null });
+const failure = (relPath: string, errno: string | undefined, code = 'LOCAL_IO'): ActionFailure => ({
+  kind: 'download',
+  relPath,
+  code,
+  retryable: false,
+  message: `commit failed for /root/${relPath}: ${errno ?? 'x'}`,
+  ...(errno !== undefined ? { errno } : {}),
+});
+
+describe('downloads onto a file that cannot be replaced', () => {
+  it('holds back the same version onto the same file, with an issue, and lets everything else through', () => {
+    const memo: UnreplaceableDownloads = new Map();
+    const first = plan(download('D/locked.bin', 'v2'), download('D/other.txt', 'v5'));
+    expect(rememberUnreplaceable(memo, first, [failure('D/locked.bin', 'EPERM')], 0)).toBe(true);
+    expect([...memo.keys()]).toEqual(['D/locked.bin']);
+
+    const next = withheldAsUnreplaceable(plan(download('D/locked.bin', 'v2'), download('D/other.txt', 'v6')), memo, 60_000);
+    expect(next.groups.map((g) => (g[0] as Extract<Action, { kind: 'download' }>).relPath)).toEqual(['D/other.txt']);
+    expect(next.issues).toEqual([
+      {
+        relPath: 'D/locked.bin',
+        documentId: 'doc-D/locked.bin',
+        code: 'remote-change-not-downloaded',
+        detail: expect.stringMatching(/^the local file could not be replaced \(EPERM: is it immutable or append-only\? lsattr shows it, chattr -i \/ -a clears it; .*\); not downloaded again until the file changes or the document gets another version \(else tried again in 9 min\)$/),
+      },
+    ]);
+    // The file changed (`chattr -i` moves its ctime), or the document has a newer version: tried at once.
+    expect(withheldAsUnreplaceable(plan(download('D/locked.bin', 'v2', stat(2000))), memo, 60_000).groups).toHaveLength(1);
+    memo.clear();
+    rememberUnreplaceable(memo, first, [failure('D/locked.bin', 'EPERM')], 0);
+    expect(withheldAsUnreplaceable(plan(download('D/locked.bin', 'v3')), memo, 60_000).groups).toHaveLength(1);
+  });
+
+  it('only failures of the local file or folder count: not the service, not a file changed meanwhile, not other errors', () => {
+    const memo: UnreplaceableDownloads = new Map();
+    const p = plan(download('a', 'v'), download('b', 'v'), download('c', 'v'), download('d', 'v'), download('e', 'v'));
+    rememberUnreplaceable(memo, p, [failure('a', 'ENOSPC'), failure('b', undefined, 'SERVICE_UNAVAILABLE'), failure('c', undefined, 'LOCAL_CHANGED'), failure('d', 'EROFS'), failure('e', 'ENAMETOOLONG')], 0);
+    expect([...memo.keys()].sort()).toEqual(['d', 'e']);
+  });
+
+  it('a hold doubles with each failure of the same download, up to six hours, and a clock set back ends it', () => {
+    expect([1, 2, 3, 10].map(holdMs)).toEqual([FIRST_HOLD_MS, 2 * FIRST_HOLD_MS, 4 * FIRST_HOLD_MS, MAX_HOLD_MS]);
+    const memo: UnreplaceableDownloads = new Map();
+    const p = plan(download('x', 'v'));
+    rememberUnreplaceable(memo, p, [failure('x', 'EPERM')], 0);
+    expect(withheldAsUnreplaceable(p, memo, FIRST_HOLD_MS - 1).groups).toHaveLength(0);
+    expect(withheldAsUnreplaceable(p, memo, FIRST_HOLD_MS).groups).toHaveLength(1); // tried again
+    rememberUnreplaceable(memo, p, [failure('x', 'EPERM')], FIRST_HOLD_MS); // ...and failed again
+    expect(memo.get('x')?.tries).toBe(2);
+    expect(withheldAsUnreplaceable(p, memo, 3 * FIRST_HOLD_MS - 1).groups).toHaveLength(0);
+    expect(withheldAsUnreplaceable(p, memo, 3 * FIRST_HOLD_MS).groups).toHaveLength(1);
+    expect(withheldAsUnreplaceable(p, memo, FIRST_HOLD_MS - 1).groups).toHaveLength(1); // clock set back
+  });
+
+  it('forgets a download that went through, and one no longer planned', () => {
+    const memo: UnreplaceableDownloads = new Map();
+    rememberUnreplaceable(memo, plan(download('x', 'v'), download('y', 'v')), [failure('x', 'EPERM'), failure('y', 'EPERM')], 0);
+    rememberUnreplaceable(memo, plan(download('x', 'v')), [], FIRST_HOLD_MS);
+    expect([...memo.keys()]).toEqual(['y']);
+    withheldAsUnreplaceable(plan(download('z', 'v')), memo, 0);
+    expect(memo.size).toBe(0);
+  });
+});
