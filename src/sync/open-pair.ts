@@ -68,7 +68,8 @@ export async function openPair(
     let elementsUnread: BinderSyncError | null = null;
     const elements = await elements$.catch(async (err: unknown) => {
       const said = await binderNotFoundOrListed(pair, err, client);
-      if (!(said instanceof BinderSyncError && said.retryable)) throw said;
+      // Cancelled by a stop (SIGTERM, a reload): not a failure of the endpoint, nothing to warn about.
+      if (!(said instanceof BinderSyncError && said.retryable) || said.code === 'ABORTED') throw said;
       // Only a 404 says the binder is wrong. Anything else (a 500 of that one endpoint) is no reason to stop
       // downloads: a download-only pair never needs the elements; a two-way pair (of the daemon, or of `sync`,
       // which then exits 3) holds its uploads back, since their metadata cannot be checked, and reads the

@@ -107,3 +107,20 @@ describe('a second signal', () => {
     expect(c.listVersions(document.id)).toHaveLength(1);
   }, 60_000);
 });
+
+describe('a signal while the pass opens', () => {
+  it('a request cancelled by SIGTERM is not reported as an endpoint that failed (black-box round 28b, F7)', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    c.createFolder(w.binderId, { name: 'Docs' });
+    w.writeConfig();
+    c.injectFault({ route: 'metadataelements', latencyMs: 30_000 });
+    const { child, out, exited } = startSync(w);
+    await eventually(() => c.counters().metadataelements > 0, 20_000, 'the metadata request');
+    await new Promise((r) => setTimeout(r, 200));
+    child.kill('SIGTERM');
+    expect(await exited, out.stderr).toBe(143);
+    expect(`${out.stdout}${out.stderr}`).not.toMatch(/could not read the binder's metadata elements/);
+  }, 60_000);
+});
