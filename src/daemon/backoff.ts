@@ -20,6 +20,11 @@ export interface FailureInfo {
    * a blocked pass changes nothing and costs what a poll costs.
    */
   recheckEachPoll?: true;
+  /**
+   * The sync root is missing or unreadable (LOCAL_ROOT): backed off as any transient failure, but never for longer
+   * than the poll interval, so a disk mounted again is found as soon as a blocked pass would find it.
+   */
+  atMostEachPoll?: true;
 }
 
 /**
@@ -47,6 +52,7 @@ export function classifyFailure(thrown: unknown): FailureInfo {
   if (err instanceof BinderSyncError && err.hint) info.reason += ` (hint: ${err.hint})`;
   if (err instanceof ServiceError && err.retryAfterMs !== undefined) info.retryAfterMs = err.retryAfterMs;
   if (code === 'PASS_BLOCKED' || code === 'LOCAL_ROOT_REPLACED') info.recheckEachPoll = true;
+  if (code === 'LOCAL_ROOT') info.atMostEachPoll = true;
   return info;
 }
 
@@ -63,7 +69,8 @@ export function jitter(ms: number, random: () => number): number {
 export function retryDelay(failure: FailureInfo, attempt: number, timing: DaemonTiming, random: () => number, pollIntervalMs?: number): number {
   if (failure.recheckEachPoll && pollIntervalMs !== undefined) return jitter(Math.min(pollIntervalMs, timing.fatalRetryMs), random);
   if (failure.fatal) return jitter(timing.fatalRetryMs, random);
-  const exp = Math.min(timing.backoffMaxMs, timing.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
+  const cap = failure.atMostEachPoll && pollIntervalMs !== undefined ? Math.min(timing.backoffMaxMs, pollIntervalMs) : timing.backoffMaxMs;
+  const exp = Math.min(cap, timing.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
   const delay = jitter(exp, random);
   return failure.retryAfterMs !== undefined ? Math.max(delay, Math.min(failure.retryAfterMs, 3_600_000)) : delay;
 }

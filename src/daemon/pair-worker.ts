@@ -349,7 +349,7 @@ export class PairWorker {
     this.watchFailed = false;
     this.hintedFull = true; // whatever happened meanwhile was not seen
     await this.startWatcher(rt, native ? 'folders' : undefined);
-    if (this.watcher !== null) this.log.info({ backend: this.watchedBackend }, 'the sync root is back (or was mounted again): watching it again');
+    if (this.watcher !== null) this.log.info({ backend: this.watchedBackend }, 'a folder is at the sync root\'s path again (the next pass checks it is the synced one): watching it');
   }
 
   /** Any watcher trouble: warn once with its hint, drop the watcher, and live on polling plus rescans. */
@@ -358,7 +358,7 @@ export class PairWorker {
       // Not a watcher fault: the next pass reports the missing root, and a new watcher starts once it is back.
       this.rootGone = true;
       this.showWatcher('none: the local root is gone (watched again once it is back)');
-      this.log.warn(`${err.message}; watching it again once it is back`);
+      this.log.warn(`${err.message}; looked for again at every poll interval at the latest, and watched again once it is back`);
       const w = this.watcher;
       this.watcher = null;
       this.hintedFull = true;

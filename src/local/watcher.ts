@@ -169,7 +169,7 @@ export function createHintPump(opts: WatchOptions, backend: WatcherBackend, watc
       if (closed) return;
       if (ev.relPath === '' && ev.type === 'unlinkDir') {
         // The root itself went away (moved, deleted, unmounted): this watcher sees nothing from here on.
-        opts.onError(new BinderSyncError(`The sync root ${opts.root} disappeared`, { code: 'WATCH_ROOT_GONE', retryable: true, context: { root: opts.root, backend } }));
+        opts.onError(new BinderSyncError(`the sync root ${opts.root} disappeared`, { code: 'WATCH_ROOT_GONE', retryable: true, context: { root: opts.root, backend } }));
         return;
       }
       if (coalescer.push(ev)) noteEvent();

@@ -88,7 +88,7 @@ describe('binder-sync run: trouble', () => {
     expect(readLocal(w, 'Docs/a.txt')).toBe('edited after the root came back');
     // A replaced root is watched by a new watcher: the folders backend where @parcel/watcher cannot watch that
     // path again. chokidar and folders stop at the root's disappearance, and start again when it is back.
-    const rewatched = d.lines.filter(msgHas('the sync root is back')).map((l) => l.backend);
+    const rewatched = d.lines.filter(msgHas("a folder is at the sync root's path again")).map((l) => l.backend);
     if (how === 'moved back' && watcher === 'native') expect(rewatched).toEqual([]); // still watching the same inode
     else expect(rewatched, d.tail(40)).toEqual([watcher === 'native' ? 'folders' : watcher]);
   }, 40_000);

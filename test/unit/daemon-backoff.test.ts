@@ -64,6 +64,12 @@ describe('retryDelay', () => {
     const f = classifyFailure(svc('SERVICE_UNAVAILABLE', 503));
     expect([1, 2, 3, 6, 7, 20].map((n) => retryDelay(f, n, DEFAULT_TIMING, half))).toEqual([5000, 10000, 20000, 160000, 300000, 300000]);
   });
+  it('a missing sync root backs off like an outage, but never past the poll interval (the docs promise a look every poll; black-box round 28b, F4)', () => {
+    const f = classifyFailure(new BinderSyncError('the local root /srv/x is missing', { code: 'LOCAL_ROOT', retryable: true }));
+    expect(f.fatal).toBe(false);
+    expect([1, 2, 3, 4, 9].map((n) => retryDelay(f, n, DEFAULT_TIMING, half, 30_000))).toEqual([5000, 10000, 20000, 30000, 30000]);
+    expect(retryDelay(f, 9, DEFAULT_TIMING, half, 3_600_000)).toBe(300_000); // the back-off's own cap still holds
+  });
   it('uses the slow fixed period for config-like failures', () => {
     const f = classifyFailure(new BinderSyncError('x', { code: 'METADATA_RULES_INVALID', retryable: false }));
     expect(retryDelay(f, 1, DEFAULT_TIMING, half)).toBe(300_000);
