@@ -28,7 +28,7 @@ import {
   type SearchPage,
   type VersionItem,
 } from './schemas.js';
-import { downloadToStream, putStream, uploadWithSlots } from './transfers.js';
+import { downloadToStream, putStream, uploadWithSlots, type DownloadOptions } from './transfers.js';
 
 export interface SearchQuery {
   /** AND-combined. Enumerated elements take valueId; free-form elements may take value (spec 4.3 rules 2-3). */
@@ -365,7 +365,7 @@ export class ServiceClient {
     documentId: string,
     versionId: string,
     dest: Writable,
-    opts: { signal?: AbortSignal; onBytes?: (n: number) => void; hashBelowBytes?: number } = {},
+    opts: DownloadOptions = {},
   ): Promise<{ bytes: number; sha256: string | null }> {
     return downloadToStream(this.core, () => this.getDownloadLink(documentId, versionId), dest, opts);
   }

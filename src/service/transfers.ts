@@ -251,11 +251,23 @@ export function linkExpired(link: DownloadLink, now: number = Date.now()): boole
  * Once the body flows, any failure destroys `dest` and throws a retryable TRANSFER_INTERRUPTED /
  * TRANSFER_INCOMPLETE error: the caller restarts with a fresh temp file. `dest` is ended on success.
  */
+export interface DownloadOptions {
+  signal?: AbortSignal;
+  onBytes?: (n: number) => void;
+  /** A body announced at this size or more is not hashed on the way (see streamLink). */
+  hashBelowBytes?: number;
+  /**
+   * Called with the announced size (Content-Length) before the body is read; a throw ends the download there,
+   * without retries, having fetched nothing (a disk with no room for it).
+   */
+  beforeBody?: (bytes: number | undefined) => void;
+}
+
 export async function downloadToStream(
   core: HttpCore,
   getLink: () => Promise<DownloadLink>,
   dest: Writable,
-  opts: { signal?: AbortSignal; onBytes?: (n: number) => void; hashBelowBytes?: number } = {},
+  opts: DownloadOptions = {},
 ): Promise<{ bytes: number; sha256: string | null }> {
   const signal = core.joinSignal(opts.signal);
   let link: DownloadLink | undefined;
@@ -272,7 +284,7 @@ export async function downloadToStream(
             if (linkExpired(link)) link = await getLink();
             needNewLink = false;
           }
-          return streamLink(core, link.url, dest, signal, opts.onBytes, opts.hashBelowBytes, () => {
+          return streamLink(core, link.url, dest, signal, opts, () => {
             needNewLink = true;
           });
         },
@@ -289,10 +301,10 @@ async function streamLink(
   url: string,
   dest: Writable,
   signal: AbortSignal,
-  onBytes: ((n: number) => void) | undefined,
-  hashBelowBytes: number | undefined,
+  opts: DownloadOptions,
   expired: () => void,
 ): Promise<{ bytes: number; sha256: string | null }> {
+  const { onBytes, hashBelowBytes } = opts;
   const where = { url: redactUrl(url) };
   const started = performance.now();
   let res: StorageResponse;
@@ -327,6 +339,14 @@ async function streamLink(
   }
   const lengthHeader = res.headers['content-length'];
   const expected = typeof lengthHeader === 'string' && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
+  try {
+    opts.beforeBody?.(expected);
+  } catch (err) {
+    // Closes the connection instead of reading the body; the body then errors ("aborted"), which is expected.
+    res.body.on('error', () => undefined);
+    res.body.destroy();
+    throw markFinal(err);
+  }
   // Counted and hashed from a 'data' listener rather than a Transform between body and dest: one stream stage
   // less per chunk. It is added right before pipeline() attaches dest in the same tick, so it sees every
   // chunk, in order, and dest's backpressure pauses both.
@@ -377,7 +397,7 @@ async function streamLink(
 /** What the user can do about a failed local write of downloaded content. */
 function localWriteHint(err: unknown): string {
   const code = (err as NodeJS.ErrnoException | null)?.code;
-  if (code === 'ENOSPC' || code === 'EDQUOT') return 'the disk is full: free some space; the next pass resumes the download';
+  if (code === 'ENOSPC' || code === 'EDQUOT') return 'the disk is full: free some space; the download starts again (from the beginning) on a pass after that';
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return 'check the permissions of the sync folder';
   return 'check the sync folder and its disk';
 }

@@ -6,7 +6,8 @@ import path from 'node:path';
 import type { WriteStream } from 'node:fs';
 import { createTempFor, syncTempFile } from '../local/fs-ops.js';
 import { hashOpenFile, WORKER_MIN_BYTES } from '../local/hash.js';
-import { isRetryable } from '../errors.js';
+import { BinderSyncError, isRetryable } from '../errors.js';
+import { fmtBytes } from '../format-bytes.js';
 import type { RemoteDoc } from './model.js';
 import type { ExecutorDeps } from './executor-deps.js';
 
@@ -131,6 +132,7 @@ export async function downloadToTemp(d: ExecutorDeps, doc: RemoteDoc, destAbs: s
         ...(d.signal ? { signal: d.signal } : {}),
         ...(d.onBytes ? { onBytes: d.onBytes } : {}),
         hashBelowBytes: WORKER_MIN_BYTES,
+        beforeBody: (bytes) => ensureRoomFor(dir, bytes, destAbs),
       });
       if (out.bytesWritten !== res.bytes) throw new Error(`wrote ${out.bytesWritten} bytes of ${res.bytes}`);
       // A large file was only counted on its way in: it is hashed from the temp file by a worker while the
@@ -145,10 +147,34 @@ export async function downloadToTemp(d: ExecutorDeps, doc: RemoteDoc, destAbs: s
     } catch (err) {
       await closeStream(out).catch(() => undefined);
       await fsp.rm(tempPath, { force: true });
-      if (attempt >= ATTEMPTS || !isRetryable(err)) throw err;
+      // A local failure (no room, a write error) is not mended by fetching the version again at once.
+      if (attempt >= ATTEMPTS || !isRetryable(err) || (err instanceof BinderSyncError && err.code === 'LOCAL_IO')) throw err;
       d.log.debug({ relPath: doc.relPath, attempt }, 'download interrupted; starting again');
     }
   }
+}
+
+/**
+ * Refuses a download the disk has no room for before its body is read: a full disk otherwise cost the whole
+ * version on every pass, only to fail at the last block (black-box round 28b, F2). Root may use the blocks
+ * ext4 reserves for it. When the free space cannot be read, the write itself decides.
+ */
+function ensureRoomFor(dir: string, bytes: number | undefined, destAbs: string): void {
+  if (bytes === undefined || bytes === 0) return;
+  let free: number;
+  try {
+    const st = fs.statfsSync(dir);
+    free = (process.getuid?.() === 0 ? st.bfree : st.bavail) * st.bsize;
+  } catch {
+    return;
+  }
+  if (free >= bytes) return;
+  throw new BinderSyncError(`not enough free space (ENOSPC) for ${destAbs}: the version is ${fmtBytes(bytes)}, the disk has ${fmtBytes(free)} free`, {
+    code: 'LOCAL_IO',
+    retryable: true,
+    context: { path: destAbs, errno: 'ENOSPC', bytes, free },
+    hint: 'free some disk space; nothing of it was fetched, and a pass after that downloads it',
+  });
 }
 
 /** The SHA-256 of the temp file just written, which must hold exactly `bytes`. */

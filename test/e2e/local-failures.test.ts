@@ -119,6 +119,29 @@ describe('local failures', () => {
     expect(daemonFiles(w.local)).toEqual([]);
   }, 90_000);
 
+  // Black-box round 28b, F2: a version larger than the free space was fetched whole on every pass (every poll of
+  // the daemon) only to fail at the last block; the announced size is now checked against the free space first.
+  it.skipIf(can.mount !== null)('a version larger than the free space is refused before its body is read, and downloaded once there is room', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    mountRoot(w, '2m');
+    const big = c.createFolder(w.binderId, { name: 'Big' });
+    c.addDocument(w.binderId, big.id, 'huge.bin', content(9, 3 * 1024 * KB));
+    c.resetCounters();
+    const full = await sync(w);
+    const text = output(full);
+    expect(full.code, text).toBe(6);
+    expect(text).toMatch(/not enough free space \(ENOSPC\) for .*Big\/huge\.bin: the version is 3\.0 MiB, the disk has [\d.]+ [KM]iB free/);
+    expect(text).toMatch(/nothing of it was fetched/);
+    expect(c.counters()['storage-get']).toBe(1); // not retried within the pass
+    expect(daemonFiles(w.local)).toEqual([]);
+    expect(run('mount', ['-o', 'remount,size=8m', w.local]).ok).toBe(true);
+    const after = await sync(w);
+    expect(after.code, output(after)).toBe(0);
+    expect(localTree(w.local)).toEqual(remoteTree(w));
+  }, 60_000);
+
   // Black-box round 22, K2: SQLite reports a full disk at open as "disk I/O error"; it was said as "check that
   // stateDir exists and is writable", and status called the intact DB "UNREADABLE".
   it.skipIf(can.mount !== null)('a full disk under the stateDir: sync and status say the disk is full, and the next run after freeing space completes', async () => {
