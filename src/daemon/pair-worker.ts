@@ -16,7 +16,7 @@ import type { EarlyWatcher } from './early-watchers.js';
 import { releaseMemorySoon } from './heap-tuning.js';
 import type { SyncMetrics } from './metrics.js';
 import { logIssueChanges, logPassSummary, pendingOf, recordPassMetrics } from './pass-summary.js';
-import { PairScheduler, type PairState, type PassOutcome, type Trigger } from './scheduler.js';
+import { PairScheduler, quietPollCostMs, type PairState, type PassOutcome, type Trigger } from './scheduler.js';
 import type { DaemonTiming } from './timing.js';
 
 /** How often the bytes a running pass has moved are written for `status` (ms). */
@@ -245,19 +245,17 @@ export class PairWorker {
   /**
    * What polling costs while idle, for the poll CPU budget: the process's CPU over a whole cycle from the start
    * of the previous quiet poll to the start of this one (the listing, plus the garbage collection after it,
-   * which runs after the pass has returned), or over this pass alone for the first quiet poll. Process-wide,
-   * so other pairs' work counts too: the budget errs towards polling less. Null unless this was a quiet poll.
+   * which runs after the pass has returned), or over this pass alone for the first quiet poll, at most twice the
+   * pass's own (quietPollCostMs). Null unless this was a quiet poll.
    */
   private quietPollCost(trigger: Trigger, report: PassReport, startCpu: NodeJS.CpuUsage): number | null {
     const quiet = trigger === 'poll' && report.plan.groups.length === 0 && report.deferred.length === 0;
     const cycleStart = this.quietPollStartCpu;
     this.quietPollStartCpu = quiet ? startCpu : null;
     if (!quiet) return null;
-    if (cycleStart === null) {
-      const pass = process.cpuUsage(startCpu);
-      return (pass.user + pass.system) / 1000;
-    }
-    return (startCpu.user - cycleStart.user + startCpu.system - cycleStart.system) / 1000;
+    const pass = process.cpuUsage(startCpu);
+    const cycle = cycleStart === null ? null : (startCpu.user - cycleStart.user + startCpu.system - cycleStart.system) / 1000;
+    return quietPollCostMs((pass.user + pass.system) / 1000, cycle);
   }
 
   /**

@@ -35,6 +35,17 @@ export const MAX_POLL_STRETCH = 5;
  */
 export const MIN_STRETCHING_POLL_CPU_MS = 200;
 
+/**
+ * What a quiet poll costs, from the process's CPU time (ms) during the pass and over the whole cycle since the
+ * previous quiet poll began (null for the first): the cycle also holds the collection of the listing's garbage,
+ * which runs after the pass, but CPU time is process-wide, so it holds every other pair's transfers as well. A
+ * 2-document binder beside a pair moving large files was said to cost 0.36 s a listing, and its polls were spaced
+ * out fivefold (black-box round 28b, F5). The cycle counts for at most twice the pass itself.
+ */
+export function quietPollCostMs(passCpuMs: number, cycleCpuMs: number | null): number {
+  return cycleCpuMs === null ? passCpuMs : Math.min(cycleCpuMs, 2 * passCpuMs);
+}
+
 /** Two poll spacings differ by more than a quarter of the smaller one (what is worth a log line). */
 function farApart(a: number, b: number): boolean {
   return Math.abs(a - b) > Math.min(a, b) / 4;

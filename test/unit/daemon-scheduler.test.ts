@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BinderSyncError } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import { ServiceError } from '../../src/service/errors.js';
-import { MIN_STRETCHING_POLL_CPU_MS, PairScheduler, type PairState, type PassOutcome, type Trigger } from '../../src/daemon/scheduler.js';
+import { MIN_STRETCHING_POLL_CPU_MS, PairScheduler, quietPollCostMs, type PairState, type PassOutcome, type Trigger } from '../../src/daemon/scheduler.js';
 import { DEFAULT_TIMING } from '../../src/daemon/timing.js';
 
 interface LogRecord {
@@ -194,6 +194,14 @@ describe('PairScheduler', () => {
     s.hint();
     expect(passes).toHaveLength(before + 1);
     expect(last().trigger).toBe('rescan');
+  });
+
+  it("a quiet poll's cost is its cycle's CPU (the listing's garbage collected after it), but at most twice the pass's own", () => {
+    expect(quietPollCostMs(400, null)).toBe(400); // the first quiet poll: the pass alone
+    expect(quietPollCostMs(400, 520)).toBe(520); // a large binder: the pass plus the collection after it
+    // A tiny binder while another pair moves large files: the cycle's CPU is mostly that pair's (round 28b, F5).
+    expect(quietPollCostMs(8, 360)).toBe(16);
+    expect(quietPollCostMs(8, 360)).toBeLessThan(MIN_STRETCHING_POLL_CPU_MS);
   });
 
   it('backs off 5 s, 10 s, 20 s ... up to 5 min, logs the failure once and the recovery once', async () => {
