@@ -75,6 +75,8 @@ export interface PairStatus {
   activitySince: string | null;
   /** What watches the local tree, from the daemon's status file (see PairActivitySchema.watcher). */
   watcher: string | null;
+  /** Since when local changes wait for the running pass to end (see PairActivitySchema.changesWaitingSince). */
+  changesWaitingSince: string | null;
   lastError: string | null;
   /** Base entries: files known to be the same on both sides. */
   filesInSync: number;
@@ -168,6 +170,7 @@ function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon
     nextPassAt: activity?.nextPassAt ?? null,
     activitySince: activity?.since ?? null,
     watcher: activity?.watcher ?? null,
+    changesWaitingSince: running ? (activity?.changesWaitingSince ?? null) : null,
     lastError: null,
     filesInSync: 0,
     pendingUploads: [],
@@ -272,6 +275,9 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     // changes made since are not in them (black-box round 23, L2).
     const asOf = p.lastError !== null && (p.state === 'error' || p.state === 'syncing') ? `   (as of the last pass${p.lastPassAt ? `, ${ago(p.lastPassAt, now)}` : ''}; changes since are counted once a pass gets through)` : '';
     lines.push(row('  pending', `${upText}, ${downText}${asOf}`));
+    if (p.state === 'syncing' && p.changesWaitingSince !== null) {
+      lines.push(row('  waiting', `local changes seen ${ago(p.changesWaitingSince, now)}: the next pass takes them up when this one ends (one pass at a time per pair)`));
+    }
     if (p.state === 'syncing' && p.passBytes !== null && p.passBytes > 0) lines.push(row('  transferred', transferredText(p.passBytes, p.activitySince, now)));
     lines.push(row('  last error', p.lastError ? oneLine(p.lastError) : '-'));
     if (p.conflicts.length > 0) {

@@ -46,6 +46,8 @@ export interface PairActivityView {
   nextPassAt: number | null;
   /** See PairActivitySchema.watcher; null until the first pass starts the watcher. */
   watcher: string | null;
+  /** When the watcher first saw a local change that waits for the running pass to end (see PairActivitySchema). */
+  changesWaitingSince: number | null;
 }
 
 export class PairWorker {
@@ -77,7 +79,7 @@ export class PairWorker {
   private openIssues = new Map<string, Issue>();
   private readonly scheduler: PairScheduler;
   private readonly log: Logger;
-  private activity: PairActivityView = { state: 'starting', since: Date.now(), nextPassAt: null, watcher: null };
+  private activity: PairActivityView = { state: 'starting', since: Date.now(), nextPassAt: null, watcher: null, changesWaitingSince: null };
   private closed = false;
   /** Aborts this pair's passes only (reload); the daemon's abortSignal aborts every pair (shutdown). */
   private readonly own = new AbortController();
@@ -289,6 +291,11 @@ export class PairWorker {
         this.log.debug({ dirs: h.dirs.slice(0, 10), full: h.full }, 'local change');
         if (h.full) this.hintedFull = true;
         for (const d of h.dirs) this.hintedDirs.add(d);
+        // A pair runs one pass at a time: a change seen during a long transfer waits for it, which status says.
+        if (this.scheduler.busy && this.activity.changesWaitingSince === null) {
+          this.activity = { ...this.activity, changesWaitingSince: Date.now() };
+          this.d.onChange?.();
+        }
         this.scheduler.hint();
       },
       onError: (err: BinderSyncError) => this.watcherFailed(err),
@@ -388,8 +395,10 @@ export class PairWorker {
   }
 
   private onState(state: PairState, nextAt: number | null): void {
-    if (state !== this.activity.state) this.activity = { ...this.activity, state, since: Date.now(), nextPassAt: nextAt };
-    else this.activity = { ...this.activity, nextPassAt: nextAt };
+    // A pass that starts takes up every change seen so far.
+    const changesWaitingSince = state === 'syncing' || state === 'starting' ? null : this.activity.changesWaitingSince;
+    if (state !== this.activity.state) this.activity = { ...this.activity, state, since: Date.now(), nextPassAt: nextAt, changesWaitingSince };
+    else this.activity = { ...this.activity, nextPassAt: nextAt, changesWaitingSince };
     this.writeMeta({ daemonState: state, nextPassAt: nextAt === null ? '' : new Date(nextAt).toISOString() });
     this.d.onChange?.();
   }

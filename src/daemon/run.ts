@@ -317,6 +317,7 @@ export class Daemon {
           since: new Date(v.since).toISOString(),
           ...(v.nextPassAt !== null ? { nextPassAt: new Date(v.nextPassAt).toISOString() } : {}),
           ...(v.watcher !== null ? { watcher: v.watcher } : {}),
+          ...(v.changesWaitingSince !== null ? { changesWaitingSince: new Date(v.changesWaitingSince).toISOString() } : {}),
         };
       }
       const status: DaemonStatus = {

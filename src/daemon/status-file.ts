@@ -19,6 +19,11 @@ export const PairActivitySchema = z.object({
    * first pass starts the watcher.
    */
   watcher: z.string().optional(),
+  /**
+   * ISO time the watcher first saw a local change while a pass was running: a pair runs one pass at a time, so
+   * the change waits for it (a large transfer can take minutes) and is taken up by the pass right after.
+   */
+  changesWaitingSince: z.string().optional(),
 });
 
 export const DaemonStatusSchema = z.object({

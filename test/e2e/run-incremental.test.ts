@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, readLocalIfThere, sync, writeLocal, type Workspace } from './harness.js';
+import { createWorkspace, readLocalIfThere, runCli, sync, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
 
 let ws: Workspace | undefined;
@@ -84,6 +84,32 @@ describe('binder-sync run: incremental passes', () => {
     expect(c.readContent(doc.id).toString()).toBe('v2, written where no watcher sees it');
     const uploadedBy = d.lines.find((l) => String(l.msg).startsWith('pass: ') && (l.done as Record<string, number> | undefined)?.upload === 1);
     expect(uploadedBy?.trigger, d.tail()).toBe('rescan');
+  });
+
+  it('a local change seen while a long download runs waits for that pass, and status says so (black-box round 28b, F1)', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const docs = c.createFolder(w.binderId, { name: 'Docs' });
+    c.addDocument(w.binderId, docs.id, 'a.txt', 'a');
+    writeRunConfig(w);
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '1000' } });
+    const d = daemon;
+    await d.waitForLog(msgHas('pass: '), 15_000, 'the first pass');
+    c.injectFault({ route: 'storage-get', latencyMs: 5_000, times: 1 });
+    c.addDocument(w.binderId, docs.id, 'slow.bin', 'slow to come');
+    await eventually(() => c.counters()['storage-get'] >= 2, 8_000, 'the slow download to start', d.tail);
+    writeLocal(w, 'Docs/saved-meanwhile.txt', 'saved while the download runs');
+    let shown = '';
+    for (const until = Date.now() + 4_000; Date.now() < until; ) {
+      shown = (await runCli(w, ['status', '--config', w.configFile])).stdout;
+      if (/^ {2}waiting/m.test(shown)) break;
+    }
+    expect(shown, d.tail()).toMatch(/^ {2}waiting +local changes seen .*: the next pass takes them up when this one ends/m);
+    expect(shown).toMatch(/^ {2}state +syncing/m);
+    await eventually(() => c.listDocuments(w.binderId).some((x) => x.fileName === 'saved-meanwhile.txt'), 15_000, 'the upload after the pass', d.tail);
+    const after = (await runCli(w, ['status', '--config', w.configFile])).stdout;
+    expect(after).not.toMatch(/^ {2}waiting/m);
   });
 
   it('spaces polls out when a quiet poll costs more than pollCpuBudget, and says so once', async () => {

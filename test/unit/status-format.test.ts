@@ -51,7 +51,7 @@ describe('formatStatus "not synced"', () => {
     const issues = Array.from({ length: 12 }, (_, i) => waiting(`dir ${String(i).padStart(2, '0')}`, 5)).flat();
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 0,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, lastError: null, filesInSync: 0,
       pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues,
     };
     const doc: StatusDocument = {
@@ -68,7 +68,7 @@ describe('formatStatus "not synced"', () => {
 describe('formatStatus "watcher"', () => {
   const pair = (watcher: string | null): PairStatus => ({
     name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
-    lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, lastError: null, filesInSync: 0,
+    lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, changesWaitingSince: null, lastError: null, filesInSync: 0,
     pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
   });
   const doc = (running: boolean, watcher: string | null): StatusDocument => ({
@@ -113,7 +113,7 @@ describe('names with control characters', () => {
     ];
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0,
       pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingUploadCount: null, pendingDownloads: 0, passBytes: null,
       conflicts: [{ relPath: 'N/con\nflict.txt', conflictPath: 'N/con\nflict (conflict).txt', policy: 'keep-both', detail: 'x', at: new Date(0).toISOString() }],
       moreConflicts: false, trash: emptyTrash, issues,
@@ -134,16 +134,23 @@ describe('names with control characters', () => {
 });
 
 describe('formatStatus "pending" during a long pass', () => {
-  const doc = (pendingUploads: PairStatus['pendingUploads'], pendingUploadCount: number | null, pendingDownloads: number | null, passBytes: number | null = null, activitySince: string | null = null): StatusDocument => ({
+  const doc = (pendingUploads: PairStatus['pendingUploads'], pendingUploadCount: number | null, pendingDownloads: number | null, passBytes: number | null = null, activitySince: string | null = null, changesWaitingSince: string | null = null): StatusDocument => ({
     version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
     daemon: { running: true, pid: 42, startedAt: null, metricsPort: null },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'syncing', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, lastError: null, filesInSync: 700,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, changesWaitingSince, lastError: null, filesInSync: 700,
       pendingUploads, pendingUploadCount, pendingDownloads, passBytes, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
     }],
   });
   const inFlight = ['a.txt', 'b.txt', 'c.txt', 'd.txt'].map((n) => ({ relPath: `Docs/${n}`, stage: 'slot' as const, since: new Date(0).toISOString() }));
+
+  it('says when local changes wait for the running pass (one pass at a time per pair; black-box round 28b, F1)', () => {
+    const now = new Date('2026-11-27T10:00:30Z');
+    const waiting = formatStatus(doc([], 0, 1, null, '2026-11-27T10:00:00Z', '2026-11-27T10:00:20Z'), now);
+    expect(waiting).toMatch(/^ {2}waiting +local changes seen 10 s ago: the next pass takes them up when this one ends \(one pass at a time per pair\)$/m);
+    expect(formatStatus(doc([], 0, 1, null, '2026-11-27T10:00:00Z'), now)).not.toMatch(/^ {2}waiting/m);
+  });
 
   it('counts what the pass planned, and names the uploads in flight', () => {
     expect(formatStatus(doc(inFlight, 4300, 0), new Date(0))).toMatch(/^ {2}pending +4300 uploads \(4 in flight: Docs\/a\.txt, Docs\/b\.txt, Docs\/c\.txt, \.\.\.\), 0 downloads$/m);
@@ -181,7 +188,7 @@ describe('formatStatus "trash"', () => {
     daemon: { running: false, pid: null, startedAt: null, metricsPort: null },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 0,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, lastError: null, filesInSync: 0,
       pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash, issues: [],
     }],
   });
@@ -203,7 +210,7 @@ describe('formatStatus "pending" while passes fail', () => {
     daemon: { running: false, pid: null, startedAt: null, metricsPort: null },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, lastError: null, filesInSync: 19,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, lastError: null, filesInSync: 19,
       pendingUploads: [], pendingUploadCount: 0, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [], ...p,
     }],
   });
