@@ -3,12 +3,15 @@
 // at once with 130), SIGHUP reloads the config. Under systemd (NOTIFY_SOCKET set) it reports readiness.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseDuration } from '../config/duration.js';
+import { loadConfig } from '../config/load.js';
 import { startEarlyWatchers } from '../daemon/early-watchers.js';
 import type { Daemon } from '../daemon/run.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS, timingFromEnv } from '../daemon/timing.js';
 import { HEAP_GROWING_ENV, tuneHeapForPolling } from '../daemon/heap-tuning.js';
+import { BinderSyncError, oneLineMessage } from '../errors.js';
 import { createLogger, logLevelFromEnv, type LogLevel } from '../log.js';
-import { exitCodeFor, loadConfigOrExplain, logLevelOption, printError } from './common.js';
+import { stateDbWriteError } from '../state/state-dir-error.js';
+import { exitCodeFor, logLevelOption, printError } from './common.js';
 import { takeEarlySignals } from './early-signals.js';
 import { ExitCode } from './exit-codes.js';
 import { ProgressDisplay, wantProgress } from './progress.js';
@@ -54,12 +57,15 @@ export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = proc
   let levelOverride;
   try {
     levelOverride = opts.logLevel ?? logLevelFromEnv(env);
-    loaded = loadConfigOrExplain(opts.config);
+    // Its warnings go to the log below: under journald stdout and stderr are one stream, and a plain line among
+    // the JSON ones stops `journalctl -o cat | jq` at it (black-box round 28b, F6).
+    loaded = loadConfig(opts.config, env);
   } catch (err) {
     printError(err);
     return exitCodeFor(err);
   }
   const log = createLogger({ level: levelOverride ?? loaded.config.log.level });
+  for (const w of loaded.warnings) log.warn(w);
   const heap = tuneHeapForPolling(env);
   if (!heap.applied && heap.reason === 'invalid') {
     log.warn({ value: heap.raw }, `${HEAP_GROWING_ENV} must be a whole number from 0 to 400; keeping V8's own heap sizing`);
@@ -122,8 +128,11 @@ export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = proc
       });
     } catch (err) {
       await Promise.all([...earlyWatchers.values()].map((w) => w.close())); // none left when startDaemon ran
-      printError(err);
-      log.error({ code: (err as { code?: unknown }).code }, 'binder-sync daemon could not start');
+      // The reason is in the log line (JSON under systemd); said on stderr too only where the log is not seen.
+      if (process.stderr.isTTY === true && process.stdout.isTTY !== true) printError(err);
+      const e = stateDbWriteError(err);
+      const hint = e instanceof BinderSyncError ? e.hint : undefined;
+      log.error({ code: (e as { code?: unknown }).code, ...(hint !== undefined ? { hint } : {}) }, `binder-sync daemon could not start: ${oneLineMessage(e)}`);
       return exitCodeFor(err);
     }
     if (stopRequested) void daemon.shutdown();

@@ -68,8 +68,11 @@ describe.skipIf(unprivilegedCommand === null || !isRoot)('a state directory that
     };
     expectRefused(await runCli(w, ['sync', '--config', w.configFile], { command }), 'creating its lock file');
     const run = await runCli(w, ['run', '--config', w.configFile], { command, timeoutMs: 20_000 });
-    expectRefused(run, 'creating its lock file');
-    expect(run.stdout).toContain('"code":"LOCAL_STATE_DIR"');
+    // The daemon says it in its log (JSON on stdout, message and hint), not as a plain line on stderr.
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(6);
+    const said = JSON.parse(run.stdout.split('\n').find((l) => l.includes('"code":"LOCAL_STATE_DIR"'))!) as { msg: string; hint: string };
+    expect(said.msg).toContain(`the state directory ${w.stateDir} is not writable by this user (EACCES when creating its lock file)`);
+    expect(said.hint).toMatch(/^binder-sync keeps its lock, state databases and trash in stateDir: make .* writable by the user binder-sync runs as \(uid 65534\)/);
 
     // A lock file left by a crashed instance that the user can no longer remove.
     fs.writeFileSync(path.join(w.stateDir, 'binder-sync.lock'), '999999999\n');

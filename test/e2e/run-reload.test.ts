@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readDaemonStatus } from '../../src/daemon/status-file.js';
 import { BinderSyncError } from '../../src/errors.js';
 import { StateStore } from '../../src/state/store.js';
-import { createWorkspace, readLocal, runCli, writeLocal, type Workspace } from './harness.js';
+import { createWorkspace, readLocal, runCli, secretOf, writeLocal, type Workspace } from './harness.js';
 import { eventually, msgHas, msgIs, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
 
 let ws: Workspace | undefined;
@@ -90,7 +90,19 @@ describe('binder-sync run: operation', () => {
     // A second instance on the same stateDir is refused.
     const other = await runCli(w, ['run', '--config', w.configFile], { timeoutMs: 15_000 });
     expect(other.code, other.stderr).toBe(5);
-    expect(other.stderr).toContain('another binder-sync');
+    // The reason is in the JSON log line, with its hint; no plain line on stderr breaks a `jq` over the journal.
+    const refused = other.stdout.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as { msg: string; code?: string; hint?: string });
+    expect(refused.find((l) => l.code === 'STATE_LOCKED')?.msg).toMatch(/^binder-sync daemon could not start: another binder-sync \(pid \d+\) is using the state directory/);
+    expect(refused.find((l) => l.code === 'STATE_LOCKED')?.hint).toBeDefined();
+    expect(other.stderr).toBe('');
+    // A start-up warning (a literal secret in a config others may read) is a JSON log line too.
+    const openConfig = path.join(w.dir, 'open.yaml');
+    fs.writeFileSync(openConfig, fs.readFileSync(w.configFile, 'utf8').replace('${E2E_SECRET}', secretOf(w)), { mode: 0o644 });
+    fs.chmodSync(openConfig, 0o644);
+    const warned = await runCli(w, ['run', '--config', openConfig], { timeoutMs: 15_000 });
+    expect(warned.code, warned.stderr).toBe(5);
+    expect(warned.stderr).toBe('');
+    expect(warned.stdout).toMatch(/^\{"level":40,.*"msg":"config file is readable by others and contains a secret; chmod 600 /m);
 
     // Add a pair and reload.
     writeRunConfig(w, { pairs: [mainPair, { name: 'second', localPath: './local2', binderId: second.id }] });
