@@ -29,6 +29,19 @@ describe('groupIssues', () => {
     ]);
   });
 
+  it('never lends one kind of local path the wording of another: unknown-state groups by what the path is, and counts items (round 28a, T7)', () => {
+    const symlink = 'the local path is a symlink (never followed)';
+    const special = 'the local path is not a regular file';
+    const issues: Issue[] = [
+      ...['a', 'b', 'c', 'd'].map((n): Issue => ({ relPath: `Docs/${n}-link`, code: 'unknown-state', detail: symlink })),
+      ...['e', 'f', 'g', 'h'].map((n): Issue => ({ relPath: `Docs/${n}-fifo`, code: 'unknown-state', detail: special })),
+    ];
+    expect(groupIssues(issues)).toEqual([
+      { label: 'Docs/ (4 items)', code: 'unknown-state', detail: symlink, count: 4 },
+      { label: 'Docs/ (4 items)', code: 'unknown-state', detail: special, count: 4 },
+    ]);
+  });
+
   it('folds the files waiting for one missing folder into one line, however deep they lie under it (a .git)', () => {
     const detail = 'no remote folder for "P/.git" yet; the service cannot create folders';
     const git = ['P/.git/HEAD', 'P/.git/objects/aa/1', 'P/.git/objects/bb/2', 'P/.git/refs/heads/main', 'P/.git/objects/cc/3'].map((relPath): Issue => ({ relPath, code: 'waiting-for-remote-folder', detail }));
