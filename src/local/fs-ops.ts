@@ -307,6 +307,58 @@ export async function createTempFor(dirAbs: string): Promise<{ path: string; fd:
 const PROCESS_TAG = randomBytes(4).toString('hex');
 let tempCounter = 0;
 
+function isDirectory(abs: string): boolean {
+  try {
+    return fs.statSync(abs, { throwIfNoEntry: false })?.isDirectory() === true;
+  } catch {
+    return false;
+  }
+}
+
+/** Where an open temp file went when it is no longer at tempPath (its folder moved away, maybe out of the root). */
+export interface StrayTemp {
+  path: string;
+  inode: number;
+}
+
+/**
+ * Where the open temp file `fd` is now, when it is no longer at tempPath: its folder was moved or renamed while the
+ * file was written (`mv` of the folder, maybe out of the sync root), so a cleanup by its old path cannot find it
+ * (black-box rounds 23, L3, and 28a, T4). Linux's /proc/self/fd names the file wherever it went; null when it is
+ * still in place, was deleted, or cannot be told. Call it before the descriptor is closed.
+ */
+export function strayTempOf(fd: number, tempPath: string): StrayTemp | null {
+  try {
+    const inode = fs.fstatSync(fd).ino;
+    let here: number | undefined;
+    try {
+      here = fs.lstatSync(tempPath, { throwIfNoEntry: false })?.ino;
+    } catch {
+      here = undefined; // ENOTDIR: a file took its folder's name
+    }
+    if (here === inode) return null;
+    const now = fs.readlinkSync(`/proc/self/fd/${fd}`);
+    if (now.endsWith(' (deleted)') || !path.isAbsolute(now) || !path.basename(now).startsWith(TEMP_PREFIX)) return null;
+    return { path: now, inode };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Removes a temp file of ours that moved with its folder (strayTempOf), after its descriptor was closed: only
+ * while the same file (inode) still has our temp name there, so nothing else is ever removed.
+ */
+export function removeStrayTemp(stray: StrayTemp): boolean {
+  try {
+    if (fs.lstatSync(stray.path).ino !== stray.inode) return false;
+    fs.unlinkSync(stray.path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * fsyncs a written temp file through its descriptor (LOCAL_IO on failure). `before`: earlier flushes of the
  * same descriptor to wait for first; their failure fails this sync like its own would.
@@ -369,7 +421,12 @@ export async function commitTempFile(
       else fs.renameSync(tempPath, destAbs);
       committed = settledStat(destAbs, committed);
     } catch (err) {
-      await fsp.rm(tempPath, { force: true });
+      // The temp's folder may be gone or be a file now (ENOTDIR): the cleanup must not replace the error.
+      await fsp.rm(tempPath, { force: true }).catch(() => undefined);
+      const code = errnoOf(err);
+      if ((code === 'ENOENT' || code === 'ENOTDIR') && !isDirectory(path.dirname(tempPath))) {
+        throw localChanged(destAbs, 'its folder was moved or removed while it was being synced');
+      }
       throw err;
     }
     await fsyncDir(path.dirname(destAbs));

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { WriteStream } from 'node:fs';
-import { createTempFor, syncTempFile } from '../local/fs-ops.js';
+import { createTempFor, localChanged, removeStrayTemp, strayTempOf, syncTempFile } from '../local/fs-ops.js';
 import { hashOpenFile, WORKER_MIN_BYTES } from '../local/hash.js';
 import { BinderSyncError, isRetryable } from '../errors.js';
 import { fmtBytes } from '../format-bytes.js';
@@ -142,13 +142,19 @@ export async function downloadToTemp(d: ExecutorDeps, doc: RemoteDoc, destAbs: s
       if (synced.status === 'rejected') throw synced.reason;
       if (hashed.status === 'rejected') throw hashed.reason;
       const sha256 = hashed.value;
+      // Its folder moved away during the transfer (maybe out of the root): the file went with it, and cannot be
+      // put in place from there. Removed where it went; the next pass plans again.
+      const strayed = strayTempOf(fd, tempPath);
+      if (strayed !== null) throw localChanged(destAbs, 'its folder was moved or removed during the download');
       await closeStream(out);
       return { tempPath, sha256, bytes: res.bytes };
     } catch (err) {
+      const stray = strayTempOf(fd, tempPath); // before the descriptor is closed
       await closeStream(out).catch(() => undefined);
-      await fsp.rm(tempPath, { force: true });
+      await fsp.rm(tempPath, { force: true }).catch(() => undefined);
+      if (stray !== null && removeStrayTemp(stray)) d.log.debug({ relPath: doc.relPath, at: stray.path }, 'removed the temp file that moved with its folder');
       // A local failure (no room, a write error) is not mended by fetching the version again at once.
-      if (attempt >= ATTEMPTS || !isRetryable(err) || (err instanceof BinderSyncError && err.code === 'LOCAL_IO')) throw err;
+      if (attempt >= ATTEMPTS || !isRetryable(err) || (err instanceof BinderSyncError && (err.code === 'LOCAL_IO' || err.code === 'LOCAL_CHANGED'))) throw err;
       d.log.debug({ relPath: doc.relPath, attempt }, 'download interrupted; starting again');
     }
   }

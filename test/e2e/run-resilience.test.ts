@@ -160,6 +160,29 @@ describe('binder-sync run: trouble', () => {
     expect((await d2.exited).code).toBe(0);
   }, 60_000);
 
+  it('a folder moved out of the root while a download into it runs: the temp file that went with it is removed where it went (black-box round 28a, T4)', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'D' });
+    const { document } = c.addDocument(w.binderId, folder.id, 'a.txt', 'v1');
+    writeRunConfig(w);
+    const d = start(w);
+    await eventually(() => fs.existsSync(path.join(w.local, 'D', 'a.txt')), 15_000, 'first sync', d.tail);
+    c.injectFault({ route: 'storage-get', latencyMs: 3_000, times: 1 });
+    c.addVersion(document.id, Buffer.alloc(64 * 1024, 7));
+    await eventually(() => tempFilesUnder(path.join(w.local, 'D')).length > 0, 15_000, 'the download to start', d.tail);
+    const outside = path.join(w.dir, 'moved-out-D');
+    fs.renameSync(path.join(w.local, 'D'), outside);
+    fs.writeFileSync(path.join(w.local, 'D'), 'a file where the folder was');
+    expect(tempFilesUnder(outside).length).toBeGreaterThan(0);
+    await eventually(() => tempFilesUnder(outside).length === 0, 15_000, 'the temp file gone from the moved folder', d.tail);
+    expect(fs.readFileSync(path.join(outside, 'a.txt'), 'utf8')).toBe('v1'); // the user's file, untouched
+    expect(fs.readFileSync(path.join(w.local, 'D'), 'utf8')).toBe('a file where the folder was');
+    expect(d.lines.filter((l) => JSON.stringify(l).includes('ENOTDIR')), d.tail()).toEqual([]);
+    expect(d.child.exitCode).toBeNull();
+  }, 60_000);
+
   it('a folder moved (mv) while a download into it runs: the temp file that went with it is removed by the next pass', async () => {
     ws = await createWorkspace();
     const w = ws;
