@@ -189,6 +189,8 @@ async function putNow(
       if (err instanceof ServiceError) throw err;
       if (signal.aborted || (isAbortError(err) && sourceError === undefined)) throw abortedError(PUT_REQUEST);
       const code = (err as { code?: unknown }).code;
+      // The caller's own verdict on its source (the file changed while it was read): said as it is, not retried.
+      if (sourceError instanceof BinderSyncError) throw markFinal(sourceError);
       if (sourceError !== undefined || code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH') {
         throw new ServiceError(
           sourceError !== undefined ? `reading the local file for upload failed: ${(sourceError as Error).message ?? String(sourceError)}` : `the local file did not have the announced ${size} bytes (changed while uploading?)`,
