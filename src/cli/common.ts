@@ -1,5 +1,6 @@
 // Shared by the commands: loading the config with a clear error, building the service client, and mapping
 // errors to exit codes.
+import fs from 'node:fs';
 import { InvalidArgumentError, Option } from 'commander';
 import type { Logger } from 'pino';
 import { LOG_LEVELS } from '../config/schema.js';
@@ -16,6 +17,25 @@ export function loadConfigOrExplain(file: string, log?: Logger, opts: { localOnl
     else process.stderr.write(`warning: ${w}\n`);
   }
   return loaded;
+}
+
+/**
+ * A warning when the stateDir belongs to another user than the one running this command: typically `sync` run
+ * by root on a setup the daemon runs as its own user. The files it creates in the sync roots are then the
+ * caller's, and the daemon's user cannot replace them later (EACCES, exit 6): said now, not then (black-box
+ * round 28b, F8). Null when the owners match, or the stateDir does not exist yet.
+ */
+export function otherUsersStateDir(stateDir: string): string | null {
+  const me = process.getuid?.();
+  if (me === undefined) return null;
+  let owner: number;
+  try {
+    owner = fs.statSync(stateDir).uid;
+  } catch {
+    return null;
+  }
+  if (owner === me) return null;
+  return `the state directory ${stateDir} belongs to uid ${owner}, not to this user (uid ${me}): what this run creates in the sync roots will belong to uid ${me}, which binder-sync running as uid ${owner} (the daemon) may not be able to replace; run binder-sync as that user (sudo -u '#${owner}' binder-sync ...)`;
 }
 
 /** Exit code for an error that ended a command. */

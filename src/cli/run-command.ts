@@ -11,7 +11,7 @@ import { HEAP_GROWING_ENV, tuneHeapForPolling } from '../daemon/heap-tuning.js';
 import { BinderSyncError, oneLineMessage } from '../errors.js';
 import { createLogger, logLevelFromEnv, type LogLevel } from '../log.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
-import { exitCodeFor, logLevelOption, printError } from './common.js';
+import { exitCodeFor, logLevelOption, otherUsersStateDir, printError } from './common.js';
 import { takeEarlySignals } from './early-signals.js';
 import { ExitCode } from './exit-codes.js';
 import { ProgressDisplay, wantProgress } from './progress.js';
@@ -66,6 +66,8 @@ export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = proc
   }
   const log = createLogger({ level: levelOverride ?? loaded.config.log.level });
   for (const w of loaded.warnings) log.warn(w);
+  const owner = otherUsersStateDir(loaded.config.stateDir);
+  if (owner !== null) log.warn(owner);
   const heap = tuneHeapForPolling(env);
   if (!heap.applied && heap.reason === 'invalid') {
     log.warn({ value: heap.raw }, `${HEAP_GROWING_ENV} must be a whole number from 0 to 400; keeping V8's own heap sizing`);

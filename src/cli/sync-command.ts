@@ -14,7 +14,7 @@ import type { PairRuntime } from '../sync/pair-runtime.js';
 import { describePlan, summarizeReport } from './report-format.js';
 import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
 import { serviceClientFor } from '../service/from-config.js';
-import { collectRepeated, exitCodeFor, loadConfigOrExplain, logLevelOption, printError, selectPairs } from './common.js';
+import { collectRepeated, exitCodeFor, loadConfigOrExplain, logLevelOption, otherUsersStateDir, printError, selectPairs } from './common.js';
 import { ExitCode, isLocalFailure } from './exit-codes.js';
 import { BinderSyncError } from '../errors.js';
 
@@ -60,6 +60,8 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     level: levelOverride ?? config.log.level,
     ...(opts.json ? { destination: process.stderr, pretty: false } : {}),
   });
+  const owner = otherUsersStateDir(config.stateDir);
+  if (owner !== null) log.warn(owner);
   let lock;
   try {
     lock = opts.dryRun ? null : acquireStateLock(config.stateDir);

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, runCli, type CliResult, type Workspace } from './harness.js';
+import { createWorkspace, runCli, sync, type CliResult, type Workspace } from './harness.js';
 import { chownTree, isRoot, NOBODY, releaseUnprivileged, unprivilegedCommand } from './unprivileged.js';
 
 let ws: Workspace | undefined;
@@ -90,5 +90,22 @@ describe.skipIf(unprivilegedCommand === null || !isRoot)('a state directory that
     expect(r.stderr).toContain(`the state directory ${pairDir} is not writable by this user (EACCES when creating state.db in it)`);
     expect(fs.readdirSync(w.local)).toEqual([]);
     expect(fs.readdirSync(pairDir)).toEqual([]);
+  });
+});
+
+describe.skipIf(!isRoot)('a state directory of another user', () => {
+  it('sync run by root on a setup owned by the service user says, before it writes anything, that the files it makes will be root\'s (black-box round 28b, F8)', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    w.emulator.control.createFolder(w.binderId, { name: 'Docs' });
+    fs.mkdirSync(w.stateDir, { recursive: true });
+    fs.chownSync(w.stateDir, NOBODY, NOBODY);
+    const output = (x: CliResult) => `${x.stdout}\n${x.stderr}`;
+    const r = await sync(w);
+    expect(r.code, output(r)).toBe(0);
+    expect(output(r)).toContain(`the state directory ${w.stateDir} belongs to uid ${NOBODY}, not to this user (uid 0)`);
+    expect(output(r)).toContain(`sudo -u '#${NOBODY}' binder-sync`);
+    fs.chownSync(w.stateDir, 0, 0);
+    expect(output(await sync(w))).not.toContain('belongs to uid');
   });
 });
