@@ -45,6 +45,10 @@ export interface StatusDocument {
     /** From the daemon's status file; null for a one-shot `sync` or a daemon that does not write it. */
     startedAt: string | null;
     metricsPort: number | null;
+    /** The daemon's last config reload, when it was rejected (it runs the config it had before). */
+    reloadRejected: { at: string; reason: string } | null;
+    /** Pairs the daemon runs that the config file no longer has (removed without a reload, or a rejected one). */
+    pairsNotInConfig: string[];
   };
   pairs: PairStatus[];
 }
@@ -77,6 +81,11 @@ export interface PairStatus {
   watcher: string | null;
   /** Since when local changes wait for the running pass to end (see PairActivitySchema.changesWaitingSince). */
   changesWaitingSince: string | null;
+  /**
+   * False when a daemon runs but not this pair: the config file has it, the daemon's running config does not (not
+   * reloaded since it was added, or the reload was rejected). Null when no daemon status tells.
+   */
+  inDaemon: boolean | null;
   lastError: string | null;
   /** Base entries: files known to be the same on both sides. */
   filesInSync: number;
@@ -148,6 +157,8 @@ export function collectStatus(config: Config, pairs: readonly PairConfig[], conf
       pid,
       startedAt: daemon?.startedAt ?? null,
       metricsPort: daemon?.metricsPort ?? null,
+      reloadRejected: daemon?.reloadRejected ?? null,
+      pairsNotInConfig: daemon === null ? [] : Object.keys(daemon.pairs).filter((n) => !config.pairs.some((p) => p.name === n)),
     },
     pairs: pairs.map((p) => pairStatus(config.stateDir, p, pid !== null, daemon)),
   };
@@ -171,6 +182,7 @@ function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon
     activitySince: activity?.since ?? null,
     watcher: activity?.watcher ?? null,
     changesWaitingSince: running ? (activity?.changesWaitingSince ?? null) : null,
+    inDaemon: daemon === null ? null : activity !== undefined,
     lastError: null,
     filesInSync: 0,
     pendingUploads: [],
@@ -247,9 +259,20 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
   // A full disk there stops every pass at its first write, and the daemon from saying so anywhere but its log.
   const full = doc.stateDirFreeBytes !== null && doc.stateDirFreeBytes < NEARLY_FULL_BYTES;
   const stateDirLine = full ? `${doc.stateDir}   DISK FULL (${Math.floor(doc.stateDirFreeBytes! / 1024)} KiB free): no pass can record its work; free some space` : doc.stateDir;
-  lines.push(row('daemon', daemonLine, 11), row('state dir', stateDirLine, 11));
+  lines.push(row('daemon', daemonLine, 11));
+  if (d.running && d.reloadRejected !== null) {
+    lines.push(row('reload', `REJECTED ${ago(d.reloadRejected.at, now)}: ${oneLine(d.reloadRejected.reason)} (the daemon runs the config it had before)`, 11));
+  }
+  if (d.running && d.pairsNotInConfig.length > 0) {
+    lines.push(row('also runs', `${d.pairsNotInConfig.join(', ')}: no longer in the config file, still synced until the daemon is reloaded`, 11));
+  }
+  lines.push(row('state dir', stateDirLine, 11));
   for (const p of doc.pairs) {
     lines.push('', `${p.name}  ${p.localPath}  <->  binder ${p.binderId}${p.direction === 'both' ? '' : `  (${p.direction} only)`}`);
+    if (d.running && p.inDaemon === false) {
+      lines.push(row('  state', `NOT RUNNING in the daemon: its running config has no pair ${p.name} (${d.reloadRejected !== null ? 'the reload was rejected, see above' : 'reload it: systemctl reload binder-sync, or SIGHUP'})`));
+      continue;
+    }
     let state = STATE_WORDS[p.state];
     if (p.state === 'syncing' && p.activitySince) state += ` (started ${ago(p.activitySince, now)})`;
     else if (p.nextPassAt && d.running) {

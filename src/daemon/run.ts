@@ -3,7 +3,7 @@
 import { serviceClientFor } from '../service/from-config.js';
 import { loadConfig } from '../config/load.js';
 import type { Config, PairConfig } from '../config/schema.js';
-import { BinderSyncError, describeError } from '../errors.js';
+import { BinderSyncError, describeError, oneLineMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
 import { acquireStateLock, type StateLock } from '../state/lock.js';
@@ -82,6 +82,8 @@ export class Daemon {
   private stopping = false;
   private stopped: Promise<void> | null = null;
   private statusQueued = false;
+  /** The last reload, when it was rejected (the running config stayed): `status` says so. Cleared by one that applies. */
+  private reloadRejected: { at: string; reason: string } | null = null;
   private readonly log: Logger;
   private resolveFinished!: () => void;
   private readonly finishedPromise = new Promise<void>((r) => (this.resolveFinished = r));
@@ -227,7 +229,7 @@ export class Daemon {
         });
       }
     } catch (err) {
-      this.log.error({ code: (err as { code?: unknown }).code }, `config reload rejected, the running config stays: ${describeError(err)}`);
+      this.rejectReload(err);
       return false;
     }
     const prev = this.config;
@@ -252,7 +254,7 @@ export class Daemon {
       for (const n of [...changed, ...added]) await preflightPair(newPairs.get(n)!, next.stateDir, client);
     } catch (err) {
       if (serviceChanged) await client.close().catch(() => undefined);
-      this.log.error({ code: (err as { code?: unknown }).code }, `config reload rejected, the running config stays: ${describeError(err)}`);
+      this.rejectReload(err);
       return false;
     }
     if (this.stopping) {
@@ -283,9 +285,16 @@ export class Daemon {
       const pair = newPairs.get(n);
       if (pair) this.startWorker(pair);
     }
+    this.reloadRejected = null;
     this.queueStatus();
     this.log.info({ added, removed, restarted: changed, unchanged, serviceChanged }, 'config reloaded');
     return true;
+  }
+
+  private rejectReload(err: unknown): void {
+    this.log.error({ code: (err as { code?: unknown }).code }, `config reload rejected, the running config stays: ${describeError(err)}`);
+    this.reloadRejected = { at: new Date().toISOString(), reason: oneLineMessage(err) };
+    this.queueStatus();
   }
 
   private applyLogLevel(next: Config): void {
@@ -325,6 +334,7 @@ export class Daemon {
         pid: process.pid,
         startedAt: this.startedAt,
         ...(this.metricsServer ? { metricsPort: this.metricsServer.port } : {}),
+        ...(this.reloadRejected !== null ? { reloadRejected: this.reloadRejected } : {}),
         pairs,
       };
       try {

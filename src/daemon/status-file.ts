@@ -34,6 +34,9 @@ export const DaemonStatusSchema = z.object({
   startedAt: z.string(),
   /** Port of the metrics endpoint, when served. */
   metricsPort: z.number().int().optional(),
+  /** The last config reload, when it was rejected: the daemon runs the config it had before. */
+  reloadRejected: z.object({ at: z.string(), reason: z.string() }).optional(),
+  /** The pairs the daemon runs (its running config, which may differ from the file after a rejected reload). */
   pairs: z.record(z.string(), PairActivitySchema),
 });
 

@@ -160,6 +160,20 @@ describe('binder-sync run: operation', () => {
     }
     expect(d.count(msgIs('config reloaded'))).toBe(0);
     expect(d.count((l) => l.msg === 'pass starting' && l.trigger === 'start')).toBe(1);
+
+    // status tells the running config from the file: the rejection, and a pair the file has but the daemon does
+    // not run (it looked "never synced", with no error; black-box round 28b, F3).
+    writeRunConfig(w, { pairs: [{ name: 'main', localPath: './local', binderId: w.binderId }, { name: 'extra', localPath: './local-extra', binderId: 'NoSuchBnd' }] });
+    const before = d.count(msgHas('config reload rejected'));
+    d.kill('SIGHUP');
+    await eventually(() => d.count(msgHas('config reload rejected')) > before, 10_000, 'rejection of the extra pair', d.tail);
+    let shown = '';
+    for (const until = Date.now() + 5_000; Date.now() < until && !/^reload/m.test(shown); ) shown = (await runCli(w, ['status', '--config', w.configFile])).stdout;
+    expect(shown).toMatch(/^reload +REJECTED (just now|.* ago): pair extra: .*NoSuchBnd.* \(the daemon runs the config it had before\)$/m);
+    expect(shown).toMatch(/^ {2}state +NOT RUNNING in the daemon: its running config has no pair extra \(the reload was rejected, see above\)$/m);
+    const json = JSON.parse((await runCli(w, ['status', '--config', w.configFile, '--json'])).stdout) as { daemon: { reloadRejected: unknown }; pairs: Array<{ name: string; inDaemon: boolean | null }> };
+    expect(json.daemon.reloadRejected).toMatchObject({ reason: expect.stringContaining('NoSuchBnd') });
+    expect(json.pairs.map((p) => [p.name, p.inDaemon])).toEqual([['main', true], ['extra', false]]);
   }, 60_000);
 
   it('on SIGHUP with other service credentials, restarts the pairs on a new client (read-only: download-only)', async () => {

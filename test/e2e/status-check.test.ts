@@ -102,7 +102,7 @@ describe('binder-sync status', () => {
 
     const doc = statusJson(await status(ws, '--json'));
     expect(doc.version).toBe(1);
-    expect(doc.daemon).toEqual({ running: false, pid: null, startedAt: null, metricsPort: null });
+    expect(doc.daemon).toEqual({ running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] });
     expect(doc.pairs).toHaveLength(1);
     expect(doc.pairs[0]).toMatchObject({ name: 'main', state: 'never-synced', lastPassAt: null, filesInSync: 0, pendingDownloads: null, conflicts: [], issues: [] });
     // Read-only: no state dir, no DB appeared.
@@ -357,7 +357,7 @@ describe('binder-sync status', () => {
     const since = new Date(Date.now() - 5000).toISOString();
     writeDaemonStatus(ws.stateDir, { version: 1, pid, startedAt: new Date(Date.now() - 3_600_000).toISOString(), metricsPort: 9464, pairs: { main: { activity: 'syncing', since } } });
     const live = statusJson(await status(ws, '--json'));
-    expect(live.daemon).toEqual({ running: true, pid, startedAt: expect.any(String), metricsPort: 9464 });
+    expect(live.daemon).toEqual({ running: true, pid, startedAt: expect.any(String), metricsPort: 9464, reloadRejected: null, pairsNotInConfig: [] });
     expect(live.pairs[0]).toMatchObject({ state: 'syncing', activitySince: since });
     const human = (await status(ws)).stdout;
     expect(human).toMatch(new RegExp(`^daemon +running \\(pid ${pid}, started 1 h ago, metrics on port 9464\\)$`, 'm'));

@@ -64,12 +64,12 @@ describe('formatStatus "not synced"', () => {
     const issues = Array.from({ length: 12 }, (_, i) => waiting(`dir ${String(i).padStart(2, '0')}`, 5)).flat();
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, lastError: null, filesInSync: 0,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0,
       pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues,
     };
     const doc: StatusDocument = {
       version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
-      daemon: { running: false, pid: null, startedAt: null, metricsPort: null }, pairs: [pair],
+      daemon: { running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] }, pairs: [pair],
     };
     const out = formatStatus(doc, new Date(0));
     expect(out).toMatch(/^ {2}not synced +60 items$/m);
@@ -81,12 +81,12 @@ describe('formatStatus "not synced"', () => {
 describe('formatStatus "watcher"', () => {
   const pair = (watcher: string | null): PairStatus => ({
     name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
-    lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, changesWaitingSince: null, lastError: null, filesInSync: 0,
+    lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0,
     pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
   });
   const doc = (running: boolean, watcher: string | null): StatusDocument => ({
     version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
-    daemon: running ? { running: true, pid: 42, startedAt: null, metricsPort: null } : { running: false, pid: null, startedAt: null, metricsPort: null },
+    daemon: running ? { running: true, pid: 42, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] } : { running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [pair(watcher)],
   });
 
@@ -126,14 +126,14 @@ describe('names with control characters', () => {
     ];
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0,
       pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingUploadCount: null, pendingDownloads: 0, passBytes: null,
       conflicts: [{ relPath: 'N/con\nflict.txt', conflictPath: 'N/con\nflict (conflict).txt', policy: 'keep-both', detail: 'x', at: new Date(0).toISOString() }],
       moreConflicts: false, trash: emptyTrash, issues,
     };
     const doc: StatusDocument = {
       version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
-      daemon: { running: false, pid: null, startedAt: null, metricsPort: null }, pairs: [pair],
+      daemon: { running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] }, pairs: [pair],
     };
     const out = formatStatus(doc, new Date(0));
     expect(out).toContain('N/new\\nline.txt  name-not-representable: the name holds a newline');
@@ -146,13 +146,25 @@ describe('names with control characters', () => {
   });
 });
 
+describe('formatStatus: the running config against the file', () => {
+  it('names pairs the daemon runs that the file no longer has', () => {
+    const out = formatStatus({
+      version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
+      daemon: { running: true, pid: 42, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: ['b'] },
+      pairs: [],
+    }, new Date(0));
+    expect(out).toMatch(/^also runs +b: no longer in the config file, still synced until the daemon is reloaded$/m);
+    expect(out).not.toMatch(/^reload/m);
+  });
+});
+
 describe('formatStatus "pending" during a long pass', () => {
   const doc = (pendingUploads: PairStatus['pendingUploads'], pendingUploadCount: number | null, pendingDownloads: number | null, passBytes: number | null = null, activitySince: string | null = null, changesWaitingSince: string | null = null): StatusDocument => ({
     version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
-    daemon: { running: true, pid: 42, startedAt: null, metricsPort: null },
+    daemon: { running: true, pid: 42, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'syncing', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, changesWaitingSince, lastError: null, filesInSync: 700,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, changesWaitingSince, inDaemon: null, lastError: null, filesInSync: 700,
       pendingUploads, pendingUploadCount, pendingDownloads, passBytes, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
     }],
   });
@@ -185,7 +197,7 @@ describe('formatStatus "pending" during a long pass', () => {
 describe('formatStatus: the disk holding stateDir', () => {
   const doc = (stateDirFreeBytes: number | null): StatusDocument => ({
     version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes,
-    daemon: { running: false, pid: null, startedAt: null, metricsPort: null },
+    daemon: { running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [],
   });
 
@@ -198,10 +210,10 @@ describe('formatStatus: the disk holding stateDir', () => {
 describe('formatStatus "trash"', () => {
   const docWith = (trash: PairStatus['trash']): StatusDocument => ({
     version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
-    daemon: { running: false, pid: null, startedAt: null, metricsPort: null },
+    daemon: { running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, lastError: null, filesInSync: 0,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0,
       pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash, issues: [],
     }],
   });
@@ -220,10 +232,10 @@ describe('formatStatus "trash"', () => {
 describe('formatStatus "pending" while passes fail', () => {
   const docWith = (p: Partial<PairStatus>): StatusDocument => ({
     version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
-    daemon: { running: false, pid: null, startedAt: null, metricsPort: null },
+    daemon: { running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, lastError: null, filesInSync: 19,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 19,
       pendingUploads: [], pendingUploadCount: 0, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [], ...p,
     }],
   });
