@@ -160,13 +160,16 @@ export async function downloadToTemp(d: ExecutorDeps, doc: RemoteDoc, destAbs: s
   }
 }
 
+const ROOM_CHECK_FROM_BYTES = 1024 * 1024;
+
 /**
  * Refuses a download the disk has no room for before its body is read: a full disk otherwise cost the whole
  * version on every pass, only to fail at the last block (black-box round 28b, F2). Root may use the blocks
  * ext4 reserves for it. When the free space cannot be read, the write itself decides.
  */
 function ensureRoomFor(dir: string, bytes: number | undefined, destAbs: string): void {
-  if (bytes === undefined || bytes === 0) return;
+  // A small file costs little to fetch in vain; a statfs for each of 10,000 small downloads would cost more.
+  if (bytes === undefined || bytes < ROOM_CHECK_FROM_BYTES) return;
   let free: number;
   try {
     const st = fs.statfsSync(dir);
