@@ -7,7 +7,8 @@ import { createWatcher, rootIdentity, type LocalWatcher, type WatchHints, type W
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
 import { writePairMeta } from '../state/pair-meta.js';
-import type { Issue } from '../sync/model.js';
+import type { Action, Issue } from '../sync/model.js';
+import { parentOf } from '../sync/path-key.js';
 import { releaseRoot } from '../local/root-lock.js';
 import { runPass, type PassObserver, type PassReport } from '../sync/pass.js';
 import { openPair } from '../sync/open-pair.js';
@@ -50,6 +51,16 @@ export interface PairActivityView {
   changesWaitingSince: number | null;
 }
 
+/** The local paths an action writes (or may write): what the watcher then reports. */
+function writtenPaths(a: Action): string[] {
+  const out: string[] = [];
+  if ('relPath' in a) out.push(a.relPath);
+  if ('from' in a) out.push(a.from);
+  if ('to' in a) out.push(a.to);
+  if (a.kind === 'mkdir-local') out.push(`${a.relPath}/.`);
+  return out;
+}
+
 export class PairWorker {
   readonly name: string;
   private rt: PairRuntime | null = null;
@@ -79,6 +90,8 @@ export class PairWorker {
   private openIssues = new Map<string, Issue>();
   private readonly scheduler: PairScheduler;
   private readonly log: Logger;
+  /** Folders the running pass has written into (parents of what it downloaded, moved, created). */
+  private readonly passWroteIn = new Set<string>();
   private activity: PairActivityView = { state: 'starting', since: Date.now(), nextPassAt: null, watcher: null, changesWaitingSince: null };
   private closed = false;
   /** Aborts this pair's passes only (reload); the daemon's abortSignal aborts every pair (shutdown). */
@@ -183,6 +196,7 @@ export class PairWorker {
       else bytesTimer ??= setTimeout(writeBytes, wait).unref();
     };
     const scope = this.scope(trigger);
+    this.passWroteIn.clear();
     try {
       report = await runPass(rt, {
         ...scope,
@@ -202,7 +216,11 @@ export class PairWorker {
           this.writeMeta({ pendingUploads: String(planned.uploads), pendingDownloads: String(planned.downloads), passBytes: '0' });
           obs?.onPlan?.(plan);
         },
-        ...(obs?.onActionDone ? { onActionDone: obs.onActionDone } : {}),
+        onActionDone: (action, ok) => {
+          // Where this pass wrote: the watcher reports those writes as changes (see onHints).
+          for (const p of writtenPaths(action)) this.passWroteIn.add(parentOf(p));
+          obs?.onActionDone?.(action, ok);
+        },
         onBytes: countBytes,
       });
     } catch (err) {
@@ -292,7 +310,9 @@ export class PairWorker {
         if (h.full) this.hintedFull = true;
         for (const d of h.dirs) this.hintedDirs.add(d);
         // A pair runs one pass at a time: a change seen during a long transfer waits for it, which status says.
-        if (this.scheduler.busy && this.activity.changesWaitingSince === null) {
+        // Events in folders the pass itself has written to are most likely its own downloads and moves.
+        const own = !h.full && h.dirs.every((dir) => this.passWroteIn.has(dir));
+        if (this.scheduler.busy && !own && this.activity.changesWaitingSince === null) {
           this.activity = { ...this.activity, changesWaitingSince: Date.now() };
           this.d.onChange?.();
         }

@@ -91,15 +91,24 @@ describe('binder-sync run: incremental passes', () => {
     const w = ws;
     const c = w.emulator.control;
     const docs = c.createFolder(w.binderId, { name: 'Docs' });
+    const notes = c.createFolder(w.binderId, { name: 'Notes' });
     c.addDocument(w.binderId, docs.id, 'a.txt', 'a');
+    c.addDocument(w.binderId, notes.id, 'n.txt', 'n');
     writeRunConfig(w);
     daemon = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '1000' } });
     const d = daemon;
     await d.waitForLog(msgHas('pass: '), 15_000, 'the first pass');
+    c.resetCounters();
+    // One of four new documents comes 5 s late; the other three land meanwhile. Their writes are the pass's own:
+    // the watcher reports them, but they are no local change waiting.
     c.injectFault({ route: 'storage-get', latencyMs: 5_000, times: 1 });
-    c.addDocument(w.binderId, docs.id, 'slow.bin', 'slow to come');
-    await eventually(() => c.counters()['storage-get'] >= 2, 8_000, 'the slow download to start', d.tail);
-    writeLocal(w, 'Docs/saved-meanwhile.txt', 'saved while the download runs');
+    for (const n of ['f1.txt', 'f2.txt', 'f3.txt', 'slow.bin']) c.addDocument(w.binderId, docs.id, n, `${n} content`);
+    await eventually(() => c.counters()['storage-get'] >= 4 && ['f1.txt', 'f2.txt', 'f3.txt', 'slow.bin'].filter((n) => readLocalIfThere(w, `Docs/${n}`) !== null).length === 3, 8_000, 'three downloads done, one late', d.tail);
+    await new Promise((r) => setTimeout(r, 700)); // the watcher's settle time, and more
+    const ownOnly = (await runCli(w, ['status', '--config', w.configFile])).stdout;
+    expect(ownOnly).toMatch(/^ {2}state +syncing/m);
+    expect(ownOnly).not.toMatch(/^ {2}waiting/m);
+    writeLocal(w, 'Notes/saved-meanwhile.txt', 'saved while the download runs');
     let shown = '';
     for (const until = Date.now() + 4_000; Date.now() < until; ) {
       shown = (await runCli(w, ['status', '--config', w.configFile])).stdout;
