@@ -10,6 +10,7 @@ import PQueue from 'p-queue';
 import type { z } from 'zod';
 import type { Logger } from '../log.js';
 import { backoffDelay, parseRetryAfter, sleep } from './retry.js';
+import { oneLineMessage } from '../errors.js';
 import { ByteBudget } from './byte-throttle.js';
 import { resolveSettings, type ResolvedSettings, type ServiceSettings } from './settings.js';
 import { TokenProvider } from './token.js';
@@ -158,7 +159,11 @@ export class HttpCore {
           finalErrors.has(err);
         if (final) throw markFinal(signal.aborted && !(err instanceof ServiceError && err.code === 'ABORTED') ? abortedError(request) : err);
         const wait = backoffDelay(attempt, policy, err.retryAfterMs);
-        this.log.debug({ request, attempt, waitMs: wait, code: err.code, status: err.status }, 'service retry');
+        // A transfer tried again is worth a line at info: a storage request that stalls holds its pair for the
+        // whole request timeout, which an operator otherwise sees only as a pass that takes long (round 28b, F7).
+        if (request.endsWith(' storage')) {
+          this.log.info({ request, attempt, waitMs: wait, code: err.code, status: err.status }, `${oneLineMessage(err)}; trying again in ${(wait / 1000).toFixed(1)} s`);
+        } else this.log.debug({ request, attempt, waitMs: wait, code: err.code, status: err.status }, 'service retry');
         try {
           await sleep(wait, signal);
         } catch {

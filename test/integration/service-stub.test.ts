@@ -571,6 +571,36 @@ describe('transfers', () => {
     expect(dest.destroyed).toBe(true);
   });
 
+  it('download: a storage GET that stalls is tried again, and that is said at info, without the signature (black-box round 28b, F7)', async () => {
+    let gets = 0;
+    const s = await stub((r) => {
+      if (r.path.endsWith('/raw')) return { status: 200, body: { url: `http://127.0.0.1:${new URL(s.origin).port}/storage/blob?sig=zzz`, expiresAt: '2999-01-01T00:00:00Z' } };
+      if (r.path === '/storage/blob') {
+        gets++;
+        if (gets === 1) return () => undefined; // never answers: the request times out
+        return { status: 200, body: 'the content' };
+      }
+      return undef;
+    });
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
+    const c = client(s.origin, { requestTimeoutMs: 200 }, logger);
+    const chunks: Buffer[] = [];
+    const dest = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        chunks.push(chunk);
+        cb();
+      },
+    });
+    await c.downloadVersionTo('d1', 'v1', dest);
+    expect(Buffer.concat(chunks).toString()).toContain('the content');
+    expect(gets).toBe(2);
+    const retry = lines.map((l) => JSON.parse(l) as { level: number; msg: string; request?: string }).find((l) => l.request === 'GET storage');
+    expect(retry?.level).toBe(30);
+    expect(retry?.msg).toMatch(/; trying again in \d+\.\d s$/);
+    expect(lines.join('\n')).not.toContain('zzz');
+  });
+
   it('download: a failing destination is LOCAL_IO, not retried', async () => {
     let gets = 0;
     const s = await stub((r) => {
