@@ -83,3 +83,16 @@ export function detectCaseInsensitiveWithoutWriting(dir: string): boolean {
 function flipCase(name: string): string {
   return name.replace(/[A-Za-z]/g, (ch) => (ch <= 'Z' ? ch.toLowerCase() : ch.toUpperCase()));
 }
+
+/**
+ * Bytes free for this process on the disk holding `dir` (root may also use the blocks ext4 reserves for it); null
+ * when that cannot be told (dir missing).
+ */
+export function freeBytes(dir: string): number | null {
+  try {
+    const st = fs.statfsSync(dir);
+    return (process.getuid?.() === 0 ? st.bfree : st.bavail) * st.bsize;
+  } catch {
+    return null;
+  }
+}

@@ -1,5 +1,5 @@
 // The error for a state directory binder-sync cannot create or write, shared by the lock and the state DBs.
-import fs from 'node:fs';
+import { freeBytes } from '../local/fs-probe.js';
 import { BinderSyncError } from '../errors.js';
 
 /**
@@ -75,15 +75,6 @@ export function stateDbWriteError(err: unknown): unknown {
 /** Below this much free space a state DB that will not open is put down to a full disk. */
 export const NEARLY_FULL_BYTES = 1 << 20;
 
-/** Bytes free for this user on the disk holding `dir`; null when that cannot be told (dir missing). */
-export function freeBytes(dir: string): number | null {
-  try {
-    const st = fs.statfsSync(dir);
-    return st.bavail * st.bsize;
-  } catch {
-    return null;
-  }
-}
 
 /**
  * "the disk holding <dir> is full (N KiB free)" when a SQLite failure to open a state DB (which SQLite reports as

@@ -5,6 +5,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { WriteStream } from 'node:fs';
 import { createTempFor, localChanged, removeStrayTemp, strayTempOf, syncTempFile } from '../local/fs-ops.js';
+import { freeBytes } from '../local/fs-probe.js';
 import { hashOpenFile, WORKER_MIN_BYTES } from '../local/hash.js';
 import { BinderSyncError, isRetryable } from '../errors.js';
 import { fmtBytes } from '../format-bytes.js';
@@ -164,20 +165,14 @@ const ROOM_CHECK_FROM_BYTES = 1024 * 1024;
 
 /**
  * Refuses a download the disk has no room for before its body is read: a full disk otherwise cost the whole
- * version on every pass, only to fail at the last block (black-box round 28b, F2). Root may use the blocks
- * ext4 reserves for it. When the free space cannot be read, the write itself decides.
+ * version on every pass, only to fail at the last block (black-box round 28b, F2). When the free space cannot
+ * be read, the write itself decides.
  */
 function ensureRoomFor(dir: string, bytes: number | undefined, destAbs: string): void {
   // A small file costs little to fetch in vain; a statfs for each of 10,000 small downloads would cost more.
   if (bytes === undefined || bytes < ROOM_CHECK_FROM_BYTES) return;
-  let free: number;
-  try {
-    const st = fs.statfsSync(dir);
-    free = (process.getuid?.() === 0 ? st.bfree : st.bavail) * st.bsize;
-  } catch {
-    return;
-  }
-  if (free >= bytes) return;
+  const free = freeBytes(dir);
+  if (free === null || free >= bytes) return;
   throw new BinderSyncError(`not enough free space (ENOSPC) for ${destAbs}: the version is ${fmtBytes(bytes)}, the disk has ${fmtBytes(free)} free`, {
     code: 'LOCAL_IO',
     retryable: true,

@@ -61,13 +61,14 @@ function why(f: ActionFailure): string {
  */
 export function rememberUnreplaceable(memo: UnreplaceableDownloads, plan: Plan, failures: readonly ActionFailure[], at: number): boolean {
   const failed = new Map(failures.filter(isUnreplaceable).map((f) => [f.relPath, f]));
+  const failedAtAll = new Set(failures.map((f) => f.relPath));
   let added = false;
   for (const g of plan.groups) {
     for (const a of g) {
       if (a.kind !== 'download') continue;
       const f = failed.get(a.relPath);
       if (f === undefined) {
-        if (!failures.some((x) => x.relPath === a.relPath)) memo.delete(a.key);
+        if (!failedAtAll.has(a.relPath)) memo.delete(a.key);
         continue;
       }
       const before = memo.get(a.key);
