@@ -97,6 +97,8 @@ export class PairWorker {
   /** Aborts this pair's passes only (reload); the daemon's abortSignal aborts every pair (shutdown). */
   private readonly own = new AbortController();
   private readonly signal: AbortSignal;
+  /** Fired by drain(): the running pass stops looking and starts no new step (PassOptions.windDown). */
+  private readonly windDown = new AbortController();
 
   constructor(private readonly d: PairWorkerDeps) {
     this.name = d.pair.name;
@@ -133,8 +135,12 @@ export class PairWorker {
     this.scheduler.start();
   }
 
-  /** No new pass starts; resolves when the running pass has finished (or aborted through abortSignal). */
+  /**
+   * No new pass starts, and the running one winds down (a scan or listing ends at once, no new step starts);
+   * resolves when it has finished (or aborted through abortSignal).
+   */
   drain(): Promise<void> {
+    this.windDown.abort(new BinderSyncError('the daemon is stopping', { code: 'ABORTED', retryable: true, hint: 'the next run takes the pass up again' }));
     return this.scheduler.stop();
   }
 
@@ -164,7 +170,11 @@ export class PairWorker {
   /** One scheduled pass: open the pair the first time (or after it failed), then run a full pass. */
   private async pass(trigger: Trigger): Promise<PassOutcome> {
     if (!this.rt) {
-      this.rt = await openPair(this.d.pair, this.d.stateDir, this.d.client, this.d.log, { badRules: 'hold-uploads', unreadableElements: 'hold-uploads' });
+      this.rt = await openPair(this.d.pair, this.d.stateDir, this.d.client, this.d.log, {
+        badRules: 'hold-uploads',
+        unreadableElements: 'hold-uploads',
+        signal: AbortSignal.any([this.signal, this.windDown.signal]),
+      });
       if (this.closed) {
         this.rt.store.close();
         this.rt = null;
@@ -210,6 +220,7 @@ export class PairWorker {
         parkWhenQuiet: true,
         localReady: this.watcherStarting,
         signal: this.signal,
+        windDown: this.windDown.signal,
         // What the pass is about to do, for `status` while it runs (a first sync of thousands of files takes minutes).
         onPlan: (plan) => {
           const planned = pendingOf({ plan, execution: null });

@@ -186,7 +186,7 @@ async function listFolderTree(
   const out: RawFolder[] = [];
   const seen = new Set<string>();
   counter.requests++;
-  let level: RawFolder[] = (await client.listTopFolders(binderId)).map((f) => ({ id: f.id, name: f.name, parentId: null }));
+  let level: RawFolder[] = (await client.listTopFolders(binderId, signal)).map((f) => ({ id: f.id, name: f.name, parentId: null }));
   while (level.length > 0) {
     signal?.throwIfAborted();
     const next: RawFolder[] = [];
@@ -198,7 +198,7 @@ async function listFolderTree(
     const children = await Promise.all(
       fresh.map(async (f) => {
         counter.requests++;
-        const subs = await client.listSubFolders(binderId, f.id);
+        const subs = await client.listSubFolders(binderId, f.id, signal);
         return subs.map((s) => ({ id: s.id, name: s.name, parentId: f.id }));
       }),
     );
@@ -224,7 +224,7 @@ async function listDocumentsBySearch(
     opts.signal?.throwIfAborted();
     counter.requests++;
     const old = before[pageNumber - 1];
-    const { digest, page } = await client.searchPage({ filters, pageSize, pageNumber }, old?.digest);
+    const { digest, page } = await client.searchPage({ filters, pageSize, pageNumber, ...(opts.signal ? { signal: opts.signal } : {}) }, old?.digest);
     if (page === null) {
       const memo = old as SearchPageMemo;
       merger.addPage(memo);
@@ -308,7 +308,7 @@ export async function searchPagesUnchanged(
   const same = async (n: number): Promise<boolean> => {
     opts.signal?.throwIfAborted();
     counter.requests++;
-    const { page } = await client.searchPage({ filters, pageSize: n === 1 ? opts.pageSize : saved.step, pageNumber: n }, saved.digests[n - 1]);
+    const { page } = await client.searchPage({ filters, pageSize: n === 1 ? opts.pageSize : saved.step, pageNumber: n, ...(opts.signal ? { signal: opts.signal } : {}) }, saved.digests[n - 1]);
     return page === null;
   };
   if (saved.digests.length === 0) return false;
@@ -351,7 +351,7 @@ async function listDocumentsPerFolder(
     folders.map(async (f) => {
       signal?.throwIfAborted();
       counter.requests++;
-      return client.listFolderDocuments(binderId, f.id);
+      return client.listFolderDocuments(binderId, f.id, signal);
     }),
   );
   for (const list of lists) {
@@ -383,7 +383,7 @@ async function confirmGone(
     let p = folderLists.get(folderId);
     if (p === undefined) {
       counter.requests++;
-      p = client.listFolderDocuments(opts.binderId, folderId).catch((err: unknown) => {
+      p = client.listFolderDocuments(opts.binderId, folderId, opts.signal).catch((err: unknown) => {
         if (isStatus(err, 404) || isStatus(err, 410)) return 'gone' as const;
         if (refusesThisItem(err)) return 'refused' as const;
         throw err;
@@ -397,7 +397,7 @@ async function confirmGone(
       opts.signal?.throwIfAborted();
       counter.requests++;
       try {
-        return { id, doc: await client.getDocument(id) };
+        return { id, doc: await client.getDocument(id, opts.signal) };
       } catch (err) {
         const folderId = opts.base.get(id)?.folderId;
         if (!refusesThisItem(err) || folderId === undefined) throw err;

@@ -28,7 +28,7 @@ import {
   type SearchPage,
   type VersionItem,
 } from './schemas.js';
-import { downloadToStream, putStream, uploadWithSlots, type DownloadOptions } from './transfers.js';
+import { downloadToStream, putStream, uploadWithSlots, type DownloadOptions, type UploadOptions } from './transfers.js';
 
 export interface SearchQuery {
   /** AND-combined. Enumerated elements take valueId; free-form elements may take value (spec 4.3 rules 2-3). */
@@ -38,7 +38,12 @@ export interface SearchQuery {
   /** 1-based. */
   pageNumber?: number;
   searchTerm?: string;
+  /** Ends the request (a pass cancelled at shutdown), beside the client-wide signal. */
+  signal?: AbortSignal;
 }
+
+/** The {domain} of the folder-tree paths (spec 4.4-4.6): binders are the only drive this client syncs. */
+const DRIVE_DOMAIN = 'binders';
 
 /** A search page whose pageNumber/pageSize are always set (from the answer, else from the request). */
 export type SearchResult = SearchPage & { pageNumber: number; pageSize: number };
@@ -104,8 +109,8 @@ export class ServiceClient {
     return this.core.api({ method: 'GET', template: '/binders', schema: BinderListSchema });
   }
 
-  getMetadataElements(binderId: string): Promise<MetadataElement[]> {
-    return this.core.api({ method: 'GET', template: '/binders/{id}/metadataelements', params: { id: binderId }, schema: z.array(MetadataElementSchema) });
+  getMetadataElements(binderId: string, signal?: AbortSignal): Promise<MetadataElement[]> {
+    return this.core.api({ method: 'GET', template: '/binders/{id}/metadataelements', params: { id: binderId }, schema: z.array(MetadataElementSchema), ...(signal ? { signal } : {}) });
   }
 
   /** POST /documents: one page. Read-only, so it is retried like a GET. */
@@ -134,6 +139,7 @@ export class ServiceClient {
           SortBy: (q.sortBy ?? []).map((s) => ({ metadataElementId: s.metadataElementId, direction: s.direction })),
         },
         schema: SearchPageSchema,
+        ...(q.signal ? { signal: q.signal } : {}),
       },
       sameAs,
     );
@@ -141,16 +147,17 @@ export class ServiceClient {
     return { digest, page: { ...page, pageNumber: page.pageNumber ?? q.pageNumber ?? 1, pageSize: page.pageSize ?? q.pageSize ?? page.items.length } };
   }
 
-  listTopFolders(binderId: string, domain = 'binders'): Promise<Folder[]> {
-    return this.core.api({ method: 'GET', template: '/documents/drives/{domain}/{id}', params: { domain, id: binderId }, schema: z.array(FolderSchema) });
+  // `signal` ends the request (a pass cancelled at shutdown), beside the client-wide one.
+  listTopFolders(binderId: string, signal?: AbortSignal): Promise<Folder[]> {
+    return this.core.api({ method: 'GET', template: '/documents/drives/{domain}/{id}', params: { domain: DRIVE_DOMAIN, id: binderId }, schema: z.array(FolderSchema), ...(signal ? { signal } : {}) });
   }
 
-  listSubFolders(binderId: string, folderId: string, domain = 'binders'): Promise<Folder[]> {
-    return this.core.api({ method: 'GET', template: '/documents/drives/{domain}/{id}/{folderId}', params: { domain, id: binderId, folderId }, schema: z.array(FolderSchema) });
+  listSubFolders(binderId: string, folderId: string, signal?: AbortSignal): Promise<Folder[]> {
+    return this.core.api({ method: 'GET', template: '/documents/drives/{domain}/{id}/{folderId}', params: { domain: DRIVE_DOMAIN, id: binderId, folderId }, schema: z.array(FolderSchema), ...(signal ? { signal } : {}) });
   }
 
-  listFolderDocuments(binderId: string, folderId: string, domain = 'binders'): Promise<Document[]> {
-    return this.core.api({ method: 'GET', template: '/documents/drives/{domain}/{id}/{folderId}/documents', params: { domain, id: binderId, folderId }, schema: z.array(DocumentSchema) });
+  listFolderDocuments(binderId: string, folderId: string, signal?: AbortSignal): Promise<Document[]> {
+    return this.core.api({ method: 'GET', template: '/documents/drives/{domain}/{id}/{folderId}/documents', params: { domain: DRIVE_DOMAIN, id: binderId, folderId }, schema: z.array(DocumentSchema), ...(signal ? { signal } : {}) });
   }
 
   /** GET presigned upload (step 1). The slot accepts exactly one PUT. */
@@ -267,9 +274,9 @@ export class ServiceClient {
   }
 
   /** GET /documents/{documentId}; null on 404 only (the document is gone), every other failure throws. */
-  async getDocument(documentId: string): Promise<Document | null> {
+  async getDocument(documentId: string, signal?: AbortSignal): Promise<Document | null> {
     try {
-      return await this.core.api({ method: 'GET', template: '/documents/{documentId}', params: { documentId }, schema: DocumentSchema });
+      return await this.core.api({ method: 'GET', template: '/documents/{documentId}', params: { documentId }, schema: DocumentSchema, ...(signal ? { signal } : {}) });
     } catch (err) {
       // 404 per the spec's usual reading; 410 Gone is the other way a server may say "deleted".
       if (err instanceof ServiceError && (err.status === 404 || err.status === 410)) return null;
@@ -377,7 +384,7 @@ export class ServiceClient {
   uploadContent(
     open: () => Readable,
     size: number,
-    opts: { onSlot?: (uploadId: string) => void | Promise<void>; onBytes?: (n: number) => void; signal?: AbortSignal } = {},
+    opts: UploadOptions = {},
   ): Promise<{ uploadId: string; sha256: string; bytes: number }> {
     return uploadWithSlots(this.core, () => this.getPresignedUpload(), open, size, opts);
   }

@@ -208,7 +208,7 @@ export class HttpCore {
             async () => {
               // The token is taken when the call leaves the rate queue, not when it joins it: a call may wait
               // there longer than a short-lived token lives (spec 5.4: tokens expire after expires_in).
-              const token = await this.tokens.get();
+              const token = await this.tokens.get(signal);
               const headers: Record<string, string> = {
                 authorization: `Bearer ${token}`,
                 [this.settings.tenantHeader]: this.settings.tenantId,

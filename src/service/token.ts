@@ -31,14 +31,18 @@ export class TokenProvider {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** A valid access token; at most one token request is in flight at any time. */
-  async get(): Promise<string> {
+  /**
+   * A valid access token; at most one token request is in flight at any time. `signal` ends this caller's wait
+   * (rejecting with its reason), not the token request, which other callers may be waiting for: a pass cancelled
+   * at shutdown must not sit out a token endpoint that does not answer (black-box round 28b, F7).
+   */
+  async get(signal?: AbortSignal): Promise<string> {
     const c = this.cached;
     if (c && this.now() < c.refreshAt) return c.token;
     this.inflight ??= this.refresh().finally(() => {
       this.inflight = undefined;
     });
-    return (await this.inflight).token;
+    return (await untilAborted(this.inflight, signal)).token;
   }
 
   /**
@@ -67,4 +71,15 @@ export class TokenProvider {
     if (this.issued.length > 8) this.issued.shift();
     return cached;
   }
+}
+
+/** `p`, or a rejection with the signal's reason as soon as `signal` fires (p goes on; its outcome is ignored). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }

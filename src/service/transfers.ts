@@ -209,6 +209,15 @@ async function putNow(
   return { sha256: meter.digest(), bytes: meter.bytes };
 }
 
+export interface UploadOptions {
+  /** Called with each slot's uploadId before any byte moves (persist it there). */
+  onSlot?: (uploadId: string) => void | Promise<void>;
+  onBytes?: (n: number) => void;
+  signal?: AbortSignal;
+  /** Once this fires, an upload still waiting for its slot does not start (a daemon winding down). */
+  windDown?: AbortSignal;
+}
+
 /**
  * The whole upload: slot -> onSlot(uploadId) (persisted by the caller BEFORE any byte moves) -> PUT. A failed
  * PUT burns the one-shot slot, so each retry takes a new slot (onSlot again) and re-opens the stream.
@@ -218,13 +227,14 @@ export async function uploadWithSlots(
   getSlot: () => Promise<PresignedUpload>,
   open: () => Readable,
   size: number,
-  opts: { onSlot?: (uploadId: string) => void | Promise<void>; onBytes?: (n: number) => void; signal?: AbortSignal },
+  opts: UploadOptions,
 ): Promise<{ uploadId: string; sha256: string; bytes: number }> {
   const signal = core.joinSignal(opts.signal);
   return core.withRetry(PUT_REQUEST, signal, () =>
     core.transferQueue
       .add(
         async () => {
+          if (opts.windDown?.aborted === true) throw abortedError(PUT_REQUEST);
           // The slot is asked for inside the transfer slot, as a download link is: its lifetime is not shown
           // (spec 4.7), and one taken before a wait behind other transfers may have expired by the PUT.
           const slot = await getSlot();
@@ -263,6 +273,8 @@ export interface DownloadOptions {
    * without retries, having fetched nothing (a disk with no room for it).
    */
   beforeBody?: (bytes: number | undefined) => void;
+  /** Once this fires, a transfer still waiting for its slot does not start (a daemon winding down). */
+  windDown?: AbortSignal;
 }
 
 export async function downloadToStream(
@@ -278,6 +290,7 @@ export async function downloadToStream(
     core.transferQueue
       .add(
         async () => {
+          if (opts.windDown?.aborted === true) throw abortedError(GET_REQUEST);
           // The link is fetched inside the transfer slot, so it is fresh when used even after a long queue wait.
           if (needNewLink || !link || linkExpired(link)) {
             link = await getLink();

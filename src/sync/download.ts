@@ -131,6 +131,7 @@ export async function downloadToTemp(d: ExecutorDeps, doc: RemoteDoc, destAbs: s
     try {
       const res = await d.client.downloadVersionTo(doc.documentId, doc.versionId, out, {
         ...(d.signal ? { signal: d.signal } : {}),
+        ...(d.windDown ? { windDown: d.windDown } : {}),
         ...(d.onBytes ? { onBytes: d.onBytes } : {}),
         hashBelowBytes: WORKER_MIN_BYTES,
         beforeBody: (bytes) => ensureRoomFor(dir, bytes, destAbs),

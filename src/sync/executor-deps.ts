@@ -28,6 +28,11 @@ export interface ExecutorDeps {
   /** How many plan groups run at once (transfers are further limited inside the client). */
   concurrency: number;
   signal?: AbortSignal;
+  /**
+   * Fires when the daemon winds down (SIGTERM, a reload that stops the pair): no new group starts, the steps in
+   * flight and the rest of the groups already started go on (until `signal` cuts them short after the grace).
+   */
+  windDown?: AbortSignal;
   onBytes?: (n: number) => void;
   /** Folder listings shared by the new documents' last name check (executePlan makes one per plan). */
   folderRecheck?: FolderRecheck;

@@ -103,8 +103,14 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
     folderRecheck: d.folderRecheck ?? new FolderRecheck(d.client, d.binderId),
   };
   setMaxListeners(0, run.signal!);
+  let leftAtWindDown = 0;
   for (const group of plan.groups) {
     void queue.add(async () => {
+      // Winding down: a group not started yet waits for the next run; one under way goes on to its end.
+      if (d.windDown?.aborted === true && !run.signal?.aborted && report.stoppedBy === null) {
+        if (leftAtWindDown++ === 0) d.log.info('winding down: no new step starts; the steps under way finish, and the next run takes up the rest');
+        return;
+      }
       const steps = [...group];
       for (let i = 0; i < steps.length; i++) {
         const action = steps[i]!;
@@ -154,7 +160,9 @@ function logFailure(d: ExecutorDeps, action: Action, err: unknown): 'repeat' | '
   // Cut short by a stop (SIGTERM past the grace period, a config reload): the stop's own lines say it, and the
   // next run takes the step up again.
   if (code === 'ABORTED' || d.signal?.aborted === true) {
-    d.log.info(fields, 'action stopped: the pass was cancelled; the next run takes it up');
+    // A transfer that had not started when the daemon began winding down: the wind-down's line says it.
+    const level = d.windDown?.aborted === true && d.signal?.aborted !== true ? 'debug' : 'info';
+    d.log[level](fields, 'action stopped: the pass was cancelled; the next run takes it up');
     return 'new';
   }
   const postponed = postponedBecause(err);

@@ -43,13 +43,15 @@ export async function openPair(
      * pair (the error stops it), or 'hold-uploads': downloads go on, uploads wait, and each pass asks again.
      */
     unreadableElements?: 'refuse' | 'hold-uploads';
+    /** Ends the requests of the opening (a daemon winding down); nothing is written before they answer. */
+    signal?: AbortSignal;
   } = {},
 ): Promise<PairRuntime> {
   const dryRun = opts.dryRun === true;
   // The binder's metadata elements (and the token before them) are asked for first: two round trips that run
   // while the root lock is taken and the state opened, instead of after. Read-only, and awaited below; the
   // client's close() ends it if this pair stops before then.
-  const elements$ = client.getMetadataElements(pair.binderId);
+  const elements$ = client.getMetadataElements(pair.binderId, opts.signal);
   elements$.catch(() => undefined); // a failure is handled where it is awaited, never an unhandled rejection
   // Before anything is opened: another process syncing this folder with another stateDir is refused.
   if (!dryRun) await holdRoot(pair.localPath, { pair: pair.name, stateDir });

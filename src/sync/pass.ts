@@ -84,6 +84,12 @@ export interface PassOptions {
   force?: boolean;
   now?: () => Date;
   signal?: AbortSignal;
+  /**
+   * The daemon is winding down (SIGTERM, a reload that stops the pair): what only looks (the scan, the listing,
+   * the fast check) ends at once, as `signal` would end it; the plan starts no new group, and what is in flight
+   * finishes (black-box round 28b, F7: a hung listing held a SIGTERM for the whole grace period).
+   */
+  windDown?: AbortSignal;
   concurrency?: number;
   /** Content bytes moved (both directions), as they stream. */
   onBytes?: (n: number) => void;
@@ -142,7 +148,10 @@ function pruneConflictHistory(rt: PairRuntime, at: Date): void {
   if (removed > 0) rt.log.info({ removed, days: rt.pair.trashRetentionDays }, 'dropped conflicts older than trashRetentionDays from the history status lists');
 }
 
-export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<PassReport> {
+export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise<PassReport> {
+  // `opts.signal` (the looking) ends with the wind-down too; the executor's deps take `given`'s (see windDown).
+  const lookSignal = given.windDown && given.signal ? AbortSignal.any([given.signal, given.windDown]) : (given.windDown ?? given.signal);
+  const opts: PassOptions = lookSignal ? { ...given, signal: lookSignal } : given;
   const started = Date.now();
   const now = opts.now ?? (() => new Date());
   const dryRun = opts.dryRun === true;
@@ -150,7 +159,7 @@ export async function runPass(rt: PairRuntime, opts: PassOptions = {}): Promise<
   // A dry run does not create a missing root: it plans against an empty one.
   const rootMissing = !ensureRoot(rt.pair, rt.store, rt.log, !dryRun);
   if (!rootMissing) await ensureSyncedRootInPlace(rt.pair, rt.store, rt.log, !dryRun);
-  const deps = executorDeps(rt, opts, now);
+  const deps = executorDeps(rt, given, now);
   if (rt.readOnly === true && !dryRun && now().getTime() - rt.readOnlySince >= (opts.writeAccessRecheckMs ?? WRITE_ACCESS_RECHECK_MS)) {
     // Probed again below if this pass has something to upload; a quiet poll would plan nothing at all.
     rt.readOnly = null;
@@ -924,6 +933,7 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
     // transfer (4) slots, so the local fsyncs of some files overlap the network time of others.
     concurrency: opts.concurrency ?? 16,
     ...(opts.signal ? { signal: opts.signal } : {}),
+    ...(opts.windDown ? { windDown: opts.windDown } : {}),
     ...(opts.onBytes ? { onBytes: opts.onBytes } : {}),
     ...(opts.onActionDone ? { onActionDone: opts.onActionDone } : {}),
     failuresLogged: rt.failuresLogged,

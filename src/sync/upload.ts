@@ -109,6 +109,7 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
       },
       ...(d.onBytes ? { onBytes: d.onBytes } : {}),
       ...(d.signal ? { signal: d.signal } : {}),
+      ...(d.windDown ? { windDown: d.windDown } : {}),
     });
     // What was PUT must be exactly what was planned: a file that changed while uploading is never committed.
     // Content not read by the scan is checked by its stat around the PUT (as the scanner trusts it).

@@ -202,6 +202,64 @@ describe('binder-sync run: trouble', () => {
     expect(d.child.exitCode).toBeNull();
   }, 60_000);
 
+  // Black-box round 28b, F7: with only a listing (or the token) in flight, SIGTERM waited the whole grace period and
+  // then warned that passes were aborted; nothing that only looks needs the grace.
+  for (const route of ['search', 'token', 'metadataelements'] as const) {
+    it(`SIGTERM while only a ${route} request hangs stops at once, without the grace period or a warning`, async () => {
+      ws = await createWorkspace();
+      const w = ws;
+      const c = w.emulator.control;
+      writeRunConfig(w);
+      c.injectFault({ route, latencyMs: 60_000 });
+      const d = start(w); // default grace: 10 s
+      await eventually(() => c.counters()[route] > 0, 15_000, `the ${route} request to be made`, d.tail);
+      await new Promise((r) => setTimeout(r, 300));
+      const t0 = Date.now();
+      d.kill('SIGTERM');
+      const exit = await d.exited;
+      const took = Date.now() - t0;
+      expect(exit.code, d.tail()).toBe(0);
+      expect(took, d.tail()).toBeLessThan(4_000);
+      expect(d.count(msgHas('grace period')), d.tail()).toBe(0);
+      expect(d.count((l) => l.level >= 40), d.tail()).toBe(0);
+      await d.waitForLog(msgIs('binder-sync daemon stopped'), 100, 'the stop line');
+    }, 30_000);
+  }
+
+  it('SIGTERM during a pass of many uploads starts no new one: the upload under way is committed, the rest waits for the next run', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    c.createFolder(w.binderId, { name: 'Many' });
+    writeRunConfig(w);
+    for (let i = 0; i < 40; i++) {
+      writeLocal(w, `Many/f${String(i).padStart(2, '0')}.txt`, `file ${i}`);
+      ageFile(w, `Many/f${String(i).padStart(2, '0')}.txt`);
+    }
+    // Each storage PUT takes a second and a half: SIGTERM lands while the first few are in flight.
+    c.injectFault({ route: 'storage-put', latencyMs: 1_500 });
+    const d = start(w); // default grace: 10 s
+    await eventually(() => c.counters()['storage-put'] > 0, 15_000, 'the uploads to start', d.tail);
+    const t0 = Date.now();
+    d.kill('SIGTERM');
+    const exit = await d.exited;
+    const took = Date.now() - t0;
+    expect(exit.code, d.tail()).toBe(0);
+    // Without the wind-down, the pass went on starting uploads for the whole grace period, then was aborted.
+    expect(took, d.tail()).toBeLessThan(8_000);
+    expect(d.count(msgHas('grace period')), d.tail()).toBe(0);
+    expect(d.count(msgHas('winding down')), d.tail()).toBe(1);
+    const committed = c.listDocuments(w.binderId);
+    expect(committed.length, d.tail()).toBeGreaterThan(0);
+    expect(committed.length, d.tail()).toBeLessThan(40);
+    c.clearFaults();
+    const d2 = start(w);
+    await eventually(() => c.listDocuments(w.binderId).length === 40, 30_000, 'the rest uploaded after the restart', d2.tail);
+    for (const doc of c.listDocuments(w.binderId)) expect(c.listVersions(doc.id), doc.fileName).toHaveLength(1);
+    d2.kill('SIGTERM');
+    expect((await d2.exited).code).toBe(0);
+  }, 60_000);
+
   it('exits at once with 130 on a second SIGINT', async () => {
     ws = await createWorkspace();
     const w = ws;

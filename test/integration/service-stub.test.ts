@@ -282,12 +282,12 @@ describe('endpoints', () => {
     expect(page.items[0]?.fileName).toBe(name);
   });
 
-  it('path parameters are URL-encoded and the domain defaults to binders', async () => {
+  it('path parameters are URL-encoded and the domain is binders', async () => {
     const s = await stub((r) => (r.path.startsWith('/api/') ? { status: 200, body: [] } : undef));
     const c = client(s.origin);
     await c.listSubFolders('b1', 'a/b c');
-    await c.listFolderDocuments('b1', 'f1', 'personal');
-    expect(s.api().map((x) => x.path)).toEqual(['/api/v1/documents/drives/binders/b1/a%2Fb%20c', '/api/v1/documents/drives/personal/b1/f1/documents']);
+    await c.listFolderDocuments('b1', 'f 1');
+    expect(s.api().map((x) => x.path)).toEqual(['/api/v1/documents/drives/binders/b1/a%2Fb%20c', '/api/v1/documents/drives/binders/b1/f%201/documents']);
   });
 
   it('getDocument: null on 404 only', async () => {

@@ -77,6 +77,22 @@ describe('TokenProvider', () => {
     expect(idp.calls).toHaveLength(1);
   });
 
+  it("a caller's signal ends its own wait, not the token request other callers share", async () => {
+    const idp = fakeIdp(3600);
+    idp.hold();
+    const tp = new TokenProvider(idp.fetch);
+    const stop = new AbortController();
+    const cancelled = tp.get(stop.signal);
+    const other = tp.get();
+    await new Promise((r) => setTimeout(r, 5));
+    stop.abort(new Error('stopping'));
+    await expect(cancelled).rejects.toThrow('stopping');
+    idp.release();
+    expect(await other).toBe('tok-1');
+    expect(idp.calls).toHaveLength(1);
+    await expect(tp.get(stop.signal)).resolves.toBe('tok-1'); // cached: an aborted signal does not matter then
+  });
+
   it('invalidate drops only the refused token', async () => {
     const idp = fakeIdp(3600);
     const tp = new TokenProvider(idp.fetch);
