@@ -32,7 +32,8 @@ Exit codes:
        (see \`status\`), files still being written, failed items
   2    bad command line, config or environment variable: nothing touched
   3    the service could not be reached, refused the credentials or
-       answered invalidly
+       answered invalidly, or has no binder of that binderId for
+       this client (wrong id, or no access: the service cannot tell)
   4    a safety gate stopped the pass before it deleted anything
        (see sync --force)
   5    another instance holds the stateDir's lock

@@ -9,7 +9,11 @@ export const ExitCode = {
   incomplete: 1,
   /** Bad command line, configuration or environment variable: nothing was touched. */
   usage: 2,
-  /** The service could not be reached, refused the credentials, or answered invalidly. */
+  /**
+   * The service could not be reached, refused the credentials, or answered invalidly; or it has no binder of a
+   * pair's binderId for this client. That last is a wrong id or missing access, and the service does not say
+   * which (both are a 404 or an absent binder), so it is the service's answer (3), not a config error (2).
+   */
   service: 3,
   /** A safety gate stopped the pass before it deleted anything (see --force). */
   blocked: 4,

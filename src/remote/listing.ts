@@ -4,6 +4,7 @@ import { ServiceError, type Document, type ServiceClient } from '../service/inde
 import type { BaseEntry, RemoteObservation } from '../sync/model.js';
 import { DocMerger, type PagePositions } from './doc-merge.js';
 import { mapRemoteTree } from './path-map.js';
+import { parentOf } from '../sync/path-key.js';
 
 export type ListingClient = Pick<
   ServiceClient,
@@ -160,11 +161,13 @@ export async function observeRemote(client: ListingClient, raw: RawListing, opts
   const counter = { requests: raw.requests };
   const docs = new Map(raw.docs);
   const gone = await confirmGone(client, opts, docs, counter);
+  let folderPaths: Map<string, string> | undefined; // built only when a document's folder is not listed
   const mapped = mapRemoteTree({
     folders: raw.folders,
     docs: [...docs.values()],
     caseInsensitive: opts.caseInsensitive,
     preferredPath: (id) => opts.base.get(id)?.relPath,
+    lastKnownFolderPath: (folderId) => (folderPaths ??= folderPathsOf(opts.base)).get(folderId),
     ...(opts.ignoredBy ? { ignoredBy: opts.ignoredBy } : {}),
     ...(opts.maxPathBytes !== undefined ? { maxPathBytes: opts.maxPathBytes } : {}),
   });
@@ -173,6 +176,13 @@ export async function observeRemote(client: ListingClient, raw: RawListing, opts
     method: raw.method,
     requests: counter.requests,
   };
+}
+
+/** Each folder that holds a synced document, by id: the local folder that document is in. */
+function folderPathsOf(base: ListRemoteOptions['base']): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const b of base.values()) if (!out.has(b.folderId)) out.set(b.folderId, parentOf(b.relPath));
+  return out;
 }
 
 /** Breadth-first walk of the drive. The parent of each folder is taken from the walk itself, not from the

@@ -20,6 +20,11 @@ export interface RemoteTreeInput {
   ignoredBy?: (relPath: string, isDir: boolean) => string | undefined;
   /** Longest relPath (UTF-8 bytes) the local file system can take under the sync root (maxRelPathBytes). */
   maxPathBytes?: number;
+  /**
+   * Where a folder was last placed locally (from the synced documents it held), if known: a document in a folder
+   * the listing lacks is reported there, not by the folder's id alone.
+   */
+  lastKnownFolderPath?: (folderId: string) => string | undefined;
 }
 
 export interface RemoteTreeMapping {
@@ -33,7 +38,7 @@ export interface RemoteTreeMapping {
  * not about a name: most often a move made while the listing was read.
  */
 function isTreeInconsistency(reason: string): boolean {
-  return reason === UNMAPPABLE.cycle || reason === UNMAPPABLE.listedTwice || /(^|\s)folder \S+ is not in the listing$/.test(reason);
+  return reason === UNMAPPABLE.cycle || reason === UNMAPPABLE.listedTwice || /(^|\s)folder .+ is not in the listing$/.test(reason);
 }
 
 /** Reasons in `unmappable`; stable strings so that callers and tests can match them. */
@@ -42,7 +47,8 @@ export const UNMAPPABLE = {
   cycle: 'folder cycle',
   listedTwice: 'listed twice with different data',
   missingParent: (parentId: string) => `parent folder ${parentId} is not in the listing`,
-  missingFolder: (folderId: string) => `folder ${folderId} is not in the listing`,
+  missingFolder: (folderId: string, lastPath?: string) =>
+    lastPath === undefined ? `folder ${folderId} is not in the listing` : `its folder "${lastPath}" (id ${folderId}) is not in the listing`,
   badName: (error: string) => `name cannot be used locally: ${error}`,
   collision: 'path collides with another item',
   tooLong: (max: number) => `the local path would be longer than the system allows (over ${max} bytes under the sync root)`,
@@ -199,7 +205,13 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
   }
   for (const d of docIn.unique.values()) {
     if (folderIn.unique.has(d.folderId)) continue;
-    rejectDoc(d, folderIn.conflicting.has(d.folderId) ? UNMAPPABLE.listedTwice : UNMAPPABLE.missingFolder(d.folderId));
+    if (folderIn.conflicting.has(d.folderId)) {
+      rejectDoc(d, UNMAPPABLE.listedTwice);
+      continue;
+    }
+    // Said where the folder was last seen, so a file not yet synced is named by its path (black-box round 28b, F9).
+    const lastPath = input.lastKnownFolderPath?.(d.folderId);
+    rejectDoc(d, UNMAPPABLE.missingFolder(d.folderId, lastPath), lastPath);
   }
 
   const flagged = unmappable.map((u) => (isTreeInconsistency(u.reason) ? { ...u, inconsistent: true } : u));

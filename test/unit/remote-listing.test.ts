@@ -97,6 +97,25 @@ describe('listRemote', () => {
     expect(calls.search).toBe(1);
   });
 
+  it('a new document in a folder the tree lacks is named by where its folder was last seen (round 28b, F9)', async () => {
+    // F3 held a synced document at Tab/Gone/old.txt; the walked tree no longer has F3 (a listing that missed it).
+    const all: Doc[] = [
+      { id: 'd-old', fileName: 'old.txt', folderId: 'F3', binderId: 'B', latestVersionId: 'v1' },
+      { id: 'd-new', fileName: 'new.txt', folderId: 'F3', binderId: 'B', latestVersionId: 'v2' },
+      { id: 'd-lost', fileName: 'lost.txt', folderId: 'F4', binderId: 'B', latestVersionId: 'v3' },
+    ];
+    const base = new Map<string, BaseEntry>([
+      ['d-old', { documentId: 'd-old', versionId: 'v1', versionLabel: null, folderId: 'F3', fileName: 'old.txt', relPath: 'Tab/Gone/old.txt', key: 'Tab/Gone/old.txt', size: 1, mtimeMs: 1, inode: 1, ctimeMs: 1, sha256: 'h' }],
+    ]);
+    const { client } = fakeClient(all);
+    const r = await listRemote(client, opts(base));
+    const byId = new Map(r.observation.unmappable.map((u) => [u.documentId, u]));
+    expect(byId.get('d-new')).toEqual({ documentId: 'd-new', name: 'new.txt', path: 'Tab/Gone/new.txt', reason: 'its folder "Tab/Gone" (id F3) is not in the listing', inconsistent: true });
+    expect(byId.get('d-old')?.path).toBe('Tab/Gone/old.txt');
+    // A folder no synced document was ever in is known by its id only.
+    expect(byId.get('d-lost')).toEqual({ documentId: 'd-lost', name: 'lost.txt', reason: 'folder F4 is not in the listing', inconsistent: true });
+  });
+
   it('a listing error is thrown, never turned into an empty listing', async () => {
     const { client } = fakeClient(docs(5));
     const failing = { ...client, searchPage: async () => { throw new Error('HTTP 503'); } } as unknown as ListingClient;
