@@ -10,7 +10,7 @@ import { BinderSyncError } from '../errors.js';
 import { fmtBytes } from '../format-bytes.js';
 import { Trash } from '../local/fs-ops.js';
 import { createIgnoreMatcher } from '../local/ignore.js';
-import { listTrashEntries, originalPathOf, type TrashEntry } from '../local/trash-entries.js';
+import { listTrashEntries, originalPathIn, type TrashEntry } from '../local/trash-entries.js';
 import { restoreFromTrash } from '../local/trash-restore.js';
 import { detectCaseInsensitiveWithoutWriting } from '../local/fs-probe.js';
 import { StateStore } from '../state/store.js';
@@ -225,7 +225,8 @@ function restoreCommand(entry: string, opts: RestoreOptions & { config: string }
   if (pair === undefined) return ExitCode.usage;
   const chosen = pair;
   const trash = new Trash(trashDirOf(config, chosen), chosen.localPath);
-  const kept = originalPathOf(entry.split('/').slice(1).join('/'));
+  const [day = '', ...inDay] = entry.split('/');
+  const kept = originalPathIn(path.join(trashDirOf(config, chosen), day), inDay.join('/'));
   const target = opts.to === undefined ? kept : insideRoot(opts.to, chosen.localPath, kept);
   return restoreFromTrash(trash, entry, target, { replace: opts.replace === true }).then(
     (r) => {

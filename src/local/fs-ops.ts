@@ -5,7 +5,7 @@
 // disk, several times less CPU than the thread-pool round trip of an async call (measured ~2.5x), which
 // matters for thousands of small files. Creating a file, data writes and fsyncs, which can take
 // milliseconds, stay asynchronous.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -13,7 +13,8 @@ import { BinderSyncError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { sameStat, type FileStat } from '../sync/model.js';
 import { DAEMON_FILE_PREFIX } from './ignore.js';
-import { fitName } from './name-limits.js';
+import { fitName, MAX_PATH_BYTES, utf8Length } from './name-limits.js';
+import { LONG_PATHS_DIR, longEntrySidecar } from './trash-entries.js';
 
 /** Prefix of download temp files; a crash can leave them behind (see cleanStaleTemps). */
 export const TEMP_PREFIX = `${DAEMON_FILE_PREFIX}tmp-`;
@@ -756,10 +757,13 @@ export class Trash {
       name = `${rel.slice(0, slash + 1)}${fitName(stem, `~${n}`, ext)}`; // within 255 bytes, however long the name
     }
     let dest = resolveInside(dayDir, name); // relPath comes from the plan: keep it inside the trash too
+    // The stateDir's path is longer than the sync root's: a deep file's mirrored path may pass PATH_MAX.
+    if (utf8Length(dest) > MAX_PATH_BYTES) return this.longPathCandidate(dayDir, rel, n);
     try {
       await fsp.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
     } catch (err) {
       const code = errnoOf(err);
+      if (code === 'ENAMETOOLONG') return this.longPathCandidate(dayDir, rel, n);
       if (code !== 'ENOTDIR' && code !== 'EEXIST') throw err;
       // A file trashed earlier today occupies a parent's name ("a" then "a/b"): use a side folder.
       dest = resolveInside(dayDir, `~${n}/${rel}`);
@@ -770,5 +774,27 @@ export class Trash {
       }
     }
     return (await lstatOrNull(dest)) === null ? dest : null;
+  }
+
+  /**
+   * A file whose mirrored trash path would be too long for the system (black-box round 28a, T3): kept as
+   * `<day>/~long/<id>/<basename>`, with the path it came from in `<day>/~long/<id>.path` (written first, fsynced),
+   * where `binder-sync trash` and `trash restore` read it (trash-entries.ts). Null when taken.
+   */
+  private async longPathCandidate(dayDir: string, rel: string, n: number): Promise<string | null> {
+    const id = createHash('sha256').update(`${n}\0${rel}`).digest('hex').slice(0, 16);
+    const dir = path.join(dayDir, LONG_PATHS_DIR, id);
+    await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+    const dest = path.join(dir, rel.slice(rel.lastIndexOf('/') + 1));
+    if ((await lstatOrNull(dest)) !== null) return null;
+    const sidecar = path.join(dayDir, longEntrySidecar(id));
+    const fd = fs.openSync(sidecar, 'w', 0o600);
+    try {
+      fs.writeSync(fd, rel);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    return dest;
   }
 }

@@ -1,6 +1,7 @@
 // What a pair's trash holds, file by file (for `binder-sync trash`), and where each file came from. The trash is
 // `<stateDir>/<pair>/trash/<YYYY-MM-DD>/<relPath>` (local/fs-ops.ts Trash): a name taken that day gets "~N"
-// before its extension, and a path whose parent is a file that day goes under a "~N/" side folder.
+// before its extension, a path whose parent is a file that day goes under a "~N/" side folder, and a path too
+// long to mirror is kept as `~long/<id>/<basename>` with its original path in `~long/<id>.path`.
 import fs from 'node:fs';
 import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
@@ -17,6 +18,34 @@ export interface TrashEntry {
 }
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+/** The folder of a day that holds the files whose mirrored path was too long (see Trash.longPathCandidate). */
+export const LONG_PATHS_DIR = '~long';
+const LONG_ENTRY = /^~long\/([0-9a-f]{16})\/[^/]+$/;
+const LONG_SIDECAR = /^~long\/[0-9a-f]{16}\.path$/;
+
+/** The in-day path of the file naming where the long-path entry `id` came from. */
+export function longEntrySidecar(id: string): string {
+  return `${LONG_PATHS_DIR}/${id}.path`;
+}
+
+/**
+ * Where the file at `inDay` inside the day folder `dayDir` came from: a long-path entry's recorded path (when its
+ * record is there and reads as a relative path), else by the trash's naming (originalPathOf).
+ */
+export function originalPathIn(dayDir: string, inDay: string): string {
+  const m = LONG_ENTRY.exec(inDay);
+  if (m !== null) {
+    let recorded: string | null = null;
+    try {
+      recorded = fs.readFileSync(path.join(dayDir, longEntrySidecar(m[1]!)), 'utf8');
+    } catch {
+      /* no record (a crash between the two writes, or a folder of the user's own named ~long): named as it is */
+    }
+    if (recorded !== null && recorded !== '' && !recorded.startsWith('/') && !recorded.includes('\0') && recorded.split('/').every((p) => p !== '' && p !== '.' && p !== '..')) return recorded;
+  }
+  return originalPathOf(inDay);
+}
 
 /**
  * The trash's files, newest day first and by path within a day, at most `limit` of them (`capped` when there
@@ -55,9 +84,11 @@ export function listTrashEntries(dir: string, limit = 100_000): { entries: Trash
         const child = rel === '' ? e.name : `${rel}/${e.name}`;
         if (e.isDirectory()) stack.push(child);
         else if (e.isFile()) {
+          // A long-path entry's record is not content of its own.
+          if (LONG_SIDECAR.test(child) && fs.existsSync(path.join(dir, day, child.slice(0, -'.path'.length)))) continue;
           const st = fs.lstatSync(path.join(dir, day, child), { throwIfNoEntry: false });
           if (st === undefined) continue;
-          inDay.push({ entry: `${day}/${child}`, day, originalPath: originalPathOf(child), size: st.size, mtime: st.mtime.toISOString() });
+          inDay.push({ entry: `${day}/${child}`, day, originalPath: originalPathIn(path.join(dir, day), child), size: st.size, mtime: st.mtime.toISOString() });
         }
       }
     }

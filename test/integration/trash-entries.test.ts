@@ -4,7 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Trash } from '../../src/local/fs-ops.js';
-import { listTrashEntries, originalPathOf } from '../../src/local/trash-entries.js';
+import { listTrashEntries, originalPathIn, originalPathOf } from '../../src/local/trash-entries.js';
+import { restoreFromTrash } from '../../src/local/trash-restore.js';
+import { MAX_PATH_BYTES } from '../../src/local/name-limits.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -64,6 +66,44 @@ describe('listTrashEntries', () => {
     expect(fs.readFileSync(path.join(dir, entries[1]!.entry), 'utf8')).toBe('a3');
     expect(listTrashEntries(dir, 2)).toMatchObject({ capped: true, entries: [{ entry: '2026-11-26/Docs/a.txt' }, { entry: '2026-11-26/Docs/a~1.txt' }] });
     expect(listTrashEntries(path.join(dir, 'missing'))).toEqual({ entries: [], capped: false });
+  });
+
+  it('keeps a file whose mirrored trash path would pass PATH_MAX under ~long/, lists it by its own path and restores it there (round 28a, T3)', async () => {
+    // A stateDir deeper than the sync root: the trash path of a deep file is longer than the file's own path.
+    const root = tmp();
+    const seg = 'd'.repeat(200);
+    const deepState = path.join(tmp(), ...Array.from({ length: 14 }, () => seg));
+    const rel = [...Array.from({ length: 8 }, (_, i) => `${seg.slice(0, 190)}${i}`), 'report.txt'].join('/');
+    expect(Buffer.byteLength(path.join(root, rel))).toBeLessThan(MAX_PATH_BYTES);
+    fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+    fs.writeFileSync(path.join(root, rel), 'deep content');
+    const dir = path.join(deepState, 'trash');
+    expect(Buffer.byteLength(path.join(dir, '2026-11-27', rel))).toBeGreaterThan(MAX_PATH_BYTES);
+    const trash = new Trash(dir, root, { now: () => new Date('2026-11-27T12:00:00') });
+
+    const kept = await trash.keep(path.join(root, rel), rel);
+    const again = await trash.keep(path.join(root, rel), rel); // the same file twice that day: a second entry
+    expect(path.relative(path.join(dir, '2026-11-27'), kept)).toMatch(/^~long\/[0-9a-f]{16}\/report\.txt$/);
+    expect(again).not.toBe(kept);
+    expect(fs.readFileSync(kept, 'utf8')).toBe('deep content');
+    expect(fs.statSync(path.join(dir, '2026-11-27', '~long')).mode & 0o777).toBe(0o700);
+
+    const { entries } = listTrashEntries(dir);
+    expect(entries.map((e) => e.originalPath)).toEqual([rel, rel]); // the records are not listed as files
+    expect(entries.every((e) => /^2026-11-27\/~long\/[0-9a-f]{16}\/report\.txt$/.test(e.entry))).toBe(true);
+
+    fs.rmSync(path.join(root, rel));
+    const restored = await restoreFromTrash(trash, entries[0]!.entry, entries[0]!.originalPath);
+    expect(restored.restoredTo).toBe(path.join(root, rel));
+    expect(fs.readFileSync(path.join(root, rel), 'utf8')).toBe('deep content');
+
+    // Without its record (or with a record that is not a relative path), an entry is named as it lies.
+    const inDay = entries[1]!.entry.slice('2026-11-27/'.length);
+    const record = path.join(dir, '2026-11-27', `${path.dirname(inDay)}.path`);
+    fs.writeFileSync(record, '../../etc/passwd');
+    expect(originalPathIn(path.join(dir, '2026-11-27'), inDay)).toBe(inDay);
+    fs.rmSync(record);
+    expect(originalPathIn(path.join(dir, '2026-11-27'), inDay)).toBe(inDay);
   });
 
   it('says a trash it cannot read is unreadable, not empty', () => {
