@@ -128,24 +128,10 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
   // The commit goes by name (4.9): an edit's document must still hold its name, and a new document's name must
   // still be free, in a listing of the folder at most a second older than the end of the PUT (name-recheck.ts).
   const putEndedAt = Date.now();
-  const recheck = d.folderRecheck ?? new FolderRecheck(d.client, d.binderId);
-  const named = { pair: d.pair, relPath: req.relPath, folderId: req.target.folderId, fileName: req.target.fileName };
   let current: Document | null | undefined;
   try {
-    const documentId = req.target.documentId;
-    if (documentId !== null) {
-      // Both requested side by side: neither waits for the other.
-      const [doc, noTwin] = await Promise.allSettled([d.client.getDocument(documentId), recheck.assertNoTwin({ ...named, documentId }, putEndedAt)]);
-      if (doc.status === 'rejected') throw doc.reason;
-      current = doc.value;
-      // A deleted document or a new version says more than the name checks that follow from it.
-      if (req.reason === 'local-modified') assertStillBase(d, req, current);
-      assertStillNamed(d, req, current);
-      if (noTwin.status === 'rejected') throw noTwin.reason;
-      if (current !== null) assertMetadataComplete(d, req.relPath, documentId, current.metadata ?? []);
-    } else {
-      await recheck.assertNameFree(named, putEndedAt);
-    }
+    current = await assertCommitFits(d, { relPath: req.relPath, reason: req.reason, ...req.target }, putEndedAt);
+    if (current && req.target.documentId !== null) assertMetadataComplete(d, req.relPath, req.target.documentId, current.metadata ?? []);
   } catch (err) {
     d.store.deleteOutbox(id);
     throw err;
@@ -189,9 +175,15 @@ export async function recoverOutbox(d: ExecutorDeps): Promise<{ finished: number
     }
     let outcome: CommitOutcome;
     try {
-      // The commit may have gone out before (the answer was lost): its answer is checked, not trusted.
-      outcome = await commitOutbox(d, row, undefined, true);
+      outcome = await resumeCommit(d, row);
     } catch (err) {
+      if (err instanceof BinderSyncError && err.code === 'REMOTE_CHANGED') {
+        // Nothing was committed: the file is planned again against the binder as it is now.
+        d.store.deleteOutbox(row.id);
+        dropped++;
+        d.log.info({ relPath: row.relPath, err }, 'dropped an upload an earlier pass left unfinished (a restart, or a failed commit request): the service changed since; the file is planned again');
+        continue;
+      }
       // Only the service's own final answer drops the row; anything else (a bug, a retryable failure) keeps it.
       if (!(err instanceof ServiceError) || err.retryable) throw err;
       outcome = { kind: 'refused', error: err };
@@ -216,6 +208,33 @@ export async function recoverOutbox(d: ExecutorDeps): Promise<{ finished: number
 }
 
 type CommitOutcome = { kind: 'committed'; version: DocumentVersion; row: OutboxRow } | { kind: 'refused'; error: unknown };
+
+/**
+ * Settles a row an earlier pass left in stage 'committing'. Its commit may have been applied (the answer was lost:
+ * a crash, a timeout), or never (a 503, a crash before the request left). The row may be an hour old, and a
+ * colleague may have added a version, renamed the document or created one under the name since: committed
+ * blindly, the edit was buried under theirs without a conflict, or became a version of their new document
+ * (black-box round 29a, F1). So the checks made before any commit come first (assertCommitFits). When they pass,
+ * the binder is as the row expects, and the commit is made (its answer checked: it may be a repeat). When they
+ * fail, the change may be our own commit: a version holding our content is looked for; found, it is ours;
+ * else nothing is committed (REMOTE_CHANGED) and the file is planned again.
+ */
+async function resumeCommit(d: ExecutorDeps, row: OutboxRow): Promise<CommitOutcome> {
+  let current: Document | null | undefined;
+  try {
+    current = await assertCommitFits(d, row, Date.now());
+  } catch (err) {
+    if (!(err instanceof BinderSyncError && err.code === 'REMOTE_CHANGED')) throw err;
+    const found = await findCommittedVersion(d, row).catch((lookErr: unknown) => {
+      // A document or folder gone (404) holds nothing of ours.
+      if (lookErr instanceof ServiceError && !lookErr.retryable) return null;
+      throw lookErr;
+    });
+    if (found) return { kind: 'committed', version: found, row };
+    throw err;
+  }
+  return commitOutbox(d, row, current === undefined ? undefined : (current?.metadata ?? []), true);
+}
 
 /**
  * Commits row.uploadId. 'refused' when nothing was created for it (and the error that said so). The spec
@@ -376,13 +395,41 @@ async function versionsOrGone(d: ExecutorDeps, req: UploadRequest) {
 }
 
 /** Throws REMOTE_CHANGED unless the document still points at the version the edit was made from. */
-function assertStillBase(d: ExecutorDeps, req: UploadRequest, current: Document | null): void {
-  const documentId = req.target.documentId as string;
+/** What a commit goes onto: the document (null: a new one) in its folder under its name, and why it is uploaded. */
+type CommitTarget = Pick<OutboxRow, 'relPath' | 'reason' | 'documentId' | 'folderId' | 'fileName'>;
+
+/**
+ * The checks made just before a commit, after the PUT: an edit goes only onto the version it was made from, its
+ * document must still hold its name with no other document beside it under that name, and a new document's name
+ * must still be free, in a listing of the folder made at `listedSince` or later (name-recheck.ts). Throws
+ * REMOTE_CHANGED (nothing is committed; the next pass plans the file anew, a conflict keeps both edits). Returns
+ * the document as read (undefined for a new one). Also made before an upload an earlier pass left unfinished is
+ * committed (recoverOutbox): its commit may have failed an hour before, and the service moved on since.
+ */
+async function assertCommitFits(d: ExecutorDeps, t: CommitTarget, listedSince: number): Promise<Document | null | undefined> {
+  const recheck = d.folderRecheck ?? new FolderRecheck(d.client, d.binderId);
+  const named = { pair: d.pair, relPath: t.relPath, folderId: t.folderId, fileName: t.fileName };
+  const documentId = t.documentId;
+  if (documentId === null) {
+    await recheck.assertNameFree(named, listedSince);
+    return undefined;
+  }
+  // Both requested side by side: neither waits for the other.
+  const [doc, noTwin] = await Promise.allSettled([d.client.getDocument(documentId), recheck.assertNoTwin({ ...named, documentId }, listedSince)]);
+  if (doc.status === 'rejected') throw doc.reason;
+  // A deleted document or a new version says more than the name checks that follow from it.
+  if (t.reason === 'local-modified') assertStillBase(d, t, documentId, doc.value);
+  assertStillNamed(d, t, documentId, doc.value);
+  if (noTwin.status === 'rejected') throw noTwin.reason;
+  return doc.value;
+}
+
+function assertStillBase(d: ExecutorDeps, t: CommitTarget, documentId: string, current: Document | null): void {
   const base = d.store.getBase(documentId);
   if (current !== null && base !== undefined && current.latestVersionId === base.versionId) return;
   throw new BinderSyncError(
-    `${req.relPath}: not uploaded: the document ${current === null ? 'was deleted' : 'got a new version'} on the service since the last listing; the next pass lists the binder again and resolves it (a conflict keeps both edits)`,
-    { code: 'REMOTE_CHANGED', retryable: true, context: { pair: d.pair, relPath: req.relPath, documentId } },
+    `${t.relPath}: not uploaded: the document ${current === null ? 'was deleted' : 'got a new version'} on the service since the last listing; the next pass lists the binder again and resolves it (a conflict keeps both edits)`,
+    { code: 'REMOTE_CHANGED', retryable: true, context: { pair: d.pair, relPath: t.relPath, documentId } },
   );
 }
 
@@ -391,18 +438,17 @@ function assertStillBase(d: ExecutorDeps, req: UploadRequest, current: Document 
  * planned name, as the document itself says after the PUT. A rename during the upload made the commit create
  * a stray document under the old name.
  */
-function assertStillNamed(d: ExecutorDeps, req: UploadRequest, current: Document | null): void {
-  const t = req.target;
+function assertStillNamed(d: ExecutorDeps, t: CommitTarget, documentId: string, current: Document | null): void {
   if (current !== null && current.fileName === t.fileName && current.folderId === t.folderId) return;
   const why = current === null
     ? 'was deleted on the service during the upload'
     : current.folderId === t.folderId
       ? `was renamed or moved on the service during the upload: it is now named "${current.fileName}", not "${t.fileName}"`
       : 'was renamed or moved on the service during the upload: it is no longer in its remote folder';
-  throw new BinderSyncError(`${req.relPath}: not uploaded: its document (${t.documentId}) ${why}; nothing was committed, the next pass lists the binder again and plans it anew`, {
+  throw new BinderSyncError(`${t.relPath}: not uploaded: its document (${documentId}) ${why}; nothing was committed, the next pass lists the binder again and plans it anew`, {
     code: 'REMOTE_CHANGED',
     retryable: true,
-    context: { pair: d.pair, relPath: req.relPath, folderId: t.folderId, documentId: t.documentId },
+    context: { pair: d.pair, relPath: t.relPath, folderId: t.folderId, documentId },
   });
 }
 

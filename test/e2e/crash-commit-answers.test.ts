@@ -3,7 +3,7 @@
 // document's latest version whoever made it, or a version id the server does not have. The restart must finish the upload without a second document
 // or a second version, and must not take someone else's version for its own.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, localTree, readLocal, remoteTree, sync, writeLocal, type Workspace } from './harness.js';
+import { createWorkspace, localTree, readLocal, remoteTree, sha256, sync, writeLocal, type Workspace } from './harness.js';
 
 let ws: Workspace | undefined;
 afterEach(async () => {
@@ -62,6 +62,38 @@ describe("a repeated commit answered with the document's latest version, a colle
     }
     expect(c.listVersions(document.id).map((v) => c.readContent(document.id, v.id).toString())).toEqual(['v1', 'my edit', 'colleague edit']);
     expect(readLocal(w, 'T/a.txt')).toBe('colleague edit');
+    expect(localTree(w.local)).toEqual(remoteTree(w));
+  });
+});
+
+// Black-box round 29a, F1: a commit that failed (a 503 for as long as the client retried) left its row at
+// 'committing', and the next run committed it blindly, on top of the colleague's version made meanwhile: their
+// edit was buried under ours (labels 1, 2, 2), never downloaded, and no conflict was said.
+describe('a commit that failed, then a colleague\'s version before the next run', () => {
+  it('is not committed onto their version: the next run keeps both edits as a conflict', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'T' });
+    const { document } = c.addDocument(w.binderId, folder.id, 'a.txt', 'v1', { versionLabel: '1' });
+    expect((await sync(w)).code).toBe(0);
+
+    writeLocal(w, 'T/a.txt', 'my edit');
+    c.injectFault({ route: 'commit', status: 503 });
+    const failed = await sync(w);
+    expect(failed.code, failed.stderr).toBe(1); // the item failed; its row waits at 'committing'
+    expect(c.listVersions(document.id)).toHaveLength(1);
+    c.clearFaults();
+    c.addVersion(document.id, 'colleague edit', { versionLabel: '2' });
+
+    const r = await sync(w);
+    expect(r.code, `${r.stdout}${r.stderr}`).toBe(0);
+    expect(`${r.stdout}${r.stderr}`).toContain('dropped an upload an earlier pass left unfinished');
+    expect(c.listVersions(document.id).map((v) => c.readContent(document.id, v.id).toString())).toEqual(['v1', 'colleague edit']);
+    expect(readLocal(w, 'T/a.txt')).toBe('colleague edit');
+    const copies = [...localTree(w.local)].filter(([p]) => p !== 'T/a.txt');
+    expect(copies.map(([, hash]) => hash)).toEqual([sha256('my edit')]);
+    expect(copies[0]![0]).toMatch(/^T\/a \(conflict .*\)\.txt$/);
     expect(localTree(w.local)).toEqual(remoteTree(w));
   });
 });

@@ -337,6 +337,76 @@ describe('recovering the outbox after a restart', () => {
     s.store.setOutboxStage(id, 'committing', { uploadId: sent.uploadId });
   }
 
+  /** An edit of `doc` (synced) PUT and left at 'committing' (a crash, or a commit that failed with a 503). */
+  async function pendingEdit(s: Setup, doc: { id: string; fileName: string }, content: string): Promise<number> {
+    const local = writeLocal(s.root, doc.fileName, content);
+    const sent = await s.d.client.uploadContent(() => Readable.from([Buffer.from(content)]), local.size);
+    const id = s.store.addOutbox({
+      relPath: local.relPath, key: local.key, documentId: doc.id, folderId: s.folderId, fileName: doc.fileName, sha256: local.sha256 ?? '',
+      size: local.size, mtimeMs: local.mtimeMs, inode: local.inode, ctimeMs: local.ctimeMs, versionLabel: '2', reason: 'local-modified',
+    });
+    s.store.setOutboxStage(id, 'committing', { uploadId: sent.uploadId, sha256: local.sha256 ?? '' });
+    return id;
+  }
+
+  // Black-box round 29a, F1: the row was committed blindly, on top of whatever the service held by then.
+  it('an edit left unfinished is not committed once a colleague added a version meanwhile: dropped, planned again (a conflict)', async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    synced(s, doc);
+    await pendingEdit(s, doc, 'my edit');
+    c.addVersion(doc.id, 'colleague edit', { versionLabel: '2' });
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1 });
+    expect(s.commits).toEqual([]);
+    expect(c.listVersions(doc.id).map((v) => c.readContent(doc.id, v.id).toString())).toEqual(['original', 'colleague edit']);
+    expect(s.store.listOutbox()).toEqual([]);
+    expect(s.store.loadBase().get(doc.id)?.versionId).toBe(doc.latestVersionId); // the base still says: both changed
+  });
+
+  it('an edit left unfinished is not committed once its document was renamed meanwhile (no stray document under the old name)', async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    synced(s, doc);
+    await pendingEdit(s, doc, 'my edit');
+    c.renameDocument(doc.id, 'renamed.txt');
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1 });
+    expect(s.commits).toEqual([]);
+    expect(c.listDocuments(s.d.binderId).map((d) => d.fileName)).toEqual(['renamed.txt']);
+  });
+
+  it('a new file left unfinished does not become a version of a colleague\'s new document of the same name', async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    await pendingRow(s, 'new.txt');
+    const theirs = c.addDocument(s.d.binderId, s.folderId, 'new.txt', 'their new file').document;
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1 });
+    expect(s.commits).toEqual([]);
+    expect(c.listVersions(theirs.id)).toHaveLength(1);
+    expect(s.store.loadBase().size).toBe(0);
+  });
+
+  it('a commit that was applied but whose answer was lost is recognised by its content, not committed again nor dropped', async () => {
+    const s = await setup();
+    const c = s.emu.control;
+    const doc = c.addDocument(s.d.binderId, s.folderId, 'a.txt', 'original').document;
+    synced(s, doc);
+    const id = await pendingEdit(s, doc, 'my edit, committed');
+    const row = s.store.getOutbox(id)!;
+    await s.d.client.commitUpload(s.d.binderId, s.folderId, { fileName: 'a.txt', versionLabel: '2', uploadId: row.uploadId!, metadata: [] });
+    await pendingRow(s, 'new.txt');
+    const newRow = s.store.listOutbox().find((r) => r.fileName === 'new.txt')!;
+    await s.d.client.commitUpload(s.d.binderId, s.folderId, { fileName: 'new.txt', versionLabel: '1', uploadId: newRow.uploadId!, metadata: [] });
+    const before = s.commits.length;
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 2, dropped: 0 });
+    expect(s.commits.length).toBe(before); // nothing committed again
+    expect(c.listVersions(doc.id)).toHaveLength(2);
+    const base = s.store.loadBase();
+    expect(base.get(doc.id)?.versionId).toBe(c.listVersions(doc.id).at(-1)!.id);
+    expect([...base.values()].map((b) => b.relPath).sort()).toEqual(['Docs/a.txt', 'Docs/new.txt']);
+  });
+
   it('a row the service refuses for good (403) is dropped, and the other rows are still finished', async () => {
     const s = await setup();
     await pendingRow(s, 'refused.txt');
