@@ -650,7 +650,7 @@ export class Trash {
 
   /** Keeps a copy of absPath's current content in the trash (hard link, else copy+fsync); returns its path. */
   async keep(absPath: string, relPath?: string): Promise<string> {
-    return guard('keep in trash', absPath, async () => {
+    return this.guard('keep in trash', absPath, async () => {
       for (let n = 0; ; n++) {
         const dest = await this.candidate(absPath, relPath, n);
         if (dest === null) continue;
@@ -680,7 +680,7 @@ export class Trash {
    * copy+fsync, check, unlink. Returns the trash path.
    */
   async moveToTrash(absPath: string, relPath: string | undefined, expect: FileStat): Promise<string> {
-    return guard('move to trash', absPath, async () => {
+    return this.guard('move to trash', absPath, async () => {
       const cur = await lstatOrNull(absPath);
       if (cur === null || !sameStat(toFileStat(cur), expect)) {
         throw localChanged(absPath, cur === null ? 'it was removed' : 'it was modified');
@@ -720,6 +720,43 @@ export class Trash {
       await fsyncDir(path.dirname(absPath));
       return dest;
     });
+  }
+
+  /**
+   * guard(), and a failure that is the trash's (it cannot be written, or its disk is full) said as such:
+   * LOCAL_TRASH, naming the trash, not the local file, which is left as it was (black-box round 29a, F4).
+   */
+  private async guard<T>(op: string, abs: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      const io = localIo(err, op, abs);
+      if (!(io instanceof BinderSyncError) || io.code !== 'LOCAL_IO') throw io;
+      const errno = io.context.errno as string;
+      if (errno !== 'ENOSPC' && errno !== 'EDQUOT' && this.writable()) throw io;
+      throw new BinderSyncError(`${op} failed for ${abs}: the pair's trash ${this.dir} cannot take it (${errno}); the local file was left as it was`, {
+        code: 'LOCAL_TRASH',
+        retryable: io.retryable,
+        context: { op, path: abs, trash: this.dir, errno },
+        hint: errno === 'ENOSPC' || errno === 'EDQUOT'
+          ? `free some space on the disk of the stateDir (${this.dir}): content is replaced only once its old version is kept there`
+          : `the trash is in the stateDir: it must be writable by this user (check the owner, mode and attributes of ${this.dir} and its parents: ls -ld, lsattr -d)`,
+        cause: err,
+      });
+    }
+  }
+
+  /** Whether this user may create files in the trash (and today's folder in it), as far as access() tells. */
+  writable(): boolean {
+    try {
+      fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      fs.accessSync(this.dir, fs.constants.W_OK | fs.constants.X_OK);
+      const day = path.join(this.dir, dayOf(this.now()));
+      if (fs.existsSync(day)) fs.accessSync(day, fs.constants.W_OK | fs.constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Removes day folders older than `days` days; returns how many were removed. */

@@ -28,8 +28,10 @@ export interface ActionFailure {
   repeated?: boolean;
   /** A program changed or removed the file during the step: not a failure of the sync, the next pass takes it up. */
   postponed?: boolean;
-  /** The local filesystem's error code, for a LOCAL_IO failure (what unreplaceable.ts tells apart). */
+  /** The local filesystem's error code, for a LOCAL_IO or LOCAL_TRASH failure (what unreplaceable.ts tells apart). */
   errno?: string;
+  /** For a LOCAL_TRASH failure: the trash that could not take the old content. */
+  trash?: string;
 }
 
 export interface ExecutionReport {
@@ -501,5 +503,6 @@ function failureOf(a: Action, err: unknown): ActionFailure {
     retryable: isRetryable(err),
     message: describeError(err),
     ...(err instanceof BinderSyncError && typeof err.context.errno === 'string' ? { errno: err.context.errno } : {}),
+    ...(err instanceof BinderSyncError && err.code === 'LOCAL_TRASH' && typeof err.context.trash === 'string' ? { trash: err.context.trash } : {}),
   };
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
 import { ensureSyncedRootInPlace } from './moved-root.js';
 import { cleanStaleTemps, removeDirIfEmpty, resolveInside } from '../local/fs-ops.js';
+import { freeBytes } from '../local/fs-probe.js';
 import { maxRelPathBytes } from '../local/name-limits.js';
 import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type ScanOptions } from '../local/scanner.js';
 import { digestLocalTree } from '../local/tree-digest.js';
@@ -23,7 +24,7 @@ import { ensureRoot, keepStateDbInPlace, readMetadataElementsAgain, STATE_SERVIC
 import type { PairRuntime } from './pair-runtime.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 import { expireRefusals, saveRefusedUploads } from './refused-uploads.js';
-import { rememberUnreplaceable, withheldAsUnreplaceable } from './unreplaceable.js';
+import { rememberUnreplaceable, withheldAsUnreplaceable, type TrashCheck } from './unreplaceable.js';
 import { downloadOnly, noteWriteAccess, probeReadOnly, READ_ONLY_REASON, relPathOfTrial, pickTrialUpload, withoutGroup, WRITE_ACCESS_RECHECK_MS } from './write-access.js';
 
 /**
@@ -295,6 +296,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
       withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(planned, listing.observation), rt.metadata), rt.refusedUploads),
       rt.unreplaceable,
       now().getTime(),
+      trashCanTake(rt),
     );
     const writing = deferRecentlyWritten(held, opts.minFileAgeMs ?? 0, now().getTime());
     const deleting = deferFreshDeletes(writing.plan, rt.missingSince, opts.minFileAgeMs ?? 0, now().getTime());
@@ -963,6 +965,17 @@ function conflictCopiesKeptLocal(plan: Plan, execution: ExecutionReport, ctx: Re
 function onlyInformational(issues: readonly Issue[]): boolean {
   return issues.every((i) => INFORMATIONAL_ISSUES.has(i.code));
 }
+
+/**
+ * Whether the pair's trash can take a file again after it could not (held downloads, unreplaceable.ts): it is
+ * writable, and after a full disk, has room for the file and a margin.
+ */
+function trashCanTake(rt: PairRuntime): TrashCheck {
+  return (dir, errno, bytes) => rt.trash.writable() && ((errno !== 'ENOSPC' && errno !== 'EDQUOT') || (freeBytes(dir) ?? 0) > bytes + TRASH_ROOM_MARGIN);
+}
+
+/** Room kept free beside a file a full trash is to take again (see trashCanTake). */
+const TRASH_ROOM_MARGIN = 16 * 1024 * 1024;
 
 /**
  * The ids of the remote documents the listing could not place locally (an ignored name, say): the in-sync mark

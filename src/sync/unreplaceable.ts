@@ -32,7 +32,15 @@ export interface Unreplaceable {
   /** When it last failed (ms), and how many times in a row. */
   at: number;
   tries: number;
+  /**
+   * Set when the pair's trash could not take the old content (LOCAL_TRASH): the hold ends as soon as the trash
+   * can take it again (TrashCheck), which no change of the file would show.
+   */
+  trash?: { dir: string; errno: string; bytes: number };
 }
+
+/** Whether the trash `dir` can take `bytes` now, after it failed with `errno` (writable; room, after ENOSPC). */
+export type TrashCheck = (dir: string, errno: string, bytes: number) => boolean;
 
 /** By path key. */
 export type UnreplaceableDownloads = Map<string, Unreplaceable>;
@@ -48,10 +56,13 @@ export function holdMs(tries: number): number {
 }
 
 function isUnreplaceable(f: ActionFailure): boolean {
-  return f.kind === 'download' && f.code === 'LOCAL_IO' && f.errno !== undefined && UNREPLACEABLE_ERRNOS.has(f.errno);
+  if (f.kind !== 'download') return false;
+  if (f.code === 'LOCAL_TRASH') return f.trash !== undefined && f.errno !== undefined;
+  return f.code === 'LOCAL_IO' && f.errno !== undefined && UNREPLACEABLE_ERRNOS.has(f.errno);
 }
 
 function why(f: ActionFailure): string {
+  if (f.code === 'LOCAL_TRASH') return `${f.errno ?? ''}: the pair's trash ${f.trash ?? ''} cannot take the local file's old content`;
   return `${f.errno ?? ''}: ${UNREPLACEABLE_ERRNOS.get(f.errno ?? '') ?? ''}`;
 }
 
@@ -73,7 +84,8 @@ export function rememberUnreplaceable(memo: UnreplaceableDownloads, plan: Plan, 
       }
       const before = memo.get(a.key);
       const again = before !== undefined && before.versionId === a.doc.versionId && before.local === statId(a.expectLocal);
-      memo.set(a.key, { relPath: a.relPath, versionId: a.doc.versionId, local: statId(a.expectLocal), detail: why(f), at, tries: again ? before.tries + 1 : 1 });
+      const trash = f.code === 'LOCAL_TRASH' ? { dir: f.trash!, errno: f.errno!, bytes: a.expectLocal?.size ?? 0 } : undefined;
+      memo.set(a.key, { relPath: a.relPath, versionId: a.doc.versionId, local: statId(a.expectLocal), detail: why(f), at, tries: again ? before.tries + 1 : 1, ...(trash ? { trash } : {}) });
       added = true;
     }
   }
@@ -85,7 +97,7 @@ export function rememberUnreplaceable(memo: UnreplaceableDownloads, plan: Plan, 
  * within their hold: withheld, each with an issue saying why and until when. Entries that no longer match
  * anything planned are dropped.
  */
-export function withheldAsUnreplaceable(plan: Plan, memo: UnreplaceableDownloads, now: number): Plan {
+export function withheldAsUnreplaceable(plan: Plan, memo: UnreplaceableDownloads, now: number, trashReady: TrashCheck = () => false): Plan {
   if (memo.size === 0) return plan;
   const issues: Issue[] = [...plan.issues];
   const planned = new Set(plan.groups.flatMap((g) => g.filter((a) => a.kind === 'download').map((a) => a.key)));
@@ -93,7 +105,7 @@ export function withheldAsUnreplaceable(plan: Plan, memo: UnreplaceableDownloads
   const groups = plan.groups.filter((group) => {
     for (const a of group) {
       if (a.kind !== 'download') continue;
-      const held = heldBy(memo.get(a.key), a, now);
+      const held = heldBy(memo.get(a.key), a, now, trashReady);
       if (held === null) continue;
       issues.push({ relPath: a.relPath, documentId: a.doc.documentId, code: 'remote-change-not-downloaded', detail: held });
       return false;
@@ -103,10 +115,14 @@ export function withheldAsUnreplaceable(plan: Plan, memo: UnreplaceableDownloads
   return groups.length === plan.groups.length ? plan : { ...plan, groups, issues };
 }
 
-function heldBy(m: Unreplaceable | undefined, a: Download, now: number): string | null {
+function heldBy(m: Unreplaceable | undefined, a: Download, now: number, trashReady: TrashCheck): string | null {
   if (m === undefined || m.versionId !== a.doc.versionId || m.local !== statId(a.expectLocal)) return null;
   const until = m.at + holdMs(m.tries);
   if (now >= until || now < m.at) return null; // a clock set back counts as a hold run out
   const minutes = Math.max(1, Math.ceil((until - now) / 60_000));
+  if (m.trash !== undefined) {
+    if (trashReady(m.trash.dir, m.trash.errno, m.trash.bytes)) return null;
+    return `the local file's old content could not be kept in the trash (${m.detail}), so it was not replaced; not downloaded again until the trash can take it (looked at every pass; else tried again in ${minutes} min)`;
+  }
   return `the local file could not be replaced (${m.detail}); not downloaded again until the file changes or the document gets another version (else tried again in ${minutes} min)`;
 }

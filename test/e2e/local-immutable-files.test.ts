@@ -71,3 +71,39 @@ it.skipIf(!attributesWork())('an immutable file with a new remote version is fet
   await eventually(() => readLocal(w, 'Docs/locked.bin') === 'v2 content, from the service', 8_000, 'the download once the file may be replaced', d.tail);
   expect(c.counters()['storage-get']).toBe(3);
 });
+
+// Black-box round 29a, F4: the pair's trash could not be written (immutable, another user's after a `sudo sync`):
+// the download failed with the immutable-file hint about the local file, which was fine, and stayed held for
+// the whole hold after the trash was mended.
+it.skipIf(!attributesWork())('a trash that cannot take the old content is named as the cause, and the download goes through once it can', async () => {
+  ws = await createWorkspace();
+  const w = ws;
+  const c = w.emulator.control;
+  const docs = c.createFolder(w.binderId, { name: 'Docs' });
+  const { document: doc } = c.addDocument(w.binderId, docs.id, 'kept.txt', 'v1 content');
+  writeRunConfig(w);
+  expect((await sync(w)).code).toBe(0);
+  const trashDir = path.join(w.stateDir, 'main', 'trash');
+  fs.mkdirSync(trashDir, { recursive: true });
+  expect(chattr('+i', trashDir)).toBe(true);
+  immutable.push(trashDir);
+
+  c.addVersion(doc.id, 'v2 content, from the service');
+  daemon = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '500' } });
+  const d = daemon;
+  const failed = await d.waitForLog(msgHas('action failed'), 15_000, 'the failed download');
+  const said = JSON.stringify(failed.err);
+  expect(said).toContain(`the pair's trash ${trashDir} cannot take it (EPERM)`);
+  expect(said).toContain('the local file was left as it was');
+  expect(said).not.toMatch(/immutable or append-only file/); // not the local file's fault
+  expect(readLocal(w, 'Docs/kept.txt')).toBe('v1 content');
+  const status = await runCli(w, ['status', '--config', w.configFile]);
+  expect(status.stdout).toMatch(/Docs\/kept\.txt +remote-change-not-downloaded: the local file's old content could not be kept in the trash \(EPERM: the pair's trash .* cannot take/);
+
+  // Mended: the next pass sees that the trash takes files again (nothing about the local file changed).
+  expect(chattr('-i', trashDir)).toBe(true);
+  immutable.length = 0;
+  await eventually(() => readLocal(w, 'Docs/kept.txt') === 'v2 content, from the service', 8_000, 'the download once the trash can take the old content', d.tail);
+  const inTrash = fs.readdirSync(trashDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+  expect(inTrash.map((e) => fs.readFileSync(path.join(e.parentPath, e.name), 'utf8'))).toEqual(['v1 content']);
+});

@@ -69,6 +69,21 @@ describe('downloads onto a file that cannot be replaced', () => {
     expect(withheldAsUnreplaceable(p, memo, FIRST_HOLD_MS - 1).groups).toHaveLength(1); // clock set back
   });
 
+  it('a trash that could not take the old content holds the download only until the trash can take it (round 29a, F4)', () => {
+    const memo: UnreplaceableDownloads = new Map();
+    const p = plan(download('x', 'v'));
+    const trashFailure: ActionFailure = { ...failure('x', 'ENOSPC', 'LOCAL_TRASH'), trash: '/state/main/trash' };
+    rememberUnreplaceable(memo, p, [trashFailure], 0);
+    expect(memo.get('x')?.trash).toEqual({ dir: '/state/main/trash', errno: 'ENOSPC', bytes: 10 });
+    const asked: Array<[string, string, number]> = [];
+    const held = withheldAsUnreplaceable(p, memo, 1_000, (...a) => (asked.push(a), false));
+    expect(held.groups).toHaveLength(0);
+    expect(held.issues[0]?.detail).toMatch(/^the local file's old content could not be kept in the trash \(ENOSPC: the pair's trash \/state\/main\/trash cannot take the local file's old content\), so it was not replaced; not downloaded again until the trash can take it/);
+    expect(asked).toEqual([['/state/main/trash', 'ENOSPC', 10]]);
+    expect(withheldAsUnreplaceable(p, memo, 1_000, () => true).groups).toHaveLength(1); // room again: at once
+    expect(withheldAsUnreplaceable(p, memo, 1_000).groups).toHaveLength(0); // no check given: the hold stands
+  });
+
   it('forgets a download that went through, and one no longer planned', () => {
     const memo: UnreplaceableDownloads = new Map();
     rememberUnreplaceable(memo, plan(download('x', 'v'), download('y', 'v')), [failure('x', 'EPERM'), failure('y', 'EPERM')], 0);
