@@ -56,13 +56,19 @@ export async function openPair(
   // Before anything is opened: another process syncing this folder with another stateDir is refused.
   if (!dryRun) await holdRoot(pair.localPath, { pair: pair.name, stateDir });
   const pairStateDir = path.join(stateDir, pair.name);
-  if (!dryRun) fs.mkdirSync(pairStateDir, { recursive: true, mode: 0o700 });
   const stateFile = path.join(pairStateDir, 'state.db');
+  const stateLost = lostStateDb(pairStateDir, stateFile);
+  if (!dryRun) fs.mkdirSync(pairStateDir, { recursive: true, mode: 0o700 });
   const store = dryRun ? StateStore.openScratchCopy(stateFile) : StateStore.open(stateFile);
   try {
     // A large tree that the first pass will digest on two threads: the worker starts now, beside the rest of
     // the start (metadata, root checks), instead of when the walk begins.
     if (!dryRun && markedTreeFiles(store.getMeta(IN_SYNC_MARK)) >= PARALLEL_FROM_FILES) prewarmDigestWorker();
+    if (stateLost !== null) {
+      // A pair directory without its state DB: the record of what was synced is gone (deleted, moved aside). Said
+      // once, as the empty DB is refused with these words (black-box round 29a, F3); the pass then rebuilds it.
+      log.warn({ pair: pair.name, file: stateFile, left: stateLost }, `pair ${pair.name}: its state DB ${stateFile} is missing, but the pair has synced before (its directory still holds ${stateLost}): the record of what was synced is rebuilt by comparing content; files that differ on the two sides become conflicts (both kept), and a document deleted on the service since the last sync comes back from the local copy`);
+    }
     ensureSameBinder(pair, store, pairStateDir);
     ensureSameRoot(pair, store, pairStateDir, log);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
@@ -330,6 +336,22 @@ function binderNotFound(pair: PairConfig, err: unknown): unknown {
     ...(err.hint !== undefined ? { hint: err.hint } : {}),
     cause: err,
   });
+}
+
+/**
+ * What shows that the pair synced before although its state DB is not there: the pair's directory holds anything
+ * else (its trash, a DB moved aside, a write-ahead log). Null when it does not, or does not exist (a new pair).
+ */
+function lostStateDb(pairStateDir: string, stateFile: string): string | null {
+  if (fs.existsSync(stateFile)) return null;
+  let names: string[];
+  try {
+    names = fs.readdirSync(pairStateDir);
+  } catch {
+    return null;
+  }
+  const left = names.filter((n) => !n.startsWith('state.db.creating-')).sort();
+  return left.length === 0 ? null : left.slice(0, 3).join(', ') + (left.length > 3 ? `, and ${left.length - 3} more` : '');
 }
 
 /** Said for a 404 of a listed binder's metadata elements, by openPair and by `check`. */

@@ -98,6 +98,30 @@ describe('local root gone after a sync', () => {
   });
 });
 
+// Black-box round 29a, F3: an empty state DB was refused with a clear word, a missing one rebuilt in silence.
+describe('a state DB that is gone', () => {
+  it('is rebuilt by content with a warning when the pair synced before; a new pair (no directory) says nothing', async () => {
+    await tenSyncedFiles();
+    const quiet = await sync(ws);
+    expect(`${quiet.stdout}${quiet.stderr}`).not.toContain('is missing');
+    const db = path.join(ws.stateDir, 'main', 'state.db');
+    fs.renameSync(db, `${db}.broken`); // as the damaged-DB hint says: moved aside
+    const r = await sync(ws);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(`${r.stdout}${r.stderr}`).toContain(`pair main: its state DB ${db} is missing, but the pair has synced before (its directory still holds state.db.broken)`);
+    expect(`${r.stdout}${r.stderr}`).toContain('a document deleted on the service since the last sync comes back from the local copy');
+    expect(localTree(ws.local)).toEqual(remoteTree(ws));
+    expect([...versionCounts(ws).values()].every((n) => n === 1)).toBe(true);
+    const again = await sync(ws);
+    expect(`${again.stdout}${again.stderr}`).not.toContain('is missing');
+
+    fs.rmSync(ws.stateDir, { recursive: true }); // a whole new stateDir: a first sync, nothing to warn about
+    const fresh = await sync(ws);
+    expect(fresh.code).toBe(0);
+    expect(`${fresh.stdout}${fresh.stderr}`).not.toContain('is missing');
+  });
+});
+
 describe('a pair pointed at another binder', () => {
   it('is refused (exit 2) with the recorded and configured binders named; nothing local or remote changes', async () => {
     await tenSyncedFiles();
