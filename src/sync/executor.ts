@@ -9,6 +9,7 @@ import { commitTempFile, ensureDir, localChanged, lstatOrNull, moveFile, replace
 import { hashFile } from '../local/hash.js';
 import { failpoint } from '../failpoints.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
+import { ServiceError } from '../service/index.js';
 import { expectingMovedFile, type SettledMove } from './after-move.js';
 import { downloadToTemp } from './download.js';
 import { FolderRecheck } from './name-recheck.js';
@@ -16,7 +17,7 @@ import { recordDownloadIntent, recordMoveIntent, recordPlainMoveIntent } from '.
 import type { ExecutorDeps } from './executor-deps.js';
 import { sameStat, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
-import { uploadLocalFile } from './upload.js';
+import { uploadLocalFile, versionHolds } from './upload.js';
 
 export interface ActionFailure {
   kind: ActionKind;
@@ -353,6 +354,26 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
     report.identical++;
     return;
   }
+  if (await isEarlierVersion(d, a.doc, local)) {
+    // Not an edit: the local file is a version the service already has, behind its latest (a state DB restored
+    // from a backup, a copy fetched by hand). It takes the latest as any download does, its content kept in the
+    // trash and in the document's history; a conflict copy would upload those bytes again (round 29a, F2).
+    const intent = await recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
+    let replaced;
+    try {
+      replaced = await replaceFile(tmp.tempPath, abs, local, d.trash, a.relPath);
+    } catch (err) {
+      d.store.deleteIntent(intent);
+      throw err;
+    }
+    d.store.transaction(() => {
+      d.store.deleteIntent(intent);
+      d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, replaced.stat, tmp.sha256));
+    });
+    report.conflicts.push({ relPath: a.relPath, conflictPath: replaced.trashPath, outcome: 'the local file was an earlier version of the document: replaced by the latest' });
+    d.log.info({ relPath: a.relPath, trash: replaced.trashPath }, 'the local file held an earlier version of its document, not an edit: replaced by the latest (the old content is in the trash and in the version history)');
+    return;
+  }
   const at = d.now().toISOString();
   switch (a.policy) {
     case 'keep-both': {
@@ -438,6 +459,42 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
  * and the remote content has the same size (contents of different sizes differ anyway). The file must still be
  * as planned, or the hash would describe something else: LOCAL_CHANGED (the next pass plans again).
  */
+/** At most this many earlier versions are read to see whether the local file is one of them (isEarlierVersion). */
+const EARLIER_VERSIONS_READ = 3;
+
+/**
+ * Whether the local content of a conflict is one of the document's earlier versions, other than the base's (the
+ * base's content would not be a local change): read newest first by position (the spec does not say the list's
+ * order: both ends are tried), at most EARLIER_VERSIONS_READ of them, each only as far as the local size.
+ */
+async function isEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: LocalFile): Promise<boolean> {
+  if (local.sha256 === null || local.size > EARLIER_VERSION_MAX_BYTES) return false;
+  try {
+    return await holdsEarlierVersion(d, doc, { size: local.size, sha256: local.sha256 });
+  } catch (err) {
+    // Best effort: without an answer the conflict is settled as any other (nothing is lost either way).
+    if (err instanceof ServiceError && err.code !== 'ABORTED') return false;
+    throw err;
+  }
+}
+
+/** Larger local files are not compared with earlier versions: each read could cost as much as the file. */
+const EARLIER_VERSION_MAX_BYTES = 64 * 1024 * 1024;
+
+async function holdsEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: { size: number; sha256: string }): Promise<boolean> {
+  const baseVersion = d.store.getBase(doc.documentId)?.versionId;
+  const versions = (await d.client.listVersions(doc.documentId)).filter((v) => v.id !== doc.versionId && v.id !== baseVersion);
+  if (versions.length === 0) return false;
+  const candidates: typeof versions = [];
+  for (let i = 0; candidates.length < Math.min(EARLIER_VERSIONS_READ, versions.length); i++) {
+    for (const v of [versions[versions.length - 1 - i], versions[i]]) if (v !== undefined && !candidates.includes(v)) candidates.push(v);
+  }
+  for (const v of candidates.slice(0, EARLIER_VERSIONS_READ)) {
+    if (await versionHolds(d, doc.documentId, v.id, local)) return true;
+  }
+  return false;
+}
+
 async function withContentHash(abs: string, local: LocalFile, remoteBytes: number, signal?: AbortSignal): Promise<LocalFile> {
   if (local.sha256 !== null || local.size !== remoteBytes) return local;
   let sha256: string;

@@ -563,20 +563,25 @@ const MAX_CANDIDATE_DOCS = 3;
 const MAX_CANDIDATE_DOWNLOADS = 4;
 
 /** Streams a version through SHA-256 (nothing written) and compares it with what we uploaded. */
-async function holdsContent(d: ExecutorDeps, documentId: string, versionId: string, row: OutboxRow): Promise<boolean> {
+function holdsContent(d: ExecutorDeps, documentId: string, versionId: string, row: OutboxRow): Promise<boolean> {
+  return versionHolds(d, documentId, versionId, row);
+}
+
+/** Whether a version's content is `want` (size and SHA-256), streamed through the hash: nothing is written. */
+export async function versionHolds(d: ExecutorDeps, documentId: string, versionId: string, want: { size: number; sha256: string }): Promise<boolean> {
   let seen = 0;
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
       seen += chunk.length;
       // More bytes than ours: not our content, no need to read the rest.
-      cb(seen > row.size ? new Error('larger than the upload') : null);
+      cb(seen > want.size ? new Error('larger than the content looked for') : null);
     },
   });
   try {
     const got = await d.client.downloadVersionTo(documentId, versionId, sink, d.signal ? { signal: d.signal } : {});
-    return got.bytes === row.size && got.sha256 === row.sha256;
+    return got.bytes === want.size && got.sha256 === want.sha256;
   } catch (err) {
-    if (seen > row.size) return false;
+    if (seen > want.size) return false;
     throw err;
   }
 }

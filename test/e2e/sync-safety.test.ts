@@ -122,6 +122,31 @@ describe('a state DB that is gone', () => {
   });
 });
 
+// Black-box round 29a, F2: with a state DB older than the last pass (restored from a backup), a file downloaded
+// since looked edited: a conflict copy of content the service already had was uploaded as a new document.
+describe('a state DB restored from an older backup', () => {
+  it('a local file that is an earlier version of its document takes the latest, with no conflict copy', async () => {
+    const ids = await tenSyncedFiles();
+    const c = ws.emulator.control;
+    const backup = `${ws.stateDir}.backup`;
+    fs.cpSync(ws.stateDir, backup, { recursive: true });
+    c.addVersion(ids[2]!, 'v2 of f2');
+    expect((await sync(ws)).code).toBe(0); // f2 downloaded: the local file is v2
+    c.addVersion(ids[2]!, 'v3 of f2, a colleague\'s');
+    fs.rmSync(ws.stateDir, { recursive: true });
+    fs.renameSync(backup, ws.stateDir); // the backup says f2 is at v1
+
+    const r = await sync(ws);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(`${r.stdout}${r.stderr}`).toContain('the local file was an earlier version of the document: replaced by the latest');
+    expect(localTree(ws.local).get('T/f2.txt')).toBe(sha256("v3 of f2, a colleague's"));
+    expect(localTree(ws.local).size).toBe(10); // no conflict copy
+    expect(c.listDocuments(ws.binderId)).toHaveLength(10); // nothing uploaded
+    expect(trashHashes(ws)).toContain(sha256('v2 of f2'));
+    expect(localTree(ws.local)).toEqual(remoteTree(ws));
+  });
+});
+
 describe('a pair pointed at another binder', () => {
   it('is refused (exit 2) with the recorded and configured binders named; nothing local or remote changes', async () => {
     await tenSyncedFiles();
