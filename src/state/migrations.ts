@@ -108,6 +108,11 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE base ADD COLUMN ctime_ms REAL NOT NULL DEFAULT 0;
   ALTER TABLE outbox ADD COLUMN ctime_ms REAL NOT NULL DEFAULT 0;
   `,
+  // 5: the content a forgotten document had (its base row's SHA-256): a file re-created at its path with that
+  // content is the document again, not a new version of it. NULL in rows written before.
+  `
+  ALTER TABLE forgotten ADD COLUMN sha256 TEXT;
+  `,
 ];
 
 /** The schema version this build writes. */

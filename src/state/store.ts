@@ -615,10 +615,16 @@ export class StateStore {
     return new Map(rows);
   }
 
-  putForgotten(documentId: string, versionId: string, relPath: string): void {
+  /** documentId -> the SHA-256 of the content that was deleted locally, where known (rows from before: not). */
+  loadForgottenContent(): Map<string, string> {
+    const rows = this.cached('SELECT document_id, sha256 FROM forgotten WHERE sha256 IS NOT NULL').raw(true).all() as Array<[string, string]>;
+    return new Map(rows);
+  }
+
+  putForgotten(documentId: string, versionId: string, relPath: string, sha256: string | null): void {
     this.cached(
-      'INSERT INTO forgotten (document_id, version_id, rel_path) VALUES (?, ?, ?) ON CONFLICT(document_id) DO UPDATE SET version_id = excluded.version_id, rel_path = excluded.rel_path',
-    ).run(documentId, versionId, relPath);
+      'INSERT INTO forgotten (document_id, version_id, rel_path, sha256) VALUES (?, ?, ?, ?) ON CONFLICT(document_id) DO UPDATE SET version_id = excluded.version_id, rel_path = excluded.rel_path, sha256 = excluded.sha256',
+    ).run(documentId, versionId, relPath, sha256);
   }
 
   /** Called after every download: cheap when there is nothing to delete. */

@@ -275,14 +275,17 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
     case 'adopt': {
       // One transaction: rows moved alongside (a swap) never share a key between two of them.
       d.store.transaction(() => {
-        for (const row of [a.base, ...(a.alongside ?? [])]) d.store.putBase(row);
+        for (const row of [a.base, ...(a.alongside ?? [])]) {
+          d.store.putBase(row);
+          d.store.deleteForgotten(row.documentId); // synced again (a file re-created at a forgotten document's path)
+        }
       });
       return;
     }
     case 'forget': {
       const old = d.store.getBase(a.documentId);
       d.store.transaction(() => {
-        if (a.reason === 'local-deleted-forget' && old) d.store.putForgotten(a.documentId, old.versionId, a.relPath);
+        if (a.reason === 'local-deleted-forget' && old) d.store.putForgotten(a.documentId, old.versionId, a.relPath, old.sha256 || null);
         d.store.deleteBase(a.documentId);
       });
       return;

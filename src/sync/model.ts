@@ -145,6 +145,8 @@ export interface ReconcileContext {
    * deleted. Such a document is not downloaded again until its remote version changes.
    */
   forgotten?: ReadonlyMap<string, string>;
+  /** The SHA-256 of a forgotten document's content when it was deleted locally, where known (by documentId). */
+  forgottenContent?: ReadonlyMap<string, string>;
   /**
    * Why local changes are not uploaded when direction is 'download', for the issues that say so: the config's
    * direction by default; "the API client has read-only access" for a pair set to 'both' that may not write.

@@ -559,6 +559,7 @@ function reconcileContext(rt: PairRuntime, now: () => Date, force: boolean): Rec
     maxDeleteShare: rt.pair.maxDeleteShare,
     force,
     forgotten: rt.store.loadForgotten(),
+    forgottenContent: rt.store.loadForgottenContent(),
     ignoredLocally: (relPath) => rt.ignore.ignores(relPath, false),
     followedFolders: loadFollowedFolders(rt.store, now().getTime()),
   };

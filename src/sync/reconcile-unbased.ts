@@ -1,7 +1,7 @@
 // Reconcile for items without a base row (new local files, new remote documents, remote folders) and the
 // shared "who holds this path" check that every step writing a local path goes through.
-import type { Action, BaseEntry, Issue, LocalFile, LocalProblem, PathKey, ReconcileContext, RemoteDoc, RemoteFolder } from './model.js';
-import { newLocalNotUploaded, WAITING_PREFIX } from './model.js';
+import type { Action, BaseEntry, FileStat, Issue, LocalFile, LocalProblem, PathKey, ReconcileContext, RemoteDoc, RemoteFolder } from './model.js';
+import { newLocalNotUploaded, statOf, WAITING_PREFIX } from './model.js';
 import { baseNameOf, joinRel, parentOf } from './path-key.js';
 import type { PlanBuilder } from './reconcile-builder.js';
 import { conflict, download, upload, versionOf } from './reconcile-steps.js';
@@ -170,10 +170,14 @@ function followedFolder(s: PassState, file: LocalFile): RemoteFolder | { issue: 
 /** A remote document with no base row. */
 export function planRemoteNew(s: PassState, doc: RemoteDoc): void {
   if (s.consumedDocs.has(doc.documentId)) return;
-  if (s.ctx.forgotten?.get(doc.documentId) === doc.versionId && !s.view.local.files.has(doc.key)) {
-    // Deleted locally under localDeletePolicy 'forget' and unchanged remotely since: stays forgotten.
-    s.out.issue({ relPath: doc.relPath, documentId: doc.documentId, code: 'local-delete-not-propagated', detail: 'deleted locally; the service cannot delete documents, so the remote document is kept and not downloaded again until it changes' });
-    return;
+  if (s.ctx.forgotten?.get(doc.documentId) === doc.versionId) {
+    const file = s.view.local.files.get(doc.key);
+    if (file === undefined) {
+      // Deleted locally under localDeletePolicy 'forget' and unchanged remotely since: stays forgotten.
+      s.out.issue({ relPath: doc.relPath, documentId: doc.documentId, code: 'local-delete-not-propagated', detail: 'deleted locally; the service cannot delete documents, so the remote document is kept and not downloaded again until it changes' });
+      return;
+    }
+    if (recreatedForgotten(s, file, doc)) return;
   }
   if (s.ctx.direction === 'upload') {
     const file = s.view.local.files.get(doc.key);
@@ -197,6 +201,46 @@ export function planRemoteNew(s: PassState, doc: RemoteDoc): void {
       collision(s, doc.relPath, occ.detail, doc.documentId, occ.code);
       return;
   }
+}
+
+/** A base row's stat that no file has: the next scan takes the file as changed and hashes it. */
+const NO_FILE_STAT = { size: -1, mtimeMs: 0, inode: 0, ctimeMs: 0 };
+
+/**
+ * A file at the path of a document forgotten after its local delete (localDeletePolicy 'forget'), the document
+ * unchanged since: the file is that document again (a branch switched back and forth, an editor that saves by
+ * delete and create), not a new file colliding with it. With the forgotten content it is simply synced again;
+ * with other content it is the document's next version: the base row comes back at the forgotten version (with a
+ * stat no file has), and the upload is an edit of it, committed only onto that version. Before, it was a
+ * conflict: the old remote content was put back at the path and the new file became a conflict copy, so a git
+ * checkout left another branch's content in the working tree (black-box round 29b, finding 1). False when the
+ * path is not free for it (the usual planning then applies).
+ */
+function recreatedForgotten(s: PassState, file: LocalFile, doc: RemoteDoc): boolean {
+  if (s.view.baseByKey.has(doc.key) || s.consumedLocal.has(doc.key) || s.view.isUnknown(doc.key) || s.out.isClaimed(doc.key)) return false;
+  const forgottenSha = s.ctx.forgottenContent?.get(doc.documentId) ?? null;
+  const row = (stat: FileStat, sha256: string): BaseEntry => ({
+    documentId: doc.documentId, versionId: doc.versionId, versionLabel: null, folderId: doc.folderId, fileName: doc.fileName,
+    relPath: file.relPath, key: file.key, ...stat, sha256,
+  });
+  const same = file.sha256 !== null && file.sha256 === forgottenSha;
+  let actions: Action[];
+  if (same) actions = [{ kind: 'adopt', base: row(statOf(file), file.sha256!), reason: 'recreated-forgotten' }];
+  else if (s.ctx.direction === 'download') {
+    s.out.issue({ relPath: file.relPath, documentId: doc.documentId, code: 'local-change-not-uploaded', detail: `re-created after its document was forgotten, with other content: ${newLocalNotUploaded(s.ctx)}` });
+    s.consumedLocal.add(file.key);
+    s.consumedDocs.add(doc.documentId);
+    return true;
+  } else {
+    actions = [
+      { kind: 'adopt', base: row(NO_FILE_STAT, forgottenSha ?? ''), reason: 'recreated-forgotten' },
+      upload(file, { documentId: doc.documentId, folderId: doc.folderId, fileName: doc.fileName }, 'local-modified', doc.documentId),
+    ];
+  }
+  s.consumedLocal.add(file.key);
+  s.consumedDocs.add(doc.documentId);
+  commitOrCollide(s, doc.key, actions, doc);
+  return true;
 }
 
 function commitOrCollide(s: PassState, key: PathKey, actions: Action[], doc: RemoteDoc, after?: number): void {

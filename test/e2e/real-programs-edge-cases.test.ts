@@ -423,6 +423,35 @@ describe.each([['restore'], ['forget']] as const)('an editor saving by rename-aw
   });
 });
 
+// Black-box round 29b, finding 1: under localDeletePolicy forget (README's advice for git trees), a file deleted
+// and re-created a moment later (git checkout B, then C) became a conflict: the old remote content was put back at
+// the path, and the new file became a conflict copy. git then showed another branch's content as a modification.
+describe('git checkout under localDeletePolicy forget: a file deleted, then re-created at its path', () => {
+  it('with new content is the same document\'s next version; with the content it had, nothing is sent', async () => {
+    const { w, d } = await started({}, { localDeletePolicy: 'forget' });
+    const file = path.join(w.local, 'Docs', 'x.c');
+    fs.writeFileSync(file, 'x on A');
+    await eventually(() => remoteVersions(w).get('x.c')?.length === 1, 10_000, 'first upload', d.tail);
+    fs.rmSync(file); // checkout B: no x.c there
+    await eventually(() => d.count(msgHas('local-delete-not-propagated')) > 0, 10_000, 'the delete answered (forgotten)', d.tail);
+    fs.writeFileSync(file, 'x on C'); // checkout C
+    await eventually(() => remoteVersions(w).get('x.c')?.length === 2, 10_000, 'the re-created file uploaded', d.tail);
+    await sleep(2_500);
+    expect(fs.readFileSync(file, 'utf8')).toBe('x on C');
+    expect(fs.readdirSync(path.dirname(file))).toEqual(['x.c']);
+    expect([...remoteVersions(w).entries()]).toEqual([['x.c', [sha256('x on A'), sha256('x on C')]]]);
+    expect(d.count(msgHas('conflict')), d.tail()).toBe(0);
+
+    fs.rmSync(file); // checkout B again, then back to C: the content the document has
+    await eventually(() => d.count(msgHas('local-delete-not-propagated')) > 1, 10_000, 'the second delete answered', d.tail);
+    fs.writeFileSync(file, 'x on C');
+    await sleep(3_000);
+    expect([...remoteVersions(w).entries()]).toEqual([['x.c', [sha256('x on A'), sha256('x on C')]]]);
+    expect(fs.readFileSync(file, 'utf8')).toBe('x on C');
+    expect(fs.readdirSync(path.dirname(file))).toEqual(['x.c']);
+  });
+});
+
 // Black-box findings of the sixteenth session: answers to a local delete that did not wait for quietPeriod.
 describe('a file or folder gone for a moment while something changes remotely (quietPeriod 3s)', () => {
   it('an editor save with a remote edit in its gap: a keep-both conflict, the remote edit not silently superseded', async () => {

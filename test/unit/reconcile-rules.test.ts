@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { reconcile } from '../../src/sync/reconcile.js';
 import { conflictName, PlanBuilder } from '../../src/sync/reconcile-builder.js';
 import { ctxOf, deepFreeze, statFor, summarizeGroups, World } from './reconcile-fixtures.js';
+import type { Action } from '../../src/sync/model.js';
 
 function plan(w: World, over: Parameters<typeof ctxOf>[0] = {}) {
   return reconcile(w.base, w.local, w.remote, ctxOf(over));
@@ -821,6 +822,43 @@ describe('forgotten documents (localDeletePolicy forget)', () => {
     const p = plan(w, { localDeletePolicy: 'forget', forgotten: new Map([['d1', 'v1']]) });
     expect(summarizeGroups(p.groups)).toEqual([]);
     expect(codes(p)).toEqual(['local-delete-not-propagated docs/a.txt']);
+  });
+
+  // Black-box round 29b, finding 1: a file re-created at a forgotten document's path (git checkout B, then C) was a
+  // conflict: the old remote content came back at the path and the new file became a conflict copy.
+  it('a file re-created at its path with other content is its next version, committed onto the forgotten one', () => {
+    const w = world();
+    w.doc('d1', 'docs/a.txt', 'v1', 'f1');
+    w.file('docs/a.txt', 'h-new');
+    const p = plan(w, { localDeletePolicy: 'forget', forgotten: new Map([['d1', 'v1']]), forgottenContent: new Map([['d1', 'h-old']]) });
+    expect(summarizeGroups(p.groups)).toEqual([['adopt d1 recreated-forgotten', 'upload docs/a.txt -> d1:f1/a.txt local-modified replaces=d1']]);
+    const adopt = p.groups[0]![0] as Extract<Action, { kind: 'adopt' }>;
+    // The row is the forgotten version with a stat no file has: should the upload fail, the next pass uploads again.
+    expect(adopt.base).toMatchObject({ documentId: 'd1', versionId: 'v1', relPath: 'docs/a.txt', sha256: 'h-old', size: -1 });
+    expect(codes(p)).toEqual([]);
+  });
+
+  it('a file re-created with the forgotten content is synced again, with nothing sent', () => {
+    const w = world();
+    w.doc('d1', 'docs/a.txt', 'v1', 'f1');
+    w.file('docs/a.txt', 'h-old');
+    const p = plan(w, { localDeletePolicy: 'forget', forgotten: new Map([['d1', 'v1']]), forgottenContent: new Map([['d1', 'h-old']]) });
+    expect(summarizeGroups(p.groups)).toEqual([['adopt d1 recreated-forgotten']]);
+    expect((p.groups[0]![0] as Extract<Action, { kind: 'adopt' }>).base).toMatchObject({ versionId: 'v1', sha256: 'h-old', size: statFor('h-old').size });
+  });
+
+  it('a re-created file of a document changed remotely since is a conflict as before; in download mode it is said, not uploaded', () => {
+    const w = world();
+    w.doc('d1', 'docs/a.txt', 'v2', 'f1');
+    w.file('docs/a.txt', 'h-new');
+    const changed = plan(w, { localDeletePolicy: 'forget', forgotten: new Map([['d1', 'v1']]), forgottenContent: new Map([['d1', 'h-old']]) });
+    expect(summarizeGroups(changed.groups)[0]![0]).toMatch(/^conflict docs\/a\.txt d1@v2 /);
+    const w2 = world();
+    w2.doc('d1', 'docs/a.txt', 'v1', 'f1');
+    w2.file('docs/a.txt', 'h-new');
+    const down = plan(w2, { direction: 'download', localDeletePolicy: 'forget', forgotten: new Map([['d1', 'v1']]), forgottenContent: new Map([['d1', 'h-old']]) });
+    expect(summarizeGroups(down.groups)).toEqual([]);
+    expect(codes(down)).toEqual(['local-change-not-uploaded docs/a.txt']);
   });
 
   it('downloads it again once it changed remotely', () => {
