@@ -177,7 +177,7 @@ const pairSchema = z.strictObject({
   quietPeriod: duration(0, 600_000)
     .prefault('1s')
     .describe(
-      'How long a changed local file must stay unchanged before the daemon uploads it, and a deleted one stay missing before it is restored (editors that save by rename-away, rename-in). Raise it where writers pause mid-file (tar or cp over a slow network mount): a pause longer than this uploads the part written so far, then the whole file as the next version. rsync, sed -i and mktemp temp files always wait a minute.',
+      'How long a changed local file must stay unchanged before the daemon uploads it, and a deleted one stay missing before it is restored (editors that save by rename-away, rename-in). Raise it where writers pause mid-file (tar or cp over a slow network mount): a pause longer than this uploads the part written so far, then the whole file as the next version. Temp files of rsync, sed -i, mktemp, Excel, Python tempfile and GLib (by their names) always wait a minute.',
     ),
   watcher: z.enum(WATCHERS).default('auto').describe('Local change detection: auto (the folders backend), folders (one fs.watch per folder), chokidar, native (@parcel/watcher) or off (rescans only).'),
   trashRetentionDays: z.number().int().min(1).max(3650).default(30).describe('Days replaced/removed local files stay in the trash (and conflicts in the history status lists).'),

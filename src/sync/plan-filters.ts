@@ -46,7 +46,7 @@ export function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number
       recheckAt = Math.min(recheckAt, until);
       // A minute is long enough to be asked about: `status` lists such a file with why it waits (round 26, P3).
       if (looksLikeTransferTemp(f.relPath)) {
-        issues.push({ relPath: f.relPath, code: 'changing', detail: `held: its name looks like a temp file of rsync, sed -i or mktemp, which is renamed away when done; uploaded if it is still there, unchanged, ${Math.max(1, Math.ceil((until - nowMs) / 1000))} s from now` });
+        issues.push({ relPath: f.relPath, code: 'changing', detail: `held: its name looks like a program's temp file (rsync, sed -i, mktemp, Excel, Python, GLib), which is renamed away when done; uploaded if it is still there, unchanged, ${Math.max(1, Math.ceil((until - nowMs) / 1000))} s from now` });
       }
     }
     return false;
@@ -124,12 +124,20 @@ export const FOLDER_RESTORE_QUIET_MS = 10_000;
 
 /**
  * Names other programs give a file while they write it, then rename it away: rsync's `.<name>.XXXXXX`, sed -i's
- * `sedXXXXXX`, mktemp's `tmp.XXXXXXXXXX`. Such a file is left alone until it has been still for
- * TRANSFER_TEMP_QUIET_MS, also by `sync` (whose quiet period is 0): rsync over a slow link may leave one
- * unchanged for seconds, and uploaded, it would become a document that, once renamed away locally, is
- * restored as a deleted file. A real file of that shape syncs a minute late.
+ * `sedXXXXXX`, mktemp's `tmp.XXXXXXXXXX`, Excel's `1A2B3C4D` (eight hex digits, no extension), Python's
+ * tempfile `tmpab1_cd2x`, GLib's (gedit, GNOME apps) `.goutputstream-XXXXXX`. Such a file is left alone until it
+ * has been still for TRANSFER_TEMP_QUIET_MS, also by `sync` (whose quiet period is 0): a writer may pause for
+ * seconds, and uploaded, the file would become a document that, once renamed away locally, is restored as a
+ * deleted file (black-box round 29b, finding 2: Excel's). A real file of that shape syncs a minute late.
  */
-const TRANSFER_TEMP_NAMES = [/^\..+\.[A-Za-z0-9]{6}$/, /^sed[A-Za-z0-9]{6}$/, /^tmp\.[A-Za-z0-9]{10}$/];
+const TRANSFER_TEMP_NAMES = [
+  /^\..+\.[A-Za-z0-9]{6}$/,
+  /^sed[A-Za-z0-9]{6}$/,
+  /^tmp\.[A-Za-z0-9]{10}$/,
+  /^[0-9A-F]{8}$/,
+  /^tmp[a-z0-9_]{8}$/,
+  /^\.goutputstream-[A-Za-z0-9]{6}$/,
+];
 export const TRANSFER_TEMP_QUIET_MS = 60_000;
 
 function looksLikeTransferTemp(relPath: string): boolean {
