@@ -228,7 +228,25 @@ function restoreCommand(entry: string, opts: RestoreOptions & { config: string }
   const [day = '', ...inDay] = entry.split('/');
   const kept = originalPathIn(path.join(trashDirOf(config, chosen), day), inDay.join('/'));
   const target = opts.to === undefined ? kept : insideRoot(opts.to, chosen.localPath, kept);
-  return restoreFromTrash(trash, entry, target, { replace: opts.replace === true }).then(
+  // Ctrl-C or SIGTERM stop the copy and remove its temp file (a second one exits at once; the next pass of the
+  // pair removes what that leaves): without this, a large restore cut short left its partial temp file in the
+  // sync root (black-box round 29a, F5).
+  const stop = new AbortController();
+  let stoppedBy: NodeJS.Signals | null = null;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stoppedBy !== null) process.exit(signal === 'SIGINT' ? ExitCode.interrupted : ExitCode.terminated);
+    stoppedBy = signal;
+    stop.abort(new BinderSyncError(`stopped by ${signal}`, { code: 'ABORTED', retryable: true }));
+  };
+  const onInt = () => onSignal('SIGINT');
+  const onTerm = () => onSignal('SIGTERM');
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
+  const uninstall = () => {
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
+  };
+  return restoreFromTrash(trash, entry, target, { replace: opts.replace === true, signal: stop.signal }).finally(uninstall).then(
     (r) => {
       process.stdout.write(`restored ${printable(entry)} (${fmtBytes(r.bytes)}) to ${printable(r.restoredTo)}\n`);
       if (r.replacedKeptAt !== null) process.stdout.write(`the file that was there is kept in the trash: ${printable(r.replacedKeptAt)}\n`);
@@ -240,6 +258,10 @@ function restoreCommand(entry: string, opts: RestoreOptions & { config: string }
       return ExitCode.ok;
     },
     (err: unknown) => {
+      if (stoppedBy !== null) {
+        process.stderr.write(`binder-sync: ${stoppedBy}: restore of ${printable(entry)} cancelled; nothing was written to the sync root (the trash still holds it)\n`);
+        return stoppedBy === 'SIGINT' ? ExitCode.interrupted : ExitCode.terminated;
+      }
       printError(err);
       if (err instanceof BinderSyncError && err.code === 'RESTORE_TARGET_EXISTS') return ExitCode.incomplete;
       if (err instanceof BinderSyncError && (err.code === 'TRASH_ENTRY_UNKNOWN' || err.code === 'PATH_ESCAPE')) return ExitCode.usage;

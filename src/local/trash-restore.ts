@@ -22,7 +22,7 @@ export interface RestoreResult {
  * trash or not a file (TRASH_ENTRY_UNKNOWN), a target that exists unless `replace` (RESTORE_TARGET_EXISTS),
  * and a relPath that leaves the root (PATH_ESCAPE).
  */
-export async function restoreFromTrash(trash: Trash, entry: string, relPath: string, opts: { replace?: boolean } = {}): Promise<RestoreResult> {
+export async function restoreFromTrash(trash: Trash, entry: string, relPath: string, opts: { replace?: boolean; signal?: AbortSignal } = {}): Promise<RestoreResult> {
   try {
     return await restore(trash, entry, relPath, opts);
   } catch (err) {
@@ -31,7 +31,7 @@ export async function restoreFromTrash(trash: Trash, entry: string, relPath: str
   }
 }
 
-async function restore(trash: Trash, entry: string, relPath: string, opts: { replace?: boolean }): Promise<RestoreResult> {
+async function restore(trash: Trash, entry: string, relPath: string, opts: { replace?: boolean; signal?: AbortSignal }): Promise<RestoreResult> {
   const source = trashEntryPath(trash.dir, entry);
   let target: string;
   try {
@@ -64,16 +64,25 @@ async function restore(trash: Trash, entry: string, relPath: string, opts: { rep
   const temp = await createTempFor(path.dirname(target));
   try {
     const out = fs.createWriteStream('', { fd: temp.fd, autoClose: false });
-    await pipeline(fs.createReadStream(source), out);
+    // A stop (Ctrl-C) ends the copy; the temp file is removed below, so nothing is left in the sync root.
+    await pipeline(fs.createReadStream(source), out, opts.signal ? { signal: opts.signal } : {});
     // The content's own modification time, as `cp -p` keeps it: the restored file is the kept one.
     fs.futimesSync(temp.fd, kept.atime, kept.mtime);
     await syncTempFile(temp.fd, temp.path);
   } catch (err) {
-    fs.closeSync(temp.fd);
     fs.rmSync(temp.path, { force: true });
+    try {
+      fs.closeSync(temp.fd);
+    } catch {
+      /* the stream closed it as it was torn down */
+    }
     throw err;
   }
   fs.closeSync(temp.fd);
+  if (opts.signal?.aborted === true) {
+    fs.rmSync(temp.path, { force: true });
+    throw opts.signal.reason;
+  }
   if (existing === undefined) {
     // Its own mode, as kept (a private file stays private), not its new directory's.
     await commitTempFile(temp.path, target, null, { synced: true, mode: kept.mode & 0o7777 });

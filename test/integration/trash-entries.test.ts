@@ -106,6 +106,22 @@ describe('listTrashEntries', () => {
     expect(originalPathIn(path.join(dir, '2026-11-27'), inDay)).toBe(inDay);
   });
 
+  it('a restore stopped midway (Ctrl-C) leaves nothing in the sync root: no partial temp file, no target (round 29a, F5)', async () => {
+    const root = tmp();
+    const dir = path.join(tmp(), 'trash');
+    const trash = new Trash(dir, root, { now: () => new Date('2026-11-27T12:00:00') });
+    fs.mkdirSync(path.join(root, 'Docs'));
+    fs.writeFileSync(path.join(root, 'Docs', 'big.bin'), Buffer.alloc(48 * 1024 * 1024, 7));
+    await trash.keep(path.join(root, 'Docs', 'big.bin'), 'Docs/big.bin');
+    fs.rmSync(path.join(root, 'Docs', 'big.bin'));
+    const stop = new AbortController();
+    const restoring = restoreFromTrash(trash, '2026-11-27/Docs/big.bin', 'Docs/big.bin', { signal: stop.signal });
+    setImmediate(() => stop.abort(new Error('stopped by SIGINT')));
+    await expect(restoring).rejects.toThrow();
+    expect(fs.readdirSync(path.join(root, 'Docs'))).toEqual([]);
+    expect(fs.statSync(path.join(dir, '2026-11-27', 'Docs', 'big.bin')).size).toBe(48 * 1024 * 1024); // still kept
+  });
+
   it('says a trash it cannot read is unreadable, not empty', () => {
     const notADir = path.join(tmp(), 'trash');
     fs.writeFileSync(notADir, 'x');
