@@ -34,19 +34,19 @@ export function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number
   const issues: Issue[] = [];
   let recheckAt = Infinity;
   const groups = plan.groups.filter((group) => {
-    const reads = group.flatMap((a) => (a.kind === 'upload' || a.kind === 'conflict' ? [a.local] : []));
-    const recent = reads.filter((f) => {
-      const age = quietPeriodFor(f.relPath, minAgeMs);
-      return age > 0 && nowMs - changedAt(f) < age && changedAt(f) <= nowMs + CLOCK_AHEAD_TOLERANCE_MS;
-    });
+    const reads = group.flatMap((a) => (a.kind === 'upload' || a.kind === 'conflict' ? [{ f: a.local, quiet: quietPeriodFor(a, minAgeMs) }] : []));
+    const recent = reads.filter(({ f, quiet }) => quiet > 0 && nowMs - changedAt(f) < quiet && changedAt(f) <= nowMs + CLOCK_AHEAD_TOLERANCE_MS);
     if (recent.length === 0) return true;
-    for (const f of recent) {
+    for (const { f, quiet } of recent) {
       deferred.push(f.relPath);
-      const until = changedAt(f) + quietPeriodFor(f.relPath, minAgeMs);
+      const until = changedAt(f) + quiet;
       recheckAt = Math.min(recheckAt, until);
       // A minute is long enough to be asked about: `status` lists such a file with why it waits (round 26, P3).
+      const inS = `${Math.max(1, Math.ceil((until - nowMs) / 1000))} s from now`;
       if (looksLikeTransferTemp(f.relPath)) {
-        issues.push({ relPath: f.relPath, code: 'changing', detail: `held: its name looks like a program's temp file (rsync, sed -i, mktemp, Excel, Python, GLib), which is renamed away when done; uploaded if it is still there, unchanged, ${Math.max(1, Math.ceil((until - nowMs) / 1000))} s from now` });
+        issues.push({ relPath: f.relPath, code: 'changing', detail: `held: its name looks like a program's temp file (rsync, sed -i, mktemp, Excel, Python, GLib), which is renamed away when done; uploaded if it is still there, unchanged, ${inS}` });
+      } else if (quiet > minAgeMs) {
+        issues.push({ relPath: f.relPath, code: 'changing', detail: `held: emptied, as a program writing it anew does first (\`cmd > file\`); uploaded as an empty version if it is still empty ${inS}` });
       }
     }
     return false;
@@ -145,8 +145,16 @@ function looksLikeTransferTemp(relPath: string): boolean {
   return TRANSFER_TEMP_NAMES.some((r) => r.test(name));
 }
 
-function quietPeriodFor(relPath: string, minAgeMs: number): number {
-  return looksLikeTransferTemp(relPath) ? Math.max(minAgeMs, TRANSFER_TEMP_QUIET_MS) : minAgeMs;
+/**
+ * How long the local file a step reads must have been still. A temp file's name: a minute, even for `sync`. A
+ * synced file emptied (to 0 bytes): a minute too, in the daemon: `cmd > file` truncates first and writes when cmd
+ * has output, so a pause of a second uploaded an empty version of the document before its new content
+ * (black-box round 29b, finding 3). A file really emptied is uploaded a minute late.
+ */
+function quietPeriodFor(a: Extract<Action, { kind: 'upload' | 'conflict' }>, minAgeMs: number): number {
+  if (looksLikeTransferTemp(a.local.relPath)) return Math.max(minAgeMs, TRANSFER_TEMP_QUIET_MS);
+  const emptied = a.kind === 'upload' && a.reason === 'local-modified' && a.local.size === 0;
+  return emptied && minAgeMs > 0 ? Math.max(minAgeMs, TRANSFER_TEMP_QUIET_MS) : minAgeMs;
 }
 
 /**

@@ -56,6 +56,19 @@ describe('deferRecentlyWritten', () => {
     expect(deferRecentlyWritten(plan([[upload(file('A/report.2026.pdf', 1, now - 5_000)), upload(file('A/.config', 1, now - 5_000)), upload(file('A/DEADBEEF.txt', 1, now - 5_000)), upload(file('A/tmpfile.txt', 1, now - 5_000))]]), 1_000, now).deferred).toEqual([]);
   });
 
+  it('holds an edit that emptied a synced file for a minute in the daemon (cmd > file truncates first), not in sync', () => {
+    const now = 100_000;
+    const emptied: Action = { ...upload({ ...file('A/report.csv', now - 5_000), size: 0 }), target: { documentId: 'D', folderId: 'F', fileName: 'report.csv' }, reason: 'local-modified', replacesBase: 'D' } as Action;
+    const held = deferRecentlyWritten(plan([[emptied]]), 1_000, now);
+    expect(held.deferred).toEqual(['A/report.csv']);
+    expect(held.recheckInMs).toBe(TRANSFER_TEMP_QUIET_MS - 5_000 + 50);
+    expect(held.plan.issues).toEqual([{ relPath: 'A/report.csv', code: 'changing', detail: expect.stringMatching(/^held: emptied, .*; uploaded as an empty version if it is still empty 55 s from now$/) }]);
+    expect(deferRecentlyWritten(plan([[emptied]]), 1_000, now + 55_000).deferred).toEqual([]); // still empty: uploaded
+    expect(deferRecentlyWritten(plan([[emptied]]), 0, now).deferred).toEqual([]); // sync: as asked
+    // A new empty file is not an edit that may be followed by content: the usual minimum age.
+    expect(deferRecentlyWritten(plan([[upload({ ...file('A/new.txt', now - 5_000), size: 0 })]]), 1_000, now).deferred).toEqual([]);
+  });
+
   it('does nothing with a zero minimum age (the sync command)', () => {
     const p = plan([[upload(file('A/new.txt', 10_000))]]);
     expect(deferRecentlyWritten(p, 0, 10_000)).toEqual({ plan: p, deferred: [], recheckInMs: null });
