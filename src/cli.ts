@@ -36,7 +36,8 @@ Exit codes:
        this client (wrong id, or no access: the service cannot tell)
   4    a safety gate stopped the pass before it deleted anything
        (see sync --force)
-  5    another instance holds the stateDir's lock
+  5    another instance holds the stateDir's lock, or another
+       binder-sync process syncs the same local folder
   6    local filesystem failure (sync root missing or not writable,
        disk full, permission denied, a damaged state DB)
   130  stopped by Ctrl-C: sync cancels its pass cleanly (no temp
@@ -67,8 +68,23 @@ export async function main(args: string[]): Promise<number> {
   const name = argv[2];
   // The long-running commands take SIGHUP over once loaded; until then it must not kill the process.
   if (name === 'run' || name === 'demo') holdEarlySignals(['SIGHUP']);
+  // `help nosuch`: commander shows the whole help without a word about the name (black-box round 29b, finding 9).
+  const helpFor = name === 'help' ? argv[3] : undefined;
+  if (helpFor !== undefined && !helpFor.startsWith('-') && !Object.hasOwn(COMMANDS, helpFor)) {
+    process.stderr.write(`error: unknown command '${helpFor}' (the commands: ${Object.keys(COMMANDS).join(', ')}; run binder-sync --help for usage)\n`);
+    return ExitCode.usage;
+  }
   const wanted = name !== undefined && Object.hasOwn(COMMANDS, name) ? [name] : Object.keys(COMMANDS);
   for (const n of wanted) (await COMMANDS[n]!())(program, setExit);
+  // A usage error of a command points to that command's help, which lists its options (the program's does not).
+  const pointToOwnHelp = (cmd: Command, prefix: string): void => {
+    for (const sub of cmd.commands) {
+      const full = `${prefix} ${sub.name()}`;
+      sub.showHelpAfterError(`(run ${full} --help for usage)`);
+      pointToOwnHelp(sub, full);
+    }
+  };
+  pointToOwnHelp(program, 'binder-sync');
   try {
     await program.parseAsync(argv);
   } catch (err) {

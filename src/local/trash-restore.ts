@@ -99,7 +99,7 @@ export function trashEntryPath(trashDir: string, entry: string): string {
       code: 'TRASH_ENTRY_UNKNOWN',
       retryable: false,
       context: { entry, trashDir },
-      hint: '`binder-sync trash --pair <name>` lists what the trash holds, as <day>/<path>',
+      hint: '`binder-sync trash -c <config> --pair <name>` lists what the trash holds, as <day>/<path>',
     });
   const parts = entry.split('/');
   if (parts.length < 2 || !/^\d{4}-\d{2}-\d{2}$/.test(parts[0]!)) throw unknown('an entry is <YYYY-MM-DD>/<path>');

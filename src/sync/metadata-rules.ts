@@ -120,7 +120,7 @@ export function compileMetadataRules(rules: readonly MetadataRule[], elements: r
       code: 'METADATA_RULES_INVALID',
       retryable: false,
       context: { pair },
-      hint: 'fix the pair\'s metadata rules (an unknown name is listed with the elements the binder has); `binder-sync check` checks them without syncing',
+      hint: 'fix the pair\'s metadata rules (an unknown name is listed with the elements the binder has); `binder-sync check -c <config>` checks them again without syncing',
     });
   }
   const required = elements.filter((e) => e.required === true && !e.id.startsWith('GLOBAL_'));

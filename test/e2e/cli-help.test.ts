@@ -30,6 +30,20 @@ describe('binder-sync --help', () => {
 describe('a reader that stops reading stdout', () => {
   const noCrash = (stderr: string) => expect(stderr).not.toMatch(/EPIPE|Unhandled 'error'|node:events/);
 
+  // Black-box round 29b, finding 9.
+  it('`help nosuch` says the name is unknown and lists the commands; a command\'s usage error points to its own help', async () => {
+    const unknown = await runCli(null, ['help', 'nosuch']);
+    expect(unknown.code).toBe(ExitCode.usage);
+    expect(unknown.stderr).toContain("error: unknown command 'nosuch' (the commands: sync, run, status, check, trash, emulator, demo;");
+    expect(unknown.stdout).toBe('');
+    const noConfig = await runCli(null, ['sync']);
+    expect(noConfig.code).toBe(ExitCode.usage);
+    expect(noConfig.stderr).toContain('(run binder-sync sync --help for usage)');
+    const noEntry = await runCli(null, ['trash', 'restore']);
+    expect(noEntry.code).toBe(ExitCode.usage);
+    expect(noEntry.stderr).toContain('(run binder-sync trash restore --help for usage)');
+  });
+
   it('--help exits 0 quietly', async () => {
     const r = await runCli(null, ['--help'], { closeStdout: true });
     noCrash(r.stderr);
