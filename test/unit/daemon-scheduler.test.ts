@@ -387,6 +387,17 @@ describe('PairScheduler', () => {
       expect(notes.length).toBeLessThan(delays.length / 2); // on changes of more than a quarter, not per poll
     });
 
+    it('a spacing that comes and goes again soon after its end was said is said at debug (round 29b, finding 8)', async () => {
+      // Costly, cheap, costly, cheap...: each swing spaces polls out and brings them back within minutes.
+      const swing = [1_200, 1_200, 100, 100, 100, 100, 100];
+      const { t } = await delaysFor(1, [...swing, ...swing, ...swing]);
+      const info = t.logs(30).filter((m) => m.startsWith('polling every'));
+      expect(info).toHaveLength(2); // the first spacing and its end
+      expect(info[0]).toMatch(/^polling every 132 s instead of 60 s/);
+      expect(info[1]).toMatch(/^polling every pollInterval again/);
+      expect(t.logs(20).filter((m) => m.startsWith('polling every')).length).toBeGreaterThan(2); // the rest at debug
+    });
+
     it('says nothing while the spacing stays within a quarter of pollInterval ("every 30 s instead of 30 s")', async () => {
       const t = setup({ poll: 30_000, budget: 1 });
       t.s.start();
