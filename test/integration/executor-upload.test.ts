@@ -199,6 +199,21 @@ describe('how a failed upload is logged', () => {
     expect(about.filter((l) => l.msg === 'action postponed again')).toHaveLength(2);
   });
 
+  it('many steps postponed in one plan (rm -rf under an upload) name the first 20 at info and count the rest in one line', async () => {
+    const { d, root, folderId } = await setup();
+    const lines = captureLog(d);
+    const local = writeLocal(root, content(3));
+    fs.rmSync(path.join(root, 'Docs', 'big.bin')); // gone before its upload starts: every step is postponed
+    const groups = Array.from({ length: 25 }, (_, i) => uploadPlan({ ...local, relPath: `Docs/f${i}.bin`, key: `Docs/f${i}.bin` }, folderId).groups[0]!);
+    const report = await executePlan({ groups, issues: [], blocked: null }, d);
+    expect(report.failures).toHaveLength(25);
+    expect(report.failures.every((f) => f.postponed === true)).toBe(true);
+    const postponed = lines.filter((l) => l.msg === 'action postponed: the file changed while it was being synced');
+    expect(postponed.filter((l) => l.level === INFO)).toHaveLength(20);
+    expect(postponed).toHaveLength(25);
+    expect(lines.filter((l) => l.level === INFO && /^25 steps postponed in all/.test(String(l.msg)))).toHaveLength(1);
+  });
+
   it("a document that got a new version on the service during the upload is postponed at info, not a warning (the next pass resolves it)", async () => {
     const s = await setup();
     const lines = captureLog(s.d);
