@@ -138,6 +138,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
         }
       } catch (err) {
         if (stop.signal.aborted) break;
+        err = stateDbWriteError(err, path.join(config.stateDir, pair.name, 'state.db'));
         printError(err);
         // printError said it, with its hint, on stderr; the log keeps the details (stack, context) for debugging
         // only: at error level a failed cron `sync` printed every failure twice.

@@ -7,6 +7,7 @@ import { createWatcher, rootIdentity, type LocalWatcher, type WatchHints, type W
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
 import { writePairMeta } from '../state/pair-meta.js';
+import { stateDbWriteError } from '../state/state-dir-error.js';
 import type { Action, Issue } from '../sync/model.js';
 import { parentOf } from '../sync/path-key.js';
 import { releaseRoot } from '../local/root-lock.js';
@@ -234,7 +235,8 @@ export class PairWorker {
         },
         onBytes: countBytes,
       });
-    } catch (err) {
+    } catch (thrown) {
+      const err = stateDbWriteError(thrown, rt.store.file);
       if (err instanceof BinderSyncError && err.code === 'LOCAL_ROOT') this.rootGone = true;
       throw err;
     } finally {

@@ -44,26 +44,29 @@ const UNWRITABLE: Record<string, string> = {
  * hint, retryable (space may return). Anything else is passed through. The step whose record failed is
  * planned again by the next pass, from what it then finds on disk.
  */
-export function stateDbWriteError(err: unknown): unknown {
+export function stateDbWriteError(err: unknown, file?: string): unknown {
   if (err instanceof BinderSyncError) return err;
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return err;
+  // Named when the caller knows which pair's DB it is (round 29a, F6: "the state database is damaged" said which).
+  const which = file === undefined ? 'the state database' : `the state database ${file}`;
+  const where = file === undefined ? {} : { file };
   if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT' || code.startsWith('SQLITE_CORRUPT_')) {
     // Damage open() could not see (its header was fine): met by a read or write in a pass.
-    return new BinderSyncError(`the state database is damaged (${code})`, {
+    return new BinderSyncError(`${which} is damaged (${code})`, {
       code: 'STATE_CORRUPT',
       retryable: false,
-      context: { sqlite: code },
+      context: { sqlite: code, ...where },
       cause: err,
-      hint: "stop binder-sync and move the pair's state.db aside (e.g. add .broken to its name); the next pass rebuilds the state by comparing content, and differences become conflicts, never overwrites",
+      hint: `stop binder-sync and move ${file === undefined ? "the pair's state.db" : file} aside (e.g. add .broken to its name); the next pass rebuilds the state by comparing content, and differences become conflicts, never overwrites`,
     });
   }
   const family = Object.keys(UNWRITABLE).find((k) => code === k || code.startsWith(`${k}_`));
   if (family === undefined) return err;
-  return new BinderSyncError(`the state database cannot be written: ${UNWRITABLE[family]} (${code})`, {
+  return new BinderSyncError(`${which} cannot be written: ${UNWRITABLE[family]} (${code})`, {
     code: 'LOCAL_STATE_DIR',
     retryable: true,
-    context: { sqlite: code },
+    context: { sqlite: code, ...where },
     cause: err,
     hint:
       family === 'SQLITE_FULL'

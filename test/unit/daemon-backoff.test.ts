@@ -169,5 +169,9 @@ describe('a state DB that cannot be written', () => {
     const corrupt = stateDbWriteError(Object.assign(new Error('database disk image is malformed'), { code: 'SQLITE_CORRUPT' }));
     expect(corrupt).toMatchObject({ code: 'STATE_CORRUPT', retryable: false, message: 'the state database is damaged (SQLITE_CORRUPT)' });
     expect((corrupt as BinderSyncError).hint).toMatch(/move the pair's state.db aside/);
+    // Named where the caller knows the pair's file (the daemon's pass, `sync`): black-box round 29a, F6.
+    const named = stateDbWriteError(Object.assign(new Error('database disk image is malformed'), { code: 'SQLITE_CORRUPT' }), '/var/lib/binder-sync/main/state.db');
+    expect(named).toMatchObject({ code: 'STATE_CORRUPT', message: 'the state database /var/lib/binder-sync/main/state.db is damaged (SQLITE_CORRUPT)' });
+    expect((named as BinderSyncError).hint).toContain('move /var/lib/binder-sync/main/state.db aside');
   });
 });
