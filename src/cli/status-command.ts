@@ -98,6 +98,9 @@ export interface PairStatus {
   pendingDownloads: number | null;
   /** Bytes the running pass has uploaded and downloaded so far (updated every second); null when no pass runs. */
   passBytes: number | null;
+  /** Steps of the running pass's plan done so far (updated every second), and how many it planned; null when none runs. */
+  passDone: number | null;
+  passSteps: number | null;
   /** Newest first, at most 100. */
   conflicts: Array<Pick<ConflictRow, 'relPath' | 'conflictPath' | 'policy' | 'detail' | 'at'>>;
   moreConflicts: boolean;
@@ -190,6 +193,8 @@ function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon
     pendingUploadCount: null,
     pendingDownloads: null,
     passBytes: null,
+    passDone: null,
+    passSteps: null,
     conflicts: [],
     moreConflicts: false,
     issues: [],
@@ -214,6 +219,8 @@ function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon
       out.pendingDownloads = count('pendingDownloads');
       out.pendingUploadCount = count('pendingUploads');
       out.passBytes = count('passBytes');
+      out.passDone = count('passDone');
+      out.passSteps = count('passSteps');
       out.filesInSync = store.countBase();
       out.pendingUploads = store.listOutbox().map((o) => ({ relPath: o.relPath, stage: o.stage, since: o.createdAt }));
       const conflicts = store.listConflicts(CONFLICT_LIMIT + 1);
@@ -301,6 +308,9 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     lines.push(row('  pending', `${upText}, ${downText}${asOf}`));
     if (p.state === 'syncing' && p.changesWaitingSince !== null) {
       lines.push(row('  waiting', `local changes seen ${ago(p.changesWaitingSince, now)}: the next pass takes them up when this one ends (one pass at a time per pair)`));
+    }
+    if (p.state === 'syncing' && p.passSteps !== null && p.passSteps > 0 && p.passDone !== null) {
+      lines.push(row('  progress', `${p.passDone} of the ${p.passSteps} steps this pass planned are done (pending counts what it planned at its start)`));
     }
     if (p.state === 'syncing' && p.passBytes !== null && p.passBytes > 0) lines.push(row('  transferred', transferredText(p.passBytes, p.activitySince, now)));
     lines.push(row('  last error', p.lastError ? oneLine(p.lastError) : '-'));

@@ -214,12 +214,15 @@ describe('binder-sync run: syncing', () => {
       await new Promise((r) => setTimeout(r, 200));
     }
     expect(shown, d.tail()).toMatch(/^ {2}transferred +20\.0 MiB this pass \([\d.]+ [KMG]?i?B\/s\)$/m);
+    expect(shown, d.tail()).toMatch(/^ {2}progress +0 of the 1 steps this pass planned are done/m); // its commit waits
     const json = JSON.parse((await runCli(w, ['status', '--config', w.configFile, '--json'])).stdout) as { pairs: Array<{ passBytes: number | null }> };
     expect([20 * 1024 * 1024, null]).toContain(json.pairs[0]?.passBytes);
     // Once the pass is over, the line is gone.
     await eventually(() => c.listDocuments(w.binderId).length === 1, 15_000, 'the upload committed', d.tail);
     await d.waitForLog(msgHas('pass: 1 upload'), 10_000, 'the pass ended');
-    expect((await runCli(w, ['status', '--config', w.configFile])).stdout).not.toMatch(/transferred/);
+    const after = (await runCli(w, ['status', '--config', w.configFile])).stdout;
+    expect(after).not.toMatch(/transferred/);
+    expect(after).not.toMatch(/^ {2}progress/m);
   }, 40_000);
 
   it('a refused file is not sent again by the next `binder-sync sync` (a cron job) until it changes', async () => {

@@ -65,7 +65,7 @@ describe('formatStatus "not synced"', () => {
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
       lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0,
-      pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues,
+      pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues,
     };
     const doc: StatusDocument = {
       version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
@@ -82,7 +82,7 @@ describe('formatStatus "watcher"', () => {
   const pair = (watcher: string | null): PairStatus => ({
     name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
     lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0,
-    pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
+    pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
   });
   const doc = (running: boolean, watcher: string | null): StatusDocument => ({
     version: 1, generatedAt: new Date(0).toISOString(), config: '/c.yaml', stateDir: '/s', stateDirFreeBytes: null,
@@ -127,7 +127,7 @@ describe('names with control characters', () => {
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
       lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0,
-      pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingUploadCount: null, pendingDownloads: 0, passBytes: null,
+      pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null,
       conflicts: [{ relPath: 'N/con\nflict.txt', conflictPath: 'N/con\nflict (conflict).txt', policy: 'keep-both', detail: 'x', at: new Date(0).toISOString() }],
       moreConflicts: false, trash: emptyTrash, issues,
     };
@@ -165,7 +165,7 @@ describe('formatStatus "pending" during a long pass', () => {
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'syncing', stateDb: '/s/main/state.db', stateError: null,
       lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, changesWaitingSince, inDaemon: null, lastError: null, filesInSync: 700,
-      pendingUploads, pendingUploadCount, pendingDownloads, passBytes, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
+      pendingUploads, pendingUploadCount, pendingDownloads, passBytes, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
     }],
   });
   const inFlight = ['a.txt', 'b.txt', 'c.txt', 'd.txt'].map((n) => ({ relPath: `Docs/${n}`, stage: 'slot' as const, since: new Date(0).toISOString() }));
@@ -182,6 +182,13 @@ describe('formatStatus "pending" during a long pass', () => {
     expect(formatStatus(doc([], 4300, 120), new Date(0))).toMatch(/^ {2}pending +4300 uploads, 120 downloads$/m);
     // Without the daemon's count (a state DB written by `sync` alone), the uploads in flight are all it knows.
     expect(formatStatus(doc(inFlight.slice(0, 1), null, null), new Date(0))).toMatch(/^ {2}pending +1 upload \(Docs\/a\.txt\), downloads unknown$/m);
+  });
+
+  it('shows how many of the steps the running pass planned are done (round 29b, finding 5: the pending counts looked stuck)', () => {
+    const d = doc([], 2919, 0, 1024, new Date(0).toISOString());
+    d.pairs[0] = { ...d.pairs[0]!, passDone: 1234, passSteps: 2919 };
+    expect(formatStatus(d, new Date(10_000))).toMatch(/^ {2}progress +1234 of the 2919 steps this pass planned are done \(pending counts what it planned at its start\)$/m);
+    expect(formatStatus(doc([], 0, 0, null), new Date(0))).not.toMatch(/progress/);
   });
 
   it('shows what the running pass has moved, and how fast (one large file can take minutes)', () => {
@@ -214,7 +221,7 @@ describe('formatStatus "trash"', () => {
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
       lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0,
-      pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash, issues: [],
+      pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash, issues: [],
     }],
   });
 
@@ -236,7 +243,7 @@ describe('formatStatus "pending" while passes fail', () => {
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
       lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 19,
-      pendingUploads: [], pendingUploadCount: 0, pendingDownloads: 0, passBytes: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [], ...p,
+      pendingUploads: [], pendingUploadCount: 0, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [], ...p,
     }],
   });
   const now = new Date('2026-11-27T10:00:00Z');
