@@ -274,7 +274,12 @@ export function withheldForAmbiguousNames(plan: Plan, remote: Pick<RemoteObserva
           : other.fileName === t.fileName
             ? `another document in this remote folder (${other.documentId}) has the same name "${other.fileName}": the service takes an upload by folder and file name, so it could land on that one; ${fix}`
             : `another document in this remote folder (${other.documentId}) is named "${other.fileName}", which differs only in case or Unicode form: a service that compares names so would put this upload on it; ${fix}`;
-      const issue: Issue = { relPath: t.relPath, code: 'ambiguous-remote-name', detail };
+      // An edit that was to follow its document's remote move: the move waits too, so the file is still where it
+      // was; named there (status named a path that did not exist: black-box round 29b, finding 6).
+      const moved = group.find((x): x is Extract<Action, { kind: 'move-local' }> => x.kind === 'move-local' && x.to === t.relPath);
+      const issue: Issue = moved === undefined
+        ? { relPath: t.relPath, code: 'ambiguous-remote-name', detail }
+        : { relPath: moved.from, code: 'ambiguous-remote-name', detail: `its document was moved on the service to "${t.relPath}", where ${detail}; the file and its local change stay here until then` };
       issues.push(t.documentId === null ? issue : { ...issue, documentId: t.documentId });
       return false;
     }

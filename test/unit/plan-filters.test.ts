@@ -200,6 +200,19 @@ describe('withheldForAmbiguousNames', () => {
     ]);
   });
 
+  it('names the local file that waits when its edit was to follow a remote move onto the ambiguous name (round 29b, finding 6)', () => {
+    const upload = uploadTo('D/f (dup-d1).txt', 'd1', 'f.txt');
+    const move: Action = { kind: 'move-local', from: 'C/f.txt', to: 'D/f (dup-d1).txt', toKey: 'D/f (dup-d1).txt', doc: doc('d1', 'f.txt'), expectLocal: file('C/f.txt', 1), sha256: 'h' } as Action;
+    const r = withheldForAmbiguousNames(plan([[move, upload]]), remote(doc('d1', 'f.txt'), doc('d2', 'f.txt')));
+    expect(kept(r)).toEqual([]);
+    expect(r.issues).toEqual([{
+      relPath: 'C/f.txt',
+      code: 'ambiguous-remote-name',
+      documentId: 'd1',
+      detail: expect.stringMatching(/^its document was moved on the service to "D\/f \(dup-d1\)\.txt", where another document in this remote folder \(d2\) has the same name "f\.txt": .*; the file and its local change stay here until then$/),
+    }]);
+  });
+
   it('counts names equal but for case or Unicode form, for edits and for new files; other folders do not count', () => {
     const nfd = 'Re\u0301sume\u0301.txt';
     const r = withheldForAmbiguousNames(
