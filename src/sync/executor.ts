@@ -370,20 +370,9 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
     // Not an edit: the local file is a version the service already has, behind its latest (a state DB restored
     // from a backup, a copy fetched by hand). It takes the latest as any download does, its content kept in the
     // trash and in the document's history; a conflict copy would upload those bytes again (round 29a, F2).
-    const intent = await recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
-    let replaced;
-    try {
-      replaced = await replaceFile(tmp.tempPath, abs, local, d.trash, a.relPath);
-    } catch (err) {
-      d.store.deleteIntent(intent);
-      throw err;
-    }
-    d.store.transaction(() => {
-      d.store.deleteIntent(intent);
-      d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, replaced.stat, tmp.sha256));
-    });
-    report.conflicts.push({ relPath: a.relPath, conflictPath: replaced.trashPath, outcome: 'the local file was an earlier version of the document: replaced by the latest' });
-    d.log.info({ relPath: a.relPath, trash: replaced.trashPath }, 'the local file held an earlier version of its document, not an edit: replaced by the latest (the old content is in the trash and in the version history)');
+    const trashPath = await replaceWithRemote(d, a, abs, tmp, local);
+    report.conflicts.push({ relPath: a.relPath, conflictPath: trashPath, outcome: 'the local file was an earlier version of the document: replaced by the latest' });
+    d.log.info({ relPath: a.relPath, trash: trashPath }, 'the local file held an earlier version of its document, not an edit: replaced by the latest (the old content is in the trash and in the version history)');
     return;
   }
   const at = d.now().toISOString();
@@ -430,19 +419,8 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
       return;
     }
     case 'remote-wins': {
-      const intent = await recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
-      let replaced;
-      try {
-        replaced = await replaceFile(tmp.tempPath, abs, local, d.trash, a.relPath);
-      } catch (err) {
-        d.store.deleteIntent(intent);
-        throw err;
-      }
-      const { stat, trashPath } = replaced;
-      d.store.transaction(() => {
-        d.store.deleteIntent(intent);
-        d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
-        d.store.addConflict({ relPath: a.relPath, conflictPath: trashPath, documentId: a.doc.documentId, policy: a.policy, detail: 'both sides changed; remote kept, local edit moved to the trash', at });
+      const trashPath = await replaceWithRemote(d, a, abs, tmp, local, (kept) => {
+        d.store.addConflict({ relPath: a.relPath, conflictPath: kept, documentId: a.doc.documentId, policy: a.policy, detail: 'both sides changed; remote kept, local edit moved to the trash', at });
       });
       report.conflicts.push({ relPath: a.relPath, conflictPath: trashPath, outcome: 'remote won; local edit in trash' });
       d.log.warn({ relPath: a.relPath, trash: trashPath }, 'conflict: remote version won, local edit kept in the trash');
@@ -471,6 +449,35 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
  * and the remote content has the same size (contents of different sizes differ anyway). The file must still be
  * as planned, or the hash would describe something else: LOCAL_CHANGED (the next pass plans again).
  */
+/**
+ * Puts a conflict's downloaded temp file in place over the local file (whose content goes to the trash), under a
+ * download intent, and records the base, with `alsoRecord` in the same transaction. Returns the trash path.
+ */
+async function replaceWithRemote(
+  d: ExecutorDeps,
+  a: Extract<Action, { kind: 'conflict' }>,
+  abs: string,
+  tmp: { tempPath: string; sha256: string },
+  local: LocalFile,
+  alsoRecord?: (trashPath: string) => void,
+): Promise<string> {
+  const intent = await recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
+  let replaced;
+  try {
+    replaced = await replaceFile(tmp.tempPath, abs, local, d.trash, a.relPath);
+  } catch (err) {
+    d.store.deleteIntent(intent);
+    throw err;
+  }
+  const { stat, trashPath } = replaced;
+  d.store.transaction(() => {
+    d.store.deleteIntent(intent);
+    d.store.putBase(baseFromDownload(a.doc, a.relPath, a.key, stat, tmp.sha256));
+    alsoRecord?.(trashPath);
+  });
+  return trashPath;
+}
+
 /** At most this many earlier versions are read to see whether the local file is one of them (isEarlierVersion). */
 const EARLIER_VERSIONS_READ = 3;
 
