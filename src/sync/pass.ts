@@ -407,6 +407,12 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   for (const p of deferral.deferred) rt.cache.touchedDirs.add(parentOf(p));
   // A held download is tried again once its file changes (`chattr -i` moves the ctime), which no watcher reports.
   for (const held of rt.unreplaceable.values()) rt.cache.touchedDirs.add(parentOf(held.relPath));
+  // An edit written through one hard link is an edit of the file's other synced names too, which no watcher
+  // reports (inotify names the path written to): their folders are scanned by a pass at once (black-box round
+  // 29b, finding 4: they waited for the next whole rescan, an hour, while status said "in sync").
+  const linkedDirs = dryRun ? [] : otherLinksOfEdited(rt, plan, base);
+  for (const dir of linkedDirs) rt.cache.touchedDirs.add(dir);
+  if (linkedDirs.length > 0) report.recheckInMs = Math.min(report.recheckInMs ?? RECHECK_WALK_MS, RECHECK_WALK_MS);
   rt.cache.quiet = !dryRun && plan.blocked === null && plan.groups.length === 0 && deferral.deferred.length === 0 && removedDirs.length === 0;
   if (rt.cache.quiet && opts.parkWhenQuiet === true && subtrees === undefined && rt.cache.raw !== null) park(rt);
   rt.cache.issues = plan.issues;
@@ -965,6 +971,31 @@ function conflictCopiesKeptLocal(plan: Plan, execution: ExecutionReport, ctx: Re
 /** Issues that leave a pass converged (INFORMATIONAL_ISSUES), and so may stand beside the in-sync mark. */
 function onlyInformational(issues: readonly Issue[]): boolean {
   return issues.every((i) => INFORMATIONAL_ISSUES.has(i.code));
+}
+
+/**
+ * The folders of the other synced names of files this plan uploaded as edits, where those files have hard links
+ * (st_nlink > 1): same inode in the base, another path. Costs one lstat per edit, and a walk of the base only
+ * when a hard-linked file was edited.
+ */
+function otherLinksOfEdited(rt: PairRuntime, plan: Plan, base: ReadonlyMap<string, BaseEntry>): string[] {
+  const inodes = new Set<number>();
+  const edited = new Set<string>();
+  for (const g of plan.groups) {
+    for (const a of g) {
+      if (a.kind !== 'upload' || a.reason !== 'local-modified') continue;
+      edited.add(a.key);
+      try {
+        if (fs.lstatSync(path.join(rt.pair.localPath, a.relPath)).nlink > 1) inodes.add(a.local.inode);
+      } catch {
+        /* gone since: nothing to follow */
+      }
+    }
+  }
+  if (inodes.size === 0) return [];
+  const dirs = new Set<string>();
+  for (const b of base.values()) if (inodes.has(b.inode) && !edited.has(b.key)) dirs.add(parentOf(b.relPath));
+  return [...dirs];
 }
 
 /**

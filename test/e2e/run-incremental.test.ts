@@ -86,6 +86,31 @@ describe('binder-sync run: incremental passes', () => {
     expect(uploadedBy?.trigger, d.tail()).toBe('rescan');
   });
 
+  it('an edit through one hard link reaches the file\'s other synced name in another folder at once (black-box round 29b, finding 4)', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const docs = c.createFolder(w.binderId, { name: 'Docs' });
+    c.createFolder(w.binderId, { name: 'Other' });
+    const { document: doc } = c.addDocument(w.binderId, docs.id, 'a.txt', 'v1');
+    writeRunConfig(w);
+    expect((await sync(w)).code).toBe(0);
+    fs.linkSync(path.join(w.local, 'Docs', 'a.txt'), path.join(w.local, 'Other', 'b.txt')); // cp -al, rsync --link-dest
+    expect((await sync(w)).code).toBe(0); // Other/b.txt is a document of its own now
+    const b = c.listDocuments(w.binderId).find((x) => x.fileName === 'b.txt')!;
+    // No whole rescan within the test (1 h): only the hard link can bring Docs/ into a pass.
+    daemon = startDaemonProcess(w, { env: { BINDER_SYNC_POLL_INTERVAL_MS: '1000', BINDER_SYNC_LOG_LEVEL: 'debug' } });
+    const d = daemon;
+    await eventually(() => d.lines.some((l) => l.trigger === 'poll'), 15_000, 'a first poll', d.tail);
+    // A pass that does work keeps its local observation: the passes after it scan only the folders hinted.
+    writeLocal(w, 'Other/new.txt', 'new');
+    await eventually(() => c.listDocuments(w.binderId).some((x) => x.fileName === 'new.txt'), 10_000, 'a pass with work', d.tail);
+    fs.appendFileSync(path.join(w.local, 'Other', 'b.txt'), ' and more, written through Other/b.txt');
+    await eventually(() => c.listVersions(b.id).length === 2, 10_000, 'the edit uploaded at the name written to', d.tail);
+    await eventually(() => c.listVersions(doc.id).length === 2, 10_000, 'the same edit uploaded at the other name', d.tail);
+    expect(c.readContent(doc.id).toString()).toBe('v1 and more, written through Other/b.txt');
+  });
+
   it('a local change seen while a long download runs waits for that pass, and status says so (black-box round 28b, F1)', async () => {
     ws = await createWorkspace();
     const w = ws;
