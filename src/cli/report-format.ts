@@ -1,5 +1,5 @@
 // Human-readable plan and pass summaries for the terminal.
-import type { PassReport } from '../sync/pass.js';
+import { recoveredText, type PassReport } from '../sync/pass.js';
 import type { Action } from '../sync/model.js';
 import { describeDone } from '../sync/executor.js';
 import { oneLine, printable } from '../sync/issue-groups.js';
@@ -49,7 +49,7 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
     // A pass with nothing to do but items it cannot sync says so: "nothing to do" above "not synced" lines read
     // as if those were fine.
     const idle = r.issues.length > 0 ? `nothing done, ${r.issues.length} item${r.issues.length === 1 ? '' : 's'} not synced (below)` : 'nothing to do';
-    const done = [describeDone(ex), failed > 0 ? `${failed} failed` : '', postponed > 0 ? `${postponed} postponed` : ''].filter((x) => x !== '').join(', ') || idle;
+    const done = [recoveredText(r), describeDone(ex), failed > 0 ? `${failed} failed` : '', postponed > 0 ? `${postponed} postponed` : ''].filter((x) => x !== '').join(', ') || idle;
     lines.push(`[${r.pair}] ${done}; ${fmtBytes(ex.bytesDownloaded)} down, ${fmtBytes(ex.bytesUploaded)} up in ${(r.durationMs / 1000).toFixed(1)} s`);
     if (ex.restored) {
       const n = ex.restored.count;

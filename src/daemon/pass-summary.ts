@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import { GROUP_FROM, groupIssues, issueGroupKey, LOGGED_AT_INFO, printable } from '../sync/issue-groups.js';
 import type { Issue } from '../sync/model.js';
 import { describeDone } from '../sync/executor.js';
-import type { PassReport } from '../sync/pass.js';
+import { recoveredText, type PassReport } from '../sync/pass.js';
 import type { SyncMetrics } from './metrics.js';
 
 import type { Pending } from '../sync/pending.js';
@@ -15,6 +15,7 @@ export { pendingOf, type Pending } from '../sync/pending.js';
 export function passDidSomething(r: PassReport): boolean {
   const ex = r.execution;
   if (r.plan.blocked) return true;
+  if ((r.recoveredUploads ?? 0) > 0) return true;
   if (!ex) return false;
   return Object.values(ex.done).some((n) => (n ?? 0) > 0) || ex.failures.length > 0 || ex.conflicts.length > 0;
 }
@@ -53,7 +54,7 @@ export function logPassSummary(log: Logger, r: PassReport, trigger: string): voi
     log.debug(fields, `pass: the same ${fields.failed} failure(s) again`);
     return;
   }
-  const counts = ex ? describeDone(ex) : '';
+  const counts = [recoveredText(r), ex ? describeDone(ex) : ''].filter((x) => x !== '').join(', ');
   const what = r.plan.blocked ? `blocked by a safety gate (${r.plan.blocked.code})` : counts || 'nothing done';
   const postponed = ex?.failures.filter((f) => f.postponed === true).length ?? 0;
   const failed = fields.failed - postponed;

@@ -131,6 +131,17 @@ export interface PassReport {
   folderTreeFrom: string | null;
   /** A safety gate stopped this pass as it stopped the pass before (a daemon looks again every poll): said once. */
   blockedAgain: boolean;
+  /** Uploads an earlier pass left unfinished (a crash, a failed commit) that this one committed, when any. */
+  recoveredUploads?: number;
+}
+
+/**
+ * "1 upload an earlier run left unfinished, committed": a pass that only finished those said "nothing to do"
+ * (black-box round 29a, F6). Empty when there were none.
+ */
+export function recoveredText(r: Pick<PassReport, 'recoveredUploads'>): string {
+  const n = r.recoveredUploads ?? 0;
+  return n === 0 ? '' : `${n} upload${n === 1 ? '' : 's'} an earlier run left unfinished, committed`;
 }
 
 /** How soon a daemon's next pass comes when a waiting file may only need a fresh walk of the folder tree. */
@@ -171,6 +182,9 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   // A poll with no local hint while the local observation is parked: the tree is scanned (whole) only if the
   // remote side turns out to have changed.
   const parked = subtrees === undefined && rt.cache.localParked && opts.localDirs?.length === 0 && rt.cache.touchedDirs.size === 0 && !dryRun;
+  // Uploads an earlier pass left unfinished and this one committed: work done, said in the pass's summary.
+  let recovered = 0;
+  const withRecovered = <R extends PassReport>(r: R): R => (recovered > 0 ? Object.assign(r, { recoveredUploads: recovered }) : r);
   if (!dryRun) {
     if (rt.metadataUnread !== null) await readMetadataElementsAgain(rt);
     await rt.trash.purgeOlderThan(rt.pair.trashRetentionDays);
@@ -178,6 +192,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     const steps = await recoverIntents(rt.store, rt.pair.localPath, rt.log);
     if (steps > 0) rt.log.info({ steps }, 'finished local steps interrupted by a restart');
     const rec = await recoverOutbox(deps);
+    recovered = rec.finished;
     if (rec.finished + rec.dropped > 0) rt.log.info(rec, 'finished or dropped the uploads an earlier pass left unfinished');
     if (steps + rec.finished + rec.dropped > 0) {
       rt.cache.quiet = false; // the base changed: plan again
@@ -191,7 +206,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   const fastLocal = subtrees === undefined && !parked;
   if (!dryRun && opts.force !== true && rt.cache.raw === null && (fastLocal || (parked && rt.cache.quiet)) && (opts.localDirs?.length ?? 0) === 0) {
     const fast = await fastInSyncCheck(rt, opts, fastLocal);
-    if (fast !== null) return fastQuietPass(rt, fast, now, started);
+    if (fast !== null) return withRecovered(fastQuietPass(rt, fast, now, started));
   }
   // Temp files are left only by a run that was killed (this process removes its own), so the walk of the
   // whole tree that finds them runs once per start and with every full scan, not on each poll (and not when
@@ -251,7 +266,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   if (raw && noLocalWork && !dryRun && opts.force !== true && rt.cache.quiet && raw.unchanged) {
     // Quiet poll: the last pass planned nothing, nothing local changed, and the binder is exactly as listed
     // then. Every input of reconcile is the same, so its plan would be empty again: skip the work.
-    return quietPass(rt, raw, now, started);
+    return withRecovered(quietPass(rt, raw, now, started));
   }
   if (parked) local = await scan(undefined); // the remote changed: now the whole local tree is needed
   const base = loadBase();
@@ -271,7 +286,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     rt.cache.touchedDirs = new Set();
     rt.cache.remoteFresh = true;
     rt.cache.quiet = true;
-    return quietPass(rt, raw, now, started, true);
+    return withRecovered(quietPass(rt, raw, now, started, true));
   }
   // A reused listing is the observation of the last pass, or (dropped after a quiet poll) rebuilt from the raw one.
   const listing: RemoteListing = raw === null && rt.cache.remote
@@ -361,7 +376,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   if (dryRun) {
     report.durationMs = Date.now() - started;
     report.converged = plan.groups.length === 0 && plan.blocked === null && plan.issues.every((i) => INFORMATIONAL_ISSUES.has(i.code));
-    return report;
+    return withRecovered(report);
   }
   let removedDirs: string[] = [];
   rt.lastGate = plan.blocked?.code ?? null;
@@ -447,7 +462,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   if (report.execution?.stoppedBy) throw report.execution.stoppedBy;
   report.converged =
     plan.blocked === null && failures.length === 0 && deferral.deferred.length === 0 && plan.issues.every((i) => INFORMATIONAL_ISSUES.has(i.code));
-  return report;
+  return withRecovered(report);
 }
 
 /**

@@ -26,6 +26,8 @@ describe.each(['version', 'no-content', 'conflict', 'latest', 'unknown'] as cons
     expect(again.code, again.stderr).toBe(0);
     // Finished from the outbox, not dropped and adopted later: the repeat's answer was settled.
     expect(`${again.stdout}${again.stderr}`).toContain('finished an upload an earlier pass left unfinished');
+    // Said in the run's summary too, which said "nothing to do" (black-box round 29a, F6).
+    expect(again.stdout).toMatch(/^\[main\] 1 upload an earlier run left unfinished, committed; /m);
     const [doc] = c.listDocuments(w.binderId);
     expect(c.listDocuments(w.binderId)).toHaveLength(1);
     expect(c.listVersions(doc!.id)).toHaveLength(1);

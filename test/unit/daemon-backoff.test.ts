@@ -126,6 +126,8 @@ describe('pass report reading', () => {
     expect(passDidSomething(report([], {}))).toBe(false);
     expect(passDidSomething(report([[action('upload')]], { upload: 1 }))).toBe(true);
     expect(passDidSomething(report([[action('upload')]], {}, true))).toBe(true);
+    // Only uploads an earlier pass left unfinished, committed now: work done (black-box round 29a, F6).
+    expect(passDidSomething({ ...report([], {}), recoveredUploads: 1 })).toBe(true);
   });
 });
 
