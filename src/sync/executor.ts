@@ -482,9 +482,9 @@ async function replaceWithRemote(
 const EARLIER_VERSIONS_READ = 3;
 
 /**
- * Whether the local content of a conflict is one of the document's earlier versions, other than the base's (the
- * base's content would not be a local change): read newest first by position (the spec does not say the list's
- * order: both ends are tried), at most EARLIER_VERSIONS_READ of them, each only as far as the local size.
+ * Whether the local content of a conflict is one of the versions made between the base's and the latest (a state
+ * DB older than the file: restored from a backup), newest first, at most EARLIER_VERSIONS_READ of them, each read
+ * only as far as the local size.
  */
 async function isEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: LocalFile): Promise<boolean> {
   if (local.sha256 === null || local.size > EARLIER_VERSION_MAX_BYTES) return false;
@@ -502,13 +502,17 @@ const EARLIER_VERSION_MAX_BYTES = 64 * 1024 * 1024;
 
 async function holdsEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: { size: number; sha256: string }): Promise<boolean> {
   const baseVersion = d.store.getBase(doc.documentId)?.versionId;
-  const versions = (await d.client.listVersions(doc.documentId)).filter((v) => v.id !== doc.versionId && v.id !== baseVersion);
-  if (versions.length === 0) return false;
+  const versions = await d.client.listVersions(doc.documentId);
+  // Only versions made after the base's and before the latest: the list's order is not specified (spec 4.11),
+  // so "between" is by position, whichever way the list runs. A local file with a version older than the base
+  // is an edit (a revert), not a stale copy, and stays a conflict.
+  const from = versions.findIndex((v) => v.id === baseVersion);
+  const to = versions.findIndex((v) => v.id === doc.versionId);
+  if (from < 0 || to < 0 || Math.abs(to - from) < 2) return false;
+  const step = to > from ? -1 : 1;
   const candidates: typeof versions = [];
-  for (let i = 0; candidates.length < Math.min(EARLIER_VERSIONS_READ, versions.length); i++) {
-    for (const v of [versions[versions.length - 1 - i], versions[i]]) if (v !== undefined && !candidates.includes(v)) candidates.push(v);
-  }
-  for (const v of candidates.slice(0, EARLIER_VERSIONS_READ)) {
+  for (let i = to + step; i !== from && candidates.length < EARLIER_VERSIONS_READ; i += step) candidates.push(versions[i]!);
+  for (const v of candidates) {
     if (await versionHolds(d, doc.documentId, v.id, local)) return true;
   }
   return false;

@@ -145,6 +145,21 @@ describe('a state DB restored from an older backup', () => {
     expect(trashHashes(ws)).toContain(sha256('v2 of f2'));
     expect(localTree(ws.local)).toEqual(remoteTree(ws));
   });
+
+  it('a local revert to a version older than the base is an edit: with a remote edit too, both are kept', async () => {
+    const ids = await tenSyncedFiles();
+    const c = ws.emulator.control;
+    c.addVersion(ids[3]!, 'v2 of f3');
+    expect((await sync(ws)).code).toBe(0);
+    fs.writeFileSync(path.join(ws.local, 'T', 'f3.txt'), 'content 3'); // back to v1, on purpose
+    c.addVersion(ids[3]!, 'v3 of f3, a colleague\'s');
+    const r = await sync(ws);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(`${r.stdout}${r.stderr}`).not.toContain('earlier version of the document');
+    const copies = [...localTree(ws.local)].filter(([p]) => p.startsWith('T/f3 (conflict'));
+    expect(copies.map(([, h]) => h)).toEqual([sha256('content 3')]);
+    expect(localTree(ws.local).get('T/f3.txt')).toBe(sha256("v3 of f3, a colleague's"));
+  });
 });
 
 describe('a pair pointed at another binder', () => {
