@@ -164,7 +164,9 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
  * uploads it again): one bad row must never block every later pass. Retryable trouble keeps the row and
  * fails the pass, so that nothing is planned again for that file before its first commit is settled.
  */
-export async function recoverOutbox(d: ExecutorDeps): Promise<{ finished: number; dropped: number }> {
+export async function recoverOutbox(given: ExecutorDeps): Promise<{ finished: number; dropped: number }> {
+  // One folder listing serves the name checks of every row of a folder (a crash with many uploads in flight).
+  const d: ExecutorDeps = given.folderRecheck ? given : { ...given, folderRecheck: new FolderRecheck(given.client, given.binderId) };
   let finished = 0;
   let dropped = 0;
   for (const row of d.store.listOutbox()) {
@@ -285,7 +287,7 @@ async function checkedRepeatAnswer(d: ExecutorDeps, row: OutboxRow, version: Doc
   const documentId = version.documentId || row.documentId;
   // An answered version the service then says it does not have (its link 404s) holds nothing of ours.
   const ours = documentId
-    ? await holdsContent(d, documentId, version.id, row).catch((err: unknown) => {
+    ? await versionHolds(d, documentId, version.id, row).catch((err: unknown) => {
         if (err instanceof ServiceError && !err.retryable) return false;
         throw err;
       })
@@ -553,7 +555,7 @@ async function findCommittedVersion(d: ExecutorDeps, row: OutboxRow): Promise<Do
       if (v === undefined || seen.has(v.id)) continue;
       seen.add(v.id);
       if (++downloads > MAX_CANDIDATE_DOWNLOADS) return null;
-      if (await holdsContent(d, doc.id, v.id, row)) return { ...v, documentId: v.documentId || doc.id };
+      if (await versionHolds(d, doc.id, v.id, row)) return { ...v, documentId: v.documentId || doc.id };
     }
   }
   return null;
@@ -561,11 +563,6 @@ async function findCommittedVersion(d: ExecutorDeps, row: OutboxRow): Promise<Do
 
 const MAX_CANDIDATE_DOCS = 3;
 const MAX_CANDIDATE_DOWNLOADS = 4;
-
-/** Streams a version through SHA-256 (nothing written) and compares it with what we uploaded. */
-function holdsContent(d: ExecutorDeps, documentId: string, versionId: string, row: OutboxRow): Promise<boolean> {
-  return versionHolds(d, documentId, versionId, row);
-}
 
 /** Whether a version's content is `want` (size and SHA-256), streamed through the hash: nothing is written. */
 export async function versionHolds(d: ExecutorDeps, documentId: string, versionId: string, want: { size: number; sha256: string }): Promise<boolean> {
