@@ -265,8 +265,11 @@ describe('binder-sync run: operation', () => {
     daemon = startDaemonProcess(w);
     const d = daemon;
     await eventually(fileIs(w, 'Docs/one.txt', 'one'), 15_000, 'first sync', d.tail);
-    // The daemon may write a file there (its status) while the removal runs: ENOTEMPTY, as `rm -rf` would say; retried.
-    fs.rmSync(w.stateDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 20 });
+    // Moved away first, then removed: the daemon sees the stateDir vanish at one instant. A plain recursive removal
+    // raced the daemon writing its status there (ENOTEMPTY after every retry on a loaded CI machine).
+    const gone = `${w.stateDir}.gone`;
+    fs.renameSync(w.stateDir, gone);
+    fs.rmSync(gone, { recursive: true, force: true, maxRetries: 10, retryDelay: 20 });
     writeLocal(w, 'Docs/two.txt', 'written after the stateDir was deleted');
     await d.waitForLog(msgHas('was deleted while binder-sync ran: written back'), 15_000, 'the state DB written back');
     await eventually(() => c.listDocuments(w.binderId).some((doc) => doc.fileName === 'two.txt'), 10_000, 'the new file uploaded', d.tail);
