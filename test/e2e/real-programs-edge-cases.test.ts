@@ -22,7 +22,7 @@ const started = (env: NodeJS.ProcessEnv = {}, pair: Record<string, unknown> = {}
 
 /** Waits until check() holds or timeoutMs passes; returns whether it held (the caller asserts the outcome). */
 async function waitFor(check: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + Math.max(timeoutMs, 15_000); // patient on a loaded CI machine; never what is asserted
   while (Date.now() < deadline) {
     if (check()) return true;
     await sleep(100);

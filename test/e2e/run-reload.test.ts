@@ -168,7 +168,7 @@ describe('binder-sync run: operation', () => {
     d.kill('SIGHUP');
     await eventually(() => d.count(msgHas('config reload rejected')) > before, 10_000, 'rejection of the extra pair', d.tail);
     let shown = '';
-    for (const until = Date.now() + 5_000; Date.now() < until && !/^reload/m.test(shown); ) shown = (await runCli(w, ['status', '--config', w.configFile])).stdout;
+    for (const until = Date.now() + 15_000; Date.now() < until && !/^reload/m.test(shown); ) shown = (await runCli(w, ['status', '--config', w.configFile])).stdout;
     expect(shown).toMatch(/^reload +REJECTED (just now|.* ago): pair extra: .*NoSuchBnd.* \(the daemon runs the config it had before\)$/m);
     expect(shown).toMatch(/^ {2}state +NOT RUNNING in the daemon: its running config has no pair extra \(the reload was rejected, see above\)$/m);
     const json = JSON.parse((await runCli(w, ['status', '--config', w.configFile, '--json'])).stdout) as { daemon: { reloadRejected: unknown }; pairs: Array<{ name: string; inDaemon: boolean | null }> };

@@ -18,7 +18,7 @@ function capture() {
 }
 
 async function waitFor(pred: () => boolean) {
-  for (let i = 0; i < 200 && !pred(); i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 1000 && !pred(); i++) await new Promise((r) => setTimeout(r, 10));
   expect(pred()).toBe(true);
 }
 

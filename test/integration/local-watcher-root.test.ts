@@ -23,7 +23,7 @@ const covered = (dir: string) => hintedDirs().some((d) => d === '' || d === dir 
 const rootGone = () => errors.filter((e) => e.code === 'WATCH_ROOT_GONE');
 const hasRsync = spawnSync('rsync', ['--version']).status === 0;
 
-async function waitFor(pred: () => boolean, timeoutMs = 3000): Promise<void> {
+async function waitFor(pred: () => boolean, timeoutMs = 10_000): Promise<void> {
   const start = Date.now();
   while (!pred()) {
     if (Date.now() - start > timeoutMs) {
