@@ -171,6 +171,9 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   // A dry run does not create a missing root: it plans against an empty one.
   const rootMissing = !ensureRoot(rt.pair, rt.store, rt.log, !dryRun);
   if (!rootMissing) await ensureSyncedRootInPlace(rt.pair, rt.store, rt.log, !dryRun);
+  // Before the executor's deps are made: they take rt.metadata as it is then (the stale resolver failed the first
+  // upload after the elements could be read again with the old error).
+  if (!dryRun && rt.metadataUnread !== null) await readMetadataElementsAgain(rt);
   const deps = executorDeps(rt, given, now);
   if (rt.readOnly === true && !dryRun && now().getTime() - rt.readOnlySince >= (opts.writeAccessRecheckMs ?? WRITE_ACCESS_RECHECK_MS)) {
     // Probed again below if this pass has something to upload; a quiet poll would plan nothing at all.
@@ -186,7 +189,6 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   let recovered = 0;
   const withRecovered = <R extends PassReport>(r: R): R => (recovered > 0 ? Object.assign(r, { recoveredUploads: recovered }) : r);
   if (!dryRun) {
-    if (rt.metadataUnread !== null) await readMetadataElementsAgain(rt);
     await rt.trash.purgeOlderThan(rt.pair.trashRetentionDays);
     pruneConflictHistory(rt, now());
     const steps = await recoverIntents(rt.store, rt.pair.localPath, rt.log);
