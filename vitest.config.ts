@@ -4,7 +4,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 30_000,
+    // A safety net for a hung test, not an assertion: e2e tests take several times as long on a loaded machine.
+    testTimeout: 60_000,
     hookTimeout: 30_000,
     pool: 'forks',
     // Two test files at a time even on two cores (vitest's default is cores - 1): most e2e time is spent

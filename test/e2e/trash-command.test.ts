@@ -93,7 +93,7 @@ it('lists a file the service deleted, restores it byte for byte (never over an e
   const notDir = await trash('restore', entry!.entry, '--to', 'Docs/afile/x.txt');
   expect(notDir.code, notDir.stderr).toBe(6);
   expect(notDir.stderr).toMatch(/restore from the trash failed for .*Docs\/afile\/x\.txt: ENOTDIR/);
-});
+}, 90_000); // a dozen CLI runs: several seconds each on a loaded machine
 
 it('refuses an unknown entry, an entry or a --to outside the trash or the root, and a missing pair, changing nothing', async () => {
   ws = await createWorkspace();
