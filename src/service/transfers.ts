@@ -191,10 +191,14 @@ async function putNow(
       const code = (err as { code?: unknown }).code;
       // The caller's own verdict on its source (the file changed while it was read): said as it is, not retried.
       if (sourceError instanceof BinderSyncError) throw markFinal(sourceError);
-      if (sourceError !== undefined || code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH') {
+      // undici's length check may reach the source first (the pipeline destroys it with undici's error): the
+      // file grew while it was read either way, not a failure to read it (it was said as one, at warn, on a
+      // loaded machine).
+      const lengthMismatch = code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH' || (sourceError as { code?: unknown } | undefined)?.code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH';
+      if (lengthMismatch || sourceError !== undefined) {
         throw new ServiceError(
-          sourceError !== undefined ? `reading the local file for upload failed: ${(sourceError as Error).message ?? String(sourceError)}` : `the local file did not have the announced ${size} bytes (changed while uploading?)`,
-          { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, cause: sourceError ?? err, context: sourceError === undefined || (sourceError as NodeJS.ErrnoException).code === 'ENOENT' ? { ...where, fileChanged: true } : where, hint: 'the file will be looked at again on the next pass' },
+          lengthMismatch ? `the local file did not have the announced ${size} bytes (changed while uploading?)` : `reading the local file for upload failed: ${(sourceError as Error).message ?? String(sourceError)}`,
+          { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, cause: sourceError ?? err, context: lengthMismatch || (sourceError as NodeJS.ErrnoException).code === 'ENOENT' ? { ...where, fileChanged: true } : where, hint: 'the file will be looked at again on the next pass' },
         );
       }
       throw networkError(PUT_REQUEST, err, core.secrets(), where);

@@ -530,6 +530,23 @@ describe('transfers', () => {
     expect(s.seen.filter((x) => x.path.endsWith('/presignedupload'))).toHaveLength(1);
   });
 
+  it('upload: a file that grows while it is sent is UPLOAD_SOURCE_FAILED marked as changed (postponed), whichever side sees the length first', async () => {
+    const s = await stub((r) => (r.path.endsWith('/presignedupload') ? { status: 200, body: { presignedUrl: `${s.origin}/storage/u1?sig=1`, uploadId: 'u1' } } : r.path.startsWith('/storage') ? { status: 201 } : undef));
+    const c = client(s.origin);
+    // Still open when undici sees the extra bytes: the pipeline destroys it with undici's length error.
+    const open = () => {
+      let sent = 0;
+      return new Readable({
+        read() {
+          if (sent++ < 3) setTimeout(() => this.push(Buffer.alloc(60)), 5);
+        },
+      });
+    };
+    const err = (await c.uploadContent(open, 100).catch((e: unknown) => e)) as ServiceError;
+    expect(err).toMatchObject({ code: 'UPLOAD_SOURCE_FAILED', retryable: false, context: expect.objectContaining({ fileChanged: true }) });
+    expect(err.message).toContain('did not have the announced 100 bytes');
+  });
+
   it('download: an expired link is replaced before use; a cut body is TRANSFER_INTERRUPTED and not retried', async () => {
     let links = 0;
     let gets = 0;
