@@ -118,7 +118,7 @@ export function tempFileFs(earlyFlushBytes = EARLY_FLUSH_BYTES): {
  * closed on return, so the commit need not reopen it to sync it. A failure mid-body restarts with a fresh
  * temp file.
  */
-export async function downloadToTemp(d: ExecutorDeps, doc: RemoteDoc, destAbs: string): Promise<DownloadedTemp> {
+export async function downloadToTemp(d: ExecutorDeps, doc: Pick<RemoteDoc, 'documentId' | 'versionId' | 'relPath'>, destAbs: string): Promise<DownloadedTemp> {
   const dir = path.dirname(destAbs);
   for (let attempt = 1; ; attempt++) {
     const { path: tempPath, fd } = await createTempFor(dir);

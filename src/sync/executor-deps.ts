@@ -4,7 +4,7 @@ import type { Trash } from '../local/fs-ops.js';
 import type { ServiceClient } from '../service/index.js';
 import type { StateStore } from '../state/store.js';
 import type { MetadataResolver } from './metadata-rules.js';
-import type { Action } from './model.js';
+import type { Action, ConflictPolicy } from './model.js';
 import type { FolderRecheck } from './name-recheck.js';
 import type { VersionLabelScheme } from './version-label.js';
 
@@ -23,6 +23,8 @@ export interface ExecutorDeps {
   trash: Trash;
   log: Logger;
   metadata: MetadataResolver;
+  /** The pair's conflict policy, for a conflict found only after a commit (buried-edit.ts); keep-both when absent. */
+  conflictPolicy?: ConflictPolicy;
   versionLabelScheme: VersionLabelScheme;
   now: () => Date;
   /** How many plan groups run at once (transfers are further limited inside the client). */

@@ -11,6 +11,7 @@ import { failpoint } from '../failpoints.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
 import { ServiceError } from '../service/index.js';
 import { expectingMovedFile, type SettledMove } from './after-move.js';
+import { keepBuriedVersion, versionsBuriedUnder } from './buried-edit.js';
 import { downloadToTemp } from './download.js';
 import { FolderRecheck } from './name-recheck.js';
 import { recordDownloadIntent, recordMoveIntent, recordPlainMoveIntent } from './intents.js';
@@ -230,7 +231,10 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       return;
     case 'upload': {
       const started = Date.now();
-      const { bytes } = await uploadLocalFile(d, {
+      // The version the edit was made from, before the upload records ours: a version listed between the two
+      // afterwards was committed by someone else during the upload (buried-edit.ts).
+      const editedFrom = a.reason === 'local-modified' && a.target.documentId !== null ? d.store.getBase(a.target.documentId)?.versionId : undefined;
+      const { base, bytes } = await uploadLocalFile(d, {
         relPath: a.relPath,
         key: a.key,
         abs: resolveInside(d.root, a.relPath),
@@ -240,6 +244,10 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       });
       report.bytesUploaded += bytes;
       d.log.info({ relPath: a.relPath, bytes, ms: Date.now() - started, reason: a.reason }, 'uploaded');
+      if (editedFrom !== undefined) {
+        const buried = await versionsBuriedUnder(d, base.documentId, editedFrom, base.versionId);
+        if (buried.length > 0) await keepBuriedVersion(d, base, buried, d.conflictPolicy ?? 'keep-both', report);
+      }
       return;
     }
     case 'move-local': {

@@ -16,6 +16,7 @@ import { newLocalNotUploaded, type Action, type BaseEntry, type Issue, type Loca
 import { INFORMATIONAL_ISSUES } from './issue-groups.js';
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
+import { conflictTag } from './reconcile-builder.js';
 import { recoverIntents } from './intents.js';
 import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForIgnoredOccupants, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
@@ -953,6 +954,7 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
     trash: rt.trash,
     log: rt.log,
     metadata: rt.metadata,
+    conflictPolicy: rt.pair.conflictPolicy,
     versionLabelScheme: rt.pair.versionLabel.scheme,
     now,
     // Files in flight through the executor (download, fsync, commit): more than the client's request (8) and
@@ -964,12 +966,6 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
     ...(opts.onActionDone ? { onActionDone: opts.onActionDone } : {}),
     failuresLogged: rt.failuresLogged,
   };
-}
-
-/** "2026-11-22 001623" in UTC: sortable, greppable, safe in file names. */
-export function conflictTag(d: Date): string {
-  const iso = d.toISOString();
-  return `${iso.slice(0, 10)} ${iso.slice(11, 19).replace(/:/g, '')}`;
 }
 
 /**

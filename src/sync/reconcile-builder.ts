@@ -27,6 +27,12 @@ export function writesOf(a: Action, caseInsensitive: boolean): PathKey[] {
   }
 }
 
+/** "2026-11-22 001623" in UTC: sortable, greppable, safe in file names. */
+export function conflictTag(d: Date): string {
+  const iso = d.toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19).replace(/:/g, '')}`;
+}
+
 /**
  * `<dir>/<stem> (conflict <tag>)<ext>`; ext is the last '.suffix' unless the name starts with '.'. The stem is
  * shortened when the whole would pass 255 bytes.

@@ -118,12 +118,17 @@ describe('commit answers the spec leaves open', () => {
       ['2', 'THEIR content'],
       ['3', 'MY local edit'],
     ]);
-    // Both commits used the same uploadId: the service could not have made two versions of it.
-    expect(s.commits.map((a) => a[2].uploadId)).toEqual([s.commits[0]![2].uploadId, s.commits[0]![2].uploadId]);
+    // Both commits of a.txt used the same uploadId: the service could not have made two versions of it.
+    const ofA = s.commits.filter((a) => a[2].fileName === 'a.txt');
+    expect(ofA.map((a) => a[2].uploadId)).toEqual([ofA[0]![2].uploadId, ofA[0]![2].uploadId]);
     const base = s.store.loadBase().get(doc.id);
     expect(base?.versionId).toBe(versions[2]!.id);
     expect(base?.versionLabel).toBe('3');
     expect(s.store.listOutbox()).toEqual([]);
+    // Theirs is under ours now: kept as a conflict copy, beside the file and as its own document (buried-edit.ts).
+    expect(report.conflicts).toEqual([expect.objectContaining({ relPath: 'Docs/a.txt', conflictPath: expect.stringMatching(/^Docs\/a \(conflict .*\)\.txt$/) })]);
+    const copy = c.listDocuments(s.d.binderId).find((x) => x.fileName.startsWith('a (conflict '))!;
+    expect(c.readContent(copy.id).toString()).toBe('THEIR content');
   });
 
   it('a 400 for a document whose remote name the local name only stands for names that remote name, and says to rename it on the service', async () => {

@@ -1,0 +1,97 @@
+// A colleague's version committed after our last look and before our commit (the service has no conditional
+// commit) ends up under ours: the pass finds it after the commit and keeps their edit as a conflict copy, beside
+// the file and on the service (black-box round 30b, F1). Real passes, real state DB, the emulator on loopback;
+// the colleague's commit is made by the emulator's control API at the instant our commit request goes out.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { runPass } from '../../src/sync/pass.js';
+import { openTestPair, type TestPair } from './pass-fixture.js';
+
+let emu: Emulator;
+
+beforeAll(async () => {
+  emu = await startEmulator({ quiet: true });
+});
+
+afterAll(async () => {
+  await emu?.close();
+});
+
+/** A synced Docs/f.txt (v1), edited locally; `race` makes the colleague's version when our commit goes out. */
+async function editedWithRace(p: TestPair, race: boolean): Promise<{ documentId: string }> {
+  const folder = emu.control.createFolder(p.binderId, { name: 'Docs' });
+  const { document } = emu.control.addDocument(p.binderId, folder.id, 'f.txt', 'v1\n');
+  expect((await runPass(p.rt)).converged).toBe(true);
+  fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'MINE\n');
+  const client = p.rt.client;
+  const commit = client.commitUpload.bind(client);
+  let raced = false;
+  client.commitUpload = async (...args: Parameters<typeof commit>) => {
+    if (race && !raced && args[2].fileName === 'f.txt') {
+      raced = true;
+      emu.control.addVersion(document.id, 'COLLEAGUE\n', { versionLabel: '2' });
+    }
+    return commit(...args);
+  };
+  return { documentId: document.id };
+}
+
+const contents = (documentId: string) => emu.control.listVersions(documentId).map((v) => emu.control.readContent(documentId, v.id).toString());
+const docsNamed = (p: TestPair) => emu.control.listDocuments(p.binderId).map((d) => d.fileName).sort();
+
+describe('an edit committed over a version made during its upload', () => {
+  it('keep-both: their edit comes down as a conflict copy, goes up as its own document, and is recorded', async () => {
+    const p = await openTestPair(emu, 'buried-keep-both');
+    try {
+      const { documentId } = await editedWithRace(p, true);
+      const pass = await runPass(p.rt);
+      expect(pass.execution?.failures).toEqual([]);
+      expect(contents(documentId)).toEqual(['v1\n', 'COLLEAGUE\n', 'MINE\n']);
+      const copies = fs.readdirSync(path.join(p.local, 'Docs')).filter((n) => n.includes('(conflict '));
+      expect(copies).toHaveLength(1);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', copies[0]!), 'utf8')).toBe('COLLEAGUE\n');
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'f.txt'), 'utf8')).toBe('MINE\n');
+      expect(docsNamed(p)).toEqual(['f.txt', copies[0]!].sort());
+      const copyDoc = emu.control.listDocuments(p.binderId).find((d) => d.fileName === copies[0])!;
+      expect(contents(copyDoc.id)).toEqual(['COLLEAGUE\n']);
+      expect(p.rt.store.listConflicts()).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', conflictPath: `Docs/${copies[0]}`, policy: 'keep-both' })]);
+      expect(pass.execution?.conflicts).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', conflictPath: `Docs/${copies[0]}` })]);
+      // Both sides agree: nothing left to do.
+      const next = await runPass(p.rt);
+      expect(next.converged).toBe(true);
+      expect(next.execution?.failures ?? []).toEqual([]);
+      expect(docsNamed(p)).toHaveLength(2);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('local-wins: ours stays on top, no copy, the conflict is recorded', async () => {
+    const p = await openTestPair(emu, 'buried-local-wins', 'conflictPolicy: local-wins');
+    try {
+      const { documentId } = await editedWithRace(p, true);
+      await runPass(p.rt);
+      expect(contents(documentId)).toEqual(['v1\n', 'COLLEAGUE\n', 'MINE\n']);
+      expect(fs.readdirSync(path.join(p.local, 'Docs'))).toEqual(['f.txt']);
+      expect(docsNamed(p)).toEqual(['f.txt']);
+      expect(p.rt.store.listConflicts()).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', conflictPath: null, policy: 'local-wins' })]);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('without a race: one version, no copy, no conflict', async () => {
+    const p = await openTestPair(emu, 'buried-none');
+    try {
+      const { documentId } = await editedWithRace(p, false);
+      await runPass(p.rt);
+      expect(contents(documentId)).toEqual(['v1\n', 'MINE\n']);
+      expect(fs.readdirSync(path.join(p.local, 'Docs'))).toEqual(['f.txt']);
+      expect(p.rt.store.listConflicts()).toEqual([]);
+    } finally {
+      await p.close();
+    }
+  });
+});
