@@ -16,7 +16,7 @@ import { ServiceError, type Binder, type ServiceClient } from '../service/index.
 import { serviceClientFor } from '../service/from-config.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules } from '../sync/metadata-rules.js';
-import { BASE_URL_404_HINT, LISTED_BINDER_404_HINT, stateBoundToOtherBinder } from '../sync/open-pair.js';
+import { BASE_URL_404_HINT, LISTED_BINDER_404_HINT, renamedPairError, stateBoundToOtherBinder } from '../sync/open-pair.js';
 import { ExitCode } from './exit-codes.js';
 
 type Outcome = 'PASS' | 'WARN' | 'FAIL' | 'SKIP';
@@ -290,7 +290,7 @@ function localChecks(config: Config, add: (r: CheckResult) => void): void {
 function stateBinding(stateDir: string, pair: PairConfig): CheckResult | null {
   let err;
   try {
-    err = stateBoundToOtherBinder(pair, stateDir);
+    err = stateBoundToOtherBinder(pair, stateDir) ?? renamedPairError(pair, stateDir);
   } catch (e) {
     return failure(`state (pair ${pair.name})`, e, ExitCode.local);
   }

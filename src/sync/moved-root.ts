@@ -12,7 +12,7 @@ import { StateStore } from '../state/store.js';
 import type { BaseEntry } from './model.js';
 
 /** Meta key: the local root this pair's state describes (its localPath when the state last accepted it). */
-const STATE_ROOT = 'localPath';
+export const STATE_ROOT = 'localPath';
 /** Meta key: that folder's own identity (identityOf): a folder moved with `mv` on one disk keeps it. */
 const STATE_ROOT_ID = 'localPathId';
 
@@ -109,7 +109,7 @@ export async function ensureSyncedRootInPlace(pair: PairConfig, store: StateStor
   // Another pair's root, swapped in (one daemon downloads the files two binders share in the same second, so
   // they look like copies: black-box round 13, H2): the root lock, or that pair's state, knows the folder as its.
   const other = (await dirHeldByOther(pair.localPath, pair.name)) ?? siblingRecording(store, id);
-  if (other !== null) throw replaced(pair, `it is the root of ${other}`);
+  if (other !== null) throw replaced(pair, `it is the root of ${other}`, store);
   const { sample, needed } = sampleOf(store);
   const held = copiesIn(pair.localPath, sample);
   if (held >= needed) {
@@ -117,7 +117,7 @@ export async function ensureSyncedRootInPlace(pair: PairConfig, store: StateStor
     log.info({ pair: pair.name, localPath: pair.localPath, matched: `${held}/${sample.length}` }, `the sync root ${pair.localPath} is another folder than before, holding the synced files (a copy, restored with their times): taken as the synced folder`);
     return;
   }
-  throw replaced(pair, `it does not hold the synced files (${held} of ${sample.length} found with their content and time)`);
+  throw replaced(pair, `it does not hold the synced files (${held} of ${sample.length} found with their content and time)`, store);
 }
 
 /**
@@ -149,12 +149,12 @@ function siblingRecording(store: StateStore, id: string): string | null {
   return null;
 }
 
-function replaced(pair: PairConfig, why: string): BinderSyncError {
+function replaced(pair: PairConfig, why: string, store: StateStore): BinderSyncError {
   return new BinderSyncError(`pair ${pair.name}: the folder at ${pair.localPath} is not the synced one: another folder took its place, and ${why}`, {
     code: 'LOCAL_ROOT_REPLACED',
     retryable: false,
     context: { pair: pair.name, localPath: pair.localPath },
-    hint: `if synced folders were swapped, or another folder was moved to this name, put the synced folder back (the pair resumes by itself); if this is the synced folder restored without its times, give the pair a new name to sync it as new (files equal on both sides are taken as synced, different ones are kept both ways). Nothing was changed.`,
+    hint: `if synced folders were swapped, or another folder was moved to this name, put the synced folder back (the pair resumes by itself); if this is the synced folder restored without its times, move the pair's state (${path.dirname(store.file)}) out of the stateDir to sync it as new (files equal on both sides are taken as synced, different ones are kept both ways). Nothing was changed.`,
   });
 }
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
-import { ensureSameRoot } from './moved-root.js';
+import { ensureSameRoot, STATE_ROOT } from './moved-root.js';
 import { Trash } from '../local/fs-ops.js';
 import { detectCaseInsensitive, detectCaseInsensitiveWithoutWriting } from '../local/fs-probe.js';
 import { holdRoot } from '../local/root-lock.js';
@@ -69,6 +69,7 @@ export async function openPair(
       // once, as the empty DB is refused with these words (black-box round 29a, F3); the pass then rebuilds it.
       log.warn({ pair: pair.name, file: stateFile, left: stateLost }, `pair ${pair.name}: its state DB ${stateFile} is missing, but the pair has synced before (its directory still holds ${stateLost}): the record of what was synced is rebuilt by comparing content; files that differ on the two sides become conflicts (both kept), and a document deleted on the service since the last sync comes back from the local copy`);
     }
+    if (store.countBase() === 0) ensureNotRenamed(pair, stateDir);
     ensureSameBinder(pair, store, pairStateDir);
     ensureSameRoot(pair, store, pairStateDir, log);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
@@ -145,6 +146,7 @@ export async function openPair(
 export async function preflightPair(pair: PairConfig, stateDir: string, client: ServiceClient): Promise<void> {
   const bound = stateBoundToOtherBinder(pair, stateDir);
   if (bound !== null) throw bound;
+  ensureNotRenamed(pair, stateDir);
   let elements;
   try {
     elements = await client.getMetadataElements(pair.binderId);
@@ -220,9 +222,7 @@ function serviceChange(store: StateStore, client: ServiceClient): string | null 
 export function stateBoundToOtherBinder(pair: PairConfig, stateDir: string): BinderSyncError | null {
   const stateFile = path.join(stateDir, pair.name, 'state.db');
   if (!fs.existsSync(stateFile)) return null;
-  // With no -wal file beside it, nobody has the DB open and the file holds everything: it is read into memory,
-  // since a read-only open would leave a -wal and a -shm behind (`check` changes nothing).
-  const store = StateStore.openReadOnly(stateFile, { inMemory: !fs.existsSync(`${stateFile}-wal`) });
+  const store = openForReading(stateFile);
   try {
     const recorded = store.getMeta(STATE_BINDER);
     return recorded !== undefined && recorded !== '' && recorded !== pair.binderId ? binderChanged(pair, recorded, path.dirname(stateFile)) : null;
@@ -352,6 +352,96 @@ function lostStateDb(pairStateDir: string, stateFile: string): string | null {
   }
   const left = names.filter((n) => !n.startsWith('state.db.creating-')).sort();
   return left.length === 0 ? null : left.slice(0, 3).join(', ') + (left.length > 3 ? `, and ${left.length - 3} more` : '');
+}
+
+/**
+ * A pair with nothing synced yet must not be another pair's folder and binder under a new name: renaming a pair
+ * in the config (its name names its state) started it over with no record, so documents deleted on the service
+ * since came back from the local copies and files changed on one side became conflict copies (black-box round
+ * 30b, F2). Another state in the same stateDir that synced this very binder into this very folder is that pair's
+ * record: refused (exit 2) until it is renamed to the new name, or moved away to start over on purpose.
+ */
+function ensureNotRenamed(pair: PairConfig, stateDir: string): void {
+  const err = renamedPairError(pair, stateDir);
+  if (err !== null) throw err;
+}
+
+/**
+ * The error openPair throws for a pair with nothing synced whose folder and binder another state of the stateDir
+ * synced (see ensureNotRenamed), or null; read-only, for `check` too.
+ */
+export function renamedPairError(pair: PairConfig, stateDir: string): BinderSyncError | null {
+  if (hasSyncedState(path.join(stateDir, pair.name, 'state.db'))) return null;
+  const other = stateOfSameFolderAndBinder(pair, stateDir);
+  if (other === null) return null;
+  const oldDir = path.join(stateDir, other);
+  const newDir = path.join(stateDir, pair.name);
+  return new BinderSyncError(`pair ${pair.name}: has no state yet, but the stateDir holds the state of pair ${other} (${oldDir}), which synced this same folder (${pair.localPath}) with this same binder (${pair.binderId}): was the pair renamed? A renamed pair would start over with no record of what was synced`, {
+    code: 'CONFIG_PAIR_RENAMED',
+    retryable: false,
+    context: { pair: pair.name, recordedBy: other, state: oldDir },
+    hint: `to keep the record, stop binder-sync and rename the state: mv '${oldDir}' '${newDir}' (remove an empty '${newDir}' first); to start over on purpose (files equal on both sides are taken as synced, different ones are kept both ways, documents deleted on the service come back), move '${oldDir}' out of the stateDir. Nothing was changed.`,
+  });
+}
+
+/** The name of another pair's state in stateDir recording pair's binder and local folder, with files synced. */
+function stateOfSameFolderAndBinder(pair: PairConfig, stateDir: string): string | null {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(stateDir, { withFileTypes: true });
+  } catch {
+    return null;
+  }
+  for (const e of entries) {
+    if (!e.isDirectory() || e.name === pair.name) continue;
+    const file = path.join(stateDir, e.name, 'state.db');
+    if (!fs.existsSync(file)) continue;
+    let other: StateStore | undefined;
+    try {
+      other = openForReading(file);
+      const root = other.getMeta(STATE_ROOT);
+      if (other.getMeta(STATE_BINDER) === pair.binderId && root !== undefined && sameFolder(root, pair.localPath) && other.countBase() > 0) return e.name;
+    } catch {
+      // unreadable: no evidence either way
+    } finally {
+      other?.close();
+    }
+  }
+  return null;
+}
+
+/** The same path, or the same existing folder by another path (a symlink, a trailing slash). */
+function sameFolder(a: string, b: string): boolean {
+  if (path.resolve(a) === path.resolve(b)) return true;
+  try {
+    const sa = fs.statSync(a);
+    const sb = fs.statSync(b);
+    return sa.dev === sb.dev && sa.ino === sb.ino;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A state DB opened to read it only. With no -wal file beside it, nobody has it open and the file holds
+ * everything: it is read into memory, since a read-only open would leave a -wal and a -shm behind.
+ */
+function openForReading(file: string): StateStore {
+  return StateStore.openReadOnly(file, { inMemory: !fs.existsSync(`${file}-wal`) });
+}
+
+/** A state DB file with at least one synced file recorded (false when absent or unreadable). */
+function hasSyncedState(file: string): boolean {
+  if (!fs.existsSync(file)) return false;
+  let store: StateStore | undefined;
+  try {
+    store = openForReading(file);
+    return store.countBase() > 0;
+  } catch {
+    return false;
+  } finally {
+    store?.close();
+  }
 }
 
 /** Said for a 404 of a listed binder's metadata elements, by openPair and by `check`. */

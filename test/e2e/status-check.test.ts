@@ -489,6 +489,36 @@ describe('binder-sync check', () => {
     expect(line(r, 'token')).toMatch(/^PASS  /);
   });
 
+  it('a renamed pair (same folder, same binder) is refused by sync and check until its state is renamed too; then nothing is sent (black-box round 30b, F2)', async () => {
+    const ws = await workspace();
+    const c = ws.emulator.control;
+    const docs = c.createFolder(ws.binderId, { name: 'Docs' });
+    const gone = c.addDocument(ws.binderId, docs.id, 'gone.txt', 'deleted by a colleague later').document;
+    const edited = c.addDocument(ws.binderId, docs.id, 'edited.txt', 'v1').document;
+    expect((await sync(ws)).code).toBe(0);
+    c.deleteDocument(gone.id);
+    c.addVersion(edited.id, 'v2 from a colleague');
+    ws.writeConfig({ name: 'work' });
+    const refused = await sync(ws);
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain(`pair work: has no state yet, but the stateDir holds the state of pair main (${path.join(ws.stateDir, 'main')}), which synced this same folder`);
+    expect(refused.stderr).toContain(`mv '${path.join(ws.stateDir, 'main')}' '${path.join(ws.stateDir, 'work')}'`);
+    const r = await check(ws);
+    expect(r.code, r.stdout).toBe(2);
+    expect(line(r, 'state (pair work)')).toMatch(/^FAIL  state \(pair work\): pair work: has no state yet, .* was the pair renamed\?/);
+    // Nothing was sent or changed: the deleted document did not come back, no conflict copy was uploaded.
+    expect(c.listDocuments(ws.binderId).map((d) => d.fileName).sort()).toEqual(['edited.txt']);
+    expect(readLocal(ws, 'Docs/edited.txt')).toBe('v1');
+    // Done as the hint says: the record is kept, the colleague's changes come down, nothing goes up.
+    fs.rmSync(path.join(ws.stateDir, 'work'), { recursive: true, force: true });
+    fs.renameSync(path.join(ws.stateDir, 'main'), path.join(ws.stateDir, 'work'));
+    const after = await sync(ws);
+    expect(after.code, after.stderr).toBe(0);
+    expect(readLocal(ws, 'Docs/edited.txt')).toBe('v2 from a colleague');
+    expect(fs.existsSync(path.join(ws.local, 'Docs', 'gone.txt'))).toBe(false);
+    expect(c.listDocuments(ws.binderId).map((d) => d.fileName).sort()).toEqual(['edited.txt']);
+  });
+
   it('fails a pair whose state was synced with another binder than the config names, as sync refuses it (exit 2)', async () => {
     const ws = await workspace();
     expect((await sync(ws)).code).toBe(0);
