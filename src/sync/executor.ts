@@ -374,7 +374,7 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
     report.identical++;
     return;
   }
-  if (await isEarlierVersion(d, a.doc, local)) {
+  if (!a.keepLocal && (await isEarlierVersion(d, a.doc, local))) {
     // Not an edit: the local file is a version the service already has, behind its latest (a state DB restored
     // from a backup, a copy fetched by hand). It takes the latest as any download does, its content kept in the
     // trash and in the document's history; a conflict copy would upload those bytes again (round 29a, F2).

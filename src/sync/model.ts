@@ -242,6 +242,8 @@ export type Action =
       conflictPath: string;
       /** In download-only mode the conflict copy stays local and is not uploaded. */
       uploadConflictCopy: boolean;
+      /** In upload-only mode the local file is never replaced, not even by the latest of an earlier version it holds. */
+      keepLocal: boolean;
     }
   | {
       kind: 'adopt';

@@ -51,6 +51,9 @@ export function forget(b: BaseEntry, reason: Extract<Action, { kind: 'forget' }>
  * (onedrive #1714: a missing DB must never let one side overwrite the other).
  */
 export function conflictPolicyFor(ctx: ReconcileContext, base: BaseEntry | null): ConflictPolicy {
+  // An upload-only pair never changes local files: its content becomes the latest version, the remote edit stays
+  // in the history. Still a conflict (compared first: equal content makes no version; recorded for status).
+  if (ctx.direction === 'upload') return 'local-wins';
   if (base === null) return 'keep-both';
   return ctx.direction === 'download' && ctx.conflictPolicy === 'local-wins' ? 'keep-both' : ctx.conflictPolicy;
 }
@@ -72,5 +75,6 @@ export function conflict(
     policy: conflictPolicyFor(ctx, base),
     conflictPath,
     uploadConflictCopy: ctx.direction === 'both',
+    keepLocal: ctx.direction === 'upload',
   };
 }

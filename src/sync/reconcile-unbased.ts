@@ -4,7 +4,7 @@ import type { Action, BaseEntry, FileStat, Issue, LocalFile, LocalProblem, PathK
 import { newLocalNotUploaded, statOf, WAITING_PREFIX } from './model.js';
 import { baseNameOf, joinRel, parentOf } from './path-key.js';
 import type { PlanBuilder } from './reconcile-builder.js';
-import { conflict, download, upload, versionOf } from './reconcile-steps.js';
+import { conflict, download, upload } from './reconcile-steps.js';
 import type { ReconcileView } from './reconcile-view.js';
 
 /** Mutable bookkeeping of one reconcile pass (never visible outside reconcile). */
@@ -100,7 +100,8 @@ export function collision(s: PassState, relPath: string, detail: string, documen
 export function unbasedPair(s: PassState, file: LocalFile, doc: RemoteDoc): Action {
   s.consumedLocal.add(file.key);
   s.consumedDocs.add(doc.documentId);
-  if (s.ctx.direction === 'upload') return upload(file, versionOf(doc), 'local-wins', null);
+  // Upload-only: compared, then the local content goes on top (conflictPolicyFor); an identical file is only
+  // recorded, never a second version of the same bytes (black-box round 30b, F3).
   return conflict(file, doc, null, s.ctx, s.out.conflictPathFor(file.relPath));
 }
 

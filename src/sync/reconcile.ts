@@ -372,11 +372,8 @@ function pushLocalChange(s: PassState, b: BaseEntry, file: LocalFile, doc: Remot
 }
 
 function bothChanged(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {
-  if (s.ctx.direction === 'upload') {
-    // Overwriting remotely loses nothing: the remote content stays in the document's version history.
-    commitBase(s, b, [upload(file, versionOf(doc), 'local-wins', b.documentId)], false);
-    return;
-  }
+  // An upload-only pair's conflict is local-wins (conflictPolicyFor): overwriting remotely loses nothing, the
+  // remote content stays in the document's version history, and equal content makes no version.
   commitBase(s, b, [conflict(file, doc, b, s.ctx, s.out.conflictPathFor(file.relPath))], false);
 }
 

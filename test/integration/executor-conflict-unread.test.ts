@@ -27,7 +27,7 @@ async function unreadConflict(localContent: Buffer, remoteContent: Buffer) {
   const doc = f.emu.control.addDocument(f.binderId, f.folderId, 'big.bin', remoteContent).document;
   const local: LocalFile = { relPath, key: relPath, sha256: null, ...toFileStat(fs.lstatSync(abs)) };
   const action: Action = {
-    kind: 'conflict', relPath, key: relPath, local, base: null, policy: 'keep-both', conflictPath: 'Docs/big (conflict).bin', uploadConflictCopy: true,
+    kind: 'conflict', relPath, key: relPath, local, base: null, policy: 'keep-both', conflictPath: 'Docs/big (conflict).bin', uploadConflictCopy: true, keepLocal: false,
     doc: { documentId: doc.id, fileName: 'big.bin', folderId: f.folderId, versionId: doc.latestVersionId, relPath, key: relPath },
   };
   const plan: Plan = { groups: [[action]], issues: [], blocked: null };

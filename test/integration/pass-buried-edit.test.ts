@@ -95,3 +95,46 @@ describe('an edit committed over a version made during its upload', () => {
     }
   });
 });
+
+describe('an upload-only pair meeting content on both sides (black-box round 30b, F3)', () => {
+  it('first sync: an identical file makes no version, a different one goes on top, the local files are untouched', async () => {
+    const p = await openTestPair(emu, 'upload-first', 'direction: upload');
+    try {
+      const folder = emu.control.createFolder(p.binderId, { name: 'Docs' });
+      const same = emu.control.addDocument(p.binderId, folder.id, 'same.txt', 'equal\n').document;
+      const other = emu.control.addDocument(p.binderId, folder.id, 'other.txt', 'remote\n').document;
+      fs.mkdirSync(path.join(p.local, 'Docs'), { recursive: true });
+      fs.writeFileSync(path.join(p.local, 'Docs', 'same.txt'), 'equal\n');
+      fs.writeFileSync(path.join(p.local, 'Docs', 'other.txt'), 'local\n');
+      const pass = await runPass(p.rt);
+      expect(pass.execution?.failures).toEqual([]);
+      expect(contents(same.id)).toEqual(['equal\n']);
+      expect(contents(other.id)).toEqual(['remote\n', 'local\n']);
+      expect(fs.readdirSync(path.join(p.local, 'Docs')).sort()).toEqual(['other.txt', 'same.txt']);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'other.txt'), 'utf8')).toBe('local\n');
+      expect((await runPass(p.rt)).converged).toBe(true);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('both sides edited: compared, then the local edit on top (whatever the policy), recorded for status', async () => {
+    const p = await openTestPair(emu, 'upload-both', 'direction: upload, conflictPolicy: remote-wins');
+    try {
+      const folder = emu.control.createFolder(p.binderId, { name: 'Docs' });
+      const doc = emu.control.addDocument(p.binderId, folder.id, 'f.txt', 'v1\n').document;
+      fs.mkdirSync(path.join(p.local, 'Docs'), { recursive: true });
+      fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'v1\n');
+      expect((await runPass(p.rt)).converged).toBe(true);
+      expect(contents(doc.id)).toEqual(['v1\n']);
+      emu.control.addVersion(doc.id, 'theirs\n');
+      fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'mine\n');
+      await runPass(p.rt);
+      expect(contents(doc.id)).toEqual(['v1\n', 'theirs\n', 'mine\n']);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'f.txt'), 'utf8')).toBe('mine\n');
+      expect(p.rt.store.listConflicts()).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', policy: 'local-wins' })]);
+    } finally {
+      await p.close();
+    }
+  });
+});

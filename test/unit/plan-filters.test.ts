@@ -242,7 +242,7 @@ describe('withheldForAmbiguousNames', () => {
 
   it('holds a conflict settled local-wins onto a document whose name another one shares', () => {
     const f = file('D/dup.txt', 1);
-    const conflict: Action = { kind: 'conflict', relPath: 'D/dup.txt', key: 'D/dup.txt', local: f, doc: doc('d1', 'dup.txt'), base: null, policy: 'local-wins', conflictPath: 'D/dup (conflict).txt', uploadConflictCopy: true };
+    const conflict: Action = { kind: 'conflict', relPath: 'D/dup.txt', key: 'D/dup.txt', local: f, doc: doc('d1', 'dup.txt'), base: null, policy: 'local-wins', conflictPath: 'D/dup (conflict).txt', uploadConflictCopy: true, keepLocal: false };
     const r = withheldForAmbiguousNames(plan([[conflict]]), remote(doc('d1', 'dup.txt'), doc('d2', 'dup.txt')));
     expect(r.groups).toEqual([]);
     expect(r.issues[0]).toMatchObject({ relPath: 'D/dup.txt', code: 'ambiguous-remote-name', documentId: 'd1' });

@@ -114,7 +114,7 @@ export function summarize(a: Action): string {
     case 'trash-local':
       return `trash ${a.relPath} ${a.documentId} expect=${stat(a.expectLocal)} ${a.reason}`;
     case 'conflict':
-      return `conflict ${a.relPath} ${a.doc.documentId}@${a.doc.versionId} base=${a.base?.documentId ?? 'none'} ${a.policy} copy=${a.conflictPath} upload-copy=${a.uploadConflictCopy}`;
+      return `conflict ${a.relPath} ${a.doc.documentId}@${a.doc.versionId} base=${a.base?.documentId ?? 'none'} ${a.policy} copy=${a.conflictPath} upload-copy=${a.uploadConflictCopy}${a.keepLocal ? ' keep-local' : ''}`;
     case 'adopt':
       return `adopt ${[a.base, ...(a.alongside ?? [])].map((row) => row.documentId).join(',')} ${a.reason}`;
     case 'forget':

@@ -133,7 +133,9 @@ function checkInvariants(w: World, ctx: ReconcileContext, plan: Plan): string | 
   if (r1) return r1;
   // (c) direction
   if (ctx.direction === 'download' && all.some((a) => a.kind === 'upload')) return 'upload in download mode';
-  if (ctx.direction === 'upload' && all.some((a) => LOCAL_CHANGING.has(a.kind))) return 'local change in upload mode';
+  // An upload-only pair's conflict only compares, then uploads (local-wins, keepLocal): it changes nothing locally.
+  const changesLocal = (a: Action) => LOCAL_CHANGING.has(a.kind) && !(a.kind === 'conflict' && a.keepLocal && a.policy === 'local-wins');
+  if (ctx.direction === 'upload' && all.some(changesLocal)) return 'local change in upload mode';
   // (d) every new or modified local file is uploaded, part of a conflict, moved, or reported
   const unknown = (key: string) => w.local.problems.some((p) => key === p.key || key.startsWith(`${p.key}/`));
   const baseAt = new Map([...base.values()].map((b) => [b.key, b]));

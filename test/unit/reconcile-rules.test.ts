@@ -317,11 +317,11 @@ describe('both sides hold a path without a base', () => {
       ]);
     }
   });
-  it('upload mode: the local file becomes a new version of that document', () => {
+  it('upload mode: compared first (equal content makes no version), then the local file becomes a new version of that document, never replaced', () => {
     const w = world();
     w.file('docs/x.txt', 'local');
     w.doc('n1', 'docs/x.txt', 'v1', 'f1');
-    expect(summarizeGroups(plan(w, { direction: 'upload' }).groups)).toEqual([['upload docs/x.txt -> n1:f1/x.txt local-wins replaces=none']]);
+    expect(summarizeGroups(plan(w, { direction: 'upload' }).groups)).toEqual([['conflict docs/x.txt n1@v1 base=none local-wins copy=docs/x (conflict T).txt upload-copy=false keep-local']]);
   });
   it('matches NFD/NFC and case on a case-insensitive disk (one conflict, not two writes)', () => {
     const w = world(true);

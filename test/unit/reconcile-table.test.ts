@@ -82,7 +82,8 @@ for (const dir of ['both', 'download', 'upload'] as const) {
   for (const policy of ['keep-both', 'remote-wins', 'local-wins'] as const) {
     const carried = dir === 'download' && policy === 'local-wins' ? 'keep-both' : policy;
     ROWS.push(dir === 'upload'
-      ? { dir, policy, l: 'modified', r: 'modified', groups: [[A.upWins]] }
+      // Upload-only: compared, then local-wins whatever the policy, the local file never replaced (keep-local).
+      ? { dir, policy, l: 'modified', r: 'modified', groups: [[`${A.conflictHere('local-wins', false)} keep-local`]] }
       : { dir, policy, l: 'modified', r: 'modified', groups: [[A.conflictHere(carried, dir === 'both')]] });
     ROWS.push(dir === 'upload'
       ? { dir, policy, l: 'modified', r: 'moved-modified', groups: [['upload docs/a.txt -> d1:f2/b.txt local-wins replaces=d1']], issues: notDown }
