@@ -1,6 +1,7 @@
 // The walk of the local tree shared by the scanner and the tree digest: depth first, each directory's entries
 // in name order (the same tree always yields the same observation, the same collision winner and the same
 // digest), ignored entries pruned, symlinks reported and never followed.
+import { isUtf8 } from 'node:buffer';
 import { createHash, hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -119,11 +120,29 @@ export class TreeWalker {
     // One digest update per directory: a string per entry costs less than a hash call per entry.
     let names = `D${rel}\0`;
     let n = 0;
+    // Names holding U+FFFD, looked at as bytes: listed on the first such name (rare: nothing for most directories).
+    let replaced: ReplacementNames | undefined;
     for (const ent of entries) {
       if (ent.name.startsWith(DAEMON_FILE_PREFIX)) this.daemonFiles = true;
       const relPath = joinRel(rel, ent.name);
       const key = pathKey(relPath, caseInsensitive);
       if (ignore.ignoresEntry(relPath, ent.isDirectory())) continue;
+      if (ent.name.includes('\uFFFD')) {
+        // U+FFFD is a valid character (a bad conversion leaves it in names; a remote name may hold it) and also
+        // what a name that is not UTF-8 decodes with: only the bytes tell the two apart (black-box round 30b, F4).
+        if (replaced === undefined) {
+          replaced = replacementNames(this.rootPrefix + rel);
+          for (const bad of replaced.invalid) {
+            if (ignore.ignoresEntry(joinRel(rel, bad.decoded), bad.isDir)) continue;
+            // Shown with its bad bytes escaped: a valid name that reads the same (U+FFFD) may sit beside it.
+            const shown = joinRel(rel, bad.shown);
+            this.visit.problem(shown, pathKey(shown, caseInsensitive), 'name-not-representable', NOT_UTF8);
+          }
+        }
+        // The valid name of this spelling (and type), once; any other entry of it is one of the invalid names.
+        if (replaced.valid.get(ent.name) !== ent.isDirectory()) continue;
+        replaced.valid.delete(ent.name);
+      }
       if (UNSYNCABLE_CHAR.test(ent.name)) {
         this.visit.problem(relPath, key, 'name-not-representable', unsyncableName(ent.name));
         continue;
@@ -237,19 +256,71 @@ export function nameCollision(relPath: string, prev: string): string {
   return `collides with ${prev}: ${how}; neither is synced while both are there: rename one of the two`;
 }
 
+/** A directory's names that hold U+FFFD, by what their bytes are. */
+interface ReplacementNames {
+  /** Valid UTF-8 names holding U+FFFD -> whether a directory. */
+  valid: Map<string, boolean>;
+  /** Names that are not valid UTF-8: as decoded (U+FFFD for each bad sequence), and with each bad byte as \xNN. */
+  invalid: Array<{ decoded: string; shown: string; isDir: boolean }>;
+}
+
 /**
- * A character that makes a local name unsyncable: U+FFFD, which a name that is not valid UTF-8 decodes with
- * (writing that string back would name another file), and the C0 controls (tab, newline, escape...). The service
+ * Lists `dir` again with its names as bytes (the string listing has already replaced bad bytes with U+FFFD).
+ * A name gone since the first listing is simply missing here (seen by the next pass).
+ */
+function replacementNames(dir: string): ReplacementNames {
+  const out: ReplacementNames = { valid: new Map(), invalid: [] };
+  let entries: Array<fs.Dirent<Buffer>>;
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true, encoding: 'buffer' });
+  } catch {
+    return out; // gone or unreadable since the first listing: nothing under it is taken for valid
+  }
+  for (const ent of entries) {
+    const decoded = ent.name.toString('utf8');
+    if (isUtf8(ent.name)) {
+      if (decoded.includes('\uFFFD')) out.valid.set(decoded, ent.isDirectory());
+    } else out.invalid.push({ decoded, shown: showBytes(ent.name), isDir: ent.isDirectory() });
+  }
+  return out;
+}
+
+/** A name's bytes as text: its UTF-8 characters as they are, each byte that is not part of one as \xNN. */
+function showBytes(name: Buffer): string {
+  let out = '';
+  let i = 0;
+  while (i < name.length) {
+    // UTF-8 is prefix-free: the shortest valid 1-4 byte prefix is the character (isUtf8 refuses overlong
+    // forms and surrogates).
+    let len = 1;
+    while (len <= 4 && !isUtf8(name.subarray(i, i + len))) len++;
+    if (len <= 4) {
+      out += name.toString('utf8', i, i + len);
+      i += len;
+    } else {
+      out += `\\x${(name[i] as number).toString(16).padStart(2, '0')}`;
+      i += 1;
+    }
+  }
+  return out;
+}
+
+/** Why a name that is not valid UTF-8 is not synced. */
+const NOT_UTF8 =
+  'the name is not valid UTF-8 (written in another encoding, such as Latin-1; each byte that is not UTF-8 is shown as \\xNN): rename it to sync it';
+
+/**
+ * A character that makes a local name unsyncable: the C0 controls (tab, newline, escape...). The service
  * takes a control character in a name, but a remote name comes down with it shown as its Control Picture
  * (remote/names.ts: "a<TAB>b" is the local file "a\u2409b"), so a file uploaded under its own name would be
  * renamed by the next pass to that form (black-box round 22, K5). Reported instead, like a name that is not UTF-8.
+ * (U+FFFD is not one: a valid name may hold it, see replacementNames.)
  */
-export const UNSYNCABLE_CHAR = /[\u0000-\u001f\uFFFD]/;
+export const UNSYNCABLE_CHAR = /[\u0000-\u001f]/;
 
 /** Why a name UNSYNCABLE_CHAR matches is not synced, naming the character and the name that would sync. */
 export function unsyncableName(name: string): string {
-  if (name.includes('\uFFFD')) return 'the name is not valid UTF-8';
-  const c = (name.match(/[\u0000-\u001f]/) as RegExpMatchArray)[0];
+  const c = (name.match(UNSYNCABLE_CHAR) as RegExpMatchArray)[0];
   const code = `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
   const shown = name.replace(/[\u0000-\u001f]/g, (x) => String.fromCharCode(0x2400 + x.charCodeAt(0)));
   return `the name holds a control character (${code}), which would come back from the service as ${JSON.stringify(shown)}: rename the file (to ${JSON.stringify(shown)}, say) to sync it`;

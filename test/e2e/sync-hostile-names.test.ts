@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkspace, localTree, sha256, type Workspace } from './harness.js';
+import { createWorkspace, localTree, readLocal, sha256, writeLocal, type Workspace } from './harness.js';
 import { expectConvergedPass, expectQuietPass, explain, issueCodes, listDir, syncJson, tempFilesUnder } from './scenario-helpers.js';
 
 let ws: Workspace;
@@ -187,6 +187,42 @@ describe('hostile remote names', () => {
     const local = [...localTree(ws.local).values()];
     for (const edit of ['plain edited', 'dup edited']) expect(local).toContain(sha256(edit));
     expect(localTree(ws.local).size).toBe(c.listDocuments(ws.binderId).length);
+  });
+  // Black-box round 30b, F4: U+FFFD is a valid character (bytes ef bf bd) that a bad conversion leaves in names.
+  // Such a document was downloaded once, then the scan called its name "not valid UTF-8" and nothing under it
+  // synced again (every pass exited 1). Only a name whose bytes are not UTF-8 is refused, shown with \xNN.
+  it('remote names holding U+FFFD stay in sync both ways; only a local name that is not UTF-8 is refused, shown by its bytes', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const docs = c.createFolder(ws.binderId, { name: 'Docs' });
+    const cafe = c.addDocument(ws.binderId, docs.id, 'caf\uFFFD.txt', 'cafe v1').document.id;
+    const resume = c.createFolder(ws.binderId, { name: 'R\uFFFDsum\uFFFD', parentId: docs.id });
+    const inside = c.addDocument(ws.binderId, resume.id, 'inside.txt', 'inside v1').document.id;
+    await expectConvergedPass(ws);
+    expect(readLocal(ws, 'Docs/caf\uFFFD.txt')).toBe('cafe v1');
+    await expectQuietPass(ws);
+
+    // Edits of both, a new file with a valid U+FFFD name, and beside it a Latin-1 name that reads the same.
+    writeLocal(ws, 'Docs/caf\uFFFD.txt', 'cafe v2 (local)');
+    writeLocal(ws, 'Docs/R\uFFFDsum\uFFFD/inside.txt', 'inside v2 (local)');
+    writeLocal(ws, 'Docs/new\uFFFD.txt', 'new');
+    const latin1 = Buffer.concat([Buffer.from(`${ws.local}/Docs/new`), Buffer.from([0xe9]), Buffer.from('.txt')]);
+    fs.writeFileSync(latin1, 'latin-1');
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(1);
+    expect(issueCodes(r)).toEqual(['name-not-representable Docs/new\\xe9.txt']);
+    expect(r.report?.issues[0]?.detail).toContain('not valid UTF-8');
+    expect(c.readContent(cafe).toString()).toBe('cafe v2 (local)');
+    expect(c.readContent(inside).toString()).toBe('inside v2 (local)');
+    expect(c.listDocuments(ws.binderId).map((d) => d.fileName).sort()).toEqual(['caf\uFFFD.txt', 'inside.txt', 'new\uFFFD.txt']);
+
+    // A new remote version comes down as well.
+    c.addVersion(cafe, 'cafe v3 (remote)');
+    const down = await syncJson(ws);
+    expect(down.code, explain(down)).toBe(1); // the Latin-1 name is still there
+    expect(readLocal(ws, 'Docs/caf\uFFFD.txt')).toBe('cafe v3 (remote)');
+    fs.rmSync(latin1);
+    await expectQuietPass(ws);
   });
 });
 

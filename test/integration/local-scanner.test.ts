@@ -175,11 +175,36 @@ describe('scanLocal', () => {
     write('good.txt', 'g');
     const { obs } = await scan();
     expect([...obs.files.keys()]).toEqual(['good.txt']);
-    expect(obs.problems).toHaveLength(2);
-    for (const p of obs.problems) {
-      expect(p.reason).toBe('name-not-representable');
-      expect(p.relPath).toContain('\uFFFD');
-    }
+    // Each bad byte is shown as \xNN (black-box round 30b, F4: U+FFFD would read like a valid name that holds it).
+    expect(obs.problems.map((p) => [p.relPath, p.reason]).sort()).toEqual([
+      ['b\\xffad', 'name-not-representable'],
+      ['b\\xffad-dir', 'name-not-representable'],
+    ]);
+    expect(obs.problems[0]?.detail).toContain('the name is not valid UTF-8');
+  });
+
+  // Black-box round 30b, F4: U+FFFD (bytes ef bf bd) is a valid character, which a remote name may hold and the
+  // pass writes; a name holding it was called "not valid UTF-8" and nothing under it synced again.
+  it('a valid name holding U+FFFD is a file or folder like any other; a Latin-1 name beside one that reads the same is the only problem', async () => {
+    write('Docs/caf\uFFFD.txt', 'valid');
+    write('Docs/R\uFFFDsum\uFFFD/inside.txt', 'inside');
+    // caf\xe9.txt decodes to the same string as the valid caf\uFFFD.txt, and R\xe9sum\xe9 as the valid folder.
+    fs.writeFileSync(Buffer.concat([Buffer.from(`${root}/Docs/caf`), Buffer.from([0xe9]), Buffer.from('.txt')]), 'latin-1');
+    fs.mkdirSync(Buffer.concat([Buffer.from(`${root}/Docs/R`), Buffer.from([0xe9]), Buffer.from('sum'), Buffer.from([0xe9])]));
+    // A lone continuation byte and a truncated 3-byte sequence before valid multi-byte characters.
+    fs.writeFileSync(Buffer.concat([Buffer.from(`${root}/Docs/`), Buffer.from([0x80, 0xe2, 0x82]), Buffer.from('é€.txt')]), 'mixed');
+    const { obs } = await scan();
+    expect([...obs.files.keys()].sort()).toEqual(['Docs/R\uFFFDsum\uFFFD/inside.txt', 'Docs/caf\uFFFD.txt'].sort());
+    expect([...obs.dirs.values()].sort()).toEqual(['Docs', 'Docs/R\uFFFDsum\uFFFD']);
+    expect(obs.problems.map((p) => [p.relPath, p.reason]).sort()).toEqual([
+      ['Docs/R\\xe9sum\\xe9', 'name-not-representable'],
+      ['Docs/\\x80\\xe2\\x82é€.txt', 'name-not-representable'],
+      ['Docs/caf\\xe9.txt', 'name-not-representable'],
+    ]);
+    // A second scan with the first as prior sees the same (the folder is walked again, the file not re-read).
+    const again = await scan({ prior: priorOf(obs) });
+    expect([...again.obs.files.keys()].sort()).toEqual([...obs.files.keys()].sort());
+    expect(again.hashed).toEqual([]);
   });
 
   it('on a case-insensitive scan, a second name with the same key is a collision problem', async () => {
