@@ -186,7 +186,7 @@ const pairSchema = z.strictObject({
       scheme: z
         .enum(VERSION_LABEL_SCHEMES)
         .default('integer')
-        .describe('integer: next integer after the latest numeric label (timestamp otherwise); timestamp: always a timestamp.'),
+        .describe('integer: the next integer above the highest numeric label (digits, or a decimal such as 2.9: 3 next; a timestamp when there is none); timestamp: always a timestamp.'),
     })
     .prefault({})
     .describe('Labels given to uploaded versions.'),

@@ -59,6 +59,23 @@ describe('binder-sync sync', () => {
     expect(c.listDocuments(ws.binderId)).toHaveLength(1);
   });
 
+  // Black-box round 30b, F10: a label past 2^53 or a decimal one was followed by "2" (labels went backwards).
+  it('labels an edit with the next integer above the highest numeric label, past 2^53 and after a decimal one', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'Reports' });
+    const big = c.addDocument(ws.binderId, tab.id, 'big.txt', 'v1', { versionLabel: '1' }).document.id;
+    c.addVersion(big, 'v2', { versionLabel: '9007199254740993' });
+    const dec = c.addDocument(ws.binderId, tab.id, 'dec.txt', 'v1', { versionLabel: '1' }).document.id;
+    c.addVersion(dec, 'v2', { versionLabel: '2.9' });
+    expect((await sync(ws)).code).toBe(0);
+    writeLocal(ws, 'Reports/big.txt', 'local edit');
+    writeLocal(ws, 'Reports/dec.txt', 'local edit');
+    expect((await sync(ws)).code).toBe(0);
+    expect(c.listVersions(big).map((v) => v.version)).toEqual(['1', '9007199254740993', '9007199254740994']);
+    expect(c.listVersions(dec).map((v) => v.version)).toEqual(['1', '2.9', '3']);
+  });
+
   it('brings remote edits, renames and moves down, and trashes remote deletes', async () => {
     ws = await createWorkspace();
     const c = ws.emulator.control;
