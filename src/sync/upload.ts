@@ -546,7 +546,7 @@ async function findCommittedVersion(d: ExecutorDeps, row: OutboxRow): Promise<Do
     : (await d.client.listFolderDocuments(d.binderId, row.folderId)).filter((x) => x.fileName === row.fileName);
   let downloads = 0;
   for (const doc of docs.slice(0, MAX_CANDIDATE_DOCS)) {
-    const versions = await d.client.listVersions(doc.id);
+    const versions = await madeSinceBase(d, row, doc.id, await d.client.listVersions(doc.id));
     const labelled = versions.filter((v) => v.version === row.versionLabel);
     // The latest: the document's pointer when known, else (order not specified, spec 4.11) both ends of the list.
     const latest = doc.latestVersionId !== null ? versions.filter((v) => v.id === doc.latestVersionId) : [versions[0], versions[versions.length - 1]];
@@ -559,6 +559,24 @@ async function findCommittedVersion(d: ExecutorDeps, row: OutboxRow): Promise<Do
     }
   }
   return null;
+}
+
+/**
+ * The versions an edit's commit can have made: only those listed after the one the edit was made from. An edit
+ * that put back an older version's content (an undo, `git checkout old -- f`) matches that old version, which is
+ * not ours: taken as "committed", nothing was sent and the latest came down over the edit (black-box round 30a,
+ * F1). The list's direction is not specified (spec 4.11): the document's latest says which side is newer. With
+ * no base version in the list (a new document, a history the service pruned) every version stays a candidate.
+ */
+async function madeSinceBase(d: ExecutorDeps, row: OutboxRow, documentId: string, versions: DocumentVersion[]): Promise<DocumentVersion[]> {
+  const baseVersion = row.documentId === documentId ? d.store.getBase(documentId)?.versionId : undefined;
+  const from = baseVersion === undefined ? -1 : versions.findIndex((v) => v.id === baseVersion);
+  if (from < 0) return versions;
+  const latest = (await d.client.getDocument(documentId))?.latestVersionId;
+  const to = versions.findIndex((v) => v.id === latest);
+  if (to < 0) return versions.filter((v) => v.id !== baseVersion);
+  if (to === from) return [];
+  return to > from ? versions.slice(from + 1) : versions.slice(0, from);
 }
 
 const MAX_CANDIDATE_DOCS = 3;

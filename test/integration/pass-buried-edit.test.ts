@@ -138,3 +138,53 @@ describe('an upload-only pair meeting content on both sides (black-box round 30b
     }
   });
 });
+
+describe('an upload left unfinished whose content equals an older version (black-box round 30a, F1)', () => {
+  /** Synced at v2; the user puts v1's content back; its commit fails with a 503 and the row stays in the outbox. */
+  async function revertLeftInOutbox(p: TestPair): Promise<{ documentId: string; folderId: string }> {
+    const folder = emu.control.createFolder(p.binderId, { name: 'Docs' });
+    const { document } = emu.control.addDocument(p.binderId, folder.id, 'f.txt', 'v1\n');
+    emu.control.addVersion(document.id, 'v2 by a colleague\n');
+    expect((await runPass(p.rt)).converged).toBe(true);
+    fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'v1\n');
+    emu.control.injectFault({ route: 'commit', status: 503 });
+    const failed = await runPass(p.rt);
+    emu.control.clearFaults();
+    expect(failed.execution?.failures.map((f) => f.relPath)).toEqual(['Docs/f.txt']);
+    expect(p.rt.store.listOutbox().map((r) => r.stage)).toEqual(['committing']);
+    return { documentId: document.id, folderId: folder.id };
+  }
+
+  it('a colleague version meanwhile: the revert is not taken as committed; both edits are kept', async () => {
+    const p = await openTestPair(emu, 'revert-version');
+    try {
+      const { documentId } = await revertLeftInOutbox(p);
+      emu.control.addVersion(documentId, 'v3 by a colleague\n');
+      await runPass(p.rt);
+      await runPass(p.rt);
+      const local = fs.readdirSync(path.join(p.local, 'Docs')).sort();
+      const copy = local.find((n) => n.includes('(conflict '));
+      expect(copy, local.join(', ')).toBeDefined();
+      expect(fs.readFileSync(path.join(p.local, 'Docs', copy!), 'utf8')).toBe('v1\n');
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'f.txt'), 'utf8')).toBe('v3 by a colleague\n');
+      expect(p.rt.store.listOutbox()).toEqual([]);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('the document only renamed meanwhile: the revert is committed as its next version', async () => {
+    const p = await openTestPair(emu, 'revert-rename');
+    try {
+      const { documentId } = await revertLeftInOutbox(p);
+      emu.control.renameDocument(documentId, 'g.txt');
+      await runPass(p.rt);
+      await runPass(p.rt);
+      expect(contents(documentId)).toEqual(['v1\n', 'v2 by a colleague\n', 'v1\n']);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'g.txt'), 'utf8')).toBe('v1\n');
+      expect(fs.existsSync(path.join(p.local, 'Docs', 'f.txt'))).toBe(false);
+    } finally {
+      await p.close();
+    }
+  });
+});
