@@ -1,7 +1,9 @@
-// A colleague's version committed after our last look and before our commit (the service has no conditional
-// commit) ends up under ours: the pass finds it after the commit and keeps their edit as a conflict copy, beside
-// the file and on the service (black-box round 30b, F1). Real passes, real state DB, the emulator on loopback;
-// the colleague's commit is made by the emulator's control API at the instant our commit request goes out.
+// Edits meeting the service's changes around their commit. A colleague's version committed after our last look
+// and before our commit (the service has no conditional commit) ends up under ours: the pass finds it after the
+// commit and keeps their edit as a conflict copy, beside the file and on the service (black-box round 30b, F1).
+// An upload-only pair compares before it goes on top (round 30b, F3). An upload left unfinished is found
+// committed only in a version made after its base (round 30a, F1). Real passes, real state DB, the emulator on
+// loopback; the colleague's commit is made by the emulator's control API when our commit request goes out.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
