@@ -514,9 +514,13 @@ async function holdsEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: { siz
   // Only versions made after the base's and before the latest: the list's order is not specified (spec 4.11),
   // so "between" is by position, whichever way the list runs. A local file with a version older than the base
   // is an edit (a revert), not a stale copy, and stays a conflict.
-  const from = versions.findIndex((v) => v.id === baseVersion);
   const to = versions.findIndex((v) => v.id === doc.versionId);
-  if (from < 0 || to < 0 || Math.abs(to - from) < 2) return false;
+  // With no base at all (a lost or deleted state DB, a document forgotten under `localDeletePolicy: forget`)
+  // nothing says the file was edited: one holding a version just before the latest is a stale copy too (black-box
+  // round 30a, F2/F3: it became a conflict copy, a new document of bytes the service had). The latest must be at
+  // one end of the list for "before" to be known.
+  const from = baseVersion !== undefined ? versions.findIndex((v) => v.id === baseVersion) : to === 0 ? versions.length : to === versions.length - 1 ? -1 : -2;
+  if (from === -2 || (baseVersion !== undefined && from < 0) || to < 0 || Math.abs(to - from) < 2) return false;
   const step = to > from ? -1 : 1;
   const candidates: typeof versions = [];
   for (let i = to + step; i !== from && candidates.length < EARLIER_VERSIONS_READ; i += step) candidates.push(versions[i]!);

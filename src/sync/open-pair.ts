@@ -67,7 +67,7 @@ export async function openPair(
     if (stateLost !== null) {
       // A pair directory without its state DB: the record of what was synced is gone (deleted, moved aside). Said
       // once, as the empty DB is refused with these words (black-box round 29a, F3); the pass then rebuilds it.
-      log.warn({ pair: pair.name, file: stateFile, left: stateLost }, `pair ${pair.name}: its state DB ${stateFile} is missing, but the pair has synced before (its directory still holds ${stateLost}): the record of what was synced is rebuilt by comparing content; files that differ on the two sides become conflicts (both kept), and a document deleted on the service since the last sync comes back from the local copy`);
+      log.warn({ pair: pair.name, file: stateFile, left: stateLost }, `pair ${pair.name}: its state DB ${stateFile} is missing, but the pair has synced before (${stateLost}): the record of what was synced is rebuilt by comparing content; a file holding one of the versions just before its document's latest takes the latest, other files that differ on the two sides become conflicts (both kept), and a document deleted on the service since the last sync comes back from the local copy`);
     }
     if (store.countBase() === 0) ensureNotRenamed(pair, stateDir);
     ensureSameBinder(pair, store, pairStateDir);
@@ -339,8 +339,8 @@ function binderNotFound(pair: PairConfig, err: unknown): unknown {
 }
 
 /**
- * What shows that the pair synced before although its state DB is not there: the pair's directory holds anything
- * else (its trash, a DB moved aside, a write-ahead log). Null when it does not, or does not exist (a new pair).
+ * What shows that the pair synced before although its state DB is not there: the pair's directory, empty or holding
+ * anything else (its trash, a DB moved aside, a write-ahead log). Null when it does not exist (a new pair).
  */
 function lostStateDb(pairStateDir: string, stateFile: string): string | null {
   if (fs.existsSync(stateFile)) return null;
@@ -351,7 +351,11 @@ function lostStateDb(pairStateDir: string, stateFile: string): string | null {
     return null;
   }
   const left = names.filter((n) => !n.startsWith('state.db.creating-')).sort();
-  return left.length === 0 ? null : left.slice(0, 3).join(', ') + (left.length > 3 ? `, and ${left.length - 3} more` : '');
+  // The directory itself is made only by a pair that opened its state here: an empty one is a DB deleted with
+  // its -wal and -shm by a pair that never trashed anything (it was silent: black-box round 30a, F2). Only a
+  // crash between making the directory and creating the DB leaves one too (a false warning, once).
+  if (left.length === 0) return names.length === 0 ? 'its directory is still there, empty' : null;
+  return `its directory still holds ${left.slice(0, 3).join(', ')}${left.length > 3 ? `, and ${left.length - 3} more` : ''}`;
 }
 
 /**

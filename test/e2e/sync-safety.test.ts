@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulator } from '../../src/emulator/index.js';
-import { createWorkspace, localTree, remoteTree, sha256, sync, type Workspace } from './harness.js';
+import { createWorkspace, localTree, readLocal, remoteTree, sha256, sync, type Workspace } from './harness.js';
 import { expectConvergedPass, explain, syncJson, trashHashes, versionCounts } from './scenario-helpers.js';
 
 let ws: Workspace;
@@ -119,6 +119,22 @@ describe('a state DB that is gone', () => {
     const fresh = await sync(ws);
     expect(fresh.code).toBe(0);
     expect(`${fresh.stdout}${fresh.stderr}`).not.toContain('is missing');
+  });
+
+  it('deleted with its -wal and -shm by a pair that never trashed anything: still warned about; a file holding the version before the latest takes it (black-box round 30a, F2)', async () => {
+    const ids = await tenSyncedFiles();
+    const c = ws.emulator.control;
+    const pairDir = path.join(ws.stateDir, 'main');
+    expect(fs.readdirSync(pairDir).filter((n) => !n.startsWith('state.db'))).toEqual([]); // nothing in the trash
+    c.addVersion(ids[4]!, 'v2 by a colleague'); // f4.txt here still holds v1
+    for (const n of fs.readdirSync(pairDir)) fs.rmSync(path.join(pairDir, n));
+    const r = await sync(ws);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(`${r.stdout}${r.stderr}`).toContain(`pair main: its state DB ${path.join(pairDir, 'state.db')} is missing, but the pair has synced before (its directory is still there, empty)`);
+    expect(readLocal(ws, 'T/f4.txt')).toBe('v2 by a colleague');
+    // No conflict copy: no document of bytes the service already had.
+    expect(c.listDocuments(ws.binderId).map((d) => d.fileName).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `f${i}.txt`).sort());
+    expect([...localTree(ws.local).keys()].filter((k) => k.includes('(conflict '))).toEqual([]);
   });
 });
 
