@@ -10,7 +10,7 @@ import { BinderSyncError } from '../errors.js';
 import { fmtBytes } from '../format-bytes.js';
 import { Trash } from '../local/fs-ops.js';
 import { createIgnoreMatcher } from '../local/ignore.js';
-import { listTrashEntries, originalPathIn, type TrashEntry } from '../local/trash-entries.js';
+import { listTrashEntries, originOf, type TrashEntry } from '../local/trash-entries.js';
 import { restoreFromTrash } from '../local/trash-restore.js';
 import { detectCaseInsensitiveWithoutWriting } from '../local/fs-probe.js';
 import { StateStore } from '../state/store.js';
@@ -18,6 +18,9 @@ import { printable } from '../sync/issue-groups.js';
 import { parentOf, pathKey } from '../sync/path-key.js';
 import { collectRepeated, exitCodeFor, loadConfigOrExplain, printError, selectPairs } from './common.js';
 import { ExitCode } from './exit-codes.js';
+
+/** What is said of an origin read from an entry's name (TrashEntry.originalPathGuessed). */
+const GUESSED_NOTE = 'kept by an older binder-sync, which recorded no origins: the path is read from the name, whose "~N" may be its own rather than a second copy\'s';
 
 /** Files listed per pair by the human listing; --json lists up to TRASH_JSON_LIMIT. */
 const HUMAN_LIMIT = 200;
@@ -151,11 +154,12 @@ function formatTrash(doc: TrashDocument): string {
     }
     const width = Math.max(...p.entries.map((e) => printable(e.entry).length));
     for (const e of p.entries) {
-      const from = e.originalPath === e.entry.slice(e.day.length + 1) ? '' : `   (was ${printable(e.originalPath)})`;
+      const from = e.originalPath === e.entry.slice(e.day.length + 1) ? '' : `   (was ${printable(e.originalPath)}${e.originalPathGuessed ? '?' : ''})`;
       lines.push(`  ${printable(e.entry).padEnd(width)}  ${fmtBytes(e.size).padStart(9)}  modified ${e.mtime.slice(0, 16).replace('T', ' ')} UTC${from}`);
     }
     if (p.capped) lines.push(`  ... more than ${p.entries.length} files (see --json)`);
   }
+  if (doc.pairs.some((p) => p.entries.some((e) => e.originalPathGuessed))) lines.push('', `(was ...?): ${GUESSED_NOTE}`);
   lines.push('', 'restore one: binder-sync trash restore -c <config> [--pair <name>] <day>/<path> [--to <path>]');
   return `${lines.join('\n')}\n`;
 }
@@ -226,7 +230,8 @@ function restoreCommand(entry: string, opts: RestoreOptions & { config: string }
   const chosen = pair;
   const trash = new Trash(trashDirOf(config, chosen), chosen.localPath);
   const [day = '', ...inDay] = entry.split('/');
-  const kept = originalPathIn(path.join(trashDirOf(config, chosen), day), inDay.join('/'));
+  const origin = originOf(path.join(trashDirOf(config, chosen), day), inDay.join('/'));
+  const kept = origin.path;
   const target = opts.to === undefined ? kept : insideRoot(opts.to, chosen.localPath, kept);
   // Ctrl-C or SIGTERM stop the copy and remove its temp file (a second one exits at once; the next pass of the
   // pair removes what that leaves): without this, a large restore cut short left its partial temp file in the
@@ -250,6 +255,7 @@ function restoreCommand(entry: string, opts: RestoreOptions & { config: string }
     (r) => {
       process.stdout.write(`restored ${printable(entry)} (${fmtBytes(r.bytes)}) to ${printable(r.restoredTo)}\n`);
       if (r.replacedKeptAt !== null) process.stdout.write(`the file that was there is kept in the trash: ${printable(r.replacedKeptAt)}\n`);
+      if (origin.guessed && opts.to === undefined) process.stdout.write(`note: ${GUESSED_NOTE}; if it was ${printable(entry.slice(day.length + 1))}, rename the restored file to that\n`);
       const never = whyNotUploaded(chosen, target);
       const waits = never === null ? missingRemoteFolder(config, chosen, target) : null;
       if (never !== null) process.stdout.write(`note: it stays local: ${never}\n`);

@@ -14,7 +14,7 @@ import { failpoint } from '../failpoints.js';
 import { sameStat, type FileStat } from '../sync/model.js';
 import { DAEMON_FILE_PREFIX } from './ignore.js';
 import { fitName, MAX_PATH_BYTES, utf8Length } from './name-limits.js';
-import { LONG_PATHS_DIR, longEntrySidecar } from './trash-entries.js';
+import { LONG_PATHS_DIR, readsAsItself, RECORDS_DIR, recordNeeded, recordPathOf } from './trash-entries.js';
 
 /** Prefix of download temp files; a crash can leave them behind (see cleanStaleTemps). */
 export const TEMP_PREFIX = `${DAEMON_FILE_PREFIX}tmp-`;
@@ -488,7 +488,7 @@ export async function replaceFile(
     const stat = await commitTempFile(tempPath, destAbs, toFileStat(kept));
     return { stat, trashPath };
   } catch (err) {
-    await dropTrashCopyOfUnreplaced(trashPath, destAbs, kept);
+    await dropTrashCopyOfUnreplaced(trash, trashPath, destAbs, kept);
     throw err;
   }
 }
@@ -498,11 +498,11 @@ export async function replaceFile(
  * inode, size and mtime: not replaced), so a replace that keeps failing (a full disk, a read-only folder) does not
  * leave one more copy in the trash per attempt. When in doubt it stays: then it may be the only copy.
  */
-async function dropTrashCopyOfUnreplaced(trashPath: string, destAbs: string, kept: fs.Stats): Promise<void> {
+async function dropTrashCopyOfUnreplaced(trash: Trash, trashPath: string, destAbs: string, kept: fs.Stats): Promise<void> {
   try {
     const now = fs.lstatSync(destAbs, { throwIfNoEntry: false });
     if (now === undefined || !matchesButCtime(toFileStat(now), toFileStat(kept))) return;
-    fs.unlinkSync(trashPath);
+    trash.discard(trashPath);
   } catch {
     // best effort: a copy too many in the trash, purged with its day
   }
@@ -652,17 +652,25 @@ export class Trash {
   async keep(absPath: string, relPath?: string): Promise<string> {
     return this.guard('keep in trash', absPath, async () => {
       for (let n = 0; ; n++) {
-        const dest = await this.candidate(absPath, relPath, n);
-        if (dest === null) continue;
+        const slot = await this.candidate(absPath, relPath, n);
+        if (slot === null) continue;
+        const { dest } = slot;
         try {
           await this.link(absPath, dest);
         } catch (err) {
           const code = errnoOf(err);
-          if (code === 'EEXIST') continue;
-          if (!NO_LINK.has(code ?? '')) throw err;
+          if (code === 'EEXIST') {
+            this.release(slot, { taken: true });
+            continue;
+          }
+          if (!NO_LINK.has(code ?? '')) {
+            this.release(slot);
+            throw err;
+          }
           try {
             await copyDurably(absPath, dest);
           } catch (copyErr) {
+            this.release(slot, { taken: errnoOf(copyErr) === 'EEXIST' });
             if (errnoOf(copyErr) === 'EEXIST') continue;
             throw copyErr;
           }
@@ -685,16 +693,26 @@ export class Trash {
       if (cur === null || !sameStat(toFileStat(cur), expect)) {
         throw localChanged(absPath, cur === null ? 'it was removed' : 'it was modified');
       }
-      let dest: string | null = null;
-      for (let n = 0; dest === null; n++) dest = await this.candidate(absPath, relPath, n);
+      let slot: TrashSlot | null = null;
+      for (let n = 0; slot === null; n++) slot = await this.candidate(absPath, relPath, n);
+      const { dest } = slot;
       try {
         await this.rename(absPath, dest);
       } catch (err) {
-        if (errnoOf(err) !== 'EXDEV') throw err;
-        await copyDurably(absPath, dest);
+        if (errnoOf(err) !== 'EXDEV') {
+          this.release(slot);
+          throw err;
+        }
+        try {
+          await copyDurably(absPath, dest);
+        } catch (copyErr) {
+          this.release(slot, { taken: errnoOf(copyErr) === 'EEXIST' });
+          throw copyErr;
+        }
         const again = await lstatOrNull(absPath);
         if (again === null || !sameStat(toFileStat(again), expect)) {
           await fsp.rm(dest, { force: true });
+          this.release(slot);
           throw localChanged(absPath, 'it changed while being copied to the trash');
         }
         await fsp.unlink(absPath);
@@ -707,6 +725,7 @@ export class Trash {
         try {
           await fsp.link(dest, absPath); // put the user's new file back, never over something newer
           await fsp.unlink(dest);
+          this.release(slot);
         } catch {
           throw new BinderSyncError(`${absPath} changed while being trashed; its content is kept at ${dest}`, {
             code: 'LOCAL_CHANGED',
@@ -779,11 +798,36 @@ export class Trash {
     return removed;
   }
 
-  /** The n-th candidate trash path for a file, with its parent dirs created; null when taken. */
-  private async candidate(absPath: string, relPath: string | undefined, n: number): Promise<string | null> {
+  /**
+   * Removes a file this process kept in the trash (a replace that did not happen after all), and its origin
+   * record after it (a crash between the two leaves a record of no file, never a file with no record).
+   */
+  discard(trashPath: string): void {
+    fs.unlinkSync(trashPath);
+    const [day = '', ...inDay] = path.relative(this.dir, trashPath).split(path.sep);
+    if (!readsAsItself(inDay.join('/'))) fs.rmSync(path.join(this.dir, day, recordPathOf(inDay.join('/'))), { force: true });
+  }
+
+  /**
+   * The n-th candidate trash path for a file, with its parent dirs created and its origin recorded when the path
+   * does not tell it (trash-entries.ts recordNeeded); null when taken.
+   */
+  private async candidate(absPath: string, relPath: string | undefined, n: number): Promise<TrashSlot | null> {
     const rel = relPath ?? path.relative(this.root, absPath).split(path.sep).join('/');
     const dayDir = path.join(this.dir, dayOf(this.now()));
     await fsp.mkdir(dayDir, { recursive: true, mode: 0o700 });
+    const dest = await this.freePath(dayDir, rel, n);
+    if (dest === null) return null;
+    const inDay = path.relative(dayDir, dest).split(path.sep).join('/');
+    if (!recordNeeded(inDay, rel)) return { dest, record: null };
+    const record = await this.writeRecord(dayDir, inDay, rel);
+    return record === null ? null : { dest, record };
+  }
+
+  /** The n-th candidate path in dayDir for the file from `rel`, with its parent dirs created; null when taken. */
+  private async freePath(dayDir: string, rel: string, n: number): Promise<string | null> {
+    // The records' folder is not a place for files, even for one restored there by hand: a side folder then.
+    if (rel === RECORDS_DIR || rel.startsWith(`${RECORDS_DIR}/`)) return this.sidePath(dayDir, rel, n);
     let name = rel;
     if (n > 0) {
       const slash = rel.lastIndexOf('/');
@@ -793,7 +837,7 @@ export class Trash {
       const ext = dot > 0 ? base.slice(dot) : '';
       name = `${rel.slice(0, slash + 1)}${fitName(stem, `~${n}`, ext)}`; // within 255 bytes, however long the name
     }
-    let dest = resolveInside(dayDir, name); // relPath comes from the plan: keep it inside the trash too
+    const dest = resolveInside(dayDir, name); // relPath comes from the plan: keep it inside the trash too
     // The stateDir's path is longer than the sync root's: a deep file's mirrored path may pass PATH_MAX.
     if (utf8Length(dest) > MAX_PATH_BYTES) return this.longPathCandidate(dayDir, rel, n);
     try {
@@ -803,35 +847,78 @@ export class Trash {
       if (code === 'ENAMETOOLONG') return this.longPathCandidate(dayDir, rel, n);
       if (code !== 'ENOTDIR' && code !== 'EEXIST') throw err;
       // A file trashed earlier today occupies a parent's name ("a" then "a/b"): use a side folder.
-      dest = resolveInside(dayDir, `~${n}/${rel}`);
-      try {
-        await fsp.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
-      } catch {
-        return null;
-      }
+      return this.sidePath(dayDir, rel, n);
+    }
+    return (await lstatOrNull(dest)) === null ? dest : null;
+  }
+
+  /** `<day>/~n/<rel>`, with its parent dirs created; null when taken. */
+  private async sidePath(dayDir: string, rel: string, n: number): Promise<string | null> {
+    const dest = resolveInside(dayDir, `~${n}/${rel}`);
+    try {
+      await fsp.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
+    } catch {
+      return null;
     }
     return (await lstatOrNull(dest)) === null ? dest : null;
   }
 
   /**
+   * Records that the file about to be kept at `inDay` came from `rel`, durably (the record's content and its
+   * name fsynced) before the file is put there: a crash in between leaves a record of no file, which is never
+   * listed and makes that path taken, never a file whose origin is read wrong. Created exclusively: a record
+   * already there (another process's, or one a crash left) means the path is taken: null.
+   */
+  private async writeRecord(dayDir: string, inDay: string, rel: string): Promise<string | null> {
+    const abs = path.join(dayDir, recordPathOf(inDay));
+    if ((await fsp.mkdir(path.dirname(abs), { recursive: true, mode: 0o700 })) !== undefined) await fsyncDir(dayDir);
+    let fh: fsp.FileHandle;
+    try {
+      fh = await fsp.open(abs, 'wx', 0o600);
+    } catch (err) {
+      if (errnoOf(err) === 'EEXIST') return null;
+      throw err;
+    }
+    try {
+      await fh.writeFile(rel);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await fsyncDir(path.dirname(abs));
+    return abs;
+  }
+
+  /**
+   * Gives up a slot whose file was not put there: its record goes, unless a file is there after all (a partial
+   * copy, which then keeps its origin). `taken`: the path was taken by another writer, so the file there is not
+   * the one the record names.
+   */
+  private release(slot: TrashSlot, opts: { taken?: boolean } = {}): void {
+    if (slot.record === null) return;
+    try {
+      if (opts.taken === true || fs.lstatSync(slot.dest, { throwIfNoEntry: false }) === undefined) fs.rmSync(slot.record, { force: true });
+    } catch {
+      /* best effort: a record of no file is never listed */
+    }
+  }
+
+  /**
    * A file whose mirrored trash path would be too long for the system (black-box round 28a, T3): kept as
-   * `<day>/~long/<id>/<basename>`, with the path it came from in `<day>/~long/<id>.path` (written first, fsynced),
-   * where `binder-sync trash` and `trash restore` read it (trash-entries.ts). Null when taken.
+   * `<day>/~long/<id>/<basename>`, its origin recorded like any path that does not tell it (candidate), where
+   * `binder-sync trash` and `trash restore` read it (trash-entries.ts). Null when taken.
    */
   private async longPathCandidate(dayDir: string, rel: string, n: number): Promise<string | null> {
     const id = createHash('sha256').update(`${n}\0${rel}`).digest('hex').slice(0, 16);
     const dir = path.join(dayDir, LONG_PATHS_DIR, id);
     await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
     const dest = path.join(dir, rel.slice(rel.lastIndexOf('/') + 1));
-    if ((await lstatOrNull(dest)) !== null) return null;
-    const sidecar = path.join(dayDir, longEntrySidecar(id));
-    const fd = fs.openSync(sidecar, 'w', 0o600);
-    try {
-      fs.writeSync(fd, rel);
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    return dest;
+    return (await lstatOrNull(dest)) === null ? dest : null;
   }
+}
+
+/** A path in the trash chosen for a file, and the record of its origin written for it (null: none needed). */
+interface TrashSlot {
+  dest: string;
+  record: string | null;
 }

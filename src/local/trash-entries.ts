@@ -1,17 +1,26 @@
 // What a pair's trash holds, file by file (for `binder-sync trash`), and where each file came from. The trash is
 // `<stateDir>/<pair>/trash/<YYYY-MM-DD>/<relPath>` (local/fs-ops.ts Trash): a name taken that day gets "~N"
 // before its extension, a path whose parent is a file that day goes under a "~N/" side folder, and a path too
-// long to mirror is kept as `~long/<id>/<basename>` with its original path in `~long/<id>.path`.
+// long to mirror is kept as `~long/<id>/<basename>`. Such a name cannot tell its origin by itself (a user's own
+// `report~2.txt` looks like the third copy of `report.txt`: black-box round 30b, F5), so the path each of them
+// came from is recorded, before the file is put there, in `<day>/.binder-sync-origins/<hash of its in-day path>`.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
+import { DAEMON_FILE_PREFIX } from './ignore.js';
 
 export interface TrashEntry {
   /** `<day>/<path inside that day>`: what `trash restore` takes. */
   entry: string;
   day: string;
-  /** Where it most likely was in the sync root (see originalPathOf): where `trash restore` puts it back. */
+  /** Where it was in the sync root (see originOf): where `trash restore` puts it back. */
   originalPath: string;
+  /**
+   * originalPath was read from the entry's name, not from a record: an entry kept by a binder-sync that recorded
+   * no origins, named like a second copy of a file kept that day (see legacyOrigin). Its own name may be meant.
+   */
+  originalPathGuessed: boolean;
   size: number;
   /** When its content was last modified (ISO), as kept. */
   mtime: string;
@@ -22,37 +31,115 @@ const DAY = /^\d{4}-\d{2}-\d{2}$/;
 /** The folder of a day that holds the files whose mirrored path was too long (see Trash.longPathCandidate). */
 export const LONG_PATHS_DIR = '~long';
 const LONG_ENTRY = /^~long\/([0-9a-f]{16})\/[^/]+$/;
+/** Where versions before the origin records kept a long-path entry's origin: `~long/<id>.path`. */
 const LONG_SIDECAR = /^~long\/[0-9a-f]{16}\.path$/;
 
-/** The in-day path of the file naming where the long-path entry `id` came from. */
-export function longEntrySidecar(id: string): string {
-  return `${LONG_PATHS_DIR}/${id}.path`;
+/**
+ * The folder of a day that holds the origin records. Its name starts with the prefix of binder-sync's own files,
+ * which are never synced, so no synced file has that path (one restored there by hand is kept under a "~N/" side
+ * folder: Trash.freePath).
+ */
+export const RECORDS_DIR = `${DAEMON_FILE_PREFIX}origins`;
+
+/**
+ * Whether a file kept at `inDay` is certainly the file of that path: the trash's naming ("~N" suffix, "~N/" side
+ * folder, `~long/`) never makes such a path, and no record is ever kept for one. Any "~" and digit in it, or a
+ * `~long/` start, may be the trash's, so such an entry has a record (or, kept by an older version, its origin is
+ * read from its name: legacyOrigin).
+ */
+export function readsAsItself(inDay: string): boolean {
+  return !/~\d/.test(inDay) && !inDay.startsWith(`${LONG_PATHS_DIR}/`);
+}
+
+/** Whether a file from `rel` kept at `inDay` needs its origin recorded (the listing reads the others as they are). */
+export function recordNeeded(inDay: string, rel: string): boolean {
+  return inDay !== rel || !readsAsItself(rel);
+}
+
+/** The in-day path of the record of where the file kept at `inDay` came from. */
+export function recordPathOf(inDay: string): string {
+  return `${RECORDS_DIR}/${createHash('sha256').update(inDay).digest('hex').slice(0, 32)}.path`;
+}
+
+/** Whether `inDay` is one of the trash's records, not a kept file: never listed, never restored. */
+export function isTrashRecord(dayDir: string, inDay: string): boolean {
+  if (inDay.startsWith(`${RECORDS_DIR}/`)) return true;
+  // An older version's long-path record, beside its entry's folder (a file of that name without one is a file).
+  return LONG_SIDECAR.test(inDay) && fs.existsSync(path.join(dayDir, inDay.slice(0, -'.path'.length)));
+}
+
+/** A record's content when it is a relative path inside the root, else null (no record, or not one of ours). */
+function readRecord(abs: string): string | null {
+  let recorded: string;
+  try {
+    recorded = fs.readFileSync(abs, 'utf8');
+  } catch {
+    return null;
+  }
+  const ok = recorded !== '' && !recorded.startsWith('/') && !recorded.includes('\0') && recorded.split('/').every((p) => p !== '' && p !== '.' && p !== '..');
+  return ok ? recorded : null;
+}
+
+export interface Origin {
+  path: string;
+  /** Read from the name of an entry an older version kept (see legacyOrigin), not known. */
+  guessed: boolean;
 }
 
 /**
- * Where the file at `inDay` inside the day folder `dayDir` came from: a long-path entry's recorded path (when its
- * record is there and reads as a relative path), else by the trash's naming (originalPathOf).
+ * Where the file at `inDay` inside the day folder `dayDir` came from: its own path when the trash's naming cannot
+ * have made it (readsAsItself), else its record; an entry with no record was kept by a version that recorded none
+ * (or is a file put there by hand): legacyOrigin.
  */
-export function originalPathIn(dayDir: string, inDay: string): string {
-  const m = LONG_ENTRY.exec(inDay);
-  if (m !== null) {
-    let recorded: string | null = null;
-    try {
-      recorded = fs.readFileSync(path.join(dayDir, longEntrySidecar(m[1]!)), 'utf8');
-    } catch {
-      /* no record (a crash between the two writes, or a folder of the user's own named ~long): named as it is */
-    }
-    if (recorded !== null && recorded !== '' && !recorded.startsWith('/') && !recorded.includes('\0') && recorded.split('/').every((p) => p !== '' && p !== '.' && p !== '..')) return recorded;
+export function originOf(dayDir: string, inDay: string): Origin {
+  if (readsAsItself(inDay)) return { path: inDay, guessed: false };
+  const recorded = readRecord(path.join(dayDir, recordPathOf(inDay)));
+  if (recorded !== null) return { path: recorded, guessed: false };
+  const long = LONG_ENTRY.exec(inDay);
+  if (long !== null) {
+    const sidecar = readRecord(path.join(dayDir, `${LONG_PATHS_DIR}/${long[1]!}.path`));
+    // Without it (a crash between the two writes of an older version, a folder of the user's own named ~long):
+    // named as it is.
+    return { path: sidecar ?? inDay, guessed: false };
   }
-  return originalPathOf(inDay);
+  return legacyOrigin(dayDir, inDay);
+}
+
+/**
+ * The origin of an entry without a record, from how older versions named entries, only where the day folder
+ * shows the naming was used:
+ * - a leading "~N/" is a side folder when a parent of the rest is a file in that day (the only reason one was
+ *   made; synced files are never directly in the sync root, so a user's own folder "~N" never meets that);
+ * - a "~N" before the extension is a copy's suffix only when the name without it is in that day too (it was added
+ *   only when that name was taken, and kept files are not removed before their day is purged). A user's own
+ *   `x~1.txt` kept the same day as `x.txt` still reads as a copy, the far more common case (a file replaced
+ *   twice in a day): that origin is `guessed`, and the listing and restore say so. Without `x.txt` that day, the
+ *   name is its own.
+ */
+function legacyOrigin(dayDir: string, inDay: string): Origin {
+  const parts = inDay.split('/');
+  if (parts.length > 1 && /^~\d+$/.test(parts[0]!)) {
+    const rest = parts.slice(1);
+    for (let i = 1; i < rest.length; i++) {
+      const st = fs.lstatSync(path.join(dayDir, ...rest.slice(0, i)), { throwIfNoEntry: false });
+      if (st !== undefined && !st.isDirectory()) return { path: rest.join('/'), guessed: false };
+    }
+  }
+  const m = /^(.+)~\d+(\.[^.]*)?$/.exec(parts[parts.length - 1]!);
+  if (m !== null) {
+    const stripped = [...parts.slice(0, -1), `${m[1]}${m[2] ?? ''}`].join('/');
+    if (fs.lstatSync(path.join(dayDir, stripped), { throwIfNoEntry: false }) !== undefined) return { path: stripped, guessed: true };
+  }
+  return { path: inDay, guessed: false };
 }
 
 /**
  * The trash's files, newest day first and by path within a day, at most `limit` of them (`capped` when there
- * are more). A missing trash is empty; one that cannot be read is an error (LOCAL_IO); an unreadable folder inside
- * it is skipped.
+ * are more), only those `keep` takes when given (counted before the limit). A missing trash is empty; one that
+ * cannot be read is an error (LOCAL_IO); an unreadable folder inside it is skipped. The origin records are not
+ * files of their own.
  */
-export function listTrashEntries(dir: string, limit = 100_000): { entries: TrashEntry[]; capped: boolean } {
+export function listTrashEntries(dir: string, limit = 100_000, keep?: (e: TrashEntry) => boolean): { entries: TrashEntry[]; capped: boolean } {
   const entries: TrashEntry[] = [];
   let days: string[];
   try {
@@ -82,13 +169,16 @@ export function listTrashEntries(dir: string, limit = 100_000): { entries: Trash
       }
       for (const e of names) {
         const child = rel === '' ? e.name : `${rel}/${e.name}`;
-        if (e.isDirectory()) stack.push(child);
-        else if (e.isFile()) {
-          // A long-path entry's record is not content of its own.
-          if (LONG_SIDECAR.test(child) && fs.existsSync(path.join(dir, day, child.slice(0, -'.path'.length)))) continue;
-          const st = fs.lstatSync(path.join(dir, day, child), { throwIfNoEntry: false });
+        if (e.isDirectory()) {
+          if (child !== RECORDS_DIR) stack.push(child);
+        } else if (e.isFile()) {
+          const dayDir = path.join(dir, day);
+          if (isTrashRecord(dayDir, child)) continue;
+          const st = fs.lstatSync(path.join(dayDir, child), { throwIfNoEntry: false });
           if (st === undefined) continue;
-          inDay.push({ entry: `${day}/${child}`, day, originalPath: originalPathIn(path.join(dir, day), child), size: st.size, mtime: st.mtime.toISOString() });
+          const origin = originOf(dayDir, child);
+          const entry: TrashEntry = { entry: `${day}/${child}`, day, originalPath: origin.path, originalPathGuessed: origin.guessed, size: st.size, mtime: st.mtime.toISOString() };
+          if (keep === undefined || keep(entry)) inDay.push(entry);
         }
       }
     }
@@ -99,18 +189,4 @@ export function listTrashEntries(dir: string, limit = 100_000): { entries: Trash
     }
   }
   return { entries, capped: false };
-}
-
-/**
- * The sync-root path a file kept in the trash came from, by the trash's naming: a leading "~N/" side folder and
- * a "~N" before the extension are the trash's own. A file whose real name ends in "~N" is read as such a
- * suffix: `trash restore --to` names the path then.
- */
-export function originalPathOf(inDay: string): string {
-  const parts = inDay.split('/');
-  if (parts.length > 1 && /^~\d+$/.test(parts[0]!)) parts.shift();
-  const base = parts[parts.length - 1]!;
-  const m = /^(.+)~\d+(\.[^.]*)?$/.exec(base);
-  if (m) parts[parts.length - 1] = `${m[1]}${m[2] ?? ''}`;
-  return parts.join('/');
 }

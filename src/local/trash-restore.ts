@@ -8,6 +8,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { BinderSyncError } from '../errors.js';
 import { commitTempFile, createTempFor, localIo, replaceFile, resolveInside, syncTempFile, toFileStat, type Trash } from './fs-ops.js';
+import { isTrashRecord } from './trash-entries.js';
 
 export interface RestoreResult {
   /** Absolute path of the restored file. */
@@ -104,6 +105,7 @@ export function trashEntryPath(trashDir: string, entry: string): string {
   const parts = entry.split('/');
   if (parts.length < 2 || !/^\d{4}-\d{2}-\d{2}$/.test(parts[0]!)) throw unknown('an entry is <YYYY-MM-DD>/<path>');
   if (parts.some((p) => p === '' || p === '.' || p === '..' || p.includes('\0'))) throw unknown('not a path inside the trash');
+  if (isTrashRecord(path.join(trashDir, parts[0]!), parts.slice(1).join('/'))) throw unknown('a record of where a kept file came from, not a kept file');
   const abs = path.join(trashDir, ...parts);
   const st = fs.lstatSync(abs, { throwIfNoEntry: false });
   if (st === undefined) throw unknown('not there (purged after trashRetentionDays, or mistyped)');

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import type { DocumentView } from '../../src/emulator/index.js';
+import { RECORDS_DIR } from '../../src/local/trash-entries.js';
 import { localTree, remoteTree, sha256, sync, type CliResult, type Workspace } from './harness.js';
 
 /** The shape `binder-sync sync --json` prints per pair (see jsonReport in src/cli/sync-command.ts). */
@@ -70,9 +71,9 @@ export function trashDir(ws: Workspace): string {
   return path.join(ws.stateDir, 'main', 'trash');
 }
 
-/** sha256 of every file in the pair's trash. */
+/** sha256 of every file the pair's trash keeps (its records of where they came from are no kept content). */
 export function trashHashes(ws: Workspace): string[] {
-  return [...localTree(trashDir(ws)).values()];
+  return [...localTree(trashDir(ws))].filter(([rel]) => rel.split('/')[1] !== RECORDS_DIR).map(([, hash]) => hash);
 }
 
 /** Local and remote hold exactly the same paths with the same content. */

@@ -123,3 +123,57 @@ it('refuses an unknown entry, an entry or a --to outside the trash or the root, 
   expect(usage.code).toBe(2);
   expect(usage.stderr).toMatch(/--config/);
 });
+
+it('lists a file whose own name ends in ~N at its own path and restores it there, not over the file without the ~N (black-box round 30b, F5)', async () => {
+  ws = await createWorkspace();
+  const c = ws.emulator.control;
+  const folder = c.createFolder(ws.binderId, { name: 'Docs' });
+  const docs = Object.fromEntries(
+    ['report~2.txt', 'notes.txt', 'notes~1.txt'].map((name) => [name, c.addDocument(ws.binderId, folder.id, name, `${name} v1`).document]),
+  );
+  expect((await sync(ws)).code).toBe(0);
+  // New versions: each file's old content goes to the trash (notes.txt's too, so its name is taken there).
+  for (const [name, doc] of Object.entries(docs)) c.addVersion(doc.id, `${name} v2`);
+  expect((await sync(ws)).code).toBe(0);
+
+  const listed = JSON.parse((await trash('--json')).stdout) as TrashDocument;
+  const entries = listed.pairs[0]!.entries;
+  expect(entries.map((e) => [e.entry.slice(e.day.length + 1), e.originalPath, e.originalPathGuessed])).toEqual([
+    ['Docs/notes.txt', 'Docs/notes.txt', false],
+    ['Docs/notes~1.txt', 'Docs/notes~1.txt', false],
+    ['Docs/report~2.txt', 'Docs/report~2.txt', false],
+  ]);
+  expect((await trash()).stdout).not.toContain('(was');
+
+  const notes1 = entries.find((e) => e.entry.endsWith('notes~1.txt'))!;
+  const restored = await trash('restore', '--replace', notes1.entry);
+  expect(restored.code, restored.stderr).toBe(0);
+  expect(restored.stdout).toContain(`to ${path.join(ws.local, 'Docs', 'notes~1.txt')}`);
+  expect(readLocal(ws, 'Docs/notes~1.txt')).toBe('notes~1.txt v1');
+  expect(readLocal(ws, 'Docs/notes.txt')).toBe('notes.txt v2');
+  fs.rmSync(path.join(ws.local, 'Docs', 'report~2.txt'));
+  const report = await trash('restore', entries.find((e) => e.entry.endsWith('report~2.txt'))!.entry);
+  expect(report.code, report.stderr).toBe(0);
+  expect(fs.readdirSync(path.join(ws.local, 'Docs')).sort()).toEqual(['notes.txt', 'notes~1.txt', 'report~2.txt']);
+  expect(readLocal(ws, 'Docs/report~2.txt')).toBe('report~2.txt v1');
+
+  // The records are no entries to restore.
+  const records = path.join(ws.stateDir, 'main', 'trash', notes1.day, '.binder-sync-origins');
+  const record = await trash('restore', `${notes1.day}/.binder-sync-origins/${fs.readdirSync(records)[0]!}`);
+  expect(record.code).toBe(2);
+  expect(record.stderr).toMatch(/a record of where a kept file came from, not a kept file/);
+
+  // Kept by a version before the records: read from the name where the day shows a copy, and said to be guessed.
+  const old = path.join(ws.stateDir, 'main', 'trash', '2026-01-01', 'Docs');
+  fs.mkdirSync(old, { recursive: true });
+  for (const name of ['a.txt', 'a~1.txt', 'b~1.txt']) fs.writeFileSync(path.join(old, name), name);
+  const human = (await trash()).stdout;
+  expect(human).toMatch(/^ {2}2026-01-01\/Docs\/a~1\.txt .* \(was Docs\/a\.txt\?\)$/m);
+  expect(human).toMatch(/^ {2}2026-01-01\/Docs\/b~1\.txt .*UTC$/m);
+  expect(human).toContain('(was ...?): kept by an older binder-sync, which recorded no origins');
+  const guessed = await trash('restore', '2026-01-01/Docs/a~1.txt');
+  expect(guessed.code, guessed.stderr).toBe(0);
+  expect(readLocal(ws, 'Docs/a.txt')).toBe('a~1.txt');
+  expect(guessed.stdout).toContain('note: kept by an older binder-sync, which recorded no origins: the path is read from the name');
+  expect(guessed.stdout).toContain('if it was Docs/a~1.txt, rename the restored file to that');
+});
