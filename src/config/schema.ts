@@ -22,6 +22,15 @@ const unlessMissing = (message: string) => (iss: { input?: unknown }) => (iss.in
 
 const nonEmpty = () => z.string().regex(/\S/, { error: 'must not be empty' });
 
+/**
+ * A path. `localPath: ~` is YAML's null, not the home folder (nor is an empty value a path): said so, with what to
+ * write instead, where "must be a string (got null)" left it a puzzle (black-box round 30b, F11).
+ */
+const pathValue = () =>
+  z
+    .string({ error: (iss) => (iss.input === null ? "must be a string (got null: a bare ~, like an empty value, is YAML's null; write ~/ for the home folder, or a full path)" : undefined) })
+    .regex(/\S/, { error: 'must not be empty' });
+
 const httpUrl = () =>
   z
     .string({ error: unlessMissing('must be an http(s) URL') })
@@ -107,7 +116,7 @@ const serviceSchema = z
     tenantId: nonEmpty().describe('Organization id, sent on every request in the tenant header.'),
     clientId: nonEmpty().describe('OAuth client id.'),
     clientSecret: nonEmpty().optional().describe('OAuth client secret. Prefer ${ENV_VAR} or clientSecretFile; exactly one of the two.'),
-    clientSecretFile: nonEmpty()
+    clientSecretFile: pathValue()
       .optional()
       .describe('File holding the client secret (relative to the config file; trailing newline ignored).'),
     tenantHeader: z
@@ -146,7 +155,7 @@ const pairSchema = z.strictObject({
     .regex(PAIR_NAME_PATTERN, { error: 'must be 1-64 characters from A-Z a-z 0-9 . _ -' })
     .refine((s) => !/^\.+$/.test(s), { error: 'must not consist of dots only' })
     .describe('Unique name of the pair; used for its state files.'),
-  localPath: nonEmpty().describe('Local directory to sync (relative to the config file; ~/ allowed).'),
+  localPath: pathValue().describe('Local directory to sync (relative to the config file; ~/ allowed).'),
   binderId: nonEmpty().describe('Id of the binder to sync with.'),
   direction: z.enum(DIRECTIONS).default('both').describe('both, download (remote -> local only) or upload (local -> remote only).'),
   conflictPolicy: z
@@ -200,7 +209,7 @@ const pairSchema = z.strictObject({
 export const configFileSchema = z
   .strictObject({
     service: serviceSchema,
-    stateDir: nonEmpty().default(DEFAULT_STATE_DIR).describe('Directory of the state databases (relative to the config file).'),
+    stateDir: pathValue().default(DEFAULT_STATE_DIR).describe('Directory of the state databases (relative to the config file).'),
     log: z
       .strictObject({ level: z.enum(LOG_LEVELS).default('info').describe('Log level.') })
       .prefault({})

@@ -187,6 +187,23 @@ describe('invalid configs', () => {
     expect(problemsOf(stringify(d))).toEqual(expected);
   });
 
+  it('says a bare ~ (or nothing) given as a path is YAML\'s null, and what to write instead (black-box round 30b, F11)', () => {
+    const hint = "must be a string (got null: a bare ~, like an empty value, is YAML's null; write ~/ for the home folder, or a full path)";
+    const text = stringify(valid())
+      .replace(/^stateDir: .*$/m, 'stateDir:')
+      .replace(/localPath: .*$/m, 'localPath: ~');
+    expect(text).toMatch(/^ {4}localPath: ~$/m);
+    expect(problemsOf(text)).toEqual([`stateDir: ${hint}`, `pairs[0].localPath: ${hint}`]);
+    const d = valid();
+    delete d.service.clientSecret;
+    d.service.clientSecretFile = null;
+    expect(problemsOf(stringify(d))).toEqual([`service.clientSecretFile: ${hint}`]);
+    // Other keys keep the plain message: a ~ means nothing there.
+    const other = valid();
+    other.pairs[0].binderId = null;
+    expect(problemsOf(stringify(other))).toEqual(['pairs[0].binderId: must be a string (got null)']);
+  });
+
   it('reports every problem at once, in one error', () => {
     const d = twoPairs();
     d.service.baseUrl = 'nope';
