@@ -45,6 +45,8 @@ export interface TrashDocument {
 interface ListOptions {
   config?: string;
   pair?: string[];
+  /** Only the files that were at or under one of these paths (or whose entry is: a day, a day's folder). */
+  path?: string[];
   json?: boolean;
 }
 
@@ -63,15 +65,21 @@ export function registerTrashCommand(program: Command, setExit: (code: number) =
     // subcommand. Both take it before or after `restore` (optsWithGlobals), and say when neither has it.
     .option('-c, --config <file>', 'YAML config file (required)')
     .option('-p, --pair <name>', 'only this pair (repeat for several)', collectRepeated)
+    .option('--path <path>', 'only files that were at this path or under it, relative to the sync root (or an entry\'s <day> or <day>/<folder>); repeat for several', collectRepeated)
     .option('--json', 'print one JSON document (shape: TrashDocument in src/cli/trash-command.ts)')
     .addHelpText(
       'after',
       `
 Each file is listed as <day>/<path> (the day it went to the trash), with the path
-it had in the sync root. Files stay trashRetentionDays (30 by default), then go.
+it had in the sync root, newest day first: at most ${HUMAN_LIMIT} files per pair (--json
+lists up to ${TRASH_JSON_LIMIT}). Files stay trashRetentionDays (30 by default), then go.
+Only what was in one folder (or went on one day):
+  binder-sync trash -c sync.yaml --path Docs/Reports
+  binder-sync trash -c sync.yaml --path 2026-11-27
 
-Exit status: 0 when listed, 2 when the config cannot be read or a pair is unknown,
-6 when a trash cannot be read (another user's stateDir).`,
+Exit status: 0 when listed, 2 when the config cannot be read, a pair is unknown or
+a --path leaves the sync root (..), 6 when a trash cannot be read (another user's
+stateDir).`,
     )
     .action((opts: ListOptions, cmd: Command) => setExit(withConfig(cmd, opts) ? listCommand(opts) : ExitCode.usage));
   trash
@@ -125,13 +133,19 @@ function listCommand(opts: ListOptions & { config: string }): number {
   if (config === null) return ExitCode.usage;
   const pairs = selectPairs(config.pairs, opts.pair, opts.config);
   if (pairs === null) return ExitCode.usage;
+  const bad = (opts.path ?? []).find((p) => p.split('/').includes('..'));
+  if (bad !== undefined) {
+    process.stderr.write(`binder-sync: --path ${JSON.stringify(bad)} leaves the sync root: name a folder or file in it, relative to it\n(run binder-sync trash --help for usage)\n`);
+    return ExitCode.usage;
+  }
   let doc: TrashDocument;
   try {
     doc = {
       version: 1,
       pairs: pairs.map((p) => {
         const dir = trashDirOf(config, p);
-        const { entries, capped } = listTrashEntries(dir, opts.json ? TRASH_JSON_LIMIT : HUMAN_LIMIT);
+        const keep = opts.path === undefined ? undefined : underAny(opts.path.map((at) => relativeToRoot(at, p.localPath)));
+        const { entries, capped } = listTrashEntries(dir, opts.json ? TRASH_JSON_LIMIT : HUMAN_LIMIT, keep);
         return { name: p.name, localPath: p.localPath, dir, retentionDays: p.trashRetentionDays, entries, capped };
       }),
     };
@@ -139,17 +153,40 @@ function listCommand(opts: ListOptions & { config: string }): number {
     printError(err);
     return exitCodeFor(err);
   }
-  process.stdout.write(opts.json ? `${JSON.stringify(doc, null, 2)}\n` : formatTrash(doc));
+  process.stdout.write(opts.json ? `${JSON.stringify(doc, null, 2)}\n` : formatTrash(doc, opts.path));
   return ExitCode.ok;
 }
 
-function formatTrash(doc: TrashDocument): string {
+/**
+ * --path relative to the pair's sync root ("" for all of it): an absolute path inside the root names the path it
+ * is, `./`, doubled and trailing slashes are dropped; null for an absolute path outside this pair's root.
+ */
+function relativeToRoot(at: string, root: string): string | null {
+  let rel = at;
+  if (path.isAbsolute(at)) {
+    const r = path.relative(root, at);
+    if (r === '..' || r.startsWith(`..${path.sep}`) || path.isAbsolute(r)) return null;
+    rel = r.split(path.sep).join('/');
+  }
+  return rel.split('/').filter((p) => p !== '' && p !== '.').join('/');
+}
+
+/**
+ * Whether an entry is at or under one of `prefixes` (relativeToRoot's), by the path it had or by its entry
+ * (`<day>`, `<day>/<folder>`). Whole names only: Docs is not Docs2.
+ */
+function underAny(prefixes: Array<string | null>): (e: TrashEntry) => boolean {
+  const under = (p: string, prefix: string) => prefix === '' || p === prefix || p.startsWith(`${prefix}/`);
+  return (e) => prefixes.some((prefix) => prefix !== null && (under(e.originalPath, prefix) || under(e.entry, prefix)));
+}
+
+function formatTrash(doc: TrashDocument, paths: string[] | undefined): string {
   const lines: string[] = [];
   for (const p of doc.pairs) {
     if (lines.length > 0) lines.push('');
     lines.push(`${p.name}  ${p.localPath}   trash ${p.dir} (kept ${p.retentionDays} days)`);
     if (p.entries.length === 0) {
-      lines.push('  empty');
+      lines.push(paths === undefined ? '  empty' : `  no file at or under ${paths.map(printable).join(', ')}`);
       continue;
     }
     const width = Math.max(...p.entries.map((e) => printable(e.entry).length));
@@ -157,7 +194,7 @@ function formatTrash(doc: TrashDocument): string {
       const from = e.originalPath === e.entry.slice(e.day.length + 1) ? '' : `   (was ${printable(e.originalPath)}${e.originalPathGuessed ? '?' : ''})`;
       lines.push(`  ${printable(e.entry).padEnd(width)}  ${fmtBytes(e.size).padStart(9)}  modified ${e.mtime.slice(0, 16).replace('T', ' ')} UTC${from}`);
     }
-    if (p.capped) lines.push(`  ... more than ${p.entries.length} files (see --json)`);
+    if (p.capped) lines.push(`  ... more than ${p.entries.length} files (see --json, or narrow it with --path <folder>)`);
   }
   if (doc.pairs.some((p) => p.entries.some((e) => e.originalPathGuessed))) lines.push('', `(was ...?): ${GUESSED_NOTE}`);
   lines.push('', 'restore one: binder-sync trash restore -c <config> [--pair <name>] <day>/<path> [--to <path>]');

@@ -177,3 +177,39 @@ it('lists a file whose own name ends in ~N at its own path and restores it there
   expect(guessed.stdout).toContain('note: kept by an older binder-sync, which recorded no origins: the path is read from the name');
   expect(guessed.stdout).toContain('if it was Docs/a~1.txt, rename the restored file to that');
 });
+
+it('--path lists only what was at or under a path (or went on a day): the listing stops at 200 files (black-box round 30b, F11)', async () => {
+  ws = await createWorkspace();
+  const day = (d: string) => path.join(ws.stateDir, 'main', 'trash', d);
+  const put = (entry: string) => {
+    fs.mkdirSync(path.dirname(path.join(day(''), entry)), { recursive: true });
+    fs.writeFileSync(path.join(day(''), entry), entry);
+  };
+  for (let i = 0; i < 210; i++) put(`2026-01-02/Docs/f${String(i).padStart(3, '0')}.txt`);
+  for (const name of ['a.txt', 'b.txt', 'Sub/c.txt']) put(`2026-01-01/Other/${name}`);
+  put('2026-01-01/Other2/d.txt');
+  const entriesOf = (stdout: string) => stdout.split('\n').filter((l) => /^ {2}\d{4}-/.test(l)).map((l) => l.trim().split(/\s+/)[0]);
+
+  const all = await trash();
+  expect(all.code, all.stderr).toBe(0);
+  expect(entriesOf(all.stdout)).toHaveLength(200); // all of 2026-01-02's Docs: Other is never reached
+  expect(all.stdout).toContain('... more than 200 files (see --json, or narrow it with --path <folder>)');
+
+  const other = ['2026-01-01/Other/Sub/c.txt', '2026-01-01/Other/a.txt', '2026-01-01/Other/b.txt'];
+  for (const at of ['Other', './Other/', path.join(ws.local, 'Other')]) {
+    const r = await trash('--path', at);
+    expect(r.code, r.stderr).toBe(0);
+    expect(entriesOf(r.stdout), at).toEqual(other);
+    expect(r.stdout).not.toContain('more than');
+  }
+  expect(entriesOf((await trash('--path', 'Other/Sub', '--path', 'Other2')).stdout)).toEqual(['2026-01-01/Other/Sub/c.txt', '2026-01-01/Other2/d.txt']);
+  expect(entriesOf((await trash('--path', '2026-01-01')).stdout)).toEqual([...other, '2026-01-01/Other2/d.txt']);
+  const json = JSON.parse((await trash('--json', '--path', 'Docs/f007.txt')).stdout) as TrashDocument;
+  expect(json.pairs[0]!.entries.map((e) => e.entry)).toEqual(['2026-01-02/Docs/f007.txt']);
+  const none = await trash('--path', 'Oth');
+  expect(none.code).toBe(0);
+  expect(none.stdout).toMatch(/^ {2}no file at or under Oth$/m);
+  const outside = await trash('--path', '../Other');
+  expect(outside.code).toBe(2);
+  expect(outside.stderr).toContain('--path "../Other" leaves the sync root');
+});
