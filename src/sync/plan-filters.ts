@@ -152,8 +152,13 @@ function looksLikeTransferTemp(relPath: string): boolean {
  * (black-box round 29b, finding 3). A file really emptied is uploaded a minute late.
  */
 function quietPeriodFor(a: Extract<Action, { kind: 'upload' | 'conflict' }>, minAgeMs: number): number {
-  if (looksLikeTransferTemp(a.local.relPath)) return Math.max(minAgeMs, TRANSFER_TEMP_QUIET_MS);
-  const emptied = a.kind === 'upload' && a.reason === 'local-modified' && a.local.size === 0;
+  // A file that is already a synced document is no program's temp file, whatever its name (an Excel temp is
+  // always new; `20241127` or `CAFEBABE` as a synced name waited a minute on every edit: black-box round 30a, F5).
+  const synced = a.kind === 'upload' ? a.reason === 'local-modified' : a.base !== null;
+  if (!synced && looksLikeTransferTemp(a.local.relPath)) return Math.max(minAgeMs, TRANSFER_TEMP_QUIET_MS);
+  // Emptied: also when a colleague's version makes it a conflict meanwhile, or its empty conflict copy was
+  // uploaded as a version of its own before the program's output came (round 30a, F4).
+  const emptied = synced && a.local.size === 0;
   return emptied && minAgeMs > 0 ? Math.max(minAgeMs, TRANSFER_TEMP_QUIET_MS) : minAgeMs;
 }
 

@@ -69,6 +69,18 @@ describe('deferRecentlyWritten', () => {
     expect(deferRecentlyWritten(plan([[upload({ ...file('A/new.txt', now - 5_000), size: 0 })]]), 1_000, now).deferred).toEqual([]);
   });
 
+  it('a synced document whose name looks like a temp file is not held on an edit; an emptied file is held in a conflict too (black-box round 30a, F4/F5)', () => {
+    const now = 100_000;
+    const edited: Action = { ...upload(file('A/A1B2C3D4', now - 5_000)), target: { documentId: 'D', folderId: 'F', fileName: 'A1B2C3D4' }, reason: 'local-modified', replacesBase: 'D' } as Action;
+    expect(deferRecentlyWritten(plan([[edited]]), 1_000, now).deferred).toEqual([]);
+    const f = { ...file('A/report.csv', now - 5_000), size: 0 };
+    const base = { documentId: 'D', versionId: 'v1', versionLabel: '1', folderId: 'F', fileName: 'report.csv', relPath: 'A/report.csv', key: 'A/report.csv', size: 10, mtimeMs: 1, inode: 1, ctimeMs: 1, sha256: 'x' };
+    const doc = { documentId: 'D', fileName: 'report.csv', folderId: 'F', versionId: 'v2', relPath: 'A/report.csv', key: 'A/report.csv' };
+    const emptiedConflict: Action = { kind: 'conflict', relPath: 'A/report.csv', key: 'A/report.csv', local: f, doc, base, policy: 'keep-both', conflictPath: 'A/report (conflict).csv', uploadConflictCopy: true, keepLocal: false };
+    expect(deferRecentlyWritten(plan([[emptiedConflict]]), 1_000, now).deferred).toEqual(['A/report.csv']);
+    expect(deferRecentlyWritten(plan([[emptiedConflict]]), 1_000, now + 55_000).deferred).toEqual([]);
+  });
+
   it('does nothing with a zero minimum age (the sync command)', () => {
     const p = plan([[upload(file('A/new.txt', 10_000))]]);
     expect(deferRecentlyWritten(p, 0, 10_000)).toEqual({ plan: p, deferred: [], recheckInMs: null });
