@@ -489,6 +489,20 @@ describe('binder-sync check', () => {
     expect(line(r, 'token')).toMatch(/^PASS  /);
   });
 
+  it('does not count synced files an ignore rule hides since as in sync; says how many it hides (black-box round 30b, F8)', async () => {
+    const ws = await workspace();
+    const c = ws.emulator.control;
+    const docs = c.createFolder(ws.binderId, { name: 'Docs' });
+    const other = c.createFolder(ws.binderId, { name: 'Other' });
+    for (const n of ['a', 'b', 'c']) c.addDocument(ws.binderId, docs.id, `${n}.txt`, n);
+    for (const n of ['x', 'y']) c.addDocument(ws.binderId, other.id, `${n}.txt`, n);
+    expect((await sync(ws)).code).toBe(0);
+    ws.writeConfig({ ignore: ['Other/'] });
+    const json = statusJson(await status(ws, '--json'));
+    expect(json.pairs[0]).toMatchObject({ filesInSync: 3, filesHiddenByIgnore: 2 });
+    expect((await status(ws)).stdout).toMatch(/^ {2}files in sync +3 {3}\(and 2 synced before, hidden by an ignore rule since: left as they are\)$/m);
+  });
+
   it('a renamed pair (same folder, same binder) is refused by sync and check until its state is renamed too; then nothing is sent (black-box round 30b, F2)', async () => {
     const ws = await workspace();
     const c = ws.emulator.control;

@@ -64,7 +64,7 @@ describe('formatStatus "not synced"', () => {
     const issues = Array.from({ length: 12 }, (_, i) => waiting(`dir ${String(i).padStart(2, '0')}`, 5)).flat();
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
       pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues,
     };
     const doc: StatusDocument = {
@@ -81,7 +81,7 @@ describe('formatStatus "not synced"', () => {
 describe('formatStatus "watcher"', () => {
   const pair = (watcher: string | null): PairStatus => ({
     name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
-    lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0,
+    lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
     pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
   });
   const doc = (running: boolean, watcher: string | null): StatusDocument => ({
@@ -126,7 +126,7 @@ describe('names with control characters', () => {
     ];
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0, filesHiddenByIgnore: 0,
       pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null,
       conflicts: [{ relPath: 'N/con\nflict.txt', conflictPath: 'N/con\nflict (conflict).txt', policy: 'keep-both', detail: 'x', at: new Date(0).toISOString() }],
       moreConflicts: false, trash: emptyTrash, issues,
@@ -164,7 +164,7 @@ describe('formatStatus "pending" during a long pass', () => {
     daemon: { running: true, pid: 42, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'syncing', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, changesWaitingSince, inDaemon: null, lastError: null, filesInSync: 700,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, changesWaitingSince, inDaemon: null, lastError: null, filesInSync: 700, filesHiddenByIgnore: 0,
       pendingUploads, pendingUploadCount, pendingDownloads, passBytes, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
     }],
   });
@@ -220,7 +220,7 @@ describe('formatStatus "trash"', () => {
     daemon: { running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
       pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash, issues: [],
     }],
   });
@@ -242,7 +242,7 @@ describe('formatStatus "pending" while passes fail', () => {
     daemon: { running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 19,
+      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 19, filesHiddenByIgnore: 0,
       pendingUploads: [], pendingUploadCount: 0, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [], ...p,
     }],
   });
