@@ -420,6 +420,10 @@ describe('Trash', () => {
     expect(await trash.purgeOlderThan(14)).toBe(1);
     expect(fs.readdirSync(trashDir).sort()).toEqual(['2026-01-20', 'not-a-day']);
     expect(await new Trash(path.join(tmp, 'nope'), root).purgeOlderThan(1)).toBe(0);
+    // A file where the trash should be: nothing to purge, not a failure of the pass (black-box round 30a, F5).
+    const notADir = path.join(tmp, 'trash-file');
+    fs.writeFileSync(notADir, 'x');
+    expect(await new Trash(notADir, root).purgeOlderThan(1)).toBe(0);
   });
 });
 
