@@ -10,6 +10,7 @@ import { BinderSyncError } from '../errors.js';
 import { dirHeldByOther } from '../local/root-lock.js';
 import { StateStore } from '../state/store.js';
 import type { BaseEntry } from './model.js';
+import { findSiblingState } from '../state/sibling-states.js';
 
 /** Meta key: the local root this pair's state describes (its localPath when the state last accepted it). */
 export const STATE_ROOT = 'localPath';
@@ -126,27 +127,8 @@ export async function ensureSyncedRootInPlace(pair: PairConfig, store: StateStor
  */
 function siblingRecording(store: StateStore, id: string): string | null {
   const pairDir = path.dirname(store.file);
-  const stateDir = path.dirname(pairDir);
-  let entries: fs.Dirent[];
-  try {
-    entries = fs.readdirSync(stateDir, { withFileTypes: true });
-  } catch {
-    return null;
-  }
-  for (const e of entries) {
-    const file = path.join(stateDir, e.name, 'state.db');
-    if (!e.isDirectory() || path.join(stateDir, e.name) === pairDir || !fs.existsSync(file)) continue;
-    let sibling: StateStore | undefined;
-    try {
-      sibling = StateStore.openReadOnly(file);
-      if (sibling.getMeta(STATE_ROOT_ID) === id) return `pair ${e.name} (as its state records)`;
-    } catch {
-      // unreadable: no evidence either way
-    } finally {
-      sibling?.close();
-    }
-  }
-  return null;
+  const name = findSiblingState(path.dirname(pairDir), path.basename(pairDir), (sibling) => sibling.getMeta(STATE_ROOT_ID) === id);
+  return name === null ? null : `pair ${name} (as its state records)`;
 }
 
 function replaced(pair: PairConfig, why: string, store: StateStore): BinderSyncError {

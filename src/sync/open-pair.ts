@@ -12,6 +12,7 @@ import { holdRoot } from '../local/root-lock.js';
 import { createIgnoreMatcher } from '../local/ignore.js';
 import { PARALLEL_FROM_FILES, prewarmDigestWorker } from '../local/tree-digest.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
+import { findSiblingState, openForReading } from '../state/sibling-states.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules, uploadsHeldResolver, type MetadataResolver } from './metadata-rules.js';
 import { configDigest, IN_SYNC_MARK, markedTreeFiles } from './in-sync-mark.js';
@@ -390,28 +391,10 @@ export function renamedPairError(pair: PairConfig, stateDir: string): BinderSync
 
 /** The name of another pair's state in stateDir recording pair's binder and local folder, with files synced. */
 function stateOfSameFolderAndBinder(pair: PairConfig, stateDir: string): string | null {
-  let entries: fs.Dirent[];
-  try {
-    entries = fs.readdirSync(stateDir, { withFileTypes: true });
-  } catch {
-    return null;
-  }
-  for (const e of entries) {
-    if (!e.isDirectory() || e.name === pair.name) continue;
-    const file = path.join(stateDir, e.name, 'state.db');
-    if (!fs.existsSync(file)) continue;
-    let other: StateStore | undefined;
-    try {
-      other = openForReading(file);
-      const root = other.getMeta(STATE_ROOT);
-      if (other.getMeta(STATE_BINDER) === pair.binderId && root !== undefined && sameFolder(root, pair.localPath) && other.countBase() > 0) return e.name;
-    } catch {
-      // unreadable: no evidence either way
-    } finally {
-      other?.close();
-    }
-  }
-  return null;
+  return findSiblingState(stateDir, pair.name, (other) => {
+    const root = other.getMeta(STATE_ROOT);
+    return other.getMeta(STATE_BINDER) === pair.binderId && root !== undefined && sameFolder(root, pair.localPath) && other.countBase() > 0;
+  });
 }
 
 /** The same path, or the same existing folder by another path (a symlink, a trailing slash). */
@@ -424,14 +407,6 @@ function sameFolder(a: string, b: string): boolean {
   } catch {
     return false;
   }
-}
-
-/**
- * A state DB opened to read it only. With no -wal file beside it, nobody has it open and the file holds
- * everything: it is read into memory, since a read-only open would leave a -wal and a -shm behind.
- */
-function openForReading(file: string): StateStore {
-  return StateStore.openReadOnly(file, { inMemory: !fs.existsSync(`${file}-wal`) });
 }
 
 /** A state DB file with at least one synced file recorded (false when absent or unreadable). */
