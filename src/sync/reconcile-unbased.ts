@@ -173,12 +173,16 @@ export function planRemoteNew(s: PassState, doc: RemoteDoc): void {
   if (s.consumedDocs.has(doc.documentId)) return;
   if (s.ctx.forgotten?.get(doc.documentId) === doc.versionId) {
     const file = s.view.local.files.get(doc.key);
-    if (file === undefined) {
-      // Deleted locally under localDeletePolicy 'forget' and unchanged remotely since: stays forgotten.
+    // Forgotten under localDeletePolicy 'forget', or while the pair was upload-only: with the pair now restoring
+    // local deletes (the policy or the direction changed since), the current setting applies and the file comes
+    // back; it stayed forgotten, said in forget's words (black-box round 30b, F7).
+    const restoresNow = s.ctx.localDeletePolicy === 'restore' && s.ctx.direction !== 'upload';
+    if (file === undefined && !restoresNow) {
+      // Deleted locally and unchanged remotely since: stays forgotten.
       s.out.issue({ relPath: doc.relPath, documentId: doc.documentId, code: 'local-delete-not-propagated', detail: 'deleted locally; the service cannot delete documents, so the remote document is kept and not downloaded again until it changes' });
       return;
     }
-    if (recreatedForgotten(s, file, doc)) return;
+    if (file !== undefined && recreatedForgotten(s, file, doc)) return;
   }
   if (s.ctx.direction === 'upload') {
     const file = s.view.local.files.get(doc.key);

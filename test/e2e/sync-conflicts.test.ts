@@ -257,4 +257,17 @@ describe('local delete policy', () => {
     expect(readLocal(ws, 'T/gone.txt')).toBe('changed remotely');
     expectSidesEqual(ws);
   });
+
+  it('forgotten, then the policy set to restore: the current policy applies and the file comes back (black-box round 30b, F7)', async () => {
+    const docId = await deletedLocally('forget');
+    expect((await syncJson(ws)).code).toBe(0);
+    expect(fs.existsSync(path.join(ws.local, 'T/gone.txt'))).toBe(false);
+    ws.writeConfig({ localDeletePolicy: 'restore' });
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(0);
+    expect(issueCodes(r)).toEqual([]);
+    expect(readLocal(ws, 'T/gone.txt')).toBe('keep me');
+    expect(versionContents(ws, docId)).toEqual(['keep me']);
+    expectSidesEqual(ws);
+  });
 });
