@@ -76,6 +76,8 @@ describe("the daemon's pass line", () => {
     const log = createLogger({ destination: sink, level: 'debug', pretty: false });
     logPassSummary(log, reportWith([failure('LOCAL_CHANGED', { postponed: true }), failure('LOCAL_IO', { relPath: 'Docs/b.txt' })]), 'poll');
     expect(lines.at(-1)).toMatchObject({ level: 30, msg: expect.stringMatching(/^pass: nothing done, 1 failed, 1 postponed \(changed while being synced\);/) });
+    logPassSummary(log, reportWith([failure('ABORTED'), failure('ABORTED', { relPath: 'Docs/b.txt' }), failure('LOCAL_IO', { relPath: 'Docs/c.txt' })]), 'watch');
+    expect(lines.at(-1)).toMatchObject({ level: 30, msg: expect.stringMatching(/^pass: nothing done, 1 failed, 2 stopped by the shutdown \(the next run takes them up\);/) });
     logPassSummary(log, reportWith([failure('LOCAL_IO', { repeated: true })]), 'retry');
     expect(lines.at(-1)).toMatchObject({ level: 20, msg: 'pass: the same 1 failure(s) again' });
   });
