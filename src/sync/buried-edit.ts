@@ -16,11 +16,12 @@ import type { BaseEntry, ConflictPolicy } from './model.js';
 import { baseNameOf, pathKey } from './path-key.js';
 import { conflictName, conflictTag } from './reconcile-builder.js';
 import { uploadLocalFile } from './upload.js';
+import { versionsBetween } from './version-order.js';
 
 /**
- * The versions of documentId listed strictly between `editedFrom` and `ours`, the newest first. The list's
- * direction is not specified (spec 4.11), so "between" is by position, whichever way it runs. Best effort: a
- * listing that fails, or lacks either version, finds nothing (the commit is done and recorded either way).
+ * The versions of documentId listed strictly between `editedFrom` and `ours`, the newest first (version-order.ts).
+ * Best effort: a listing that fails, or lacks either version, finds nothing (the commit is done and recorded
+ * either way).
  */
 export async function versionsBuriedUnder(d: ExecutorDeps, documentId: string, editedFrom: string, ours: string): Promise<DocumentVersion[]> {
   let versions: DocumentVersion[];
@@ -30,13 +31,7 @@ export async function versionsBuriedUnder(d: ExecutorDeps, documentId: string, e
     d.log.debug({ documentId, err: describeError(err) }, 'could not list the versions after a commit to look for one made meanwhile');
     return [];
   }
-  const from = versions.findIndex((v) => v.id === editedFrom);
-  const to = versions.findIndex((v) => v.id === ours);
-  if (from < 0 || to < 0 || Math.abs(to - from) < 2) return [];
-  const step = to > from ? -1 : 1;
-  const between: DocumentVersion[] = [];
-  for (let i = to + step; i !== from; i += step) between.push(versions[i]!);
-  return between;
+  return versionsBetween(versions, editedFrom, ours) ?? [];
 }
 
 /** How many free conflict-copy names are tried before giving up (each is only taken if nothing is there). */

@@ -19,6 +19,7 @@ import type { ExecutorDeps } from './executor-deps.js';
 import { sameStat, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { uploadLocalFile, versionHolds } from './upload.js';
+import { versionsBefore, versionsBetween } from './version-order.js';
 
 export interface ActionFailure {
   kind: ActionKind;
@@ -453,11 +454,6 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
 }
 
 /**
- * The local side of a conflict with its content hash: read now when the scan left it unread (a large new file)
- * and the remote content has the same size (contents of different sizes differ anyway). The file must still be
- * as planned, or the hash would describe something else: LOCAL_CHANGED (the next pass plans again).
- */
-/**
  * Puts a conflict's downloaded temp file in place over the local file (whose content goes to the trash), under a
  * download intent, and records the base, with `alsoRecord` in the same transaction. Returns the trash path.
  */
@@ -511,25 +507,23 @@ const EARLIER_VERSION_MAX_BYTES = 64 * 1024 * 1024;
 async function holdsEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: { size: number; sha256: string }): Promise<boolean> {
   const baseVersion = d.store.getBase(doc.documentId)?.versionId;
   const versions = await d.client.listVersions(doc.documentId);
-  // Only versions made after the base's and before the latest: the list's order is not specified (spec 4.11),
-  // so "between" is by position, whichever way the list runs. A local file with a version older than the base
-  // is an edit (a revert), not a stale copy, and stays a conflict.
-  const to = versions.findIndex((v) => v.id === doc.versionId);
-  // With no base at all (a lost or deleted state DB, a document forgotten under `localDeletePolicy: forget`)
-  // nothing says the file was edited: one holding a version just before the latest is a stale copy too (black-box
-  // round 30a, F2/F3: it became a conflict copy, a new document of bytes the service had). The latest must be at
-  // one end of the list for "before" to be known.
-  const from = baseVersion !== undefined ? versions.findIndex((v) => v.id === baseVersion) : to === 0 ? versions.length : to === versions.length - 1 ? -1 : -2;
-  if (from === -2 || (baseVersion !== undefined && from < 0) || to < 0 || Math.abs(to - from) < 2) return false;
-  const step = to > from ? -1 : 1;
-  const candidates: typeof versions = [];
-  for (let i = to + step; i !== from && candidates.length < EARLIER_VERSIONS_READ; i += step) candidates.push(versions[i]!);
-  for (const v of candidates) {
+  // Only versions made after the base's and before the latest: a local file with a version older than the base
+  // is an edit (a revert), not a stale copy, and stays a conflict. With no base at all (a lost or deleted state
+  // DB, a document forgotten under `localDeletePolicy: forget`) nothing says the file was edited: one holding a
+  // version just before the latest is a stale copy too (black-box round 30a, F2/F3: it became a conflict copy, a
+  // new document of bytes the service had).
+  const earlier = baseVersion !== undefined ? versionsBetween(versions, baseVersion, doc.versionId) : versionsBefore(versions, doc.versionId);
+  for (const v of (earlier ?? []).slice(0, EARLIER_VERSIONS_READ)) {
     if (await versionHolds(d, doc.documentId, v.id, local)) return true;
   }
   return false;
 }
 
+/**
+ * The local side of a conflict with its content hash: read now when the scan left it unread (a large new file)
+ * and the remote content has the same size (contents of different sizes differ anyway). The file must still be
+ * as planned, or the hash would describe something else: LOCAL_CHANGED (the next pass plans again).
+ */
 async function withContentHash(abs: string, local: LocalFile, remoteBytes: number, signal?: AbortSignal): Promise<LocalFile> {
   if (local.sha256 !== null || local.size !== remoteBytes) return local;
   let sha256: string;

@@ -14,6 +14,7 @@ import { FolderRecheck } from './name-recheck.js';
 import { baseNameOf } from './path-key.js';
 import { nextVersionLabel } from './version-label.js';
 import type { ExecutorDeps } from './executor-deps.js';
+import { versionsBetween } from './version-order.js';
 
 export interface UploadRequest {
   relPath: string;
@@ -565,18 +566,17 @@ async function findCommittedVersion(d: ExecutorDeps, row: OutboxRow): Promise<Do
  * The versions an edit's commit can have made: only those listed after the one the edit was made from. An edit
  * that put back an older version's content (an undo, `git checkout old -- f`) matches that old version, which is
  * not ours: taken as "committed", nothing was sent and the latest came down over the edit (black-box round 30a,
- * F1). The list's direction is not specified (spec 4.11): the document's latest says which side is newer. With
- * no base version in the list (a new document, a history the service pruned) every version stays a candidate.
+ * F1). The document's latest says which side of the base is newer (version-order.ts). With no base version in
+ * the list (a new document, a history the service pruned) every version stays a candidate.
  */
 async function madeSinceBase(d: ExecutorDeps, row: OutboxRow, documentId: string, versions: DocumentVersion[]): Promise<DocumentVersion[]> {
   const baseVersion = row.documentId === documentId ? d.store.getBase(documentId)?.versionId : undefined;
-  const from = baseVersion === undefined ? -1 : versions.findIndex((v) => v.id === baseVersion);
-  if (from < 0) return versions;
+  if (baseVersion === undefined || !versions.some((v) => v.id === baseVersion)) return versions;
   const latest = (await d.client.getDocument(documentId))?.latestVersionId;
-  const to = versions.findIndex((v) => v.id === latest);
-  if (to < 0) return versions.filter((v) => v.id !== baseVersion);
-  if (to === from) return [];
-  return to > from ? versions.slice(from + 1) : versions.slice(0, from);
+  if (latest === baseVersion) return [];
+  const between = latest === undefined ? null : versionsBetween(versions, baseVersion, latest);
+  if (between === null) return versions.filter((v) => v.id !== baseVersion);
+  return [versions.find((v) => v.id === latest)!, ...between];
 }
 
 const MAX_CANDIDATE_DOCS = 3;
