@@ -7,12 +7,12 @@
 // document), as keep-both does when the race is seen before the commit.
 import fs from 'node:fs/promises';
 import { describeError } from '../errors.js';
-import { commitTempFile, lstatOrNull, resolveInside, toFileStat } from '../local/fs-ops.js';
+import { commitTempFile, lstatOrNull, resolveInside } from '../local/fs-ops.js';
 import type { DocumentVersion } from '../service/index.js';
 import { downloadToTemp } from './download.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import type { ExecutionReport } from './executor.js';
-import type { BaseEntry, ConflictPolicy } from './model.js';
+import type { BaseEntry, ConflictPolicy, LocalFile } from './model.js';
 import { baseNameOf, pathKey } from './path-key.js';
 import { conflictName, conflictTag } from './reconcile-builder.js';
 import { uploadLocalFile } from './upload.js';
@@ -62,30 +62,27 @@ export async function keepBuriedVersion(
     d.log.warn(said, 'conflict: a version was committed on the service during our upload; ours is the latest (local-wins), theirs is in the version history');
     return;
   }
-  let copy: string | null = null;
+  let kept: LocalFile | null = null;
   try {
-    copy = await downloadAsCopy(d, ours, theirs, conflictTag(at));
+    kept = await downloadAsCopy(d, ours, theirs, conflictTag(at));
   } catch (err) {
     d.log.warn({ ...said, err: describeError(err) }, 'conflict: a version was committed on the service during our upload and could not be kept as a conflict copy; it is in the version history');
   }
+  const copy = kept?.relPath ?? null;
   const detail = copy !== null ? 'a version made on the service during the upload was under ours; kept as the conflict copy' : 'a version made on the service during the upload is under ours in the history (the conflict copy could not be written)';
   d.store.addConflict({ relPath: ours.relPath, conflictPath: copy, documentId: ours.documentId, policy, detail, at: at.toISOString() });
   report.conflicts.push({ relPath: ours.relPath, conflictPath: copy, outcome: copy !== null ? 'kept both (their version was committed during our upload)' : 'their version, committed during our upload, is in the version history' });
-  if (copy === null) return;
+  if (kept === null) return;
   d.log.warn({ ...said, conflictCopy: copy }, 'conflict: a version was committed on the service during our upload; kept both (theirs as the conflict copy)');
   // Uploaded at once, as keep-both uploads its copy: both edits are on the service when the pass ends. A
   // failure leaves the copy local, and the next pass uploads it as any new file.
   try {
-    const abs = resolveInside(d.root, copy);
-    const st = await lstatOrNull(abs);
-    if (st === null) return;
-    const key = pathKey(copy, d.caseInsensitive);
     const { bytes } = await uploadLocalFile(d, {
-      relPath: copy,
-      key,
-      abs,
-      local: { relPath: copy, key, ...toFileStat(st), sha256: null },
-      target: { documentId: null, folderId: ours.folderId, fileName: baseNameOf(copy) },
+      relPath: kept.relPath,
+      key: kept.key,
+      abs: resolveInside(d.root, kept.relPath),
+      local: kept,
+      target: { documentId: null, folderId: ours.folderId, fileName: baseNameOf(kept.relPath) },
       reason: 'new-local',
     });
     report.bytesUploaded += bytes;
@@ -94,16 +91,16 @@ export async function keepBuriedVersion(
   }
 }
 
-/** Downloads `version` to the first free conflict-copy name of `ours`; returns that path (relative). */
-async function downloadAsCopy(d: ExecutorDeps, ours: BaseEntry, version: DocumentVersion, tag: string): Promise<string> {
+/** Downloads `version` to the first free conflict-copy name of `ours`; returns the file as written (stat, hash). */
+async function downloadAsCopy(d: ExecutorDeps, ours: BaseEntry, version: DocumentVersion, tag: string): Promise<LocalFile> {
   for (let n = 1; n <= COPY_NAMES_TRIED; n++) {
     const relPath = conflictName(ours.relPath, tag, n);
     const abs = resolveInside(d.root, relPath);
     if ((await lstatOrNull(abs)) !== null) continue;
     const tmp = await downloadToTemp(d, { documentId: ours.documentId, versionId: version.id, relPath }, abs);
     try {
-      await commitTempFile(tmp.tempPath, abs, null, { synced: true });
-      return relPath;
+      const stat = await commitTempFile(tmp.tempPath, abs, null, { synced: true });
+      return { relPath, key: pathKey(relPath, d.caseInsensitive), ...stat, sha256: tmp.sha256 };
     } catch (err) {
       await fs.rm(tmp.tempPath, { force: true });
       // Taken between the look and the link (linkNoClobber refused): the next name.
