@@ -70,7 +70,7 @@ export async function openPair(
       // once, as the empty DB is refused with these words (black-box round 29a, F3); the pass then rebuilds it.
       log.warn({ pair: pair.name, file: stateFile, left: stateLost }, `pair ${pair.name}: its state DB ${stateFile} is missing, but the pair has synced before (${stateLost}): the record of what was synced is rebuilt by comparing content; a file holding one of the versions just before its document's latest takes the latest, other files that differ on the two sides become conflicts (both kept), and a document deleted on the service since the last sync comes back from the local copy`);
     }
-    if (store.countBase() === 0) ensureNotRenamed(pair, stateDir);
+    if (store.countBase() === 0) ensureNotRenamed(pair, stateDir, true);
     ensureSameBinder(pair, store, pairStateDir);
     ensureSameRoot(pair, store, pairStateDir, log);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
@@ -366,8 +366,8 @@ function lostStateDb(pairStateDir: string, stateFile: string): string | null {
  * 30b, F2). Another state in the same stateDir that synced this very binder into this very folder is that pair's
  * record: refused (exit 2) until it is renamed to the new name, or moved away to start over on purpose.
  */
-function ensureNotRenamed(pair: PairConfig, stateDir: string): void {
-  const err = renamedPairError(pair, stateDir);
+function ensureNotRenamed(pair: PairConfig, stateDir: string, ownStateEmpty = false): void {
+  const err = renamedPairError(pair, stateDir, ownStateEmpty);
   if (err !== null) throw err;
 }
 
@@ -375,8 +375,9 @@ function ensureNotRenamed(pair: PairConfig, stateDir: string): void {
  * The error openPair throws for a pair with nothing synced whose folder and binder another state of the stateDir
  * synced (see ensureNotRenamed), or null; read-only, for `check` too.
  */
-export function renamedPairError(pair: PairConfig, stateDir: string): BinderSyncError | null {
-  if (hasSyncedState(path.join(stateDir, pair.name, 'state.db'))) return null;
+export function renamedPairError(pair: PairConfig, stateDir: string, ownStateEmpty = false): BinderSyncError | null {
+  // openPair knows its own state is empty (it has it open): not opened a second time to be asked.
+  if (!ownStateEmpty && hasSyncedState(path.join(stateDir, pair.name, 'state.db'))) return null;
   const other = stateOfSameFolderAndBinder(pair, stateDir);
   if (other === null) return null;
   const oldDir = path.join(stateDir, other);

@@ -131,7 +131,7 @@ describe('binder-sync run: operation', () => {
     expect(readDaemonStatus(w.stateDir)).toBeNull();
   }, 60_000);
 
-  it('rejects on SIGHUP what `sync` refuses (metadata rules that do not fit, another binderId for a synced pair), and the running pair goes on', async () => {
+  it('rejects on SIGHUP what `sync` refuses (metadata rules that do not fit, another binderId for a synced pair, a renamed pair), and the running pair goes on', async () => {
     ws = await oneDocumentPair();
     const w = ws;
     const c = w.emulator.control;
@@ -144,6 +144,8 @@ describe('binder-sync run: operation', () => {
     const cases: Array<[string, Record<string, unknown>, RegExp]> = [
       ['metadata rules that do not fit', { metadata: [{ match: '**', values: { Department: 'Marketing' } }] }, /"Marketing" is not an allowed value/],
       ['another binder for a synced pair', { binderId: other }, /its state was synced with binder/],
+      // The running pair renamed: it would start over with no record (black-box round 30b, F2).
+      ['a renamed pair', { name: 'work' }, /pair work: has no state yet, but the stateDir holds the state of pair main .* was the pair renamed\?/],
     ];
     let version = 1;
     for (const [what, change, says] of cases) {
