@@ -141,6 +141,28 @@ describe('an upload-only pair meeting content on both sides (black-box round 30b
   });
 });
 
+describe('an upload-only pair whose local file holds a version between its base and the latest', () => {
+  it('is never replaced by the latest (the stale-copy rule changes local files; this pair never does): it goes on top', async () => {
+    const p = await openTestPair(emu, 'upload-earlier', 'direction: upload');
+    try {
+      const folder = emu.control.createFolder(p.binderId, { name: 'Docs' });
+      const doc = emu.control.addDocument(p.binderId, folder.id, 'f.txt', 'v1\n').document;
+      fs.mkdirSync(path.join(p.local, 'Docs'), { recursive: true });
+      fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'v1\n');
+      expect((await runPass(p.rt)).converged).toBe(true);
+      emu.control.addVersion(doc.id, 'v2\n');
+      emu.control.addVersion(doc.id, 'v3\n');
+      fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'v2\n');
+      const pass = await runPass(p.rt);
+      expect(pass.execution?.failures).toEqual([]);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'f.txt'), 'utf8')).toBe('v2\n');
+      expect(contents(doc.id)).toEqual(['v1\n', 'v2\n', 'v3\n', 'v2\n']);
+    } finally {
+      await p.close();
+    }
+  });
+});
+
 describe('an upload left unfinished whose content equals an older version (black-box round 30a, F1)', () => {
   /** Synced at v2; the user puts v1's content back; its commit fails with a 503 and the row stays in the outbox. */
   async function revertLeftInOutbox(p: TestPair): Promise<{ documentId: string; folderId: string }> {
