@@ -98,6 +98,16 @@ describe('an edit committed over a version made during its upload', () => {
   });
 });
 
+/** Docs/f.txt holding v1 on both sides, synced; returns its document. */
+async function syncedAtV1(p: TestPair): Promise<{ id: string }> {
+  const folder = emu.control.createFolder(p.binderId, { name: 'Docs' });
+  const doc = emu.control.addDocument(p.binderId, folder.id, 'f.txt', 'v1\n').document;
+  fs.mkdirSync(path.join(p.local, 'Docs'), { recursive: true });
+  fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'v1\n');
+  expect((await runPass(p.rt)).converged).toBe(true);
+  return doc;
+}
+
 describe('an upload-only pair meeting content on both sides (black-box round 30b, F3)', () => {
   it('first sync: an identical file makes no version, a different one goes on top, the local files are untouched', async () => {
     const p = await openTestPair(emu, 'upload-first', 'direction: upload');
@@ -123,11 +133,7 @@ describe('an upload-only pair meeting content on both sides (black-box round 30b
   it('both sides edited: compared, then the local edit on top (whatever the policy), recorded for status', async () => {
     const p = await openTestPair(emu, 'upload-both', 'direction: upload, conflictPolicy: remote-wins');
     try {
-      const folder = emu.control.createFolder(p.binderId, { name: 'Docs' });
-      const doc = emu.control.addDocument(p.binderId, folder.id, 'f.txt', 'v1\n').document;
-      fs.mkdirSync(path.join(p.local, 'Docs'), { recursive: true });
-      fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'v1\n');
-      expect((await runPass(p.rt)).converged).toBe(true);
+      const doc = await syncedAtV1(p);
       expect(contents(doc.id)).toEqual(['v1\n']);
       emu.control.addVersion(doc.id, 'theirs\n');
       fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'mine\n');
@@ -145,11 +151,7 @@ describe('an upload-only pair whose local file holds a version between its base 
   it('is never replaced by the latest (the stale-copy rule changes local files; this pair never does): it goes on top', async () => {
     const p = await openTestPair(emu, 'upload-earlier', 'direction: upload');
     try {
-      const folder = emu.control.createFolder(p.binderId, { name: 'Docs' });
-      const doc = emu.control.addDocument(p.binderId, folder.id, 'f.txt', 'v1\n').document;
-      fs.mkdirSync(path.join(p.local, 'Docs'), { recursive: true });
-      fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'v1\n');
-      expect((await runPass(p.rt)).converged).toBe(true);
+      const doc = await syncedAtV1(p);
       emu.control.addVersion(doc.id, 'v2\n');
       emu.control.addVersion(doc.id, 'v3\n');
       fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'v2\n');
