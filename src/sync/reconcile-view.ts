@@ -35,6 +35,8 @@ export class ReconcileView {
   private dirsWithBase: Set<PathKey> | null = null;
   /** Remote folder id + loose file name of every document (built on first use). */
   private docsByFolderName: Set<string> | null = null;
+  /** Local files with no base row at their key, by their whole path in loose form (built on first use). */
+  private unbasedByLoosePath: Map<string, LocalFile[]> | null = null;
   /** Documents listed but not placed locally, by id (built on first use). */
   private unmappableById: Map<string, RemoteObservation['unmappable'][number]> | null = null;
 
@@ -132,6 +134,28 @@ export class ReconcileView {
     return this.docsByFolderName.has(nameKey(folderId, fileName));
   }
 
+  /**
+   * b's own file (its inode), renamed locally to a path that differs from its document's new remote path only in
+   * case or Unicode form (`file.txt` became `File.txt` here and `FILE.txt` on the service; a folder likewise). A
+   * local rename cannot be sent, and the two names cannot both be documents of one folder on a service that
+   * compares names loosely (plan-filters.ts withheldForAmbiguousNames): uploaded as a new document, the file
+   * waited forever. Undefined when there is no such file (an inode of 0 says nothing).
+   */
+  ownFileRenamedLoosely(b: BaseEntry, doc: RemoteDoc): LocalFile | undefined {
+    if (b.inode === 0) return undefined;
+    if (this.unbasedByLoosePath === null) {
+      this.unbasedByLoosePath = new Map();
+      for (const f of this.localFiles) {
+        if (this.baseByKey.has(f.key)) continue;
+        const loose = looseName(f.relPath);
+        const list = this.unbasedByLoosePath.get(loose);
+        if (list) list.push(f);
+        else this.unbasedByLoosePath.set(loose, [f]);
+      }
+    }
+    return this.unbasedByLoosePath.get(looseName(doc.relPath))?.find((f) => f.inode === b.inode && f.key !== doc.key);
+  }
+
   /** Did synced files lie under this directory? Then a remote folder missing here was removed locally. */
   hadSyncedFilesUnder(dirKey: PathKey): boolean {
     if (this.dirsWithBase === null) {
@@ -170,6 +194,11 @@ export class ReconcileView {
     // Not in the scan because an ignore rule hides it (added after the file was synced): not looked at, so
     // unknown. Read as deleted, a remote rename or delete in that time would be lost when the rule goes.
     if (!file) return this.hiddenByIgnore(b) ? 'unknown' : 'deleted';
+    return this.contentState(b, file);
+  }
+
+  /** Is `file` (b's own, wherever it is now) b's content? */
+  contentState(b: BaseEntry, file: LocalFile): 'unchanged' | 'modified' {
     // A file the scan did not read (sha256 null: a large file it had no hash for) is unchanged when its stat is
     // the base's, the trust the scanner gives every file it does not re-hash: its upload just made that base.
     if (file.sha256 === null) return sameStat(file, b) ? 'unchanged' : 'modified';

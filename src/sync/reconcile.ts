@@ -231,10 +231,19 @@ type Cell = `${LocalState}/${RemoteState}`;
 function planBase(s: PassState, b: BaseEntry): boolean {
   // An entry whose file was trashed to break a rename cycle is planned as "locally deleted".
   const vacated = s.vacated.has(b.documentId);
-  const l = vacated ? 'deleted' : s.view.localState(b);
+  let l = vacated ? 'deleted' : s.view.localState(b);
   const r = s.view.remoteState(b);
-  const file = vacated ? undefined : s.view.local.files.get(b.key);
+  let file = vacated ? undefined : s.view.local.files.get(b.key);
   const doc = s.view.remote.docs.get(b.documentId);
+  // Renamed on both sides to names that differ only in case (or Unicode form): the remote name wins, as the
+  // local rename cannot be sent; the file is moved to it like any followed rename (black-box round 30b, F9).
+  if (l === 'deleted' && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction !== 'upload') {
+    const own = s.view.ownFileRenamedLoosely(b, doc);
+    if (own && !s.consumedLocal.has(own.key)) {
+      file = own;
+      l = s.view.contentState(b, own);
+    }
+  }
   const cell = `${l}/${r}` as Cell;
   let done = true;
   switch (cell) {
@@ -278,7 +287,11 @@ function planBase(s: PassState, b: BaseEntry): boolean {
     default:
       return assertNever(cell);
   }
-  if (done) s.decided.add(b.documentId);
+  if (done) {
+    s.decided.add(b.documentId);
+    // Taken by this entry's step (a deferred one may come back and take it then).
+    if (file !== undefined && file.key !== b.key) s.consumedLocal.add(file.key);
+  }
   return done;
 }
 

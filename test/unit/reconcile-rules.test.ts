@@ -410,6 +410,58 @@ describe('remote moves onto occupied paths', () => {
       }
     });
   });
+  describe('renamed on both sides to names that differ only in case or Unicode form (black-box round 30b, F9)', () => {
+    // Each row: local content, remote version -> the steps planned (the file moved to the remote name first).
+    const rows: Array<[string, string, string, string[]]> = [
+      ['unchanged', 'h1', 'v1', ['move docs/File.txt -> docs/FILE.txt']],
+      ['edited after the rename', 'h2', 'v1', ['move docs/File.txt -> docs/FILE.txt', 'upload docs/FILE.txt -> d1:f1/FILE.txt local-modified replaces=d1']],
+      ['remote edited', 'h1', 'v2', ['move docs/File.txt -> docs/FILE.txt', 'download docs/FILE.txt d1@v2']],
+      ['both edited', 'h2', 'v2', ['move docs/File.txt -> docs/FILE.txt', 'conflict docs/FILE.txt d1@v2 base=d1 keep-both copy=docs/FILE (conflict T).txt upload-copy=true']],
+    ];
+    for (const [name, localSha, version, steps] of rows) {
+      it(`${name}: the remote name wins, the file is not a new document`, () => {
+        const w = world();
+        w.baseRow('d1', 'docs/file.txt', 'v1', 'f1', 'h1');
+        w.file('docs/File.txt', localSha, { inode: statFor('h1').inode, ctimeMs: 5 });
+        w.doc('d1', 'docs/FILE.txt', version, 'f1');
+        const p = plan(w);
+        expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([steps]);
+        expect(p.issues).toEqual([]);
+      });
+    }
+    it('a folder renamed so (Reports -> reports here, REPORTS there): its files move into the remote name', () => {
+      const w = new World(false).folder('f1', 'REPORTS').dir('reports');
+      w.baseRow('d1', 'Reports/r.csv', 'v1', 'f1', 'h1');
+      w.file('reports/r.csv', 'h1', { inode: statFor('h1').inode });
+      w.doc('d1', 'REPORTS/r.csv', 'v1', 'f1');
+      const p = plan(w);
+      expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([['mkdir REPORTS f1'], ['move reports/r.csv -> REPORTS/r.csv']]);
+      expect(p.issues).toEqual([]);
+    });
+    it('in Unicode form (NFD here, another case there)', () => {
+      const w = world();
+      w.baseRow('d1', 'docs/\u00e4rger.txt', 'v1', 'f1', 'h1');
+      w.file('docs/A\u0308rger.txt', 'h1', { inode: statFor('h1').inode });
+      w.doc('d1', 'docs/\u00c4RGER.txt', 'v1', 'f1');
+      expect(summarizeGroups(plan(w).groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([['move docs/A\u0308rger.txt -> docs/\u00c4RGER.txt']]);
+    });
+    it('another inode, a name that differs in more than case, or an upload-only pair: a new local file, as before', () => {
+      const cases: Array<[string, Record<string, number>, Parameters<typeof ctxOf>[0]]> = [
+        ['docs/File.txt', { inode: 4242 }, {}],
+        ['docs/File2.txt', { inode: statFor('h1').inode }, {}],
+        ['docs/File.txt', { inode: statFor('h1').inode }, { direction: 'upload' }],
+      ];
+      for (const [localPath, stat, over] of cases) {
+        const w = world();
+        w.baseRow('d1', 'docs/file.txt', 'v1', 'f1', 'h1');
+        w.file(localPath, 'h1', stat);
+        w.doc('d1', 'docs/FILE.txt', 'v1', 'f1');
+        const steps = summarizeGroups(plan(w, over).groups).flat().join('\n');
+        expect(steps, `${localPath} ${JSON.stringify(stat)} ${JSON.stringify(over)}`).not.toMatch(/^move /m);
+        expect(steps).toContain(`upload ${localPath} -> new:`);
+      }
+    });
+  });
   it('a chain of renames runs in one group, the path freed first', () => {
     const w = world();
     w.baseRow('dA', 'docs/a.txt', 'v1', 'f1', 'hA');
