@@ -76,11 +76,31 @@ export function groupIssues(issues: readonly Issue[]): IssueLine[] {
     const first = items[0]!;
     if (items.length < GROUP_FROM) return items.map((i) => ({ label: printable(i.relPath), code, detail: oneLine(i.detail), count: 1 }));
     const noun = NOT_ONLY_FILES.has(code) ? 'items' : 'files';
-    const label = folder === '' ? `${items.length} items` : `${printable(folder)}/ (${items.length} ${noun})`;
+    const nameOf = (i: Issue) => printable(i.relPath.slice(folder === '' ? 0 : folder.length + 1));
+    const some = NAMED_IN_GROUPS.has(code) ? `: ${namesOf(items.map(nameOf))}` : '';
+    const label = folder === '' ? `${items.length} items${some === '' ? '' : ` (${some.slice(2)})`}` : `${printable(folder)}/ (${items.length} ${noun}${some})`;
     const same = items.every((i) => i.detail === first.detail);
-    const name = printable(first.relPath.slice(folder === '' ? 0 : folder.length + 1));
+    const name = nameOf(first);
     return [{ label, code, detail: same ? oneLine(first.detail) : `e.g. ${name}: ${oneLine(first.detail)}`, count: items.length }];
   });
+}
+
+/**
+ * Codes whose folded lines also name their first files: each file is one to look at (a held temp-like name may be
+ * a real file, `20241127`; an unreadable one needs its permissions fixed), whereas the files waiting for one remote
+ * folder, or left out by one rule, are all answered by the folder (black-box round 30a, F5).
+ */
+const NAMED_IN_GROUPS: ReadonlySet<Issue['code']> = new Set([
+  'changing', 'unreadable', 'upload-refused', 'metadata-missing', 'name-not-representable', 'ambiguous-remote-name',
+  'path-collision', 'unknown-state', 'special-file', 'symlink',
+]);
+/** How many names a folded line shows before "and N more". */
+const NAMES_SHOWN = 3;
+
+function namesOf(names: readonly string[]): string {
+  // "and 1 more" would take the room of the one name it hides.
+  if (names.length <= NAMES_SHOWN + 1) return names.join(', ');
+  return `${names.slice(0, NAMES_SHOWN).join(', ')}, and ${names.length - NAMES_SHOWN} more`;
 }
 
 function folderOf(i: Issue): string {

@@ -37,8 +37,8 @@ describe('groupIssues', () => {
       ...['e', 'f', 'g', 'h'].map((n): Issue => ({ relPath: `Docs/${n}-fifo`, code: 'unknown-state', detail: special })),
     ];
     expect(groupIssues(issues)).toEqual([
-      { label: 'Docs/ (4 items)', code: 'unknown-state', detail: symlink, count: 4 },
-      { label: 'Docs/ (4 items)', code: 'unknown-state', detail: special, count: 4 },
+      { label: 'Docs/ (4 items: a-link, b-link, c-link, d-link)', code: 'unknown-state', detail: symlink, count: 4 },
+      { label: 'Docs/ (4 items: e-fifo, f-fifo, g-fifo, h-fifo)', code: 'unknown-state', detail: special, count: 4 },
     ]);
   });
 
@@ -50,9 +50,16 @@ describe('groupIssues', () => {
     expect(groupIssues([{ relPath: 'Q/x/a', code: 'waiting-for-remote-folder', detail: 'no remote folder for "Z" yet' }])[0]?.label).toBe('Q/x/a');
   });
 
+  it('names the first files of a folded line where each file is one to look at (held temp-like names), not of a waiting folder (round 30a, F5)', () => {
+    const held = ['tmp.Ab12Cd34Ef', '20241127', 'DEADBEEF', '.x.Ab12Cd', 'sedAb12Cd'].map((n): Issue => ({ relPath: `Docs/${n}`, code: 'changing', detail: "held: its name looks like a program's temp file" }));
+    expect(groupIssues(held)[0]?.label).toBe('Docs/ (5 files: .x.Ab12Cd, 20241127, DEADBEEF, and 2 more)');
+    expect(groupIssues(held.map((i) => ({ ...i, relPath: i.relPath.slice('Docs/'.length) })))[0]?.label).toBe('5 items (.x.Ab12Cd, 20241127, DEADBEEF, and 2 more)');
+    expect(groupIssues(waiting('W', 5))[0]?.label).toBe('W/ (5 files)');
+  });
+
   it('keeps a shared detail as is, and says "e.g." with the first file when the details differ', () => {
     const unreadable = ['d', 'a', 'c', 'b'].map((n): Issue => ({ relPath: `X/${n}.txt`, code: 'unreadable', detail: `EIO reading ${n}.txt` }));
-    expect(groupIssues(unreadable)).toEqual([{ label: 'X/ (4 files)', code: 'unreadable', detail: 'e.g. a.txt: EIO reading a.txt', count: 4 }]);
+    expect(groupIssues(unreadable)).toEqual([{ label: 'X/ (4 files: a.txt, b.txt, c.txt, d.txt)', code: 'unreadable', detail: 'e.g. a.txt: EIO reading a.txt', count: 4 }]);
     expect(groupIssues(waiting('W', 5))[0]?.detail).toBe('no remote folder for "W" yet');
     const remote = ['a.tmp', 'b.tmp', 'c.tmp', 'd.tmp'].map((n): Issue => ({ relPath: n, code: 'ignored', detail: "matches the ignore rule '*.tmp' (built-in rule): not downloaded, nothing deleted" }));
     expect(groupIssues(remote)[0]?.label).toBe('4 items');
