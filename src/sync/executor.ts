@@ -57,17 +57,27 @@ export interface ExecutionReport {
   conflicts: Array<{ relPath: string; conflictPath: string | null; outcome: string }>;
   /** Conflicts (counted in done.conflict) whose two sides turned out identical: recorded as in sync, nothing kept. */
   identical: number;
+  /**
+   * Conflicts (counted in done.conflict) whose local side was an earlier version of the document, not an edit:
+   * replaced by the latest like a download (the stale-copy rule), so not said as conflicts.
+   */
+  staleReplaced?: number;
   /** Downloads (counted in done.download) that put back files deleted or renamed locally; the first one's path. */
   restored?: { count: number; first: string };
 }
 
 /** What a pass did, for one line: "2 download, 1 upload"; conflicts found identical on both sides said so. */
-export function describeDone(ex: Pick<ExecutionReport, 'done' | 'identical'>): string {
+export function describeDone(ex: Pick<ExecutionReport, 'done' | 'identical' | 'staleReplaced'>): string {
+  const stale = ex.staleReplaced ?? 0;
   return Object.entries(ex.done)
     .flatMap(([kind, n]) => {
-      if (kind !== 'conflict' || ex.identical === 0) return [`${n} ${kind}`];
-      const real = (n ?? 0) - ex.identical;
-      return [...(real > 0 ? [`${real} conflict`] : []), `${ex.identical} identical on both sides`];
+      if (kind !== 'conflict' || ex.identical + stale === 0) return [`${n} ${kind}`];
+      const real = (n ?? 0) - ex.identical - stale;
+      return [
+        ...(real > 0 ? [`${real} conflict`] : []),
+        ...(ex.identical > 0 ? [`${ex.identical} identical on both sides`] : []),
+        ...(stale > 0 ? [`${stale} earlier ${stale === 1 ? "version" : "versions"} replaced by the latest`] : []),
+      ];
     })
     .join(', ');
 }
@@ -86,6 +96,7 @@ export function mergeExecutions(a: ExecutionReport, b: ExecutionReport): Executi
     followedDirs: new Map([...a.followedDirs, ...b.followedDirs]),
     conflicts: [...a.conflicts, ...b.conflicts],
     identical: a.identical + b.identical,
+    ...(a.staleReplaced || b.staleReplaced ? { staleReplaced: (a.staleReplaced ?? 0) + (b.staleReplaced ?? 0) } : {}),
     ...(a.restored || b.restored ? { restored: { count: (a.restored?.count ?? 0) + (b.restored?.count ?? 0), first: (a.restored ?? b.restored)!.first } } : {}),
   };
 }
@@ -381,6 +392,7 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
     // trash and in the document's history; a conflict copy would upload those bytes again (round 29a, F2).
     const trashPath = await replaceWithRemote(d, a, abs, tmp, local);
     report.conflicts.push({ relPath: a.relPath, conflictPath: trashPath, outcome: 'the local file was an earlier version of the document: replaced by the latest' });
+    report.staleReplaced = (report.staleReplaced ?? 0) + 1;
     d.log.info({ relPath: a.relPath, trash: trashPath }, 'the local file held an earlier version of its document, not an edit: replaced by the latest (the old content is in the trash and in the version history)');
     return;
   }

@@ -155,6 +155,9 @@ describe('a state DB restored from an older backup', () => {
     const r = await sync(ws);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     expect(`${r.stdout}${r.stderr}`).toContain('the local file was an earlier version of the document: replaced by the latest');
+    // Said as what it is in the pass's line, not as a conflict (black-box round 30a, F5).
+    expect(r.stdout).toMatch(/\] 1 earlier version replaced by the latest; /);
+    expect(r.stdout).not.toMatch(/\d conflict/);
     expect(localTree(ws.local).get('T/f2.txt')).toBe(sha256("v3 of f2, a colleague's"));
     expect(localTree(ws.local).size).toBe(10); // no conflict copy
     expect(c.listDocuments(ws.binderId)).toHaveLength(10); // nothing uploaded

@@ -138,6 +138,9 @@ describe('describeDone', () => {
     expect(describeDone({ done: { download: 1, conflict: 3 }, identical: 1 })).toBe('1 download, 2 conflict, 1 identical on both sides');
     expect(describeDone({ done: { conflict: 2 }, identical: 2 })).toBe('2 identical on both sides');
     expect(describeDone({ done: {}, identical: 0 })).toBe('');
+    // The stale-copy rule (a local file holding an earlier version) is a replacement, not a conflict (round 30a, F5).
+    expect(describeDone({ done: { conflict: 1 }, identical: 0, staleReplaced: 1 })).toBe('1 earlier version replaced by the latest');
+    expect(describeDone({ done: { conflict: 4 }, identical: 1, staleReplaced: 2 })).toBe('1 conflict, 1 identical on both sides, 2 earlier versions replaced by the latest');
   });
 });
 
