@@ -204,13 +204,19 @@ export async function recoverOutbox(given: ExecutorDeps): Promise<{ finished: nu
     } else {
       finishOutbox(d, outcome.row, outcome.version);
       finished++;
-      d.log.info({ relPath: row.relPath, documentId: outcome.version.documentId }, 'finished an upload an earlier pass left unfinished (a restart, or a failed commit request)');
+      // Found by its content: our commit whose answer was lost, or a colleague's version of the same bytes; the
+      // two cannot be told apart, and either way the service holds this content now (black-box round 30a, F5).
+      const msg = outcome.found === true
+        ? 'an upload an earlier pass left unfinished (a restart, or a failed commit request) was already on the service: a version with its content was made since the edit; recorded, nothing sent'
+        : 'finished an upload an earlier pass left unfinished (a restart, or a failed commit request)';
+      d.log.info({ relPath: row.relPath, documentId: outcome.version.documentId }, msg);
     }
   }
   return { finished, dropped };
 }
 
-type CommitOutcome = { kind: 'committed'; version: DocumentVersion; row: OutboxRow } | { kind: 'refused'; error: unknown };
+/** `found`: the version was found on the service by its content (committed before, or someone's identical one), not made now. */
+type CommitOutcome = { kind: 'committed'; version: DocumentVersion; row: OutboxRow; found?: boolean } | { kind: 'refused'; error: unknown };
 
 /**
  * Settles a row an earlier pass left in stage 'committing'. Its commit may have been applied (the answer was lost:
@@ -233,7 +239,7 @@ async function resumeCommit(d: ExecutorDeps, row: OutboxRow): Promise<CommitOutc
       if (lookErr instanceof ServiceError && !lookErr.retryable) return null;
       throw lookErr;
     });
-    if (found) return { kind: 'committed', version: found, row };
+    if (found) return { kind: 'committed', version: found, row, found: true };
     throw err;
   }
   return commitOutbox(d, row, current === undefined ? undefined : (current?.metadata ?? []), true);
@@ -260,7 +266,7 @@ async function commitOutbox(d: ExecutorDeps, row: OutboxRow, documentMetadata?: 
       if (!(err instanceof ServiceError) || err.retryable) throw err;
       if (err.status === 401 || err.status === 403) return { kind: 'refused', error: err };
       const found = await findCommittedVersion(d, current);
-      if (found) return { kind: 'committed', version: found, row: current };
+      if (found) return { kind: 'committed', version: found, row: current, found: true };
       const accepted = err.status !== undefined && err.status >= 200 && err.status <= 299;
       // Accepted, but no version with our content anywhere: someone replaced it at once. Nothing to finish;
       // the file is planned again (at worst a second copy of the same bytes, never a loss).

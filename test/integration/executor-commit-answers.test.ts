@@ -17,7 +17,7 @@ import { executePlan } from '../../src/sync/executor.js';
 import type { LocalFile, Plan } from '../../src/sync/model.js';
 import { recoverOutbox } from '../../src/sync/upload.js';
 import type { Emulator } from '../../src/emulator/index.js';
-import { executorFixture } from './executor-fixture.js';
+import { captureLog, executorFixture } from './executor-fixture.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -404,8 +404,13 @@ describe('recovering the outbox after a restart', () => {
     const newRow = s.store.listOutbox().find((r) => r.fileName === 'new.txt')!;
     await s.d.client.commitUpload(s.d.binderId, s.folderId, { fileName: 'new.txt', versionLabel: '1', uploadId: newRow.uploadId!, metadata: [] });
     const before = s.commits.length;
+    const lines = captureLog(s.d);
     expect(await recoverOutbox(s.d)).toEqual({ finished: 2, dropped: 0 });
     expect(s.commits.length).toBe(before); // nothing committed again
+    // Said as found, not as finished now (black-box round 30a, F5: a colleague's identical version reads alike).
+    const said = lines.filter((l) => l.msg.includes('left unfinished')).map((l) => `${l.relPath}: ${l.msg}`);
+    expect(said).toHaveLength(2);
+    for (const line of said) expect(line).toMatch(/was already on the service: a version with its content was made since the edit; recorded, nothing sent$/);
     expect(c.listVersions(doc.id)).toHaveLength(2);
     const base = s.store.loadBase();
     expect(base.get(doc.id)?.versionId).toBe(c.listVersions(doc.id).at(-1)!.id);

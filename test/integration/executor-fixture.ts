@@ -4,7 +4,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import { createLogger } from '../../src/log.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { Trash } from '../../src/local/fs-ops.js';
 import { ServiceClient } from '../../src/service/index.js';
@@ -49,4 +51,17 @@ export async function executorFixture(cleanups: Array<() => unknown>, prefix: st
     metadata: { forPath: () => [], valuesFor: () => [], missingFor: () => [], accepts: () => true }, versionLabelScheme: 'integer', now: () => new Date(0), concurrency: 4,
   };
   return { emu, client, d, root, store, binderId: binder.id, folderId: folder.id };
+}
+
+/** Replaces d's logger by one whose JSON lines are kept in the returned array (debug and up). */
+export function captureLog(d: ExecutorDeps): Array<{ level: number; msg: string; relPath?: string }> {
+  const lines: Array<{ level: number; msg: string; relPath?: string }> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as { level: number; msg: string });
+      done();
+    },
+  });
+  d.log = createLogger({ destination: sink, level: 'debug' });
+  return lines;
 }

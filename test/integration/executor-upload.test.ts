@@ -4,14 +4,12 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { toFileStat } from '../../src/local/fs-ops.js';
-import { createLogger } from '../../src/log.js';
 import type { ExecutorDeps } from '../../src/sync/executor-deps.js';
 import { executePlan } from '../../src/sync/executor.js';
 import type { LocalFile, Plan } from '../../src/sync/model.js';
-import { executorFixture } from './executor-fixture.js';
+import { captureLog, executorFixture } from './executor-fixture.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -156,18 +154,6 @@ describe("a new document's name, taken on the service while its PUT is in flight
 });
 
 describe('how a failed upload is logged', () => {
-  /** A logger whose JSON lines are kept in `lines` (debug and up). */
-  function captureLog(d: ExecutorDeps): Array<{ level: number; msg: string; relPath?: string }> {
-    const lines: Array<{ level: number; msg: string; relPath?: string }> = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as { level: number; msg: string });
-        done();
-      },
-    });
-    d.log = createLogger({ destination: sink, level: 'debug' });
-    return lines;
-  }
   const WARN = 40;
   const INFO = 30;
 
