@@ -277,7 +277,8 @@ describe('binder-sync run: trouble', () => {
     d.kill('SIGINT');
     const exit = await d.exited;
     expect(exit.code, d.tail()).toBe(130);
-    expect(Date.now() - t0).toBeLessThan(2_000);
+    // Not the 10 s grace the first SIGINT gave the upload (2 s was missed by 10 ms on a loaded machine).
+    expect(Date.now() - t0).toBeLessThan(5_000);
   }, 30_000);
 });
 
