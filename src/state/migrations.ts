@@ -113,6 +113,22 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE forgotten ADD COLUMN sha256 TEXT;
   `,
+  // 6: edits committed whose version list is still to be read for versions someone made during the upload
+  // (sync/buried-edit.ts). Written with the edit's base row, so that a crash, a lost answer or a failed listing
+  // after the commit leaves the check to the next pass instead of skipping it (black-box round 31a, F1).
+  `
+  CREATE TABLE buried_checks (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    document_id   TEXT NOT NULL,
+    rel_path      TEXT NOT NULL,
+    folder_id     TEXT NOT NULL,
+    edited_from   TEXT NOT NULL,
+    ours          TEXT NOT NULL,
+    ours_sha256   TEXT NOT NULL,
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    created_at    TEXT NOT NULL
+  ) STRICT;
+  `,
 ];
 
 /** The schema version this build writes. */

@@ -37,6 +37,37 @@ export interface OutboxRow extends NewOutbox {
   updatedAt: string;
 }
 
+/** An edit's commit whose version list is still to be read for versions made during its upload. */
+export interface NewBuriedCheck {
+  documentId: string;
+  /** Where the file was when its edit was committed. */
+  relPath: string;
+  folderId: string;
+  /** The version the edit was made from. */
+  editedFrom: string;
+  /** Our version, as committed. */
+  ours: string;
+  oursSha256: string;
+}
+
+export interface BuriedCheck extends NewBuriedCheck {
+  id: number;
+  attempts: number;
+  createdAt: string;
+}
+
+interface BuriedCheckDb {
+  id: number;
+  document_id: string;
+  rel_path: string;
+  folder_id: string;
+  edited_from: string;
+  ours: string;
+  ours_sha256: string;
+  attempts: number;
+  created_at: string;
+}
+
 export interface NewConflict {
   relPath: string;
   conflictPath: string | null;
@@ -630,6 +661,36 @@ export class StateStore {
   /** Called after every download: cheap when there is nothing to delete. */
   deleteForgotten(documentId: string): void {
     this.cached('DELETE FROM forgotten WHERE document_id = ?').run(documentId);
+  }
+
+  // ---- buried-version checks still to do (see sync/buried-edit.ts) ----
+
+  addBuriedCheck(c: NewBuriedCheck): number {
+    const r = this.cached(
+      'INSERT INTO buried_checks (document_id, rel_path, folder_id, edited_from, ours, ours_sha256, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ).run(c.documentId, c.relPath, c.folderId, c.editedFrom, c.ours, c.oursSha256, new Date().toISOString());
+    return Number(r.lastInsertRowid);
+  }
+
+  /** The checks still to do, oldest first; only documentId's when given. */
+  listBuriedChecks(documentId?: string): BuriedCheck[] {
+    const rows = (documentId === undefined
+      ? this.cached('SELECT * FROM buried_checks ORDER BY id').all()
+      : this.cached('SELECT * FROM buried_checks WHERE document_id = ? ORDER BY id').all(documentId)) as BuriedCheckDb[];
+    return rows.map((r) => ({
+      id: r.id, documentId: r.document_id, relPath: r.rel_path, folderId: r.folder_id, editedFrom: r.edited_from,
+      ours: r.ours, oursSha256: r.ours_sha256, attempts: r.attempts, createdAt: r.created_at,
+    }));
+  }
+
+  /** One more failed try; returns how many there have been. */
+  countBuriedCheckAttempt(id: number): number {
+    this.cached('UPDATE buried_checks SET attempts = attempts + 1 WHERE id = ?').run(id);
+    return (this.cached('SELECT attempts FROM buried_checks WHERE id = ?').pluck().get(id) as number | undefined) ?? 0;
+  }
+
+  deleteBuriedCheck(id: number): void {
+    this.cached('DELETE FROM buried_checks WHERE id = ?').run(id);
   }
 
   // ---- intents: local steps in flight (see sync/intents.ts) ----

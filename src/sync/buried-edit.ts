@@ -5,108 +5,191 @@
 // It cannot be prevented, only found after the commit: the versions listed between the one the edit was made
 // from and ours. Their edit is then kept as a conflict copy beside the file (downloaded, and uploaded as its own
 // document), as keep-both does when the race is seen before the commit.
+// The check is recorded with the edit's base row (finishOutbox), so a crash, a lost commit answer or a failed
+// listing after the commit leaves it to the next pass, never skips it (black-box round 31a, F1); it is done at once
+// after the upload, and at the start of each pass for those left over.
 import fs from 'node:fs/promises';
 import { describeError } from '../errors.js';
-import { commitTempFile, lstatOrNull, resolveInside } from '../local/fs-ops.js';
-import type { DocumentVersion } from '../service/index.js';
+import { commitTempFile, lstatOrNull, resolveInside, toFileStat } from '../local/fs-ops.js';
+import { hashFile } from '../local/hash.js';
+import { ServiceError, type DocumentVersion } from '../service/index.js';
+import type { BuriedCheck } from '../state/store.js';
 import { downloadToTemp } from './download.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import type { ExecutionReport } from './executor.js';
-import type { BaseEntry, ConflictPolicy, LocalFile } from './model.js';
+import type { LocalFile } from './model.js';
 import { baseNameOf, pathKey } from './path-key.js';
 import { conflictName, conflictTag } from './reconcile-builder.js';
 import { uploadLocalFile } from './upload.js';
 import { versionsBetween } from './version-order.js';
 
-/**
- * The versions of documentId listed strictly between `editedFrom` and `ours`, the newest first (version-order.ts).
- * Best effort: a listing that fails, or lacks either version, finds nothing (the commit is done and recorded
- * either way).
- */
-export async function versionsBuriedUnder(d: ExecutorDeps, documentId: string, editedFrom: string, ours: string): Promise<DocumentVersion[]> {
-  let versions: DocumentVersion[];
-  try {
-    versions = await d.client.listVersions(documentId);
-  } catch (err) {
-    d.log.debug({ documentId, err: describeError(err) }, 'could not list the versions after a commit to look for one made meanwhile');
-    return [];
-  }
-  return versionsBetween(versions, editedFrom, ours) ?? [];
-}
+/** Passes that try a check before it is given up (recorded as "in the version history"). */
+export const BURIED_CHECK_ATTEMPTS = 5;
 
 /** How many free conflict-copy names are tried before giving up (each is only taken if nothing is there). */
 const COPY_NAMES_TRIED = 20;
 
 /**
- * Keeps `buried` (the newest version someone committed under ours) as a conflict copy beside relPath: written as
- * a new file (temp, fsync, link: never over anything), uploaded as its own document, and recorded as a conflict.
- * Under local-wins nothing is copied: our version on top of theirs, theirs in the history, is what local-wins
- * asks for; the conflict is recorded and said. Under remote-wins both are kept too: making theirs the latest
- * again would take another commit of their bytes over ours, and a copy loses nothing. A failure here is said
- * and leaves their version where it is (in the history), never failing the upload that is already committed.
+ * Does the buried-version checks still to do (all, or documentId's), oldest first. Each one's failure is said and
+ * leaves it for the next pass; none fails the pass (the commits are done and recorded).
  */
-export async function keepBuriedVersion(
-  d: ExecutorDeps,
-  ours: BaseEntry,
-  buried: DocumentVersion[],
-  policy: ConflictPolicy,
-  report: ExecutionReport,
-): Promise<void> {
-  const theirs = buried[0]!;
-  const at = d.now();
-  const said = { relPath: ours.relPath, documentId: ours.documentId, version: theirs.id, label: theirs.version, meanwhile: buried.length };
-  if (policy === 'local-wins') {
-    const detail = 'a version made on the service during the upload is under ours in the history (local-wins)';
-    d.store.addConflict({ relPath: ours.relPath, conflictPath: null, documentId: ours.documentId, policy, detail, at: at.toISOString() });
-    report.conflicts.push({ relPath: ours.relPath, conflictPath: null, outcome: 'local won; the version made meanwhile is in the version history' });
-    d.log.warn(said, 'conflict: a version was committed on the service during our upload; ours is the latest (local-wins), theirs is in the version history');
-    return;
-  }
-  let kept: LocalFile | null = null;
-  try {
-    kept = await downloadAsCopy(d, ours, theirs, conflictTag(at));
-  } catch (err) {
-    d.log.warn({ ...said, err: describeError(err) }, 'conflict: a version was committed on the service during our upload and could not be kept as a conflict copy; it is in the version history');
-  }
-  const copy = kept?.relPath ?? null;
-  const detail = copy !== null ? 'a version made on the service during the upload was under ours; kept as the conflict copy' : 'a version made on the service during the upload is under ours in the history (the conflict copy could not be written)';
-  d.store.addConflict({ relPath: ours.relPath, conflictPath: copy, documentId: ours.documentId, policy, detail, at: at.toISOString() });
-  report.conflicts.push({ relPath: ours.relPath, conflictPath: copy, outcome: copy !== null ? 'kept both (their version was committed during our upload)' : 'their version, committed during our upload, is in the version history' });
-  if (kept === null) return;
-  d.log.warn({ ...said, conflictCopy: copy }, 'conflict: a version was committed on the service during our upload; kept both (theirs as the conflict copy)');
-  // Uploaded at once, as keep-both uploads its copy: both edits are on the service when the pass ends. A
-  // failure leaves the copy local, and the next pass uploads it as any new file.
-  try {
-    const { bytes } = await uploadLocalFile(d, {
-      relPath: kept.relPath,
-      key: kept.key,
-      abs: resolveInside(d.root, kept.relPath),
-      local: kept,
-      target: { documentId: null, folderId: ours.folderId, fileName: baseNameOf(kept.relPath) },
-      reason: 'new-local',
-    });
-    report.bytesUploaded += bytes;
-  } catch (err) {
-    d.log.info({ relPath: copy, err: describeError(err) }, 'the conflict copy was not uploaded now; the next pass uploads it');
+export async function settleBuriedChecks(d: ExecutorDeps, report: ExecutionReport, documentId?: string): Promise<void> {
+  for (const check of d.store.listBuriedChecks(documentId)) {
+    if (d.signal?.aborted === true) return;
+    await settle(d, check, report);
   }
 }
 
-/** Downloads `version` to the first free conflict-copy name of `ours`; returns the file as written (stat, hash). */
-async function downloadAsCopy(d: ExecutorDeps, ours: BaseEntry, version: DocumentVersion, tag: string): Promise<LocalFile> {
-  for (let n = 1; n <= COPY_NAMES_TRIED; n++) {
-    const relPath = conflictName(ours.relPath, tag, n);
-    const abs = resolveInside(d.root, relPath);
-    if ((await lstatOrNull(abs)) !== null) continue;
-    const tmp = await downloadToTemp(d, { documentId: ours.documentId, versionId: version.id, relPath }, abs);
+async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionReport): Promise<void> {
+  let versions: DocumentVersion[];
+  try {
+    versions = await d.client.listVersions(check.documentId);
+  } catch (err) {
+    // A document deleted since: nothing of it is left to keep.
+    if (err instanceof ServiceError && err.status === 404) {
+      d.store.deleteBuriedCheck(check.id);
+      return;
+    }
+    await attemptFailed(d, check, report, 'list its versions', err);
+    return;
+  }
+  // Either version missing from the list (a server that prunes history): nothing can be said to lie between.
+  const buried = versionsBetween(versions, check.editedFrom, check.ours) ?? [];
+  if (buried.length === 0) {
+    d.store.deleteBuriedCheck(check.id);
+    return;
+  }
+  const policy = d.conflictPolicy ?? 'keep-both';
+  const said = { relPath: check.relPath, documentId: check.documentId, version: buried[0]!.id, label: buried[0]!.version, meanwhile: buried.length };
+  const at = d.now().toISOString();
+  if (policy === 'local-wins') {
+    // Our version on top of theirs, theirs in the history, is what local-wins asks for: recorded and said only.
+    const detail = 'a version made on the service during the upload is under ours in the history (local-wins)';
+    d.store.transaction(() => {
+      d.store.addConflict({ relPath: check.relPath, conflictPath: null, documentId: check.documentId, policy, detail, at });
+      d.store.deleteBuriedCheck(check.id);
+    });
+    report.conflicts.push({ relPath: check.relPath, conflictPath: null, outcome: 'local won; the version made meanwhile is in the version history' });
+    d.log.warn(said, 'conflict: a version was committed on the service during our upload; ours is the latest (local-wins), theirs is in the version history');
+    return;
+  }
+  // Under keep-both and remote-wins, each buried version with content of its own is kept as a conflict copy
+  // (remote-wins too: making theirs the latest again would take another commit of their bytes over ours).
+  let copies: LocalFile[];
+  try {
+    copies = await keepAsCopies(d, check, buried);
+  } catch (err) {
+    await attemptFailed(d, check, report, 'keep it as a conflict copy', err);
+    return;
+  }
+  d.store.transaction(() => {
+    for (const copy of copies) {
+      const detail = 'a version made on the service during the upload was under ours; kept as the conflict copy';
+      d.store.addConflict({ relPath: check.relPath, conflictPath: copy.relPath, documentId: check.documentId, policy, detail, at });
+    }
+    d.store.deleteBuriedCheck(check.id);
+  });
+  if (copies.length === 0) {
+    // Their bytes are ours (two people saving the same content): nothing to keep (black-box round 31a, F7).
+    d.log.info(said, 'a version with the same content as ours was committed on the service during our upload: nothing to keep');
+    return;
+  }
+  for (const copy of copies) {
+    report.conflicts.push({ relPath: check.relPath, conflictPath: copy.relPath, outcome: 'kept both (their version was committed during our upload)' });
+    d.log.warn({ ...said, conflictCopy: copy.relPath }, 'conflict: a version was committed on the service during our upload; kept both (theirs as the conflict copy)');
+  }
+  // Uploaded at once, as keep-both uploads its copy: both edits are on the service when the pass ends. A failure
+  // leaves the copy local, and the next pass uploads it as any new file.
+  for (const copy of copies) {
     try {
-      const stat = await commitTempFile(tmp.tempPath, abs, null, { synced: true });
-      return { relPath, key: pathKey(relPath, d.caseInsensitive), ...stat, sha256: tmp.sha256 };
+      const { bytes } = await uploadLocalFile(d, {
+        relPath: copy.relPath,
+        key: copy.key,
+        abs: resolveInside(d.root, copy.relPath),
+        local: copy,
+        target: { documentId: null, folderId: d.store.getBase(check.documentId)?.folderId ?? check.folderId, fileName: baseNameOf(copy.relPath) },
+        reason: 'new-local',
+      });
+      report.bytesUploaded += bytes;
     } catch (err) {
-      await fs.rm(tmp.tempPath, { force: true });
-      // Taken between the look and the link (linkNoClobber refused): the next name.
-      if ((await lstatOrNull(abs)) !== null) continue;
-      throw err;
+      d.log.info({ relPath: copy.relPath, err: describeError(err) }, 'the conflict copy was not uploaded now; the next pass uploads it');
     }
   }
-  throw new Error(`no free conflict-copy name beside ${ours.relPath} after ${COPY_NAMES_TRIED} tries`);
+}
+
+/**
+ * A try that failed: left for the next pass, said at info; given up at the last try, when their version is said
+ * (and recorded) to be only in the version history (black-box round 31a, F11: one failed download gave up at once).
+ */
+async function attemptFailed(d: ExecutorDeps, check: BuriedCheck, report: ExecutionReport, what: string, err: unknown): Promise<void> {
+  const said = { relPath: check.relPath, documentId: check.documentId, attempt: check.attempts + 1, err: describeError(err) };
+  if (d.store.countBuriedCheckAttempt(check.id) < BURIED_CHECK_ATTEMPTS) {
+    d.log.info(said, `could not yet look for a version made on the service during our upload (${what}): the next pass tries again`);
+    return;
+  }
+  const detail = `a version may have been made on the service during the upload; after ${BURIED_CHECK_ATTEMPTS} tries to ${what}, it is left in the version history`;
+  d.store.transaction(() => {
+    d.store.addConflict({ relPath: check.relPath, conflictPath: null, documentId: check.documentId, policy: d.conflictPolicy ?? 'keep-both', detail, at: d.now().toISOString() });
+    d.store.deleteBuriedCheck(check.id);
+  });
+  report.conflicts.push({ relPath: check.relPath, conflictPath: null, outcome: 'a version made during our upload may be under ours: look at the version history' });
+  d.log.warn(said, `conflict: a version may have been committed on the service during our upload, but ${what} failed ${BURIED_CHECK_ATTEMPTS} times: look at the document's version history`);
+}
+
+/**
+ * Writes each buried version whose content is neither ours nor that of a newer one kept already to a conflict copy
+ * beside the file (newest first; black-box round 31a, F10: only the newest was kept). The names come from the
+ * check's time, so a try after a crash finds the copies an earlier try wrote (same name, same content) and writes
+ * no second one. Returns the copies, as written (stat, hash).
+ */
+async function keepAsCopies(d: ExecutorDeps, check: BuriedCheck, buried: readonly DocumentVersion[]): Promise<LocalFile[]> {
+  const relPath = d.store.getBase(check.documentId)?.relPath ?? check.relPath;
+  const tag = conflictTag(new Date(check.createdAt));
+  const kept = new Set<string>([check.oursSha256]);
+  const copies: LocalFile[] = [];
+  let n = 1;
+  for (const version of buried) {
+    const copy = await downloadAsCopy(d, check.documentId, version, relPath, tag, n, kept);
+    if (copy === null) continue;
+    copies.push(copy.file);
+    kept.add(copy.file.sha256!);
+    n = copy.n + 1;
+  }
+  return copies;
+}
+
+/**
+ * Downloads `version` to the first conflict-copy name from the n-th on that is free or already holds its bytes;
+ * null (nothing written) when its content is one of `kept`.
+ */
+async function downloadAsCopy(
+  d: ExecutorDeps, documentId: string, version: DocumentVersion, relPath: string, tag: string, from: number, kept: ReadonlySet<string>,
+): Promise<{ file: LocalFile; n: number } | null> {
+  const tmp = await downloadToTemp(d, { documentId, versionId: version.id, relPath }, resolveInside(d.root, conflictName(relPath, tag, from)));
+  try {
+    if (kept.has(tmp.sha256)) return null;
+    for (let n = from; n < from + COPY_NAMES_TRIED; n++) {
+      const copyPath = conflictName(relPath, tag, n);
+      const abs = resolveInside(d.root, copyPath);
+      const there = await lstatOrNull(abs);
+      if (there !== null) {
+        // Written by an earlier try of this check (a crash after the copy): it is the copy.
+        if (there.isFile() && (await hashFile(abs, d.signal).catch(() => null))?.sha256 === tmp.sha256) {
+          return { file: { relPath: copyPath, key: pathKey(copyPath, d.caseInsensitive), ...toFileStat(there), sha256: tmp.sha256 }, n };
+        }
+        continue;
+      }
+      try {
+        const stat = await commitTempFile(tmp.tempPath, abs, null, { synced: true });
+        return { file: { relPath: copyPath, key: pathKey(copyPath, d.caseInsensitive), ...stat, sha256: tmp.sha256 }, n };
+      } catch (err) {
+        // Taken between the look and the link (linkNoClobber refused): the next name.
+        if ((await lstatOrNull(abs)) !== null) continue;
+        throw err;
+      }
+    }
+    throw new Error(`no free conflict-copy name beside ${relPath} after ${COPY_NAMES_TRIED} tries`);
+  } finally {
+    await fs.rm(tmp.tempPath, { force: true });
+  }
 }

@@ -11,7 +11,7 @@ import { failpoint } from '../failpoints.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
 import { ServiceError } from '../service/index.js';
 import { expectingMovedFile, type SettledMove } from './after-move.js';
-import { keepBuriedVersion, versionsBuriedUnder } from './buried-edit.js';
+import { settleBuriedChecks } from './buried-edit.js';
 import { downloadToTemp } from './download.js';
 import { FolderRecheck } from './name-recheck.js';
 import { recordDownloadIntent, recordMoveIntent, recordPlainMoveIntent } from './intents.js';
@@ -101,8 +101,13 @@ export function mergeExecutions(a: ExecutionReport, b: ExecutionReport): Executi
   };
 }
 
+/** A report of nothing done yet. */
+export function emptyExecution(): ExecutionReport {
+  return { stoppedBy: null, done: {}, failures: [], bytesDownloaded: 0, bytesUploaded: 0, vacatedDirs: new Set(), followedDirs: new Map(), conflicts: [], identical: 0 };
+}
+
 export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<ExecutionReport> {
-  const report: ExecutionReport = { stoppedBy: null, done: {}, failures: [], bytesDownloaded: 0, bytesUploaded: 0, vacatedDirs: new Set(), followedDirs: new Map(), conflicts: [], identical: 0 };
+  const report = emptyExecution();
   if (plan.blocked) return report;
   const queue = new PQueue({ concurrency: Math.max(1, d.concurrency) });
   // Error budget: after this many service-wide failures in a row (each already retried by the client),
@@ -243,9 +248,6 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       return;
     case 'upload': {
       const started = Date.now();
-      // The version the edit was made from, before the upload records ours: a version listed between the two
-      // afterwards was committed by someone else during the upload (buried-edit.ts).
-      const editedFrom = a.reason === 'local-modified' && a.target.documentId !== null ? d.store.getBase(a.target.documentId)?.versionId : undefined;
       const { base, bytes } = await uploadLocalFile(d, {
         relPath: a.relPath,
         key: a.key,
@@ -256,10 +258,8 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       });
       report.bytesUploaded += bytes;
       d.log.info({ relPath: a.relPath, bytes, ms: Date.now() - started, reason: a.reason }, 'uploaded');
-      if (editedFrom !== undefined) {
-        const buried = await versionsBuriedUnder(d, base.documentId, editedFrom, base.versionId);
-        if (buried.length > 0) await keepBuriedVersion(d, base, buried, d.conflictPolicy ?? 'keep-both', report);
-      }
+      // An edit's commit left a check for a version someone made during the upload (buried-edit.ts): done now.
+      if (a.reason === 'local-modified') await settleBuriedChecks(d, report, base.documentId);
       return;
     }
     case 'move-local': {

@@ -10,7 +10,7 @@ import { maxRelPathBytes } from '../local/name-limits.js';
 import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type ScanOptions } from '../local/scanner.js';
 import { digestLocalTree } from '../local/tree-digest.js';
 import { fetchRemote, folderTreeUnchanged, observeRemote, searchDigestsOf, searchPagesUnchanged, type ListRemoteOptions, type RawDoc, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
-import { executePlan, mergeExecutions, type ActionFailure, type ExecutionReport } from './executor.js';
+import { emptyExecution, executePlan, mergeExecutions, type ActionFailure, type ExecutionReport } from './executor.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { newLocalNotUploaded, type Action, type BaseEntry, type Issue, type LocalObservation, type Plan, type ReconcileContext, type RemoteObservation } from './model.js';
 import { INFORMATIONAL_ISSUES } from './issue-groups.js';
@@ -20,6 +20,7 @@ import { conflictTag } from './reconcile-builder.js';
 import { recoverIntents } from './intents.js';
 import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForIgnoredOccupants, withheldForMetadata } from './plan-filters.js';
 import { recoverOutbox } from './upload.js';
+import { settleBuriedChecks } from './buried-edit.js';
 import { loadFollowedFolders, rememberFollowedFolders } from './followed-folders.js';
 import { ensureRoot, keepStateDbInPlace, readMetadataElementsAgain, STATE_SERVICE } from './open-pair.js';
 import type { PairRuntime } from './pair-runtime.js';
@@ -188,7 +189,12 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   const parked = subtrees === undefined && rt.cache.localParked && opts.localDirs?.length === 0 && rt.cache.touchedDirs.size === 0 && !dryRun;
   // Uploads an earlier pass left unfinished and this one committed: work done, said in the pass's summary.
   let recovered = 0;
-  const withRecovered = <R extends PassReport>(r: R): R => (recovered > 0 ? Object.assign(r, { recoveredUploads: recovered }) : r);
+  // What the recovery did before this pass's plan (conflicts kept from a buried-version check): in its report.
+  const early = emptyExecution();
+  const withRecovered = <R extends PassReport>(r: R): R => {
+    if (early.conflicts.length > 0 || early.bytesUploaded > 0) r.execution = r.execution === null ? early : mergeExecutions(early, r.execution);
+    return recovered > 0 ? Object.assign(r, { recoveredUploads: recovered }) : r;
+  };
   if (!dryRun) {
     await rt.trash.purgeOlderThan(rt.pair.trashRetentionDays);
     pruneConflictHistory(rt, now());
@@ -197,6 +203,9 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     const rec = await recoverOutbox(deps);
     recovered = rec.finished;
     if (rec.finished + rec.dropped > 0) rt.log.info(rec, 'finished or dropped the uploads an earlier pass left unfinished');
+    // Edits committed by a pass that could not look for versions made during their upload (a crash, a lost
+    // answer, a failed listing), and those just finished above: looked at now (buried-edit.ts).
+    await settleBuriedChecks(deps, early);
     if (steps + rec.finished + rec.dropped > 0) {
       rt.cache.quiet = false; // the base changed: plan again
       rt.store.deleteMeta(IN_SYNC_MARK);
@@ -954,7 +963,9 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
     trash: rt.trash,
     log: rt.log,
     metadata: rt.metadata,
-    conflictPolicy: rt.pair.conflictPolicy,
+    // An upload-only pair never changes local files: a version found buried under ours is recorded, not copied
+    // down (black-box round 31a, F4), as its other conflicts are settled local-wins (conflictPolicyFor).
+    conflictPolicy: rt.pair.direction === 'upload' ? 'local-wins' : rt.pair.conflictPolicy,
     versionLabelScheme: rt.pair.versionLabel.scheme,
     now,
     // Files in flight through the executor (download, fsync, commit): more than the client's request (8) and

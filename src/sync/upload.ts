@@ -626,6 +626,12 @@ function finishOutbox(d: ExecutorDeps, row: OutboxRow, version: DocumentVersion)
   d.store.transaction(() => {
     const previous = d.store.getBaseByKey(row.key);
     if (previous && previous.documentId !== base.documentId) d.store.deleteBase(previous.documentId);
+    // An edit: the versions between the one it was made from and ours are read after the commit, for one someone
+    // made during the upload (buried-edit.ts). Due from here on, whatever happens next (a crash, a failed listing).
+    const editedFrom = row.reason === 'local-modified' && row.documentId === base.documentId ? d.store.getBase(base.documentId)?.versionId : undefined;
+    if (editedFrom !== undefined && editedFrom !== base.versionId) {
+      d.store.addBuriedCheck({ documentId: base.documentId, relPath: row.relPath, folderId: row.folderId, editedFrom, ours: base.versionId, oursSha256: row.sha256 });
+    }
     d.store.putBase(base);
     d.store.deleteOutbox(row.id);
   });

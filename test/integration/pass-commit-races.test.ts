@@ -8,6 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { ServiceError } from '../../src/service/index.js';
+import { BURIED_CHECK_ATTEMPTS } from '../../src/sync/buried-edit.js';
 import { runPass } from '../../src/sync/pass.js';
 import { openTestPair, type TestPair } from './pass-fixture.js';
 
@@ -21,23 +23,42 @@ afterAll(async () => {
   await emu?.close();
 });
 
-/** A synced Docs/f.txt (v1), edited locally; `race` makes the colleague's version when our commit goes out. */
-async function editedWithRace(p: TestPair, race: boolean): Promise<{ documentId: string }> {
+/**
+ * A synced Docs/f.txt (v1), edited locally to MINE; `race` makes the colleague's version when our commit goes out
+ * (`theirs`: the contents of their versions, one each). `afterCommit` runs once our commit is made (before its
+ * answer is read); `answerLost` makes that answer a 503, as from a gateway that timed out after the commit.
+ */
+async function editedWithRace(
+  p: TestPair, race: boolean, opts: { theirs?: string[]; afterCommit?: () => void; answerLost?: boolean } = {},
+): Promise<{ documentId: string }> {
   const folder = emu.control.createFolder(p.binderId, { name: 'Docs' });
   const { document } = emu.control.addDocument(p.binderId, folder.id, 'f.txt', 'v1\n');
+  // Also there locally (an upload-only pair downloads nothing): the first pass finds the two the same.
+  fs.mkdirSync(path.join(p.local, 'Docs'), { recursive: true });
+  fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'v1\n');
   expect((await runPass(p.rt)).converged).toBe(true);
   fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'MINE\n');
   const client = p.rt.client;
   const commit = client.commitUpload.bind(client);
   let raced = false;
   client.commitUpload = async (...args: Parameters<typeof commit>) => {
-    if (race && !raced && args[2].fileName === 'f.txt') {
-      raced = true;
-      emu.control.addVersion(document.id, 'COLLEAGUE\n', { versionLabel: '2' });
+    const first = !raced && args[2].fileName === 'f.txt';
+    if (race && first) for (const [i, content] of (opts.theirs ?? ['COLLEAGUE\n']).entries()) emu.control.addVersion(document.id, content, { versionLabel: `2.${i}` });
+    raced ||= first;
+    const version = await commit(...args);
+    if (first) {
+      opts.afterCommit?.();
+      if (opts.answerLost === true) throw new ServiceError('POST /upload failed with HTTP 503', { code: 'SERVICE_UNAVAILABLE', request: 'POST /documents/drives/{domain}/{id}/{folderId}/upload', status: 503, retryable: true });
     }
-    return commit(...args);
+    return version;
   };
   return { documentId: document.id };
+}
+
+/** The conflict copies beside Docs/f.txt, name -> content. */
+function copiesOf(p: TestPair): Map<string, string> {
+  const dir = path.join(p.local, 'Docs');
+  return new Map(fs.readdirSync(dir).filter((n) => n.includes('(conflict ')).sort().map((n) => [n, fs.readFileSync(path.join(dir, n), 'utf8')]));
 }
 
 const contents = (documentId: string) => emu.control.listVersions(documentId).map((v) => emu.control.readContent(documentId, v.id).toString());
@@ -92,6 +113,155 @@ describe('an edit committed over a version made during its upload', () => {
       expect(contents(documentId)).toEqual(['v1\n', 'MINE\n']);
       expect(fs.readdirSync(path.join(p.local, 'Docs'))).toEqual(['f.txt']);
       expect(p.rt.store.listConflicts()).toEqual([]);
+    } finally {
+      await p.close();
+    }
+  });
+});
+
+// Black-box round 31a, F1: the check was made once, in memory, after the commit: a lost answer, a crash or a
+// failed listing skipped it, and their edit stayed under ours unsaid. It is recorded with the base row now.
+describe('the look for a version made during the upload is not skipped', () => {
+  it('when the version listing after the commit fails: the next pass keeps their edit', async () => {
+    const p = await openTestPair(emu, 'buried-list-fails');
+    try {
+      const { documentId } = await editedWithRace(p, true, { afterCommit: () => emu.control.injectFault({ route: 'versions', status: 400, times: 1 }) });
+      const first = await runPass(p.rt);
+      expect(first.execution?.failures).toEqual([]);
+      expect(copiesOf(p).size).toBe(0); // not yet: the listing failed
+      expect(p.rt.store.listBuriedChecks()).toHaveLength(1);
+      const next = await runPass(p.rt);
+      expect([...copiesOf(p).values()]).toEqual(['COLLEAGUE\n']);
+      expect(next.execution?.conflicts).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt' })]);
+      expect(p.rt.store.listBuriedChecks()).toEqual([]);
+      expect(contents(documentId)).toEqual(['v1\n', 'COLLEAGUE\n', 'MINE\n']);
+      expect(docsNamed(p)).toHaveLength(2);
+      expect((await runPass(p.rt)).converged).toBe(true);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('when the commit was made but its answer lost (503): the recovery that finishes it keeps their edit', async () => {
+    const p = await openTestPair(emu, 'buried-answer-lost');
+    try {
+      const { documentId } = await editedWithRace(p, true, { answerLost: true });
+      const first = await runPass(p.rt);
+      expect(first.execution?.failures.map((f) => f.kind)).toEqual(['upload']);
+      const next = await runPass(p.rt);
+      expect(next.recoveredUploads).toBe(1);
+      expect([...copiesOf(p).values()]).toEqual(['COLLEAGUE\n']);
+      expect(next.execution?.conflicts).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt' })]);
+      expect(contents(documentId)).toEqual(['v1\n', 'COLLEAGUE\n', 'MINE\n']);
+      expect(p.rt.store.listConflicts()).toHaveLength(1);
+      expect((await runPass(p.rt)).converged).toBe(true);
+      expect(docsNamed(p)).toHaveLength(2);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('when the copy cannot be downloaded at first: tried again next pass (round 31a, F11), not given up', async () => {
+    const p = await openTestPair(emu, 'buried-copy-fails');
+    try {
+      await editedWithRace(p, true, { afterCommit: () => emu.control.injectFault({ route: 'downloadlink', status: 400, times: 1 }) });
+      await runPass(p.rt);
+      expect(copiesOf(p).size).toBe(0);
+      expect(p.rt.store.listConflicts()).toEqual([]);
+      await runPass(p.rt);
+      expect([...copiesOf(p).values()]).toEqual(['COLLEAGUE\n']);
+      expect(p.rt.store.listConflicts()).toEqual([expect.objectContaining({ conflictPath: expect.stringContaining('(conflict ') })]);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('given up after BURIED_CHECK_ATTEMPTS failed tries: recorded and said as in the version history', async () => {
+    const p = await openTestPair(emu, 'buried-given-up');
+    try {
+      await editedWithRace(p, true, { afterCommit: () => emu.control.injectFault({ route: 'versions', status: 400, times: BURIED_CHECK_ATTEMPTS }) });
+      let last = await runPass(p.rt);
+      for (let i = 1; i < BURIED_CHECK_ATTEMPTS; i++) {
+        expect(p.rt.store.listConflicts(), `pass ${i}`).toEqual([]);
+        last = await runPass(p.rt);
+      }
+      expect(p.rt.store.listBuriedChecks()).toEqual([]);
+      expect(p.rt.store.listConflicts()).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', conflictPath: null, detail: expect.stringContaining('left in the version history') })]);
+      expect(last.execution?.conflicts).toEqual([expect.objectContaining({ outcome: expect.stringContaining('look at the version history') })]);
+      expect(copiesOf(p).size).toBe(0);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('a copy written before a crash is not written again by the retry', async () => {
+    const p = await openTestPair(emu, 'buried-copy-crash');
+    try {
+      await editedWithRace(p, true, { theirs: ['A\n', 'B\n'] });
+      // The second download fails: the first copy (B's, the newest) is in place with no record, as after a crash.
+      const client = p.rt.client;
+      const download = client.downloadVersionTo.bind(client);
+      let calls = 0;
+      client.downloadVersionTo = (...args: Parameters<typeof download>) => {
+        if (++calls === 2) throw new ServiceError('GET /raw failed with HTTP 400', { code: 'SERVICE_BAD_REQUEST', request: 'GET /documents/{documentId}/versions/{versionId}/raw', status: 400, retryable: false });
+        return download(...args);
+      };
+      await runPass(p.rt);
+      expect([...copiesOf(p).values()]).toEqual(['B\n']);
+      expect(p.rt.store.listConflicts()).toEqual([]);
+      expect(p.rt.store.listBuriedChecks()[0]?.attempts).toBe(1);
+      const next = await runPass(p.rt);
+      // B's copy is found where the first try put it (same name, same bytes): A's is the only new one.
+      expect([...copiesOf(p).values()].sort()).toEqual(['A\n', 'B\n']);
+      expect(next.execution?.conflicts).toHaveLength(2);
+      expect(p.rt.store.listBuriedChecks()).toEqual([]);
+      expect((await runPass(p.rt)).converged).toBe(true);
+      expect(docsNamed(p)).toHaveLength(3);
+    } finally {
+      await p.close();
+    }
+  });
+});
+
+describe('what is kept of the versions made during the upload', () => {
+  it('one with our content (two people saving the same bytes): nothing kept, nothing recorded (round 31a, F7)', async () => {
+    const p = await openTestPair(emu, 'buried-same');
+    try {
+      const { documentId } = await editedWithRace(p, true, { theirs: ['MINE\n'] });
+      const pass = await runPass(p.rt);
+      expect(contents(documentId)).toEqual(['v1\n', 'MINE\n', 'MINE\n']);
+      expect(copiesOf(p).size).toBe(0);
+      expect(pass.execution?.conflicts).toEqual([]);
+      expect(p.rt.store.listConflicts()).toEqual([]);
+      expect(docsNamed(p)).toEqual(['f.txt']);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('several: each with content of its own is kept, once (round 31a, F10)', async () => {
+    const p = await openTestPair(emu, 'buried-several');
+    try {
+      await editedWithRace(p, true, { theirs: ['A\n', 'B\n', 'A\n', 'MINE\n'] });
+      const pass = await runPass(p.rt);
+      expect([...copiesOf(p).values()].sort()).toEqual(['A\n', 'B\n']);
+      expect(pass.execution?.conflicts).toHaveLength(2);
+      expect(docsNamed(p)).toHaveLength(3);
+      expect((await runPass(p.rt)).converged).toBe(true);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('an upload-only pair records it, and writes nothing locally (round 31a, F4)', async () => {
+    const p = await openTestPair(emu, 'buried-upload-only', 'direction: upload');
+    try {
+      const { documentId } = await editedWithRace(p, true);
+      await runPass(p.rt);
+      expect(contents(documentId)).toEqual(['v1\n', 'COLLEAGUE\n', 'MINE\n']);
+      expect(fs.readdirSync(path.join(p.local, 'Docs'))).toEqual(['f.txt']);
+      expect(docsNamed(p)).toEqual(['f.txt']);
+      expect(p.rt.store.listConflicts()).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', conflictPath: null, policy: 'local-wins' })]);
     } finally {
       await p.close();
     }
