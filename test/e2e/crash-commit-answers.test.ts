@@ -4,6 +4,7 @@
 // or a second version, and must not take someone else's version for its own.
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkspace, localTree, readLocal, remoteTree, sha256, sync, writeLocal, type Workspace } from './harness.js';
+import { eventually } from './run-helpers.js';
 
 let ws: Workspace | undefined;
 afterEach(async () => {
@@ -100,5 +101,36 @@ describe('a commit that failed, then a colleague\'s version before the next run'
     expect(copies.map(([, hash]) => hash)).toEqual([sha256('my edit')]);
     expect(copies[0]![0]).toMatch(/^T\/a \(conflict .*\)\.txt$/);
     expect(localTree(w.local)).toEqual(remoteTree(w));
+  });
+});
+
+// Black-box round 31a, F1: a colleague's version committed while ours was on its way, then the daemon killed
+// right after our commit: the look for a version made during the upload was never made (it ran once, in memory,
+// after the commit), and their edit stayed under ours, unsaid. It is recorded with the commit now.
+describe('a colleague\'s version made during our commit, then a SIGKILL right after it', () => {
+  it('the next run finds it under ours and keeps it as a conflict copy, on both sides', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const c = w.emulator.control;
+    const folder = c.createFolder(w.binderId, { name: 'T' });
+    const { document } = c.addDocument(w.binderId, folder.id, 'a.txt', 'v1', { versionLabel: '1' });
+    expect((await sync(w)).code).toBe(0);
+
+    writeLocal(w, 'T/a.txt', 'my edit');
+    c.injectFault({ route: 'commit', latencyMs: 1500, times: 1 }); // our commit waits; theirs lands meanwhile
+    const killed = sync(w, [], { env: { BINDER_SYNC_FAILPOINT: 'upload-after-commit' } });
+    await eventually(() => (c.counters().commit ?? 0) > 0, 15_000, 'our commit to go out');
+    c.addVersion(document.id, 'colleague edit', { versionLabel: '2' });
+    expect((await killed).signal).toBe('SIGKILL');
+    expect(c.listVersions(document.id).map((v) => c.readContent(document.id, v.id).toString())).toEqual(['v1', 'colleague edit', 'my edit']);
+
+    const r = await sync(w);
+    expect(r.code, `${r.stdout}${r.stderr}`).toBe(0);
+    expect(r.stdout).toMatch(/conflict T\/a\.txt: kept both \(their version was committed during our upload\)/);
+    expect(readLocal(w, 'T/a.txt')).toBe('my edit');
+    const copies = [...localTree(w.local)].filter(([p]) => p !== 'T/a.txt');
+    expect(copies.map(([, hash]) => hash)).toEqual([sha256('colleague edit')]);
+    expect(localTree(w.local)).toEqual(remoteTree(w));
+    expect((await sync(w)).stdout).toMatch(/in sync/);
   });
 });
