@@ -44,7 +44,15 @@ export function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir
     store.setMeta(STATE_ROOT, pair.localPath);
     recordRootIdentity(pair, store);
   };
-  if (recorded === undefined || recorded === '' || store.countBase() === 0 || sameDirectory(recorded, pair.localPath)) return accept();
+  if (recorded === undefined || recorded === '' || store.countBase() === 0) return accept();
+  if (sameDirectory(recorded, pair.localPath)) {
+    // The same folder as the recorded path is now: only the path is new. Its recorded identity stays, so the check
+    // before each pass still sees another folder that took the synced one's place at the same time (a symlinked
+    // path given up for the real one just as another folder was moved there: black-box round 31b, F1).
+    store.setMeta(STATE_ROOT, pair.localPath);
+    if (!store.getMeta(STATE_ROOT_ID)) recordRootIdentity(pair, store);
+    return;
+  }
   const id = identityOf(pair.localPath);
   if (id !== null && id === store.getMeta(STATE_ROOT_ID)) {
     accept();

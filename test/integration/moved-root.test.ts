@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PairConfig } from '../../src/config/schema.js';
 import { holdRoot, releaseRoot } from '../../src/local/root-lock.js';
 import { StateStore } from '../../src/state/store.js';
-import { ensureSyncedRootInPlace } from '../../src/sync/moved-root.js';
+import { ensureSameRoot, ensureSyncedRootInPlace, STATE_ROOT } from '../../src/sync/moved-root.js';
 
 let dir: string;
 let store: StateStore;
@@ -86,5 +86,27 @@ describe.skipIf(process.platform !== 'linux')('the folder at localPath before ea
     } finally {
       storeB.close();
     }
+  });
+
+  // Black-box round 31b, F1: the pair had synced through a symlink to its folder; the config went back to the real
+  // path just as another folder took that path. The new path was "the same folder as the recorded one" (the link
+  // now led to the stranger), so its identity was recorded too, and the stranger's files were synced.
+  it('a path given up for another that leads to the same folder now does not record that folder as the synced one', async () => {
+    const a = syncedFolder('a', true);
+    const link = path.join(dir, 'a-link');
+    fs.symlinkSync(a, link);
+    await ensureSyncedRootInPlace({ name: 'a', localPath: a } as PairConfig, store, log, true); // a's identity
+    store.setMeta(STATE_ROOT, link); // synced through the link since
+    fs.renameSync(a, `${a}.orig`);
+    fs.mkdirSync(path.join(a, 'Template'), { recursive: true });
+    fs.writeFileSync(path.join(a, 'Template', 'private.txt'), 'another project');
+    const pairA = { name: 'a', localPath: a, binderId: 'B' } as PairConfig;
+    ensureSameRoot(pairA, store, path.dirname(store.file), log); // the link leads to the new `a` too: the path is taken
+    expect(store.getMeta(STATE_ROOT)).toBe(a);
+    await expect(ensureSyncedRootInPlace(pairA, store, log, true)).rejects.toMatchObject({ code: 'LOCAL_ROOT_REPLACED' });
+    // The synced folder back at its path: accepted again.
+    fs.rmSync(a, { recursive: true });
+    fs.renameSync(`${a}.orig`, a);
+    await expect(ensureSyncedRootInPlace(pairA, store, log, true)).resolves.toBeUndefined();
   });
 });
