@@ -18,8 +18,8 @@ import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { conflictTag } from './reconcile-builder.js';
 import { recoverIntents } from './intents.js';
-import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForIgnoredOccupants, withheldForMetadata } from './plan-filters.js';
-import { recoverOutbox } from './upload.js';
+import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForIgnoredOccupants, withheldForMetadata, withheldForUnfinishedUploads } from './plan-filters.js';
+import { recoverOutbox, type OutboxRecovery } from './upload.js';
 import { settleBuriedChecks } from './buried-edit.js';
 import { loadFollowedFolders, rememberFollowedFolders } from './followed-folders.js';
 import { ensureRoot, keepStateDbInPlace, readMetadataElementsAgain, STATE_SERVICE } from './open-pair.js';
@@ -189,6 +189,8 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   const parked = subtrees === undefined && rt.cache.localParked && opts.localDirs?.length === 0 && rt.cache.touchedDirs.size === 0 && !dryRun;
   // Uploads an earlier pass left unfinished and this one committed: work done, said in the pass's summary.
   let recovered = 0;
+  // Uploads an earlier pass left unfinished whose commit cannot be settled now: their files sit this pass out.
+  let heldUploads: OutboxRecovery['held'] = [];
   // What the recovery did before this pass's plan (conflicts kept from a buried-version check): in its report.
   const early = emptyExecution();
   const withRecovered = <R extends PassReport>(r: R): R => {
@@ -201,6 +203,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     const steps = await recoverIntents(rt.store, rt.pair.localPath, rt.log);
     if (steps > 0) rt.log.info({ steps }, 'finished local steps interrupted by a restart');
     const rec = await recoverOutbox(deps);
+    heldUploads = rec.held;
     recovered = rec.finished;
     if (rec.finished + rec.dropped > 0) rt.log.info(rec, 'finished or dropped the uploads an earlier pass left unfinished');
     // Edits committed by a pass that could not look for versions made during their upload (a crash, a lost
@@ -320,7 +323,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   const planFor = (c: ReconcileContext) => {
     const planned = withheldForIgnoredOccupants(reconcile(base, local, listing.observation, c), rt.ignore, (rel) => fs.lstatSync(path.join(rt.pair.localPath, rel), { throwIfNoEntry: false }) !== undefined);
     const held = withheldAsUnreplaceable(
-      withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(planned, listing.observation), rt.metadata), rt.refusedUploads),
+      withheldForUnfinishedUploads(withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(planned, listing.observation), rt.metadata), rt.refusedUploads), heldUploads, rt.caseInsensitive),
       rt.unreplaceable,
       now().getTime(),
       trashCanTake(rt),

@@ -3,7 +3,8 @@
 import type { IgnoreMatcher } from '../local/ignore.js';
 import type { MetadataResolver } from './metadata-rules.js';
 import type { Action, Issue, LocalFile, Plan, RemoteObservation, UploadTarget } from './model.js';
-import { parentOf } from './path-key.js';
+import { parentOf, pathKey } from './path-key.js';
+import { writesOf } from './reconcile-builder.js';
 
 /** The action sends local content to the service (an upload, or a conflict that uploads a copy or the local side). */
 export function wantsUpload(a: Action): boolean {
@@ -223,6 +224,34 @@ export function withheldAsRefused(plan: Plan, refused: RefusedUploads): Plan {
     return true;
   });
   return { ...plan, groups, issues };
+}
+
+/**
+ * Leaves out of the plan every step at the path of an upload an earlier pass left unfinished whose commit could
+ * not be settled now (recoverOutbox's held rows: the service answered 5xx, or did not answer): nothing may be
+ * planned for a file before its first commit is settled, or a second upload could make a second version. Each is
+ * said as the file's issue; the rest of the plan runs (black-box round 31a, F6: one such commit stopped the pair).
+ */
+export function withheldForUnfinishedUploads(plan: Plan, held: ReadonlyArray<{ relPath: string; key: string; error: unknown }>, caseInsensitive: boolean): Plan {
+  if (held.length === 0) return plan;
+  const keys = new Set(held.map((h) => h.key));
+  const touches = (a: Action) => writesOf(a, caseInsensitive).some((k) => keys.has(k)) || keys.has(pathKey(ownPathOf(a), caseInsensitive));
+  const issues: Issue[] = [
+    ...plan.issues,
+    ...held.map((h): Issue => ({
+      relPath: h.relPath,
+      code: 'local-change-not-uploaded',
+      detail: `its upload, which an earlier pass left unfinished, could not be committed now (${h.error instanceof Error ? h.error.message : String(h.error)}): it is tried again next pass, and the file waits for it`,
+    })),
+  ];
+  return { ...plan, groups: plan.groups.filter((g) => !g.some(touches)), issues };
+}
+
+/** The path an action starts from. */
+function ownPathOf(a: Action): string {
+  if (a.kind === 'move-local') return a.from;
+  if (a.kind === 'adopt') return a.base.relPath;
+  return a.relPath;
 }
 
 /**

@@ -4,7 +4,7 @@
 import fs, { createReadStream } from 'node:fs';
 import { Transform, Writable, type Readable } from 'node:stream';
 import { BinderSyncError } from '../errors.js';
-import { toFileStat } from '../local/fs-ops.js';
+import { resolveInside, toFileStat } from '../local/fs-ops.js';
 import { failpoint } from '../failpoints.js';
 import { answersRepeatedCommit, COMMIT_REQUEST, ServiceError } from '../service/index.js';
 import type { Document, DocumentVersion, MetadataValue } from '../service/schemas.js';
@@ -157,53 +157,79 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
   return { base: await d.store.transactionSoon(() => finishOutbox(d, outcome.row, outcome.version)), bytes: sent.bytes };
 }
 
+/** What the outbox recovery did: rows finished and dropped, and those left for the next pass (with why). */
+export interface OutboxRecovery {
+  finished: number;
+  dropped: number;
+  /** Rows whose commit could not be settled now (a 5xx, the network): kept; their files wait for the next pass. */
+  held: Array<{ relPath: string; key: string; error: unknown }>;
+}
+
 /**
  * Finishes or drops the uploads a previous run left in the outbox. Stages 'planned' and 'slot' were never
  * verified (the PUT may be partial or torn), so they are dropped and the next plan uploads again; 'committing'
  * (content PUT and verified) is committed with the same uploadId, which the service makes idempotent.
  * A row the service refuses for good is dropped with a warning (the local file is still there: the next plan
- * uploads it again): one bad row must never block every later pass. Retryable trouble keeps the row and
- * fails the pass, so that nothing is planned again for that file before its first commit is settled.
+ * uploads it again): one bad row must never block every later pass. A row whose file changed since is not
+ * committed (its content is one the user has discarded: black-box round 31a, F14): finished only if the service
+ * already has it, else dropped, and the file goes as it is now. Retryable trouble keeps the row, and this and the
+ * rows after it are held: their files are left out of this pass (nothing may be planned for a file before its
+ * first commit is settled), the rest of the pair syncs (round 31a, F6: one commit the service kept failing with
+ * a 500 stopped every download and upload of the binder). A bug (not the service's answer) still fails the pass.
  */
-export async function recoverOutbox(given: ExecutorDeps): Promise<{ finished: number; dropped: number }> {
+export async function recoverOutbox(given: ExecutorDeps): Promise<OutboxRecovery> {
   // One folder listing serves the name checks of every row of a folder (a crash with many uploads in flight).
   const d: ExecutorDeps = given.folderRecheck ? given : { ...given, folderRecheck: new FolderRecheck(given.client, given.binderId) };
-  let finished = 0;
-  let dropped = 0;
+  const out: OutboxRecovery = { finished: 0, dropped: 0, held: [] };
   for (const row of d.store.listOutbox()) {
     if (row.stage === 'planned' || row.stage === 'slot' || row.uploadId === null) {
       d.store.deleteOutbox(row.id);
-      dropped++;
+      out.dropped++;
       continue;
     }
-    let outcome: CommitOutcome;
+    // After one retryable failure the service is not asked again this pass: the rest wait with it.
+    const first = out.held[0];
+    if (first !== undefined) {
+      out.held.push({ relPath: row.relPath, key: row.key, error: first.error });
+      continue;
+    }
+    let outcome: CommitOutcome | { kind: 'dropped' };
     try {
-      outcome = await resumeCommit(d, row);
+      outcome = fileChangedSince(d, row) ? await committedAlready(d, row) : await resumeCommit(d, row);
     } catch (err) {
       if (err instanceof BinderSyncError && err.code === 'REMOTE_CHANGED') {
         // Nothing was committed: the file is planned again against the binder as it is now.
         d.store.deleteOutbox(row.id);
-        dropped++;
+        out.dropped++;
         d.log.info({ relPath: row.relPath, err }, 'dropped an upload an earlier pass left unfinished (a restart, or a failed commit request): the service changed since; the file is planned again');
         continue;
       }
-      // Only the service's own final answer drops the row; anything else (a bug, a retryable failure) keeps it.
-      if (!(err instanceof ServiceError) || err.retryable) throw err;
+      // Only the service's own final answer drops the row; a retryable one keeps it, a bug fails the pass.
+      if (!(err instanceof ServiceError)) throw err;
+      if (err.retryable) {
+        out.held.push({ relPath: row.relPath, key: row.key, error: err });
+        d.log.warn({ relPath: row.relPath, err }, 'an upload an earlier pass left unfinished could not be committed now: kept; its file waits for the next pass, the rest of the pair syncs');
+        continue;
+      }
       outcome = { kind: 'refused', error: err };
     }
-    if (outcome.kind === 'refused') {
+    if (outcome.kind === 'dropped') {
       d.store.deleteOutbox(row.id);
-      dropped++;
+      out.dropped++;
+      d.log.info({ relPath: row.relPath }, 'dropped an upload an earlier pass left unfinished: the file changed since, and the service does not have that content; the file goes as it is now');
+    } else if (outcome.kind === 'refused') {
+      d.store.deleteOutbox(row.id);
+      out.dropped++;
       const e = refusedError(d, row, outcome.error);
       d.log.warn({ relPath: row.relPath, code: e.code, err: e }, 'dropped an upload an earlier pass left unfinished (a restart, or a failed commit request): the service refused its commit');
     } else if (misdirected(outcome.row, outcome.version)) {
       d.store.deleteOutbox(row.id);
-      dropped++;
+      out.dropped++;
       const e = misdirectedError(d, outcome.row, outcome.version);
       d.log.warn({ relPath: row.relPath, code: e.code, err: e }, 'an upload an earlier pass left unfinished (a restart, or a failed commit request) was committed onto another document');
     } else {
       finishOutbox(d, outcome.row, outcome.version);
-      finished++;
+      out.finished++;
       // Found by its content: our commit whose answer was lost, or a colleague's version of the same bytes; the
       // two cannot be told apart, and either way the service holds this content now (black-box round 30a, F5).
       const msg = outcome.found === true
@@ -212,7 +238,23 @@ export async function recoverOutbox(given: ExecutorDeps): Promise<{ finished: nu
       d.log.info({ relPath: row.relPath, documentId: outcome.version.documentId }, msg);
     }
   }
-  return { finished, dropped };
+  return out;
+}
+
+/** The row's file is not as it was when its content was sent (edited again, put back, deleted). */
+function fileChangedSince(d: ExecutorDeps, row: OutboxRow): boolean {
+  const st = fs.lstatSync(resolveInside(d.root, row.relPath), { throwIfNoEntry: false });
+  return st === undefined || !sameStat(toFileStat(st), row);
+}
+
+/** A row whose file changed since: ours if the service has its content already (a commit whose answer was lost), else dropped. */
+async function committedAlready(d: ExecutorDeps, row: OutboxRow): Promise<CommitOutcome | { kind: 'dropped' }> {
+  const found = await findCommittedVersion(d, row).catch((err: unknown) => {
+    // A document or folder gone (404) holds nothing of ours.
+    if (err instanceof ServiceError && !err.retryable) return null;
+    throw err;
+  });
+  return found ? { kind: 'committed', version: found, row, found: true } : { kind: 'dropped' };
 }
 
 /** `found`: the version was found on the service by its content (committed before, or someone's identical one), not made now. */

@@ -362,7 +362,7 @@ describe('recovering the outbox after a restart', () => {
     synced(s, doc);
     await pendingEdit(s, doc, 'my edit');
     c.addVersion(doc.id, 'colleague edit', { versionLabel: '2' });
-    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1 });
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1, held: [] });
     expect(s.commits).toEqual([]);
     expect(c.listVersions(doc.id).map((v) => c.readContent(doc.id, v.id).toString())).toEqual(['original', 'colleague edit']);
     expect(s.store.listOutbox()).toEqual([]);
@@ -376,7 +376,7 @@ describe('recovering the outbox after a restart', () => {
     synced(s, doc);
     await pendingEdit(s, doc, 'my edit');
     c.renameDocument(doc.id, 'renamed.txt');
-    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1 });
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1, held: [] });
     expect(s.commits).toEqual([]);
     expect(c.listDocuments(s.d.binderId).map((d) => d.fileName)).toEqual(['renamed.txt']);
   });
@@ -386,7 +386,7 @@ describe('recovering the outbox after a restart', () => {
     const c = s.emu.control;
     await pendingRow(s, 'new.txt');
     const theirs = c.addDocument(s.d.binderId, s.folderId, 'new.txt', 'their new file').document;
-    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1 });
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1, held: [] });
     expect(s.commits).toEqual([]);
     expect(c.listVersions(theirs.id)).toHaveLength(1);
     expect(s.store.loadBase().size).toBe(0);
@@ -405,7 +405,7 @@ describe('recovering the outbox after a restart', () => {
     await s.d.client.commitUpload(s.d.binderId, s.folderId, { fileName: 'new.txt', versionLabel: '1', uploadId: newRow.uploadId!, metadata: [] });
     const before = s.commits.length;
     const lines = captureLog(s.d);
-    expect(await recoverOutbox(s.d)).toEqual({ finished: 2, dropped: 0 });
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 2, dropped: 0, held: [] });
     expect(s.commits.length).toBe(before); // nothing committed again
     // Said as found, not as finished now (black-box round 30a, F5: a colleague's identical version reads alike).
     const said = lines.filter((l) => l.msg.includes('left unfinished')).map((l) => `${l.relPath}: ${l.msg}`);
@@ -425,7 +425,7 @@ describe('recovering the outbox after a restart', () => {
       if (args[2].fileName === 'refused.txt') throw statusError(403, 'no write access');
       return real(...args);
     });
-    expect(await recoverOutbox(s.d)).toEqual({ finished: 1, dropped: 1 });
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 1, dropped: 1, held: [] });
     expect(s.store.listOutbox()).toEqual([]);
     expect([...s.store.loadBase().values()].map((b) => b.relPath)).toEqual(['Docs/fine.txt']);
     expect(s.emu.control.listDocuments(s.d.binderId).map((d) => d.fileName)).toEqual(['fine.txt']);
@@ -441,16 +441,31 @@ describe('recovering the outbox after a restart', () => {
     expect(s.store.listOutbox().map((r) => r.fileName)).toEqual(['kept.txt']);
   });
 
-  it('retryable trouble keeps the row (nothing may be planned for the file before its commit is settled)', async () => {
+  it('retryable trouble keeps the row and holds its file and the rows after it, without failing (round 31a, F6)', async () => {
     const s = await setup();
     await pendingRow(s, 'later.txt');
+    await pendingRow(s, 'after.txt');
+    let commits = 0;
     s.answerCommit(async () => {
+      commits++;
       throw new ServiceError('POST upload failed with HTTP 503', { code: 'SERVICE_UNAVAILABLE', retryable: true, request: 'POST upload', status: 503 });
     });
-    await expect(recoverOutbox(s.d)).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
-    expect(s.store.listOutbox().map((r) => [r.fileName, r.stage])).toEqual([['later.txt', 'committing']]);
+    const held = await recoverOutbox(s.d);
+    expect(held).toMatchObject({ finished: 0, dropped: 0, held: [{ relPath: 'Docs/later.txt', error: { code: 'SERVICE_UNAVAILABLE' } }, { relPath: 'Docs/after.txt' }] });
+    expect(commits).toBe(1); // the service is not asked again for the rows after it
+    expect(s.store.listOutbox().map((r) => [r.fileName, r.stage])).toEqual([['later.txt', 'committing'], ['after.txt', 'committing']]);
     s.answerCommit((real, ...args) => real(...args));
-    expect(await recoverOutbox(s.d)).toEqual({ finished: 1, dropped: 0 });
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 2, dropped: 0, held: [] });
+  });
+
+  it('a row whose file changed since is not committed: dropped when the service lacks its content (round 31a, F14)', async () => {
+    const s = await setup();
+    await pendingRow(s, 'discarded.txt');
+    fs.writeFileSync(path.join(s.root, 'Docs', 'discarded.txt'), 'written again since');
+    const before = s.commits.length;
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1, held: [] });
+    expect(s.commits.length).toBe(before);
+    expect(s.emu.control.listDocuments(s.d.binderId)).toEqual([]);
   });
 
   it('a version the service puts on another document of the same name (commits go by name) is not recorded as ours', async () => {
@@ -492,7 +507,7 @@ describe('recovering the outbox after a restart', () => {
       size: local.size, mtimeMs: local.mtimeMs, inode: local.inode, ctimeMs: local.ctimeMs, versionLabel: '2', reason: 'local-modified',
     });
     s.store.setOutboxStage(id, 'committing', { uploadId: sent.uploadId });
-    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1 });
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 0, dropped: 1, held: [] });
     expect(s.store.listOutbox()).toEqual([]);
     expect(s.store.loadBase().get(second.id)?.versionId).toBe(second.latestVersionId);
     expect(s.store.loadBase().has(first.id)).toBe(false);

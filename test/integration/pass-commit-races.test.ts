@@ -268,6 +268,45 @@ describe('what is kept of the versions made during the upload', () => {
   });
 });
 
+// Black-box round 31a, F6: an unfinished upload whose commit the service kept failing (a 500 for that one file)
+// failed every later pass at its start: nothing else was downloaded or uploaded, and no file was named.
+describe('an unfinished upload whose commit keeps failing', () => {
+  it('holds its own file only: the rest of the pair syncs, and it is committed once the service takes it', async () => {
+    const p = await openTestPair(emu, 'held-commit');
+    try {
+      const folder = emu.control.createFolder(p.binderId, { name: 'Docs' });
+      const a = emu.control.addDocument(p.binderId, folder.id, 'a.txt', 'v1\n').document;
+      expect((await runPass(p.rt)).converged).toBe(true);
+      fs.writeFileSync(path.join(p.local, 'Docs', 'a.txt'), 'MINE\n');
+      const client = p.rt.client;
+      const commit = client.commitUpload.bind(client);
+      let failing = true;
+      client.commitUpload = async (...args: Parameters<typeof commit>) => {
+        if (failing && args[2].fileName === 'a.txt') throw new ServiceError('POST /upload failed with HTTP 500', { code: 'SERVICE_UNAVAILABLE', request: 'POST /documents/drives/{domain}/{id}/{folderId}/upload', status: 500, retryable: true });
+        return commit(...args);
+      };
+      expect((await runPass(p.rt)).execution?.failures.map((f) => f.relPath)).toEqual(['Docs/a.txt']);
+      emu.control.addDocument(p.binderId, folder.id, 'b.txt', 'remote b\n');
+      fs.writeFileSync(path.join(p.local, 'Docs', 'c.txt'), 'local c\n');
+
+      const held = await runPass(p.rt);
+      expect(held.converged).toBe(false);
+      expect(held.issues).toEqual([expect.objectContaining({ relPath: 'Docs/a.txt', code: 'local-change-not-uploaded', detail: expect.stringContaining('could not be committed now (POST /upload failed with HTTP 500)') })]);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'b.txt'), 'utf8')).toBe('remote b\n');
+      expect(docsNamed(p)).toEqual(['a.txt', 'b.txt', 'c.txt']);
+      expect(contents(a.id)).toEqual(['v1\n']);
+
+      failing = false;
+      const next = await runPass(p.rt);
+      expect(next.recoveredUploads).toBe(1);
+      expect(contents(a.id)).toEqual(['v1\n', 'MINE\n']);
+      expect((await runPass(p.rt)).converged).toBe(true);
+    } finally {
+      await p.close();
+    }
+  });
+});
+
 /** Docs/f.txt holding v1 on both sides, synced; returns its document. */
 async function syncedAtV1(p: TestPair): Promise<{ id: string }> {
   const folder = emu.control.createFolder(p.binderId, { name: 'Docs' });
