@@ -62,22 +62,27 @@ export interface ExecutionReport {
    * replaced by the latest like a download (the stale-copy rule), so not said as conflicts.
    */
   staleReplaced?: number;
+  /** The same in an upload-only pair: the local file kept as it is and not uploaded over the newer version. */
+  staleKept?: number;
   /** Downloads (counted in done.download) that put back files deleted or renamed locally; the first one's path. */
   restored?: { count: number; first: string };
 }
 
 /** What a pass did, for one line: "2 download, 1 upload"; conflicts found identical on both sides said so. */
-export function describeDone(ex: Pick<ExecutionReport, 'done' | 'identical' | 'staleReplaced'>): string {
-  const stale = ex.staleReplaced ?? 0;
+export function describeDone(ex: Pick<ExecutionReport, 'done' | 'identical' | 'staleReplaced' | 'staleKept'>): string {
+  const versions = (n: number) => `earlier ${n === 1 ? 'version' : 'versions'}`;
+  // Conflicts that turned out to be something else, and how each is said.
+  const settled: Array<[number, string]> = [
+    [ex.identical, 'identical on both sides'],
+    [ex.staleReplaced ?? 0, `${versions(ex.staleReplaced ?? 0)} replaced by the latest`],
+    [ex.staleKept ?? 0, `${versions(ex.staleKept ?? 0)} kept, not uploaded over newer ones`],
+  ];
+  const notConflicts = settled.reduce((sum, [n]) => sum + n, 0);
   return Object.entries(ex.done)
     .flatMap(([kind, n]) => {
-      if (kind !== 'conflict' || ex.identical + stale === 0) return [`${n} ${kind}`];
-      const real = (n ?? 0) - ex.identical - stale;
-      return [
-        ...(real > 0 ? [`${real} conflict`] : []),
-        ...(ex.identical > 0 ? [`${ex.identical} identical on both sides`] : []),
-        ...(stale > 0 ? [`${stale} earlier ${stale === 1 ? "version" : "versions"} replaced by the latest`] : []),
-      ];
+      if (kind !== 'conflict' || notConflicts === 0) return [`${n} ${kind}`];
+      const real = (n ?? 0) - notConflicts;
+      return [...(real > 0 ? [`${real} conflict`] : []), ...settled.filter(([m]) => m > 0).map(([m, said]) => `${m} ${said}`)];
     })
     .join(', ');
 }
@@ -97,6 +102,7 @@ export function mergeExecutions(a: ExecutionReport, b: ExecutionReport): Executi
     conflicts: [...a.conflicts, ...b.conflicts],
     identical: a.identical + b.identical,
     ...(a.staleReplaced || b.staleReplaced ? { staleReplaced: (a.staleReplaced ?? 0) + (b.staleReplaced ?? 0) } : {}),
+    ...(a.staleKept || b.staleKept ? { staleKept: (a.staleKept ?? 0) + (b.staleKept ?? 0) } : {}),
     ...(a.restored || b.restored ? { restored: { count: (a.restored?.count ?? 0) + (b.restored?.count ?? 0), first: (a.restored ?? b.restored)!.first } } : {}),
   };
 }
@@ -386,7 +392,18 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
     report.identical++;
     return;
   }
-  if (!a.keepLocal && (await isEarlierVersion(d, a.doc, local))) {
+  const earlier = await earlierVersionHeld(d, a.doc, local);
+  if (earlier !== null && a.keepLocal) {
+    // An upload-only pair never replaces a local file, and a stale copy is no edit to put on top of newer versions
+    // (it committed an old version's bytes over a colleague's: black-box round 31a, F5). It is recorded as holding
+    // that version: the newer one is then a remote change this pair does not download, and status says so.
+    await fs.rm(tmp.tempPath, { force: true });
+    d.store.putBase(baseFromDownload({ ...a.doc, versionId: earlier }, a.relPath, a.key, local, local.sha256!));
+    report.staleKept = (report.staleKept ?? 0) + 1;
+    d.log.info({ relPath: a.relPath, version: earlier }, 'the local file holds an earlier version of its document, not an edit: not uploaded over the newer one (this pair only uploads, so the newer one is not downloaded either)');
+    return;
+  }
+  if (earlier !== null) {
     // Not an edit: the local file is a version the service already has, behind its latest (a state DB restored
     // from a backup, a copy fetched by hand). It takes the latest as any download does, its content kept in the
     // trash and in the document's history; a conflict copy would upload those bytes again (round 29a, F2).
@@ -494,7 +511,7 @@ async function replaceWithRemote(
   return trashPath;
 }
 
-/** At most this many earlier versions are read to see whether the local file is one of them (isEarlierVersion). */
+/** At most this many earlier versions are read to see whether the local file is one of them (earlierVersionHeld). */
 const EARLIER_VERSIONS_READ = 3;
 
 /**
@@ -502,13 +519,14 @@ const EARLIER_VERSIONS_READ = 3;
  * DB older than the file: restored from a backup), newest first, at most EARLIER_VERSIONS_READ of them, each read
  * only as far as the local size.
  */
-async function isEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: LocalFile): Promise<boolean> {
-  if (local.sha256 === null || local.size > EARLIER_VERSION_MAX_BYTES) return false;
+/** The earlier version of doc (after the base, before the latest) the local file holds, if any (versionId). */
+async function earlierVersionHeld(d: ExecutorDeps, doc: RemoteDoc, local: LocalFile): Promise<string | null> {
+  if (local.sha256 === null || local.size > EARLIER_VERSION_MAX_BYTES) return null;
   try {
     return await holdsEarlierVersion(d, doc, { size: local.size, sha256: local.sha256 });
   } catch (err) {
     // Best effort: without an answer the conflict is settled as any other (nothing is lost either way).
-    if (err instanceof ServiceError && err.code !== 'ABORTED') return false;
+    if (err instanceof ServiceError && err.code !== 'ABORTED') return null;
     throw err;
   }
 }
@@ -516,7 +534,7 @@ async function isEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: LocalFil
 /** Larger local files are not compared with earlier versions: each read could cost as much as the file. */
 const EARLIER_VERSION_MAX_BYTES = 64 * 1024 * 1024;
 
-async function holdsEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: { size: number; sha256: string }): Promise<boolean> {
+async function holdsEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: { size: number; sha256: string }): Promise<string | null> {
   const baseVersion = d.store.getBase(doc.documentId)?.versionId;
   const versions = await d.client.listVersions(doc.documentId);
   // Only versions made after the base's and before the latest: a local file with a version older than the base
@@ -526,9 +544,9 @@ async function holdsEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: { siz
   // new document of bytes the service had).
   const earlier = baseVersion !== undefined ? versionsBetween(versions, baseVersion, doc.versionId) : versionsBefore(versions, doc.versionId);
   for (const v of (earlier ?? []).slice(0, EARLIER_VERSIONS_READ)) {
-    if (await versionHolds(d, doc.documentId, v.id, local)) return true;
+    if (await versionHolds(d, doc.documentId, v.id, local)) return v.id;
   }
-  return false;
+  return null;
 }
 
 /**

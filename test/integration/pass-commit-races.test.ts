@@ -357,7 +357,7 @@ describe('an upload-only pair meeting content on both sides (black-box round 30b
 });
 
 describe('an upload-only pair whose local file holds a version between its base and the latest', () => {
-  it('is never replaced by the latest (the stale-copy rule changes local files; this pair never does): it goes on top', async () => {
+  it('is never replaced by the latest (this pair changes no local file), nor uploaded over it (round 31a, F5): recorded as that version', async () => {
     const p = await openTestPair(emu, 'upload-earlier', 'direction: upload');
     try {
       const doc = await syncedAtV1(p);
@@ -367,7 +367,18 @@ describe('an upload-only pair whose local file holds a version between its base 
       const pass = await runPass(p.rt);
       expect(pass.execution?.failures).toEqual([]);
       expect(fs.readFileSync(path.join(p.local, 'Docs', 'f.txt'), 'utf8')).toBe('v2\n');
-      expect(contents(doc.id)).toEqual(['v1\n', 'v2\n', 'v3\n', 'v2\n']);
+      // The colleague's v3 stays the latest: an old version's bytes are no edit to put on top of it.
+      expect(contents(doc.id)).toEqual(['v1\n', 'v2\n', 'v3\n']);
+      expect(pass.execution?.staleKept).toBe(1);
+      expect(p.rt.store.getBase(doc.id)?.versionId).toBe(emu.control.listVersions(doc.id)[1]!.id);
+      // Then v3 is a remote change this pair does not download, said as such, and nothing is sent.
+      const next = await runPass(p.rt);
+      expect(next.issues).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', code: 'remote-change-not-downloaded' })]);
+      expect(contents(doc.id)).toHaveLength(3);
+      // An edit made after it still goes up, on top.
+      fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'edited here\n');
+      await runPass(p.rt);
+      expect(contents(doc.id).at(-1)).toBe('edited here\n');
     } finally {
       await p.close();
     }

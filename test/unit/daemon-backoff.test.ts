@@ -141,6 +141,7 @@ describe('describeDone', () => {
     // The stale-copy rule (a local file holding an earlier version) is a replacement, not a conflict (round 30a, F5).
     expect(describeDone({ done: { conflict: 1 }, identical: 0, staleReplaced: 1 })).toBe('1 earlier version replaced by the latest');
     expect(describeDone({ done: { conflict: 4 }, identical: 1, staleReplaced: 2 })).toBe('1 conflict, 1 identical on both sides, 2 earlier versions replaced by the latest');
+    expect(describeDone({ done: { conflict: 2, upload: 1 }, identical: 0, staleKept: 1 })).toBe('1 conflict, 1 earlier version kept, not uploaded over newer ones, 1 upload');
   });
 });
 
