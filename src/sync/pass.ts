@@ -18,7 +18,7 @@ import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { conflictTag } from './reconcile-builder.js';
 import { recoverIntents } from './intents.js';
-import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, withheldForIgnoredOccupants, withheldForMetadata, withheldForUnfinishedUploads } from './plan-filters.js';
+import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, metadataHold, withheldForIgnoredOccupants, withheldForMetadata, withheldForUnfinishedUploads } from './plan-filters.js';
 import { recoverOutbox, type OutboxRecovery } from './upload.js';
 import { settleBuriedChecks } from './buried-edit.js';
 import { loadFollowedFolders, rememberFollowedFolders } from './followed-folders.js';
@@ -419,7 +419,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     recordEditsOfDeleted(rt, plan, report.execution, now());
     const refused = rememberRefused(rt, plan, report.execution, now().getTime());
     rememberUnreplaceable(rt.unreplaceable, plan, report.execution.failures, now().getTime());
-    const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx);
+    const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx, rt.metadata);
     if (refused.length > 0 || keptLocal.length > 0) {
       // Said this pass as every later pass says it (withheldAsRefused, planLocalFile): an item not synced, not the
       // pair's error. A download-only pair's conflict copy exited 0 in its pass and 1 in the next (round 11, F5).
@@ -986,13 +986,13 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
  * The conflict copies this pass kept locally without uploading them (a pair that does not upload): local files
  * with no document, reported as the next pass reports them (planLocalFile).
  */
-function conflictCopiesKeptLocal(plan: Plan, execution: ExecutionReport, ctx: ReconcileContext): Issue[] {
+function conflictCopiesKeptLocal(plan: Plan, execution: ExecutionReport, ctx: ReconcileContext, metadata: PairRuntime['metadata']): Issue[] {
   const kept = new Set(execution.conflicts.flatMap((c) => (c.conflictPath !== null ? [c.conflictPath] : [])));
-  return plan.groups.flat().flatMap((a) =>
-    a.kind === 'conflict' && a.policy === 'keep-both' && !a.uploadConflictCopy && kept.has(a.conflictPath)
-      ? [{ relPath: a.conflictPath, code: 'local-change-not-uploaded' as const, detail: newLocalNotUploaded(ctx) }]
-      : [],
-  );
+  // Why it stays local, as the next pass will say it: the pair does not upload, or the copy's metadata cannot be given
+  // (withheldForMetadata kept it local).
+  const why = (copy: string): Issue =>
+    (ctx.direction === 'both' ? metadataHold(copy, true, metadata) : null) ?? { relPath: copy, code: 'local-change-not-uploaded', detail: newLocalNotUploaded(ctx) };
+  return plan.groups.flat().flatMap((a) => (a.kind === 'conflict' && a.policy === 'keep-both' && !a.uploadConflictCopy && kept.has(a.conflictPath) ? [why(a.conflictPath)] : []));
 }
 
 /** Issues that leave a pass converged (INFORMATIONAL_ISSUES), and so may stand beside the in-sync mark. */

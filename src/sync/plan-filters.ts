@@ -172,25 +172,32 @@ function quietPeriodFor(a: Extract<Action, { kind: 'upload' | 'conflict' }>, min
  */
 export function withheldForMetadata(plan: Plan, metadata: MetadataResolver): Plan {
   const issues = [...plan.issues];
-  const groups = plan.groups.filter((group) => {
+  // A conflict still runs (equal sides are settled, the remote content comes down), its copy kept local: the copy is
+  // then a new file the next pass holds back, by its real name. Held whole, the conflict was said under a copy name
+  // that did not exist and changed with every pass (black-box round 31b, F5).
+  const copyHeld = (a: Action) => a.kind === 'conflict' && a.uploadConflictCopy && metadataHold(a.conflictPath, true, metadata) !== null;
+  const groups = plan.groups.map((group) => (group.some(copyHeld) ? group.map((a) => (copyHeld(a) ? { ...a, uploadConflictCopy: false } : a)) : group)).filter((group) => {
     const uploads = group.flatMap((a: Action) =>
       a.kind === 'upload' ? [{ relPath: a.relPath, newDocument: a.target.documentId === null }] : a.kind === 'conflict' && a.uploadConflictCopy ? [{ relPath: a.conflictPath, newDocument: true }] : [],
     );
     for (const { relPath, newDocument } of uploads) {
-      if (metadata.blockedBecause !== undefined) {
-        issues.push({ relPath, code: 'metadata-missing', detail: `not uploaded: ${metadata.blockedBecause}` });
-        return false;
-      }
-      if (!newDocument) continue;
-      const missing = metadata.missingFor(relPath);
-      if (missing.length > 0) {
-        issues.push({ relPath, code: 'metadata-missing', detail: `required metadata without a value: ${missing.join(', ')}; add a metadata rule for it` });
+      const held = metadataHold(relPath, newDocument, metadata);
+      if (held !== null) {
+        issues.push(held);
         return false;
       }
     }
     return true;
   });
   return { ...plan, groups, issues };
+}
+
+/** Why an upload to relPath is held back for its metadata (the elements unread, a required one no rule gives), if it is. */
+export function metadataHold(relPath: string, newDocument: boolean, metadata: MetadataResolver): Issue | null {
+  if (metadata.blockedBecause !== undefined) return { relPath, code: 'metadata-missing', detail: `not uploaded: ${metadata.blockedBecause}` };
+  const missing = newDocument ? metadata.missingFor(relPath) : [];
+  if (missing.length === 0) return null;
+  return { relPath, code: 'metadata-missing', detail: `required metadata without a value: ${missing.join(', ')}; add a metadata rule for it` };
 }
 
 /** Content the service refused to commit for good (400/422), by path key: what to hold back and why. */

@@ -173,6 +173,41 @@ describe('metadata problems do not stop downloads', () => {
     }
   }, 60_000);
 
+  // Black-box round 31b, F5: the conflicts were held whole, said under copy names that did not exist (a new time
+  // each pass), and even a conflict of equal sides, which needs no upload, was never settled.
+  it('conflicts still run while uploads are held: equal sides settled, the remote content in place, the copy kept and named as it is', async () => {
+    await binderWithRequiredElement();
+    const c = ws.emulator.control;
+    writeRunConfig(ws, { pairs: [{ name: 'main', localPath: './local', binderId: ws.binderId, metadata: [{ match: '**', values: { Department: 'Engineering' } }] }] });
+    expect((await syncJson(ws)).code).toBe(0);
+    const remote = docNamed(ws, 'remote.txt');
+    const tab = c.listFolders(ws.binderId).find((f) => f.name === 'T')!;
+    const same = c.addDocument(ws.binderId, tab.id, 'same.txt', 'v1', { metadata: [{ metadataElementId: 'Department', valueId: 'fin' }] }).document;
+    expect((await syncJson(ws)).code).toBe(0);
+    c.addVersion(remote.id, 'their edit');
+    writeLocal(ws, 'T/remote.txt', 'my edit');
+    c.addVersion(same.id, 'both made this');
+    writeLocal(ws, 'T/same.txt', 'both made this');
+    c.injectFault({ route: 'metadataelements', status: 500 });
+    const commitsBefore = c.counters().commit;
+
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(3);
+    expect(readLocal(ws, 'T/remote.txt')).toBe('their edit');
+    const copies = fs.readdirSync(path.join(ws.local, 'T')).filter((n) => n.includes('(conflict '));
+    expect(copies).toHaveLength(1);
+    expect(readLocal(ws, `T/${copies[0]}`)).toBe('my edit');
+    // Named as it is on disk, and the same name the next pass gives it.
+    expect(r.report?.issues).toEqual([{ relPath: `T/${copies[0]}`, code: 'metadata-missing', detail: expect.stringMatching(/^not uploaded: the binder's metadata elements could not be read/) }]);
+    const again = await syncJson(ws);
+    expect(again.report?.issues.map((i) => i.relPath)).toEqual([`T/${copies[0]}`]);
+    expect(c.counters().commit).toBe(commitsBefore);
+
+    c.clearFaults();
+    expect((await syncJson(ws)).code).toBe(0);
+    expect(c.listDocuments(ws.binderId).map((x) => x.fileName).sort()).toEqual([copies[0], 'new.txt', 'remote.txt', 'same.txt'].sort());
+  }, 60_000);
+
   it("a two-way pair whose binder's metadata elements cannot be read downloads, holds uploads back saying why (sync: exit 3), and the daemon uploads once they can be read", async () => {
     await binderWithRequiredElement();
     const c = ws.emulator.control;

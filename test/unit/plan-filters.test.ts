@@ -176,6 +176,17 @@ describe('withheldForMetadata', () => {
     expect(held.groups).toEqual([]);
     expect(held.issues).toEqual([{ relPath: 'A/x.txt', code: 'metadata-missing', detail: 'not uploaded: the rules do not fit' }]);
   });
+  it('lets a keep-both conflict run with its copy kept local, instead of holding it under a copy name that does not exist (round 31b, F5)', () => {
+    const f = file('A/x.txt', 1);
+    const remote = { documentId: 'd1', versionId: 'v2', folderId: 'F', fileName: 'x.txt', relPath: 'A/x.txt', key: 'A/x.txt' } as RemoteDoc;
+    const conflict: Action = { kind: 'conflict', relPath: 'A/x.txt', key: 'A/x.txt', local: f, doc: remote, base: null, policy: 'keep-both', conflictPath: 'A/x (conflict T).txt', uploadConflictCopy: true, keepLocal: false };
+    const resolver: MetadataResolver = { forPath: () => [], valuesFor: () => [], missingFor: () => [], accepts: () => true, blockedBecause: 'the elements cannot be read' };
+    const r = withheldForMetadata(plan([[conflict]]), resolver);
+    expect(r.groups).toEqual([[{ ...conflict, uploadConflictCopy: false }]]);
+    expect(r.issues).toEqual([]);
+    // Readable elements with nothing missing: untouched.
+    expect(withheldForMetadata(plan([[conflict]]), { ...resolver, blockedBecause: undefined }).groups).toEqual([[conflict]]);
+  });
 });
 
 describe('withheldAsRefused', () => {
