@@ -14,6 +14,15 @@ afterEach(async () => {
 
 const RECOVERED = /finished an upload an earlier pass left unfinished|an upload an earlier pass left unfinished \(a restart, or a failed commit request\) was already on the service: a version with its content was made since the edit; recorded, nothing sent/;
 
+/** T/a.txt, version 1 ('v1') on the service, synced; returns its document. */
+async function syncedAtV1(w: Workspace): Promise<{ id: string }> {
+  const c = w.emulator.control;
+  const folder = c.createFolder(w.binderId, { name: 'T' });
+  const { document } = c.addDocument(w.binderId, folder.id, 'a.txt', 'v1', { versionLabel: '1' });
+  expect((await sync(w)).code).toBe(0);
+  return document;
+}
+
 describe.each(['version', 'no-content', 'conflict', 'latest', 'unknown'] as const)('repeated commit answered with %s', (answer) => {
   it('a new file and an edit, each killed right after the commit, end as one document with the right versions', async () => {
     ws = await createWorkspace({ emulator: { repeatCommitAnswer: answer } });
@@ -55,9 +64,7 @@ describe("a repeated commit answered with the document's latest version, a colle
     ws = await createWorkspace({ emulator: { repeatCommitAnswer: 'latest' } });
     const w = ws;
     const c = w.emulator.control;
-    const folder = c.createFolder(w.binderId, { name: 'T' });
-    const { document } = c.addDocument(w.binderId, folder.id, 'a.txt', 'v1');
-    expect((await sync(w)).code).toBe(0);
+    const document = await syncedAtV1(w);
 
     writeLocal(w, 'T/a.txt', 'my edit');
     expect((await sync(w, [], { env: { BINDER_SYNC_FAILPOINT: 'upload-after-commit' } })).signal).toBe('SIGKILL');
@@ -80,9 +87,7 @@ describe('a commit that failed, then a colleague\'s version before the next run'
     ws = await createWorkspace();
     const w = ws;
     const c = w.emulator.control;
-    const folder = c.createFolder(w.binderId, { name: 'T' });
-    const { document } = c.addDocument(w.binderId, folder.id, 'a.txt', 'v1', { versionLabel: '1' });
-    expect((await sync(w)).code).toBe(0);
+    const document = await syncedAtV1(w);
 
     writeLocal(w, 'T/a.txt', 'my edit');
     c.injectFault({ route: 'commit', status: 503 });
@@ -112,9 +117,7 @@ describe('a colleague\'s version made during our commit, then a SIGKILL right af
     ws = await createWorkspace();
     const w = ws;
     const c = w.emulator.control;
-    const folder = c.createFolder(w.binderId, { name: 'T' });
-    const { document } = c.addDocument(w.binderId, folder.id, 'a.txt', 'v1', { versionLabel: '1' });
-    expect((await sync(w)).code).toBe(0);
+    const document = await syncedAtV1(w);
 
     writeLocal(w, 'T/a.txt', 'my edit');
     c.injectFault({ route: 'commit', latencyMs: 1500, times: 1 }); // our commit waits; theirs lands meanwhile

@@ -91,8 +91,9 @@ describe('an edit committed over a version made during its upload', () => {
     }
   });
 
-  it('local-wins: ours stays on top, no copy, the conflict is recorded', async () => {
-    const p = await openTestPair(emu, 'buried-local-wins', 'conflictPolicy: local-wins');
+  // An upload-only pair records it as local-wins too, and writes nothing locally (round 31a, F4).
+  it.each([['local-wins', 'conflictPolicy: local-wins'], ['an upload-only pair', 'direction: upload']])('%s: ours stays on top, no copy, the conflict is recorded', async (name, pairYaml) => {
+    const p = await openTestPair(emu, `buried-${name.replace(/ /g, '-')}`, pairYaml);
     try {
       const { documentId } = await editedWithRace(p, true);
       await runPass(p.rt);
@@ -253,19 +254,6 @@ describe('what is kept of the versions made during the upload', () => {
     }
   });
 
-  it('an upload-only pair records it, and writes nothing locally (round 31a, F4)', async () => {
-    const p = await openTestPair(emu, 'buried-upload-only', 'direction: upload');
-    try {
-      const { documentId } = await editedWithRace(p, true);
-      await runPass(p.rt);
-      expect(contents(documentId)).toEqual(['v1\n', 'COLLEAGUE\n', 'MINE\n']);
-      expect(fs.readdirSync(path.join(p.local, 'Docs'))).toEqual(['f.txt']);
-      expect(docsNamed(p)).toEqual(['f.txt']);
-      expect(p.rt.store.listConflicts()).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', conflictPath: null, policy: 'local-wins' })]);
-    } finally {
-      await p.close();
-    }
-  });
 });
 
 // Black-box round 31a, F6: an unfinished upload whose commit the service kept failing (a 500 for that one file)
