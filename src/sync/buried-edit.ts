@@ -36,11 +36,13 @@ const COPY_NAMES_TRIED = 20;
 export async function settleBuriedChecks(d: ExecutorDeps, report: ExecutionReport, documentId?: string): Promise<void> {
   for (const check of d.store.listBuriedChecks(documentId)) {
     if (d.signal?.aborted === true) return;
-    await settle(d, check, report);
+    // The service in trouble (an outage, the network): the others wait with this one for the next pass.
+    if ((await settle(d, check, report)) === 'service-trouble') return;
   }
 }
 
-async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionReport): Promise<void> {
+/** Does one check; 'service-trouble' when it failed for a reason that passes (it is then not counted as a try). */
+async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionReport): Promise<'done' | 'service-trouble'> {
   let versions: DocumentVersion[];
   try {
     versions = await d.client.listVersions(check.documentId);
@@ -48,16 +50,15 @@ async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionRepo
     // A document deleted since: nothing of it is left to keep.
     if (err instanceof ServiceError && err.status === 404) {
       d.store.deleteBuriedCheck(check.id);
-      return;
+      return 'done';
     }
-    await attemptFailed(d, check, report, 'list its versions', err);
-    return;
+    return attemptFailed(d, check, report, 'list its versions', err);
   }
   // Either version missing from the list (a server that prunes history): nothing can be said to lie between.
   const buried = versionsBetween(versions, check.editedFrom, check.ours) ?? [];
   if (buried.length === 0) {
     d.store.deleteBuriedCheck(check.id);
-    return;
+    return 'done';
   }
   const policy = d.conflictPolicy ?? 'keep-both';
   const said = { relPath: check.relPath, documentId: check.documentId, version: buried[0]!.id, label: buried[0]!.version, meanwhile: buried.length };
@@ -71,7 +72,7 @@ async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionRepo
     });
     report.conflicts.push({ relPath: check.relPath, conflictPath: null, outcome: 'local won; the version made meanwhile is in the version history' });
     d.log.warn(said, 'conflict: a version was committed on the service during our upload; ours is the latest (local-wins), theirs is in the version history');
-    return;
+    return 'done';
   }
   // Under keep-both and remote-wins, each buried version with content of its own is kept as a conflict copy
   // (remote-wins too: making theirs the latest again would take another commit of their bytes over ours).
@@ -79,8 +80,7 @@ async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionRepo
   try {
     copies = await keepAsCopies(d, check, buried);
   } catch (err) {
-    await attemptFailed(d, check, report, 'keep it as a conflict copy', err);
-    return;
+    return attemptFailed(d, check, report, 'keep it as a conflict copy', err);
   }
   d.store.transaction(() => {
     for (const copy of copies) {
@@ -92,7 +92,7 @@ async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionRepo
   if (copies.length === 0) {
     // Their bytes are ours (two people saving the same content): nothing to keep (black-box round 31a, F7).
     d.log.info(said, 'a version with the same content as ours was committed on the service during our upload: nothing to keep');
-    return;
+    return 'done';
   }
   for (const copy of copies) {
     report.conflicts.push({ relPath: check.relPath, conflictPath: copy.relPath, outcome: 'kept both (their version was committed during our upload)' });
@@ -115,17 +115,23 @@ async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionRepo
       d.log.info({ relPath: copy.relPath, err: describeError(err) }, 'the conflict copy was not uploaded now; the next pass uploads it');
     }
   }
+  return 'done';
 }
 
 /**
  * A try that failed: left for the next pass, said at info; given up at the last try, when their version is said
  * (and recorded) to be only in the version history (black-box round 31a, F11: one failed download gave up at once).
  */
-async function attemptFailed(d: ExecutorDeps, check: BuriedCheck, report: ExecutionReport, what: string, err: unknown): Promise<void> {
+async function attemptFailed(d: ExecutorDeps, check: BuriedCheck, report: ExecutionReport, what: string, err: unknown): Promise<'done' | 'service-trouble'> {
   const said = { relPath: check.relPath, documentId: check.documentId, attempt: check.attempts + 1, err: describeError(err) };
+  // Not counted: a service that is down or out of reach for a while must not use the tries up (nor an aborted pass).
+  if ((err instanceof ServiceError && err.retryable) || d.signal?.aborted === true) {
+    d.log.info(said, `could not yet look for a version made on the service during our upload (${what}): the next pass tries again`);
+    return 'service-trouble';
+  }
   if (d.store.countBuriedCheckAttempt(check.id) < BURIED_CHECK_ATTEMPTS) {
     d.log.info(said, `could not yet look for a version made on the service during our upload (${what}): the next pass tries again`);
-    return;
+    return 'done';
   }
   const detail = `a version may have been made on the service during the upload; after ${BURIED_CHECK_ATTEMPTS} tries to ${what}, it is left in the version history`;
   d.store.transaction(() => {
@@ -134,6 +140,7 @@ async function attemptFailed(d: ExecutorDeps, check: BuriedCheck, report: Execut
   });
   report.conflicts.push({ relPath: check.relPath, conflictPath: null, outcome: 'a version made during our upload may be under ours: look at the version history' });
   d.log.warn(said, `conflict: a version may have been committed on the service during our upload, but ${what} failed ${BURIED_CHECK_ATTEMPTS} times: look at the document's version history`);
+  return 'done';
 }
 
 /**

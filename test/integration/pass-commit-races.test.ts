@@ -177,6 +177,29 @@ describe('the look for a version made during the upload is not skipped', () => {
     }
   });
 
+  it('a service out of reach does not use the tries up: the check waits, uncounted, and is done once it answers', async () => {
+    const p = await openTestPair(emu, 'buried-outage');
+    try {
+      const client = p.rt.client;
+      const list = client.listVersions.bind(client);
+      let down = false; // from our commit on
+      await editedWithRace(p, true, { afterCommit: () => { down = true; } });
+      client.listVersions = async (...args: Parameters<typeof list>) => {
+        if (down) throw new ServiceError('GET /versions failed with HTTP 503', { code: 'SERVICE_UNAVAILABLE', request: 'GET /documents/{documentId}/versions', status: 503, retryable: true });
+        return list(...args);
+      };
+      for (let i = 0; i < BURIED_CHECK_ATTEMPTS + 1; i++) await runPass(p.rt);
+      expect(p.rt.store.listBuriedChecks()).toEqual([expect.objectContaining({ attempts: 0 })]);
+      expect(p.rt.store.listConflicts()).toEqual([]);
+      down = false;
+      await runPass(p.rt);
+      expect([...copiesOf(p).values()]).toEqual(['COLLEAGUE\n']);
+      expect(p.rt.store.listBuriedChecks()).toEqual([]);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('given up after BURIED_CHECK_ATTEMPTS failed tries: recorded and said as in the version history', async () => {
     const p = await openTestPair(emu, 'buried-given-up');
     try {
