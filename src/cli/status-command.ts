@@ -9,7 +9,7 @@ import { BinderSyncError, describeError } from '../errors.js';
 import { StateStore, type ConflictRow, type OutboxStage } from '../state/store.js';
 import { freeBytes } from '../local/fs-probe.js';
 import { createIgnoreMatcher } from '../local/ignore.js';
-import { NEARLY_FULL_BYTES } from '../state/state-dir-error.js';
+import { NEARLY_FULL_BYTES, stateDirReadError, statePathUnreadable } from '../state/state-dir-error.js';
 import { summarizeTrash, type TrashSummary } from '../local/trash-summary.js';
 import { groupIssues, oneLine, printable } from '../sync/issue-groups.js';
 import type { Issue } from '../sync/model.js';
@@ -125,7 +125,7 @@ export function registerStatusCommand(program: Command, setExit: (code: number) 
     .option('--json', 'print one JSON document (shape: StatusDocument in src/cli/status-command.ts)')
     .addHelpText(
       'after',
-      '\nExit status: 0 when the status was read (even if pairs have conflicts, issues or errors: they are shown),\n2 when the config cannot be read, 6 when a state DB cannot be read.',
+      '\nExit status: 0 when the status was read (even if pairs have conflicts, issues or errors: they are shown),\n2 when the config cannot be read, 6 when the stateDir or a state DB cannot be read\n(run it as the user the daemon runs as: the stateDir is private to it).',
     )
     .action((opts: StatusOptions) => setExit(statusCommand(opts)));
 }
@@ -141,6 +141,12 @@ function statusCommand(opts: StatusOptions): number {
   }
   const pairs = selectPairs(config.pairs, opts.pair, opts.config);
   if (pairs === null) return ExitCode.usage;
+  // A stateDir this user may not read is said as such (exit 6), not shown as one where nothing ever ran.
+  const unreadable = stateDirReadError(config.stateDir, 'status');
+  if (unreadable !== null) {
+    printError(unreadable);
+    return exitCodeFor(unreadable);
+  }
   const doc = collectStatus(config, pairs, path.resolve(opts.config));
   process.stdout.write(opts.json ? `${JSON.stringify(doc, null, 2)}\n` : formatStatus(doc, new Date()));
   // A state DB that cannot be read is a local failure, as for `sync` (exit-codes.ts): not a bad command line.
@@ -204,7 +210,10 @@ function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon
     issues: [],
     trash: { ...summarizeTrash(path.join(stateDir, pair.name, 'trash')), retentionDays: pair.trashRetentionDays },
   };
-  if (fs.existsSync(stateDb)) {
+  const denied = statePathUnreadable(stateDb);
+  if (denied !== null) {
+    out.stateError = `cannot read ${stateDb}: ${denied} (run status as the user the daemon runs as, e.g. sudo -u binder-sync binder-sync status ...)`;
+  } else if (fs.existsSync(stateDb)) {
     let store: StateStore | undefined;
     try {
       store = StateStore.openReadOnly(stateDb);

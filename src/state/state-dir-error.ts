@@ -1,4 +1,6 @@
 // The error for a state directory binder-sync cannot create or write, shared by the lock and the state DBs.
+import fs from 'node:fs';
+import path from 'node:path';
 import { freeBytes } from '../local/fs-probe.js';
 import { BinderSyncError } from '../errors.js';
 
@@ -89,4 +91,60 @@ export function fullDiskNote(dir: string, err: unknown): string | null {
   if (typeof code !== 'string' || !/^SQLITE_(IOERR|FULL|CANTOPEN)/.test(code)) return null;
   const free = freeBytes(dir);
   return free !== null && free < NEARLY_FULL_BYTES ? `the disk holding ${dir} is full (${Math.floor(free / 1024)} KiB free)` : null;
+}
+
+/** The files `status` reads directly in the stateDir besides the pairs' folders (state/lock.ts, daemon/status-file.ts). */
+const STATUS_READS = ['binder-sync.lock', 'daemon-status.json'];
+
+/**
+ * A LOCAL_STATE_DIR error (exit 6) when this user cannot read `stateDir` (the units make it 0700, the daemon's
+ * user's), or the lock and status files in it; null when it can, or when it does not exist yet (nothing synced).
+ * `status` read such a stateDir as empty: "daemon not running", "never synced", exit 0 (black-box round 31b, F2).
+ */
+export function stateDirReadError(stateDir: string, command: string): BinderSyncError | null {
+  let failed: { err: unknown; what: string } | null = null;
+  try {
+    fs.readdirSync(stateDir);
+    for (const name of STATUS_READS) {
+      const file = path.join(stateDir, name);
+      try {
+        fs.accessSync(file, fs.constants.R_OK);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') failed ??= { err, what: `its ${name}` };
+      }
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    failed = { err, what: '' };
+  }
+  return failed === null ? null : stateReadError(stateDir, failed.err, failed.what, command);
+}
+
+/**
+ * A state path this user cannot look at (`<stateDir>/<pair>/state.db` behind a 0700 folder): its errno (EACCES),
+ * or null when it exists or is missing. fs.existsSync says "missing" for both, which reads as "never synced".
+ */
+export function statePathUnreadable(file: string): string | null {
+  try {
+    fs.statSync(file);
+    return null;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? null : (code ?? 'error');
+  }
+}
+
+function stateReadError(stateDir: string, err: unknown, what: string, command: string): BinderSyncError {
+  const code = (err as NodeJS.ErrnoException).code ?? 'error';
+  const denied = code === 'EACCES' || code === 'EPERM';
+  const uid = typeof process.getuid === 'function' ? ` (uid ${process.getuid()})` : '';
+  return new BinderSyncError(`cannot read the state directory ${stateDir}${what === '' ? '' : ` (${what})`}: ${code}`, {
+    code: 'LOCAL_STATE_DIR',
+    retryable: false,
+    context: { stateDir, errno: code },
+    cause: err,
+    hint: denied
+      ? `the stateDir is private to the user the daemon runs as, and this user${uid} may not read it: run it as that user (e.g. sudo -u binder-sync binder-sync ${command} ...)`
+      : 'check the path and the permissions of stateDir',
+  });
 }
