@@ -161,7 +161,10 @@ function resolveSecret(
     problems.push({ path: at, message: `file is empty: ${file}` });
     return null;
   }
-  if (readableByOthers(file)) warnings.push(`secret file is readable by others; chmod 600 ${file}`);
+  // Group-readable too: unlike the config (0640 root:binder-sync), the secret file has no reader but the daemon's
+  // own user, so a group that may read it is one too many (OPERATIONS section 3; black-box round 31b, F6).
+  const who = secretReaders(file);
+  if (who !== null) warnings.push(`secret file is readable by ${who}; chmod 600 ${file}`);
   return { value, file };
 }
 
@@ -175,6 +178,18 @@ function containsLiteralSecret(text: string): boolean {
   const doc = parseDocument(text);
   const value = doc.getIn(['service', 'clientSecret']);
   return typeof value === 'string' && value !== '' && !isOnlyEnvReference(value);
+}
+
+/** "others", "its group" or null: who besides the file's owner may read it by its mode bits. */
+function secretReaders(file: string): string | null {
+  let mode: number;
+  try {
+    mode = statSync(file).mode;
+  } catch {
+    return null;
+  }
+  if ((mode & 0o004) !== 0) return 'others';
+  return (mode & 0o040) !== 0 ? `its group (mode ${(mode & 0o777).toString(8).padStart(4, '0')})` : null;
 }
 
 function readableByOthers(file: string): boolean {

@@ -181,6 +181,16 @@ describe('clientSecretFile', () => {
     expect(warnings).toEqual([`secret file is readable by others; chmod 600 ${file}`]);
   });
 
+  it('warns when the secret file is readable by its group (0640, 0660): only its owner needs it (black-box round 31b, F6)', () => {
+    for (const mode of [0o640, 0o660]) {
+      const file = write(`secrets/group-${mode.toString(8)}`, 'x\n', mode);
+      const { warnings } = parse(MINIMAL.replace('clientSecret: ${SECRET}', `clientSecretFile: secrets/group-${mode.toString(8)}`));
+      expect(warnings).toEqual([`secret file is readable by its group (mode 0${mode.toString(8)}); chmod 600 ${file}`]);
+    }
+    write('secrets/owner', 'x\n', 0o600);
+    expect(parse(MINIMAL.replace('clientSecret: ${SECRET}', 'clientSecretFile: secrets/owner')).warnings).toEqual([]);
+  });
+
   it('a missing, empty or directory secret file is an error naming the key', () => {
     const missing = path.join(dir, 'secrets/none');
     expect(problems(() => parse(MINIMAL.replace('clientSecret: ${SECRET}', 'clientSecretFile: secrets/none'))).problems).toEqual([
