@@ -3,13 +3,13 @@
 // at once with 130), SIGHUP reloads the config. Under systemd (NOTIFY_SOCKET set) it reports readiness.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseDuration } from '../config/duration.js';
-import { loadConfig } from '../config/load.js';
+import { ConfigError, loadConfig } from '../config/load.js';
 import { startEarlyWatchers } from '../daemon/early-watchers.js';
 import type { Daemon } from '../daemon/run.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS, timingFromEnv } from '../daemon/timing.js';
 import { HEAP_GROWING_ENV, tuneHeapForPolling } from '../daemon/heap-tuning.js';
 import { BinderSyncError, oneLineMessage } from '../errors.js';
-import { createLogger, logLevelFromEnv, type LogLevel } from '../log.js';
+import { createLogger, logLevelFromEnv, type Logger, type LogLevel } from '../log.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
 import { exitCodeFor, logLevelOption, otherUsersStateDir, printError } from './common.js';
 import { takeEarlySignals } from './early-signals.js';
@@ -61,7 +61,10 @@ export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = proc
     // the JSON ones stops `journalctl -o cat | jq` at it (black-box round 28b, F6).
     loaded = loadConfig(opts.config, env);
   } catch (err) {
-    printError(err);
+    // A failed start is a log line like any other (JSON under systemd, where `journalctl -o cat | jq` must find
+    // it: black-box round 31b, F4); on a terminal, the config's problems one per line, as `sync` says them.
+    if (process.stdout.isTTY === true) printError(err);
+    else sayFailedStart(createLogger({ level: levelOverride ?? 'info' }), err);
     return exitCodeFor(err);
   }
   const log = createLogger({ level: levelOverride ?? loaded.config.log.level });
@@ -130,11 +133,7 @@ export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = proc
       });
     } catch (err) {
       await Promise.all([...earlyWatchers.values()].map((w) => w.close())); // none left when startDaemon ran
-      // The reason is in the log line (JSON under systemd); said on stderr too only where the log is not seen.
-      if (process.stderr.isTTY === true && process.stdout.isTTY !== true) printError(err);
-      const e = stateDbWriteError(err);
-      const hint = e instanceof BinderSyncError ? e.hint : undefined;
-      log.error({ code: (e as { code?: unknown }).code, ...(hint !== undefined ? { hint } : {}) }, `binder-sync daemon could not start: ${oneLineMessage(e)}`);
+      sayFailedStart(log, err);
       return exitCodeFor(err);
     }
     if (stopRequested) void daemon.shutdown();
@@ -146,4 +145,16 @@ export async function runCommand(opts: RunOptions, env: NodeJS.ProcessEnv = proc
     process.off('SIGHUP', onHup);
   }
   return ExitCode.ok;
+}
+
+/**
+ * Logs why the daemon could not start, at error level with the error's code and hint (and a config's problems,
+ * one each); said on stderr too only where the log is not seen (stdout redirected, stderr a terminal).
+ */
+function sayFailedStart(log: Logger, err: unknown): void {
+  if (process.stderr.isTTY === true && process.stdout.isTTY !== true) printError(err);
+  const e = stateDbWriteError(err);
+  const hint = e instanceof BinderSyncError ? e.hint : undefined;
+  const problems = e instanceof ConfigError ? { problems: e.problems } : {};
+  log.error({ code: (e as { code?: unknown }).code, ...(hint !== undefined ? { hint } : {}), ...problems }, `binder-sync daemon could not start: ${oneLineMessage(e)}`);
 }

@@ -58,6 +58,45 @@ describe('invalid command lines: usage message, exit 2, nothing touched', () => 
   }, 60_000);
 });
 
+/** The one line `run` printed (on stdout), parsed: a failed start is a JSON log line, nothing else is said. */
+function failedStartLine(r: CliResult): { level: number; msg: string; code?: string; hint?: string; problems?: string[] } {
+  const lines = r.stdout.split('\n').filter((l) => l.trim() !== '');
+  expect(lines, explainRun(r)).toHaveLength(1);
+  return JSON.parse(lines[0]!) as { level: number; msg: string; code?: string; hint?: string; problems?: string[] };
+}
+
+describe('run with a config it cannot use: one JSON log line with code and hint, exit 2 (black-box round 31b, F4)', () => {
+  it('an invalid value, several problems, a missing file: what `journalctl -o cat | jq` finds under systemd', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const env = { INVOCATION_ID: 'e2e', JOURNAL_STREAM: '8:1' }; // as systemd sets them
+    w.writeConfig({ pollInterval: '1s' });
+    let r = await runCli(w, ['run', '--config', w.configFile], { env, timeoutMs: 20_000 });
+    expect(r.code, explainRun(r)).toBe(2);
+    expect(r.stderr).toBe('');
+    let said = failedStartLine(r);
+    expect(said).toMatchObject({ level: 50, code: 'CONFIG_INVALID', problems: ['pairs[0].pollInterval: must be between 5s and 1d (got 1s)'] });
+    expect(said.msg).toBe(`binder-sync daemon could not start: config ${w.configFile}: pairs[0].pollInterval: must be between 5s and 1d (got 1s)`);
+    expect(said.hint).toMatch(/every option is described in sync\.config\.example\.yaml/);
+
+    w.writeConfig({ pollInterval: '1s', direction: 'sideways' });
+    r = await runCli(w, ['run', '--config', w.configFile], { env, timeoutMs: 20_000 });
+    expect(r.code, explainRun(r)).toBe(2);
+    said = failedStartLine(r);
+    expect(said.problems).toHaveLength(2);
+    expect(said.msg).toMatch(/^binder-sync daemon could not start: invalid config .*: pairs\[0\]\.direction: .*; pairs\[0\]\.pollInterval: /);
+
+    const missing = path.join(w.dir, 'nope.yaml');
+    r = await runCli(w, ['run', '--config', missing], { env, timeoutMs: 20_000 });
+    expect(r.code, explainRun(r)).toBe(2);
+    expect(r.stderr).toBe('');
+    said = failedStartLine(r);
+    expect(said).toMatchObject({ level: 50, code: 'CONFIG_NOT_FOUND', msg: `binder-sync daemon could not start: config ${missing}: file not found` });
+    expect(said.hint).toMatch(/^create it from sync\.config\.example\.yaml/);
+    expect(fs.existsSync(w.stateDir)).toBe(false);
+  }, 60_000);
+});
+
 describe('an invalid BINDER_SYNC_LOG_LEVEL: exit 2 naming the variable and the allowed levels, nothing touched', () => {
   it('for sync, run and check', async () => {
     ws = await createWorkspace();
@@ -70,12 +109,17 @@ describe('an invalid BINDER_SYNC_LOG_LEVEL: exit 2 naming the variable and the a
     const before = deepSnapshot(w.dir);
     const env = { BINDER_SYNC_LOG_LEVEL: 'verbose' };
     const allowed = /BINDER_SYNC_LOG_LEVEL="verbose" is not a log level\n {2}hint: set BINDER_SYNC_LOG_LEVEL to one of fatal, error, warn, info, debug, trace, silent/;
-    for (const cmd of ['sync', 'run']) {
-      const r = await runCli(w, [cmd, '--config', w.configFile], { env, timeoutMs: 20_000 });
-      expect(r.code, `${cmd}\n${explainRun(r)}`).toBe(2);
-      expect(r.stderr, cmd).toMatch(allowed);
-      expect(`${r.stdout}${r.stderr}`, cmd).not.toMatch(/"msg":|unknown level|TypeError|Error:/);
-    }
+    const r = await runCli(w, ['sync', '--config', w.configFile], { env, timeoutMs: 20_000 });
+    expect(r.code, `sync\n${explainRun(r)}`).toBe(2);
+    expect(r.stderr).toMatch(allowed);
+    expect(`${r.stdout}${r.stderr}`).not.toMatch(/"msg":|unknown level|TypeError|Error:/);
+    // The daemon says it as its one log line (JSON when stdout is not a terminal, as under systemd: round 31b, F4).
+    const run = await runCli(w, ['run', '--config', w.configFile], { env, timeoutMs: 20_000 });
+    expect(run.code, `run\n${explainRun(run)}`).toBe(2);
+    expect(run.stderr).toBe('');
+    expect(failedStartLine(run)).toMatchObject({ level: 50, code: 'CONFIG_ENV', msg: 'binder-sync daemon could not start: BINDER_SYNC_LOG_LEVEL="verbose" is not a log level' });
+    expect(failedStartLine(run).hint).toMatch(/^set BINDER_SYNC_LOG_LEVEL to one of fatal, error, warn, info, debug, trace, silent/);
+    expect(run.stdout).not.toMatch(/unknown level|TypeError|Error:/);
     const chk = await runCli(w, ['check', '--config', w.configFile], { env });
     expect(chk.code, explainRun(chk)).toBe(2);
     expect(chk.stdout).toMatch(/^FAIL  environment: BINDER_SYNC_LOG_LEVEL="verbose" is not a log level \(hint: set BINDER_SYNC_LOG_LEVEL to one of fatal, /m);
