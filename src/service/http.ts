@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import { backoffDelay, parseRetryAfter, sleep } from './retry.js';
 import { oneLineMessage } from '../errors.js';
 import { ByteBudget } from './byte-throttle.js';
-import { resolveSettings, type ResolvedSettings, type ServiceSettings } from './settings.js';
+import { DEFAULT_SCOPE, resolveSettings, type ResolvedSettings, type ServiceSettings } from './settings.js';
 import { TokenProvider } from './token.js';
 import { TokenResponseSchema, type TokenResponse } from './schemas.js';
 import { ServiceError, abortedError, errorFromResponse, isAbortError, networkError, scrubText } from './errors.js';
@@ -368,8 +368,12 @@ export class HttpCore {
       if (err.retryable) throw err;
       // Any other refusal is fatal: retrying with the same credentials cannot help.
       const credentials = res.status === 400 || res.status === 401;
+      // RFC 6749's invalid_scope names the scope, not the credentials (black-box round 31b, F8).
+      const scope = res.status === 400 && oauthErrorCode(res.text) === 'invalid_scope';
       // A 404 (or 405) is no answer about the credentials: the address is not a token endpoint.
-      const headline = credentials || res.status === 403 ? 'the identity provider refused the client credentials' : `${s.authUrl}/connect/token is not a token endpoint`;
+      const headline = scope
+        ? `the identity provider refused the scope ${JSON.stringify(s.scope)}`
+        : credentials || res.status === 403 ? 'the identity provider refused the client credentials' : `${s.authUrl}/connect/token is not a token endpoint`;
       throw new ServiceError(scrubText(`${headline}: ${err.message}`, this.secrets()), {
         code: 'AUTH_FAILED',
         retryable: false,
@@ -377,7 +381,9 @@ export class HttpCore {
         status: res.status,
         ...(err.traceId ? { traceId: err.traceId } : {}),
         ...(err.problem ? { problem: err.problem } : {}),
-        hint: credentials
+        hint: scope
+          ? `check service.scope: the service's scope is ${DEFAULT_SCOPE} (the default: remove service.scope to use it)`
+          : credentials
           ? 'check service.clientId and service.clientSecret (and that the API client was not deleted or rotated)'
           : 'check service.authUrl: POST {authUrl}/connect/token must reach the identity provider',
       });
@@ -392,6 +398,17 @@ export class HttpCore {
     this.transferQueue.clear();
     this.closing.abort();
     await this.agent.close().catch(() => this.agent.destroy());
+  }
+}
+
+/** The `error` of an OAuth error answer (RFC 6749 5.2: invalid_client, invalid_scope...), or null. */
+function oauthErrorCode(text: string): string | null {
+  try {
+    const body = JSON.parse(text) as unknown;
+    const code = body !== null && typeof body === 'object' ? (body as { error?: unknown }).error : undefined;
+    return typeof code === 'string' ? code : null;
+  } catch {
+    return null;
   }
 }
 

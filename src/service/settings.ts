@@ -1,6 +1,9 @@
 // Settings of the service client (what config.service supplies) and their defaults.
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.js';
 
+/** The only scope of the service (spec 5.2). */
+export const DEFAULT_SCOPE = 'service_public';
+
 export interface ServiceSettings {
   baseUrl: string;
   authUrl: string;
@@ -39,7 +42,7 @@ export function resolveSettings(s: ServiceSettings): ResolvedSettings {
     clientId: s.clientId,
     clientSecret: s.clientSecret,
     tenantHeader: s.tenantHeader ?? 'x-service-tenantid',
-    scope: s.scope ?? 'service_public',
+    scope: s.scope ?? DEFAULT_SCOPE,
     maxConcurrentRequests: s.maxConcurrentRequests ?? 8,
     requestsPerSecond: s.requestsPerSecond ?? 100,
     maxConcurrentTransfers: s.maxConcurrentTransfers ?? 4,

@@ -58,6 +58,20 @@ describe('token and headers', () => {
     expect(s.api()).toHaveLength(0);
   });
 
+  it('a refused scope (400 invalid_scope) points at service.scope, not at the credentials (black-box round 31b, F8)', async () => {
+    const s = await stub((r) => (r.path === '/auth/connect/token' ? { status: 400, body: { error: 'invalid_scope', error_description: 'the scope must be service_public' } } : undef));
+    const c = client(s.origin, { scope: 'wrongscope' });
+    const err = await c.listBinders().catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'AUTH_FAILED', retryable: false, status: 400, request: 'POST /connect/token' });
+    const e = err as ServiceError;
+    expect(e.message).toMatch(/^the identity provider refused the scope "wrongscope": .*invalid_scope/);
+    expect(e.hint).toBe("check service.scope: the service's scope is service_public (the default: remove service.scope to use it)");
+    // Any other 400 is still said as a credentials problem.
+    const other = await stub((r) => (r.path === '/auth/connect/token' ? { status: 400, body: { error: 'invalid_request' } } : undef));
+    const e2 = (await client(other.origin).listBinders().catch((x: unknown) => x)) as ServiceError;
+    expect(e2.hint).toMatch(/^check service\.clientId and service\.clientSecret/);
+  });
+
   it('a token answer without expires_in is taken (RFC 6749 only recommends it): one token for many calls', async () => {
     const s = await stub((r) => {
       if (r.path === '/auth/connect/token') return { status: 200, body: { access_token: 'tok-plain', token_type: 'Bearer' } };
