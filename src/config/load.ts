@@ -19,7 +19,8 @@ export class ConfigError extends BinderSyncError {
     super(head, {
       code,
       retryable: false,
-      hint: hint ?? 'fix the problems listed above; every option is described in sync.config.example.yaml',
+      // One problem is on the same line as the hint, or just above it: nothing is "listed" (round 31b, F8).
+      hint: hint ?? `${problems.length === 1 ? 'fix it' : 'fix the problems listed above'}; every option is described in sync.config.example.yaml`,
       context: { source },
     });
     this.problems = problems;

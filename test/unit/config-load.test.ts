@@ -269,6 +269,21 @@ describe('file-level errors', () => {
     }
   });
 
+  it('the hint of an invalid config says "listed above" only when problems are listed (black-box round 31b, F8)', () => {
+    const hint = (text: string) => {
+      try {
+        parse(text);
+      } catch (err) {
+        return (err as ConfigError).hint;
+      }
+      return expect.unreachable();
+    };
+    expect(hint(MINIMAL.replace('localPath: ./local', 'localPath: ./local\n    pollInterval: 4s'))).toBe('fix it; every option is described in sync.config.example.yaml');
+    expect(hint(MINIMAL.replace('localPath: ./local', 'localPath: ./local\n    pollInterval: 4s\n    direction: sideways'))).toBe(
+      'fix the problems listed above; every option is described in sync.config.example.yaml',
+    );
+  });
+
   it('an unreadable path (a directory) is CONFIG_UNREADABLE', () => {
     expect(problems(() => loadConfig(dir, {}))).toEqual({ code: 'CONFIG_UNREADABLE', problems: ['is a directory, not a file'] });
   });
