@@ -87,12 +87,15 @@ export function groupIssues(issues: readonly Issue[]): IssueLine[] {
 
 /**
  * Codes whose folded lines also name their first files: each file is one to look at (a held temp-like name may be
- * a real file, `20241127`; an unreadable one needs its permissions fixed), whereas the files waiting for one remote
+ * a real file, `20241127`; an unreadable one needs its permissions fixed; one in the root must move into a folder), whereas the files waiting for one remote
  * folder, or left out by one rule, are all answered by the folder (black-box round 30a, F5).
  */
 const NAMED_IN_GROUPS: ReadonlySet<Issue['code']> = new Set([
   'changing', 'unreadable', 'upload-refused', 'metadata-missing', 'name-not-representable', 'ambiguous-remote-name',
   'path-collision', 'unknown-state', 'special-file', 'symlink',
+  // Files directly in the root: each is one to move into a folder, and the root's line had no name to go by
+  // (black-box round 31b, F8).
+  'root-files-unsupported',
 ]);
 /** How many names a folded line shows before "and N more". */
 const NAMES_SHOWN = 3;

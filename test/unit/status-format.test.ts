@@ -57,6 +57,12 @@ describe('groupIssues', () => {
     expect(groupIssues(waiting('W', 5))[0]?.label).toBe('W/ (5 files)');
   });
 
+  it('names the first of the files folded into the root\'s line: each must be moved into a folder (round 31b, F8)', () => {
+    const detail = 'files directly in the sync root are not uploaded: documents live in folders';
+    const root = ['notes.txt', 'a.pdf', 'todo.md', 'b.txt', 'c.txt', 'd.txt'].map((relPath): Issue => ({ relPath, code: 'root-files-unsupported', detail }));
+    expect(groupIssues(root)).toEqual([{ label: '6 items (a.pdf, b.txt, c.txt, and 3 more)', code: 'root-files-unsupported', detail, count: 6 }]);
+  });
+
   it('keeps a shared detail as is, and says "e.g." with the first file when the details differ', () => {
     const unreadable = ['d', 'a', 'c', 'b'].map((n): Issue => ({ relPath: `X/${n}.txt`, code: 'unreadable', detail: `EIO reading ${n}.txt` }));
     expect(groupIssues(unreadable)).toEqual([{ label: 'X/ (4 files: a.txt, b.txt, c.txt, d.txt)', code: 'unreadable', detail: 'e.g. a.txt: EIO reading a.txt', count: 4 }]);
