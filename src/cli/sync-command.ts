@@ -10,6 +10,7 @@ import { writePairMeta } from '../state/pair-meta.js';
 import { pendingOf } from '../sync/pending.js';
 import { runPass, settleInSyncMark, type PassReport } from '../sync/pass.js';
 import { openPair } from '../sync/open-pair.js';
+import { noteDir, notePairState, removeIfCreatedEmpty, undoFreshPairState } from './fresh-state.js';
 import type { PairRuntime } from '../sync/pair-runtime.js';
 import { describePlan, summarizeReport } from './report-format.js';
 import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
@@ -63,6 +64,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
   const owner = otherUsersStateDir(config.stateDir);
   if (owner !== null) log.warn(owner);
   let lock;
+  const stateDirNote = noteDir(config.stateDir);
   try {
     lock = opts.dryRun ? null : acquireStateLock(config.stateDir);
   } catch (err) {
@@ -88,6 +90,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     for (const pair of pairs) {
       if (stop.signal.aborted) break;
       let rt;
+      const fresh = notePairState(config.stateDir, pair.name);
       try {
         rt = await openPair(pair, config.stateDir, client, log, { dryRun: opts.dryRun === true, unreadableElements: 'hold-uploads' });
         const observer = progress?.observer(pair.name);
@@ -138,6 +141,8 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
         }
       } catch (err) {
         if (stop.signal.aborted) break;
+        // A first opening that failed leaves no state DB behind (openPair closed it): nothing was synced into it.
+        if (rt === undefined && !opts.dryRun) undoFreshPairState(fresh);
         err = stateDbWriteError(err, path.join(config.stateDir, pair.name, 'state.db'));
         printError(err);
         // printError said it, with its hint, on stderr; the log keeps the details (stack, context) for debugging
@@ -156,6 +161,8 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     progress?.close();
     await client.close();
     lock?.release();
+    // A stateDir this run made for pairs that all failed to open holds nothing now (the lock file is gone).
+    if (lock) removeIfCreatedEmpty(stateDirNote);
     stopSignals.uninstall();
   }
   if (opts.json) process.stdout.write(`${JSON.stringify(entries, null, 2)}\n`);

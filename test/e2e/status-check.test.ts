@@ -289,8 +289,10 @@ describe('binder-sync status', () => {
     const r = await sync(ws);
     expect(r.code).toBe(6);
     expect(r.stderr).toContain(`the local root ${deep} does not exist, and neither does its parent folder ${path.dirname(deep)}`);
-    expect(r.stderr).toContain('a missing parent is often a disk that is not mounted');
+    expect(r.stderr).toContain('a missing parent is often a disk that is not mounted. Nothing was changed.');
     expect(fs.existsSync(path.dirname(deep))).toBe(false);
+    // ... and it is so: not even the stateDir or an empty state DB is left (black-box round 31b, F8).
+    expect(fs.existsSync(ws.stateDir)).toBe(false);
     const checked = await runCli(ws, ['check', '--config', ws.configFile]);
     expect(checked.stdout).toMatch(/^FAIL  local root \(pair main\): .*does not exist, and neither does its parent folder/m);
 
@@ -303,6 +305,15 @@ describe('binder-sync status', () => {
     // Said once (stderr), not again as an error line of the log on stdout.
     expect(wrong.stdout).not.toContain('no binder NoSuchBinder1');
     expect(fs.existsSync(fresh)).toBe(false);
+    expect(fs.existsSync(ws.stateDir)).toBe(false);
+    // A state that exists is never taken back: the pair that synced keeps its DB when a later opening fails.
+    ws.writeConfig({ name: 'other', localPath: fresh });
+    expect((await sync(ws)).code).toBe(0);
+    const db = path.join(ws.stateDir, 'other', 'state.db');
+    expect(fs.existsSync(db)).toBe(true);
+    ws.writeConfig({ name: 'other', localPath: fresh, binderId: 'NoSuchBinder1' });
+    expect((await sync(ws)).code).toBe(2); // bound to its binder: refused, with its state kept
+    expect(fs.existsSync(db)).toBe(true);
   });
 
   it("reads local state only: a shell without the service's variables (or its secret file) still gets the status", async () => {
