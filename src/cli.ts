@@ -30,7 +30,8 @@ Exit codes:
        conflictPolicy within the pass, so still 0; \`status\` lists it)
   1    the pass ran but something is left: items that cannot be synced
        (see \`status\`), files still being written, failed items
-  2    bad command line, config or environment variable: nothing touched
+  2    bad command line, config (an unset \${VAR} in it included) or
+       BINDER_SYNC_LOG_LEVEL: nothing touched
   3    the service could not be reached, refused the credentials or
        answered invalidly, or has no binder of that binderId for
        this client (wrong id, or no access: the service cannot tell)

@@ -7,7 +7,10 @@ export const ExitCode = {
   ok: 0,
   /** The pass ran but something is left: items that cannot be synced, files still being written, failed items. */
   incomplete: 1,
-  /** Bad command line, configuration or environment variable: nothing was touched. */
+  /**
+   * Bad command line, configuration (an unset ${VAR} in it included) or BINDER_SYNC_LOG_LEVEL: nothing was touched.
+   * A tuning variable with a safe default (BINDER_SYNC_HEAP_GROWING_PERCENT) is only warned about.
+   */
   usage: 2,
   /**
    * The service could not be reached, refused the credentials, or answered invalidly; or it has no binder of a

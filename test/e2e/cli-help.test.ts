@@ -13,6 +13,8 @@ describe('binder-sync --help', () => {
     expect(section.length, r.stdout).toBeGreaterThan(10);
     for (const code of [...Object.values(ExitCode), 130]) expect(section, `exit code ${code}`).toMatch(new RegExp(`^ +${code} +\\S`, 'm'));
     expect(section).toMatch(/^ +0 .*conflict/m);
+    // Which environment variable exit 2 is about: not every one (black-box round 31b, F8).
+    expect(section).toMatch(/^ +2 +bad command line, config .*\n +BINDER_SYNC_LOG_LEVEL: nothing touched$/m);
   });
 
   it('`help trash restore` shows the subcommand\'s own help, as `trash restore --help` does', async () => {
