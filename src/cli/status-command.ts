@@ -16,6 +16,7 @@ import type { Issue } from '../sync/model.js';
 import { collectRepeated, exitCodeFor, loadConfigOrExplain, printError, selectPairs } from './common.js';
 import { fmtBytes } from '../format-bytes.js';
 import { ExitCode } from './exit-codes.js';
+import { runningConfigElsewhere, runningConfigLines, runningConfigOfInvalidFile, type RunningConfig, type StatusPair } from './status-running-config.js';
 
 interface StatusOptions {
   config: string;
@@ -53,6 +54,11 @@ export interface StatusDocument {
     pairsNotInConfig: string[];
   };
   pairs: PairStatus[];
+  /**
+   * Set when what is shown is the running daemon's config, not the file's: the file cannot be used (`problem`; exit
+   * 2) or names another stateDir (`fileStateDir`) after a reload the daemon rejected. Absent otherwise.
+   */
+  runningConfig?: RunningConfig;
 }
 
 export type PairState = 'syncing' | 'never-synced' | 'error' | 'not-running' | 'idle';
@@ -127,18 +133,26 @@ export function registerStatusCommand(program: Command, setExit: (code: number) 
       'after',
       '\nExit status: 0 when the status was read (even if pairs have conflicts, issues or errors: they are shown),\n2 when the config cannot be read, 6 when the stateDir or a state DB cannot be read\n(run it as the user the daemon runs as: the stateDir is private to it).',
     )
-    .action((opts: StatusOptions) => setExit(statusCommand(opts)));
+    .action(async (opts: StatusOptions) => setExit(await statusCommand(opts)));
 }
 
-function statusCommand(opts: StatusOptions): number {
-  let config: Config;
+async function statusCommand(opts: StatusOptions): Promise<number> {
+  let fromFile: Config | null = null;
+  let running: RunningConfig | null;
+  let failed: number | null = null;
   try {
     // Local state only: the service's ${VAR}s and secret file need not resolve here (a monitoring user's shell).
-    config = loadConfigOrExplain(opts.config, undefined, { localOnly: true }).config;
+    fromFile = loadConfigOrExplain(opts.config, undefined, { localOnly: true }).config;
+    running = await runningConfigElsewhere(fromFile.stateDir, fromFile.pairs, opts.config);
   } catch (err) {
     printError(err);
-    return exitCodeFor(err);
+    // A file the daemon rejected on reload: what it runs meanwhile is still shown, and the exit code says the file.
+    running = err instanceof BinderSyncError && err.code === 'CONFIG_INVALID' ? runningConfigOfInvalidFile(opts.config, err) : null;
+    if (running === null) return exitCodeFor(err);
+    failed = exitCodeFor(err);
   }
+  const config = running ?? fromFile;
+  if (config === null) return failed ?? ExitCode.usage;
   const pairs = selectPairs(config.pairs, opts.pair, opts.config);
   if (pairs === null) return ExitCode.usage;
   // A stateDir this user may not read is said as such (exit 6), not shown as one where nothing ever ran.
@@ -147,14 +161,15 @@ function statusCommand(opts: StatusOptions): number {
     printError(unreadable);
     return exitCodeFor(unreadable);
   }
-  const doc = collectStatus(config, pairs, path.resolve(opts.config));
-  process.stdout.write(opts.json ? `${JSON.stringify(doc, null, 2)}\n` : formatStatus(doc, new Date()));
+  const doc: StatusDocument = { ...collectStatus(config, pairs, path.resolve(opts.config)), ...(running !== null ? { runningConfig: running } : {}) };
+  process.stdout.write(opts.json ? `${JSON.stringify(doc, null, 2)}\n` : `${running !== null ? runningConfigLines(running) : ''}${formatStatus(doc, new Date())}`);
+  if (failed !== null) return failed;
   // A state DB that cannot be read is a local failure, as for `sync` (exit-codes.ts): not a bad command line.
   return doc.pairs.some((p) => p.stateError !== null) ? ExitCode.local : ExitCode.ok;
 }
 
 /** Reads everything status shows. Never writes: the DBs are opened read-only, the lock is only read. */
-export function collectStatus(config: Config, pairs: readonly PairConfig[], configFile: string, now = new Date()): StatusDocument {
+export function collectStatus(config: { stateDir: string; pairs: readonly { name: string }[] }, pairs: readonly StatusPair[], configFile: string, now = new Date()): StatusDocument {
   const pid = liveLockOwner(config.stateDir);
   // The status file is trusted only when the live lock owner wrote it (a crashed daemon leaves a stale one).
   const daemonFile = pid === null ? null : readDaemonStatus(config.stateDir);
@@ -177,7 +192,7 @@ export function collectStatus(config: Config, pairs: readonly PairConfig[], conf
   };
 }
 
-function pairStatus(stateDir: string, pair: PairConfig, running: boolean, daemon: DaemonStatus | null): PairStatus {
+function pairStatus(stateDir: string, pair: StatusPair, running: boolean, daemon: DaemonStatus | null): PairStatus {
   const stateDb = path.join(stateDir, pair.name, 'state.db');
   const activity = daemon?.pairs[pair.name];
   const out: PairStatus = {

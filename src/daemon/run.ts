@@ -1,5 +1,6 @@
 // The daemon's lifecycle (`binder-sync run`): lock, service client, one worker per pair, metrics endpoint, status
 // file, config reload (SIGHUP) and the bounded shutdown. Signals themselves are wired in cli/run-command.ts.
+import path from 'node:path';
 import { serviceClientFor } from '../service/from-config.js';
 import { loadConfig } from '../config/load.js';
 import type { Config, PairConfig } from '../config/schema.js';
@@ -225,7 +226,9 @@ export class Daemon {
         throw new BinderSyncError(`stateDir changed from ${this.config.stateDir} to ${next.stateDir}`, {
           code: 'CONFIG_RELOAD',
           retryable: false,
-          hint: 'a new stateDir needs a restart of the daemon',
+          // A restart alone starts the pairs over in an empty stateDir: files changed on either side since the last
+          // pass become conflict copies, documents deleted on the service come back (black-box round 31b, F3).
+          hint: `a new stateDir needs a restart of the daemon, with the old one's content moved there first (stop binder-sync, move everything in ${this.config.stateDir} into ${next.stateDir}, start it): a new, empty stateDir starts over with no record of what was synced, and files changed since on either side become conflict copies`,
         });
       }
     } catch (err) {
@@ -336,6 +339,12 @@ export class Daemon {
         ...(this.metricsServer ? { metricsPort: this.metricsServer.port } : {}),
         ...(this.reloadRejected !== null ? { reloadRejected: this.reloadRejected } : {}),
         pairs,
+        // What the daemon runs, for a status whose config file no longer says it (black-box round 31b, F3).
+        configFile: path.resolve(this.o.configFile),
+        stateDir: this.config.stateDir,
+        pairConfigs: Object.fromEntries(
+          this.config.pairs.map((p) => [p.name, { localPath: p.localPath, binderId: p.binderId, direction: p.direction, ignore: p.ignore, trashRetentionDays: p.trashRetentionDays }]),
+        ),
       };
       try {
         this.lock.reassert();

@@ -26,6 +26,18 @@ export const PairActivitySchema = z.object({
   changesWaitingSince: z.string().optional(),
 });
 
+/**
+ * What `status` shows of a pair the daemon runs, from the daemon's running config: when the config file cannot be
+ * used or names another stateDir (a rejected reload), status shows the daemon's pairs from here.
+ */
+export const RunningPairSchema = z.object({
+  localPath: z.string(),
+  binderId: z.string(),
+  direction: z.enum(['both', 'download', 'upload']),
+  ignore: z.array(z.string()),
+  trashRetentionDays: z.number(),
+});
+
 export const DaemonStatusSchema = z.object({
   version: z.literal(1),
   /** The daemon's pid; the file is trusted only while the lock file names the same live pid. */
@@ -38,9 +50,15 @@ export const DaemonStatusSchema = z.object({
   reloadRejected: z.object({ at: z.string(), reason: z.string() }).optional(),
   /** The pairs the daemon runs (its running config, which may differ from the file after a rejected reload). */
   pairs: z.record(z.string(), PairActivitySchema),
+  /** The config file the daemon was started with (absolute path), and the stateDir it runs with. */
+  configFile: z.string().optional(),
+  stateDir: z.string().optional(),
+  /** Each running pair's config as status shows it (RunningPairSchema), by name. */
+  pairConfigs: z.record(z.string(), RunningPairSchema).optional(),
 });
 
 export type PairActivity = z.infer<typeof PairActivitySchema>;
+export type RunningPair = z.infer<typeof RunningPairSchema>;
 export type DaemonStatus = z.infer<typeof DaemonStatusSchema>;
 
 export function daemonStatusPath(stateDir: string): string {

@@ -97,6 +97,15 @@ export async function dirHeldByOther(dir: string, pair: string): Promise<string 
   return other === null ? null : `pair ${other.pair} of process ${other.pid} (stateDir ${other.stateDir})`;
 }
 
+/**
+ * The process that holds `root` (by its real path) as its sync root, as it says of itself (pid, pair, stateDir);
+ * null when none does, or it does not answer. Read-only: `status` looks for the daemon that syncs a pair.
+ */
+export async function rootHolder(root: string): Promise<RootHolder | null> {
+  if (process.platform !== 'linux') return null;
+  return askHolder(rootName(realPathOf(root)));
+}
+
 function releaseName(name: string, pair: string): void {
   const h = held.get(name);
   if (h === undefined) return;

@@ -4,6 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync }
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peekStateDir } from '../../src/config/peek.js';
 import { ConfigError, loadConfig, parseConfigText } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 
@@ -348,5 +349,21 @@ pairs:
     const r = problems(() => parseConfigText(bad, { baseDir: dir, env: {}, sourceName: 'test.yaml', localOnly: true }));
     expect(r.problems.some((p) => p.includes('localPth'))).toBe(true);
     expect(r.problems.some((p) => p.includes('BINDER_SYNC'))).toBe(false);
+  });
+});
+
+describe('peekStateDir (status after a rejected reload: black-box round 31b, F3)', () => {
+  it('reads the stateDir of a file that does not pass validation, resolved as loadConfig would', () => {
+    const invalid = write('peek/invalid.yaml', `${MINIMAL}    pollInterval: 2s\nstateDir: \${STATE_ROOT}/state\n`);
+    expect(() => loadConfig(invalid, { SECRET: 's', STATE_ROOT: '/var/lib/x' })).toThrow(ConfigError);
+    expect(peekStateDir(invalid, { STATE_ROOT: '/var/lib/x' })).toBe('/var/lib/x/state');
+    expect(peekStateDir(write('peek/default.yaml', `${MINIMAL}    pollInterval: 2s\n`), {})).toBe(path.join(dir, 'peek', 'state'));
+  });
+
+  it('is null for what names no stateDir: not YAML, an unset variable in it, not a string, no file', () => {
+    expect(peekStateDir(write('peek/broken.yaml', 'stateDir: [\n'), {})).toBeNull();
+    expect(peekStateDir(write('peek/unset.yaml', `${MINIMAL}stateDir: \${NOPE}/state\n`), {})).toBeNull();
+    expect(peekStateDir(write('peek/number.yaml', `${MINIMAL}stateDir: 5\n`), {})).toBeNull();
+    expect(peekStateDir(path.join(dir, 'peek/absent.yaml'), {})).toBeNull();
   });
 });
