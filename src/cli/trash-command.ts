@@ -78,8 +78,8 @@ Only what was in one folder (or went on one day):
   binder-sync trash -c sync.yaml --path 2026-11-27
 
 Exit status: 0 when listed, 2 when the config cannot be read, a pair is unknown or
-a --path leaves the sync root (..), 6 when a trash cannot be read (another user's
-stateDir).`,
+a --path leaves the sync root (.., or an absolute path outside it), 6 when a trash
+cannot be read (another user's stateDir).`,
     )
     .action((opts: ListOptions, cmd: Command) => setExit(withConfig(cmd, opts) ? listCommand(opts) : ExitCode.usage));
   trash
@@ -133,9 +133,9 @@ function listCommand(opts: ListOptions & { config: string }): number {
   if (config === null) return ExitCode.usage;
   const pairs = selectPairs(config.pairs, opts.pair, opts.config);
   if (pairs === null) return ExitCode.usage;
-  const bad = (opts.path ?? []).find((p) => p.split('/').includes('..'));
-  if (bad !== undefined) {
-    process.stderr.write(`binder-sync: --path ${JSON.stringify(bad)} leaves the sync root: name a folder or file in it, relative to it\n(run binder-sync trash --help for usage)\n`);
+  const bad = pathLeavingRoots(opts.path ?? [], pairs);
+  if (bad !== null) {
+    process.stderr.write(`binder-sync: --path ${JSON.stringify(bad.path)} leaves the sync root${bad.roots}: name a folder or file in it, relative to it\n(run binder-sync trash --help for usage)\n`);
     return ExitCode.usage;
   }
   let doc: TrashDocument;
@@ -155,6 +155,23 @@ function listCommand(opts: ListOptions & { config: string }): number {
   }
   process.stdout.write(opts.json ? `${JSON.stringify(doc, null, 2)}\n` : formatTrash(doc, opts.path));
   return ExitCode.ok;
+}
+
+/**
+ * The first --path that is in no selected pair's sync root, with the roots it was compared with (" (Docs: /x)")
+ * for an absolute one: a relative path with a `..` part, or an absolute path outside each root. The latter matched
+ * no entry and was said as "no file at or under /etc" with exit 0, where `../x` is a usage error (black-box round
+ * 31a, F16). An absolute path inside one pair's root of several narrows that pair and lists nothing of the others.
+ */
+function pathLeavingRoots(paths: readonly string[], pairs: readonly PairConfig[]): { path: string; roots: string } | null {
+  for (const at of paths) {
+    if (at.split('/').includes('..')) return { path: at, roots: '' };
+    if (path.isAbsolute(at) && pairs.every((p) => relativeToRoot(at, p.localPath) === null)) {
+      const roots = pairs.length === 1 ? ` ${pairs[0]?.localPath ?? ''}` : `s (${pairs.map((p) => `${p.name}: ${p.localPath}`).join(', ')})`;
+      return { path: at, roots };
+    }
+  }
+  return null;
 }
 
 /**

@@ -212,4 +212,11 @@ it('--path lists only what was at or under a path (or went on a day): the listin
   const outside = await trash('--path', '../Other');
   expect(outside.code).toBe(2);
   expect(outside.stderr).toContain('--path "../Other" leaves the sync root');
+  // An absolute path outside the root leaves it too: a usage error, not "no file at or under" (black-box round 31a, F16).
+  for (const at of ['/etc', path.join(path.dirname(ws.local), 'elsewhere'), `${ws.local}2`]) {
+    const abs = await trash('--path', 'Other', '--path', at);
+    expect(abs.code, at).toBe(2);
+    expect(abs.stderr).toContain(`--path ${JSON.stringify(at)} leaves the sync root ${ws.local}: name a folder or file in it`);
+    expect(abs.stdout).toBe('');
+  }
 });
