@@ -16,7 +16,8 @@ import { ServiceError, type Binder, type ServiceClient } from '../service/index.
 import { serviceClientFor } from '../service/from-config.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules } from '../sync/metadata-rules.js';
-import { BASE_URL_404_HINT, LISTED_BINDER_404_HINT, renamedPairError, stateBoundToOtherBinder } from '../sync/open-pair.js';
+import { BASE_URL_404_HINT, LISTED_BINDER_404_HINT, stateBoundToOtherBinder } from '../sync/open-pair.js';
+import { renamedPairError } from '../sync/pair-identity.js';
 import { ExitCode } from './exit-codes.js';
 
 type Outcome = 'PASS' | 'WARN' | 'FAIL' | 'SKIP';

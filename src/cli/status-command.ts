@@ -211,7 +211,8 @@ function pairStatus(stateDir: string, pair: StatusPair, running: boolean, daemon
     watcher: activity?.watcher ?? null,
     changesWaitingSince: running ? (activity?.changesWaitingSince ?? null) : null,
     inDaemon: daemon === null ? null : activity !== undefined,
-    lastError: null,
+    // The daemon's word for a pair it could not open: one refused before its state DB was made has none to read.
+    lastError: activity?.openError ?? null,
     filesInSync: 0,
     filesHiddenByIgnore: 0,
     pendingUploads: [],
@@ -239,7 +240,7 @@ function pairStatus(stateDir: string, pair: StatusPair, running: boolean, daemon
       out.lastPassAt = meta('lastPassAt');
       out.lastPollAt = meta('lastPollAt');
       out.lastScanAt = meta('lastScanAt');
-      out.lastError = meta('lastError');
+      out.lastError = meta('lastError') ?? out.lastError;
       const count = (k: string) => {
         const v = meta(k);
         return v !== null && /^\d+$/.test(v) ? Number(v) : null;

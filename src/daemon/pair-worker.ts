@@ -50,6 +50,8 @@ export interface PairActivityView {
   watcher: string | null;
   /** When the watcher first saw a local change that waits for the running pass to end (see PairActivitySchema). */
   changesWaitingSince: number | null;
+  /** Why the pair could not be opened, while it has no state DB to hold it as lastError (see PairActivitySchema). */
+  openError: string | null;
 }
 
 /** The local paths an action writes (or may write): what the watcher then reports. */
@@ -93,7 +95,7 @@ export class PairWorker {
   private readonly log: Logger;
   /** Folders the running pass has written into (parents of what it downloaded, moved, created). */
   private readonly passWroteIn = new Set<string>();
-  private activity: PairActivityView = { state: 'starting', since: Date.now(), nextPassAt: null, watcher: null, changesWaitingSince: null };
+  private activity: PairActivityView = { state: 'starting', since: Date.now(), nextPassAt: null, watcher: null, changesWaitingSince: null, openError: null };
   private closed = false;
   /** Aborts this pair's passes only (reload); the daemon's abortSignal aborts every pair (shutdown). */
   private readonly own = new AbortController();
@@ -119,6 +121,11 @@ export class PairWorker {
         d.metrics?.errors.inc({ pair: this.name });
         // runPass records lastError for what it finishes; a pass that threw (or an open that failed) ends here.
         this.writeMeta({ lastError: f.reason });
+        // A pair refused before its state DB was made has no DB to hold that: the status file says it.
+        if (this.rt === null) {
+          this.activity = { ...this.activity, openError: f.reason };
+          this.d.onChange?.();
+        }
       },
     });
   }
@@ -181,6 +188,7 @@ export class PairWorker {
         this.rt = null;
         throw new BinderSyncError('pair stopped', { code: 'ABORTED', retryable: true });
       }
+      if (this.activity.openError !== null) this.activity = { ...this.activity, openError: null };
       this.watcherStarting = this.startWatcher(this.rt);
     }
     const rt = this.rt;
@@ -446,10 +454,13 @@ export class PairWorker {
 
   /**
    * Meta keys for `binder-sync status`. Before the pair could be opened (e.g. binder not found) there is no
-   * runtime, so a short-lived handle on the same DB file is used; a DB that cannot be opened is skipped.
+   * runtime, so a short-lived handle on the same DB file is used; a DB that cannot be opened is skipped. A DB that
+   * does not exist is not made for them: a pair refused before its open made one (renamed in the config) must leave
+   * nothing in the stateDir, or the `mv` of its old state to the new name moved the state into it (black-box
+   * round 31a, F3). Its failure is in the status file (openError).
    */
   private writeMeta(values: Record<string, string | null>): void {
-    const err = writePairMeta(this.rt?.store, path.join(this.d.stateDir, this.name, 'state.db'), values, { create: true });
+    const err = writePairMeta(this.rt?.store, path.join(this.d.stateDir, this.name, 'state.db'), values, { create: false });
     if (err !== null) this.log.debug({ err }, 'could not write status to the state DB');
   }
 }

@@ -330,6 +330,7 @@ export class Daemon {
           ...(v.nextPassAt !== null ? { nextPassAt: new Date(v.nextPassAt).toISOString() } : {}),
           ...(v.watcher !== null ? { watcher: v.watcher } : {}),
           ...(v.changesWaitingSince !== null ? { changesWaitingSince: new Date(v.changesWaitingSince).toISOString() } : {}),
+          ...(v.openError !== null ? { openError: v.openError } : {}),
         };
       }
       const status: DaemonStatus = {

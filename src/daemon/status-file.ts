@@ -24,6 +24,11 @@ export const PairActivitySchema = z.object({
    * the change waits for it (a large transfer can take minutes) and is taken up by the pass right after.
    */
   changesWaitingSince: z.string().optional(),
+  /**
+   * Why the pair could not be opened (it retries), while it has no state DB to hold that as its lastError: a pair
+   * refused before anything was made for it (renamed in the config, its root held by another process).
+   */
+  openError: z.string().optional(),
 });
 
 /**

@@ -5,14 +5,15 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
-import { ensureSameRoot, STATE_ROOT } from './moved-root.js';
+import { ensureSameRoot } from './moved-root.js';
+import { renamedPairError, STATE_BINDER } from './pair-identity.js';
 import { Trash } from '../local/fs-ops.js';
 import { detectCaseInsensitive, detectCaseInsensitiveWithoutWriting } from '../local/fs-probe.js';
 import { holdRoot } from '../local/root-lock.js';
 import { createIgnoreMatcher } from '../local/ignore.js';
 import { PARALLEL_FROM_FILES, prewarmDigestWorker } from '../local/tree-digest.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
-import { findSiblingState, openForReading } from '../state/sibling-states.js';
+import { openForReading } from '../state/sibling-states.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules, uploadsHeldResolver, type MetadataResolver } from './metadata-rules.js';
 import { configDigest, IN_SYNC_MARK, markedTreeFiles } from './in-sync-mark.js';
@@ -59,6 +60,10 @@ export async function openPair(
   const pairStateDir = path.join(stateDir, pair.name);
   const stateFile = path.join(pairStateDir, 'state.db');
   const stateLost = lostStateDb(pairStateDir, stateFile);
+  // Refused before anything is made: a state DB (and its directory) left by a refused renamed pair was where
+  // the hint's `mv old new` then moved the record into, and the pair started over (black-box round 31a, F3).
+  const stateIsNew = !fs.existsSync(stateFile);
+  if (stateIsNew) ensureNotRenamed(pair, stateDir, true);
   if (!dryRun) fs.mkdirSync(pairStateDir, { recursive: true, mode: 0o700 });
   const store = dryRun ? StateStore.openScratchCopy(stateFile) : StateStore.open(stateFile);
   try {
@@ -70,7 +75,8 @@ export async function openPair(
       // once, as the empty DB is refused with these words (black-box round 29a, F3); the pass then rebuilds it.
       log.warn({ pair: pair.name, file: stateFile, left: stateLost }, `pair ${pair.name}: its state DB ${stateFile} is missing, but the pair has synced before (${stateLost}): the record of what was synced is rebuilt by comparing content; a file holding one of the versions just before its document's latest takes the latest, other files that differ on the two sides become conflicts (both kept), and a document deleted on the service since the last sync comes back from the local copy`);
     }
-    if (store.countBase() === 0) ensureNotRenamed(pair, stateDir, true);
+    // An empty state of an older version's refused start (or a state DB made but never synced) is asked too.
+    if (!stateIsNew && store.countBase() === 0) ensureNotRenamed(pair, stateDir, true);
     ensureSameBinder(pair, store, pairStateDir);
     ensureSameRoot(pair, store, pairStateDir, log);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
@@ -232,9 +238,6 @@ export function stateBoundToOtherBinder(pair: PairConfig, stateDir: string): Bin
   }
 }
 
-/** Meta key: the binder this pair's state describes. */
-const STATE_BINDER = 'binderId';
-
 /**
  * A pair's state (base, outbox, folders) belongs to one binder. If the config now names another binder for the
  * same pair, every base document would look deleted remotely and its local file would go to the trash: the pair
@@ -359,69 +362,10 @@ function lostStateDb(pairStateDir: string, stateFile: string): string | null {
   return `its directory still holds ${left.slice(0, 3).join(', ')}${left.length > 3 ? `, and ${left.length - 3} more` : ''}`;
 }
 
-/**
- * A pair with nothing synced yet must not be another pair's folder and binder under a new name: renaming a pair
- * in the config (its name names its state) started it over with no record, so documents deleted on the service
- * since came back from the local copies and files changed on one side became conflict copies (black-box round
- * 30b, F2). Another state in the same stateDir that synced this very binder into this very folder is that pair's
- * record: refused (exit 2) until it is renamed to the new name, or moved away to start over on purpose.
- */
+/** Throws renamedPairError's error; `ownStateEmpty`: the pair's own state is missing or has nothing synced. */
 function ensureNotRenamed(pair: PairConfig, stateDir: string, ownStateEmpty = false): void {
   const err = renamedPairError(pair, stateDir, ownStateEmpty);
   if (err !== null) throw err;
-}
-
-/**
- * The error openPair throws for a pair with nothing synced whose folder and binder another state of the stateDir
- * synced (see ensureNotRenamed), or null; read-only, for `check` too.
- */
-export function renamedPairError(pair: PairConfig, stateDir: string, ownStateEmpty = false): BinderSyncError | null {
-  // openPair knows its own state is empty (it has it open): not opened a second time to be asked.
-  if (!ownStateEmpty && hasSyncedState(path.join(stateDir, pair.name, 'state.db'))) return null;
-  const other = stateOfSameFolderAndBinder(pair, stateDir);
-  if (other === null) return null;
-  const oldDir = path.join(stateDir, other);
-  const newDir = path.join(stateDir, pair.name);
-  return new BinderSyncError(`pair ${pair.name}: has no state yet, but the stateDir holds the state of pair ${other} (${oldDir}), which synced this same folder (${pair.localPath}) with this same binder (${pair.binderId}): was the pair renamed? A renamed pair would start over with no record of what was synced`, {
-    code: 'CONFIG_PAIR_RENAMED',
-    retryable: false,
-    context: { pair: pair.name, recordedBy: other, state: oldDir },
-    hint: `to keep the record, stop binder-sync and rename the state: mv '${oldDir}' '${newDir}' (remove an empty '${newDir}' first); to start over on purpose (files equal on both sides are taken as synced, different ones are kept both ways, documents deleted on the service come back), move '${oldDir}' out of the stateDir. Nothing was changed.`,
-  });
-}
-
-/** The name of another pair's state in stateDir recording pair's binder and local folder, with files synced. */
-function stateOfSameFolderAndBinder(pair: PairConfig, stateDir: string): string | null {
-  return findSiblingState(stateDir, pair.name, (other) => {
-    const root = other.getMeta(STATE_ROOT);
-    return other.getMeta(STATE_BINDER) === pair.binderId && root !== undefined && sameFolder(root, pair.localPath) && other.countBase() > 0;
-  });
-}
-
-/** The same path, or the same existing folder by another path (a symlink, a trailing slash). */
-function sameFolder(a: string, b: string): boolean {
-  if (path.resolve(a) === path.resolve(b)) return true;
-  try {
-    const sa = fs.statSync(a);
-    const sb = fs.statSync(b);
-    return sa.dev === sb.dev && sa.ino === sb.ino;
-  } catch {
-    return false;
-  }
-}
-
-/** A state DB file with at least one synced file recorded (false when absent or unreadable). */
-function hasSyncedState(file: string): boolean {
-  if (!fs.existsSync(file)) return false;
-  let store: StateStore | undefined;
-  try {
-    store = openForReading(file);
-    return store.countBase() > 0;
-  } catch {
-    return false;
-  } finally {
-    store?.close();
-  }
 }
 
 /** Said for a 404 of a listed binder's metadata elements, by openPair and by `check`. */

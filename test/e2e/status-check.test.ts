@@ -527,15 +527,16 @@ describe('binder-sync check', () => {
     const refused = await sync(ws);
     expect(refused.code, refused.stderr).toBe(2);
     expect(refused.stderr).toContain(`pair work: has no state yet, but the stateDir holds the state of pair main (${path.join(ws.stateDir, 'main')}), which synced this same folder`);
-    expect(refused.stderr).toContain(`mv '${path.join(ws.stateDir, 'main')}' '${path.join(ws.stateDir, 'work')}'`);
+    expect(refused.stderr).toContain(`mv -T '${path.join(ws.stateDir, 'main')}' '${path.join(ws.stateDir, 'work')}'`);
     const r = await check(ws);
     expect(r.code, r.stdout).toBe(2);
     expect(line(r, 'state (pair work)')).toMatch(/^FAIL  state \(pair work\): pair work: has no state yet, .* was the pair renamed\?/);
     // Nothing was sent or changed: the deleted document did not come back, no conflict copy was uploaded.
     expect(c.listDocuments(ws.binderId).map((d) => d.fileName).sort()).toEqual(['edited.txt']);
     expect(readLocal(ws, 'Docs/edited.txt')).toBe('v1');
-    // Done as the hint says: the record is kept, the colleague's changes come down, nothing goes up.
-    fs.rmSync(path.join(ws.stateDir, 'work'), { recursive: true, force: true });
+    // Done as the hint says (the refused pair made nothing under its new name: black-box round 31a, F3): the
+    // record is kept, the colleague's changes come down, nothing goes up.
+    expect(fs.existsSync(path.join(ws.stateDir, 'work'))).toBe(false);
     fs.renameSync(path.join(ws.stateDir, 'main'), path.join(ws.stateDir, 'work'));
     const after = await sync(ws);
     expect(after.code, after.stderr).toBe(0);

@@ -1,0 +1,125 @@
+// A pair's name names its state (<stateDir>/<name>/state.db), which records the binder and the local folder it
+// synced. Renaming a pair in the config leaves the new name with no state: such a pair is refused (exit 2) with
+// the `mv` that keeps the record (openPair, the daemon's reload, `check`).
+import fs from 'node:fs';
+import path from 'node:path';
+import type { PairConfig } from '../config/schema.js';
+import { BinderSyncError } from '../errors.js';
+import { findSiblingState, openForReading } from '../state/sibling-states.js';
+import type { StateStore } from '../state/store.js';
+import { STATE_ROOT } from './moved-root.js';
+
+/** Meta key: the binder this pair's state describes. */
+export const STATE_BINDER = 'binderId';
+
+/** What another pair's state that synced this pair's binder and folder says of itself. */
+interface Recorder {
+  /** Its pair's name (the name of its directory). */
+  name: string;
+  /** Its directory. */
+  dir: string;
+}
+
+/** The state of a directory of `parent` (other than `except`) that synced pair's binder into pair's folder, with files synced. */
+function recorderOf(pair: PairConfig, parent: string, except: string): Recorder | null {
+  const name = findSiblingState(parent, except, (state) => {
+    const root = state.getMeta(STATE_ROOT);
+    return state.getMeta(STATE_BINDER) === pair.binderId && root !== undefined && sameFolder(root, pair.localPath) && state.countBase() > 0;
+  });
+  return name === null ? null : { name, dir: path.join(parent, name) };
+}
+
+/** The same path, or the same existing folder by another path (a symlink, a trailing slash). */
+function sameFolder(a: string, b: string): boolean {
+  if (path.resolve(a) === path.resolve(b)) return true;
+  try {
+    const sa = fs.statSync(a);
+    const sb = fs.statSync(b);
+    return sa.dev === sb.dev && sa.ino === sb.ino;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A pair with nothing synced yet must not be another pair's folder and binder under a new name: renaming a pair in
+ * the config started it over with no record, so documents deleted on the service since came back from the local
+ * copies and files changed on one side became conflict copies (black-box round 30b, F2). Another state of the
+ * stateDir that synced this binder into this folder is that pair's record: the error (exit 2) says to rename it to
+ * the new name, or to move it away to start over on purpose. Null when there is none.
+ *
+ * `ownStateEmpty`: the caller knows this pair's own state has nothing synced (it has it open, or there is none);
+ * otherwise it is read, and a state with files synced is never refused here. Read-only.
+ */
+export function renamedPairError(pair: PairConfig, stateDir: string, ownStateEmpty = false): BinderSyncError | null {
+  const newDir = path.join(stateDir, pair.name);
+  if (!ownStateEmpty && hasSyncedState(path.join(newDir, 'state.db'))) return null;
+  const beside = recorderOf(pair, stateDir, pair.name);
+  if (beside !== null) {
+    return renamed(pair, `the stateDir holds the state of pair ${beside.name} (${beside.dir}), which synced this same folder (${pair.localPath}) with this same binder (${pair.binderId}): was the pair renamed?`, {
+      keep: renameCommand(beside.dir, newDir),
+      recordedBy: beside.name,
+      recordAt: beside.dir,
+      outOf: 'the stateDir',
+    });
+  }
+  // The record moved into the new name's directory: `mv old new` onto a directory that exists moves `old` inside
+  // it (a refused start of an older version left one), and that record is found nowhere else (black-box round
+  // 31a, F3).
+  const inside = recorderOf(pair, newDir, '');
+  if (inside === null) return null;
+  const aside = asideOf(newDir);
+  return renamed(pair, `the state of pair ${inside.name}, which synced this same folder (${pair.localPath}) with this same binder (${pair.binderId}), is inside this pair's state directory (${inside.dir}): was the pair renamed, and its state moved into ${newDir} instead of renamed to it (an mv onto a directory that exists moves into it)?`, {
+    keep: `mv -T '${newDir}' '${aside}' && mv -T '${aside}/${inside.name}' '${newDir}' (${aside} then holds what else was in ${newDir}: no synced file)`,
+    recordedBy: inside.name,
+    recordAt: inside.dir,
+    outOf: newDir,
+  });
+}
+
+function renamed(pair: PairConfig, why: string, how: { keep: string; recordedBy: string; recordAt: string; outOf: string }): BinderSyncError {
+  return new BinderSyncError(`pair ${pair.name}: has no state yet, but ${why} A renamed pair would start over with no record of what was synced`, {
+    code: 'CONFIG_PAIR_RENAMED',
+    retryable: false,
+    context: { pair: pair.name, recordedBy: how.recordedBy, state: how.recordAt },
+    hint: `to keep the record, stop binder-sync and rename the state: ${how.keep}; to start over on purpose (files equal on both sides are taken as synced, different ones are kept both ways, documents deleted on the service come back), move '${how.recordAt}' out of ${how.outOf}. Nothing was changed.`,
+  });
+}
+
+/**
+ * The shell command that renames the state directory `from` to `to`. `mv -T` never moves `from` into a `to` that
+ * exists: it replaces an empty one, and fails on one that holds anything (a plain `mv` moved the record inside
+ * it, where it was lost to the pair: black-box round 31a, F3). Such a `to` holds no synced file (or the pair
+ * would not have been refused): it is moved aside first.
+ */
+function renameCommand(from: string, to: string): string {
+  const rename = `mv -T '${from}' '${to}'`;
+  if (!fs.existsSync(to) || isEmptyDir(to)) return rename;
+  const aside = asideOf(to);
+  return `mv -T '${to}' '${aside}' && ${rename} (${aside} then holds what was in ${to}: no synced file)`;
+}
+
+/** Where a state directory that holds no synced file is moved out of the way. */
+const asideOf = (dir: string) => `${dir}.before-rename`;
+
+function isEmptyDir(dir: string): boolean {
+  try {
+    return fs.readdirSync(dir).length === 0;
+  } catch {
+    return false;
+  }
+}
+
+/** A state DB file with at least one synced file recorded (false when absent or unreadable). */
+function hasSyncedState(file: string): boolean {
+  if (!fs.existsSync(file)) return false;
+  let store: StateStore | undefined;
+  try {
+    store = openForReading(file);
+    return store.countBase() > 0;
+  } catch {
+    return false;
+  } finally {
+    store?.close();
+  }
+}
