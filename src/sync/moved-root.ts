@@ -88,6 +88,19 @@ export function ensureSameRoot(pair: PairConfig, store: StateStore, pairStateDir
   );
 }
 
+/**
+ * Whether `state` records the folder `dir` as its root: by its path (or another path to the same folder), or by the
+ * folder's identity, which a folder moved with `mv` on one disk keeps (the pair's next open accepts it there). For
+ * telling a pair renamed in the config (and its folder moved, maybe) from a new pair (open-pair.ts).
+ */
+export function recordsRoot(state: StateStore, dir: string): boolean {
+  const recorded = state.getMeta(STATE_ROOT);
+  if (recorded === undefined || recorded === '') return false;
+  if (path.resolve(recorded) === path.resolve(dir) || sameDirectory(recorded, dir)) return true;
+  const id = identityOf(dir);
+  return id !== null && id === state.getMeta(STATE_ROOT_ID);
+}
+
 /** Records the sync root's identity (an accepted new localPath). */
 function recordRootIdentity(pair: PairConfig, store: StateStore): void {
   const id = identityOf(pair.localPath);

@@ -7,7 +7,7 @@ import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
 import { findSiblingState, openForReading } from '../state/sibling-states.js';
 import type { StateStore } from '../state/store.js';
-import { STATE_ROOT } from './moved-root.js';
+import { recordsRoot, STATE_ROOT } from './moved-root.js';
 
 /** Meta key: the binder this pair's state describes. */
 export const STATE_BINDER = 'binderId';
@@ -18,27 +18,29 @@ interface Recorder {
   name: string;
   /** Its directory. */
   dir: string;
+  /** The folder it recorded, when that is not the pair's localPath (the folder was moved there since). */
+  movedFrom: string | null;
 }
 
-/** The state of a directory of `parent` (other than `except`) that synced pair's binder into pair's folder, with files synced. */
+/**
+ * The state of a directory of `parent` (other than `except`) that synced pair's binder into pair's folder, with
+ * files synced: the folder by its path, another path to it, or its identity (moved there with `mv` since, which the
+ * pair's open accepts: black-box round 31a, F9).
+ */
 function recorderOf(pair: PairConfig, parent: string, except: string): Recorder | null {
+  let movedFrom: string | null = null;
   const name = findSiblingState(parent, except, (state) => {
-    const root = state.getMeta(STATE_ROOT);
-    return state.getMeta(STATE_BINDER) === pair.binderId && root !== undefined && sameFolder(root, pair.localPath) && state.countBase() > 0;
+    if (state.getMeta(STATE_BINDER) !== pair.binderId || state.countBase() === 0 || !recordsRoot(state, pair.localPath)) return false;
+    const recorded = state.getMeta(STATE_ROOT) ?? '';
+    movedFrom = path.resolve(recorded) === path.resolve(pair.localPath) ? null : recorded;
+    return true;
   });
-  return name === null ? null : { name, dir: path.join(parent, name) };
+  return name === null ? null : { name, dir: path.join(parent, name), movedFrom };
 }
 
-/** The same path, or the same existing folder by another path (a symlink, a trailing slash). */
-function sameFolder(a: string, b: string): boolean {
-  if (path.resolve(a) === path.resolve(b)) return true;
-  try {
-    const sa = fs.statSync(a);
-    const sb = fs.statSync(b);
-    return sa.dev === sb.dev && sa.ino === sb.ino;
-  } catch {
-    return false;
-  }
+/** "this same folder (/x/root)", or where the state saw it when it was moved since. */
+function folderText(pair: PairConfig, r: Recorder): string {
+  return r.movedFrom === null ? `this same folder (${pair.localPath})` : `this same folder (then at ${r.movedFrom}, moved to ${pair.localPath} since)`;
 }
 
 /**
@@ -56,7 +58,7 @@ export function renamedPairError(pair: PairConfig, stateDir: string, ownStateEmp
   if (!ownStateEmpty && hasSyncedState(path.join(newDir, 'state.db'))) return null;
   const beside = recorderOf(pair, stateDir, pair.name);
   if (beside !== null) {
-    return renamed(pair, `the stateDir holds the state of pair ${beside.name} (${beside.dir}), which synced this same folder (${pair.localPath}) with this same binder (${pair.binderId}): was the pair renamed?`, {
+    return renamed(pair, `the stateDir holds the state of pair ${beside.name} (${beside.dir}), which synced ${folderText(pair, beside)} with this same binder (${pair.binderId}): was the pair renamed?`, {
       keep: renameCommand(beside.dir, newDir),
       recordedBy: beside.name,
       recordAt: beside.dir,
@@ -69,7 +71,7 @@ export function renamedPairError(pair: PairConfig, stateDir: string, ownStateEmp
   const inside = recorderOf(pair, newDir, '');
   if (inside === null) return null;
   const aside = asideOf(newDir);
-  return renamed(pair, `the state of pair ${inside.name}, which synced this same folder (${pair.localPath}) with this same binder (${pair.binderId}), is inside this pair's state directory (${inside.dir}): was the pair renamed, and its state moved into ${newDir} instead of renamed to it (an mv onto a directory that exists moves into it)?`, {
+  return renamed(pair, `the state of pair ${inside.name}, which synced ${folderText(pair, inside)} with this same binder (${pair.binderId}), is inside this pair's state directory (${inside.dir}): was the pair renamed, and its state moved into ${newDir} instead of renamed to it (an mv onto a directory that exists moves into it)?`, {
     keep: `mv -T '${newDir}' '${aside}' && mv -T '${aside}/${inside.name}' '${newDir}' (${aside} then holds what else was in ${newDir}: no synced file)`,
     recordedBy: inside.name,
     recordAt: inside.dir,

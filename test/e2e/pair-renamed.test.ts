@@ -1,7 +1,7 @@
-// A pair renamed in the config (its name names its state), through the real CLI and daemon (child processes)
-// against the emulator: refused (exit 2) with nothing made in the stateDir, and the `mv` commands of the hint, run
-// as printed by a shell, keep the record: a document deleted on the service meanwhile stays deleted, nothing is
-// uploaded (black-box round 31a, F3).
+// A pair renamed in the config (its name names its state), with its folder moved too, through the real CLI and
+// daemon (child processes) against the emulator: refused (exit 2) with nothing made in the stateDir, and the `mv`
+// commands of the hint, run as printed by a shell, keep the record: a document deleted on the service meanwhile
+// stays deleted, nothing is uploaded (black-box round 31a, F3, F9).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -115,4 +115,24 @@ it('a record moved into the new name\'s directory (a plain mv onto the empty sta
   const after = await sync(w);
   expect(after.code, after.stderr).toBe(0);
   recordKept(w);
+});
+
+it('a pair renamed and its folder moved is refused as renamed; the hint keeps the record and the moved folder is taken (F9)', async () => {
+  ws = await syncedThenChangedRemotely();
+  const w = ws;
+  const moved = path.join(w.dir, 'local-new');
+  fs.renameSync(w.local, moved);
+  w.writeConfig({ name: 'work', localPath: './local-new' });
+  const refused = await sync(w);
+  expect(refused.code, refused.stderr).toBe(2);
+  expect(refused.stderr).toContain(`pair work: has no state yet, but the stateDir holds the state of pair main (${path.join(w.stateDir, 'main')}), which synced this same folder (then at ${w.local}, moved to ${moved} since) with this same binder (${w.binderId}): was the pair renamed?`);
+  const k = await check(w);
+  expect(k.code, k.stdout).toBe(2);
+  expect(k.stdout).toMatch(/^FAIL {2}state \(pair work\): .*was the pair renamed\?/m);
+  expect(fs.existsSync(path.join(w.stateDir, 'work'))).toBe(false);
+
+  runInShell(hintCommands(refused, 'rename the state'));
+  const after = await sync(w);
+  expect(after.code, after.stderr).toBe(0);
+  recordKept(w, moved);
 });
