@@ -5,8 +5,8 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { PairConfig } from '../config/schema.js';
 import { BinderSyncError } from '../errors.js';
-import { ensureSameRoot } from './moved-root.js';
-import { renamedPairError, STATE_BINDER } from './pair-identity.js';
+import { ensureSameRoot, STATE_ROOT } from './moved-root.js';
+import { renamedPairError, STATE_BINDER, swappedNamesError } from './pair-identity.js';
 import { Trash } from '../local/fs-ops.js';
 import { detectCaseInsensitive, detectCaseInsensitiveWithoutWriting } from '../local/fs-probe.js';
 import { holdRoot } from '../local/root-lock.js';
@@ -77,8 +77,8 @@ export async function openPair(
     }
     // An empty state of an older version's refused start (or a state DB made but never synced) is asked too.
     if (!stateIsNew && store.countBase() === 0) ensureNotRenamed(pair, stateDir, true);
-    ensureSameBinder(pair, store, pairStateDir);
-    ensureSameRoot(pair, store, pairStateDir, log);
+    ensureSameBinder(pair, store, stateDir);
+    ensureSameRootOrSwapped(pair, store, stateDir, log);
     // The binder first: a wrong binderId is said (as such) before the sync root is created.
     let elementsRead = true;
     let elementsUnread: BinderSyncError | null = null;
@@ -232,7 +232,7 @@ export function stateBoundToOtherBinder(pair: PairConfig, stateDir: string): Bin
   const store = openForReading(stateFile);
   try {
     const recorded = store.getMeta(STATE_BINDER);
-    return recorded !== undefined && recorded !== '' && recorded !== pair.binderId ? binderChanged(pair, recorded, path.dirname(stateFile)) : null;
+    return recorded !== undefined && recorded !== '' && recorded !== pair.binderId ? binderChanged(pair, store, stateDir) : null;
   } finally {
     store.close();
   }
@@ -243,18 +243,34 @@ export function stateBoundToOtherBinder(pair: PairConfig, stateDir: string): Bin
  * same pair, every base document would look deleted remotely and its local file would go to the trash: the pair
  * is refused instead. A state DB from before this check learns its binder from the first pass.
  */
-function ensureSameBinder(pair: PairConfig, store: StateStore, pairStateDir: string): void {
+function ensureSameBinder(pair: PairConfig, store: StateStore, stateDir: string): void {
   const recorded = store.getMeta(STATE_BINDER);
   if (recorded === undefined || recorded === '') {
     store.setMeta(STATE_BINDER, pair.binderId);
     return;
   }
   if (recorded === pair.binderId) return;
-  throw binderChanged(pair, recorded, pairStateDir);
+  throw binderChanged(pair, store, stateDir);
 }
 
-function binderChanged(pair: PairConfig, recorded: string, pairStateDir: string): BinderSyncError {
-  return new BinderSyncError(`pair ${pair.name}: its state was synced with binder ${recorded}, but the config now says binder ${pair.binderId}`, {
+/**
+ * ensureSameRoot, but a folder refused as another one than the state's may be that of another pair whose name
+ * this one took (two names swapped, both pairs on one binder): said as such (swappedNamesError).
+ */
+function ensureSameRootOrSwapped(pair: PairConfig, store: StateStore, stateDir: string, log: Logger): void {
+  try {
+    ensureSameRoot(pair, store, path.join(stateDir, pair.name), log);
+  } catch (err) {
+    if (!(err instanceof BinderSyncError) || err.code !== 'CONFIG_PAIR_ROOT_CHANGED') throw err;
+    throw swappedNamesError(pair, stateDir, { binder: store.getMeta(STATE_BINDER), root: store.getMeta(STATE_ROOT) }) ?? err;
+  }
+}
+
+/** The state (`store`, of pair's name) records another binder: two pairs' names swapped, or the binderId changed. */
+function binderChanged(pair: PairConfig, store: StateStore, stateDir: string): BinderSyncError {
+  const recorded = store.getMeta(STATE_BINDER) ?? '';
+  const pairStateDir = path.join(stateDir, pair.name);
+  return swappedNamesError(pair, stateDir, { binder: recorded, root: store.getMeta(STATE_ROOT) }) ?? new BinderSyncError(`pair ${pair.name}: its state was synced with binder ${recorded}, but the config now says binder ${pair.binderId}`, {
     code: 'CONFIG_PAIR_BINDER_CHANGED',
     retryable: false,
     context: { pair: pair.name, recorded, configured: pair.binderId, state: pairStateDir },

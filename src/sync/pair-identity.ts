@@ -1,6 +1,7 @@
 // A pair's name names its state (<stateDir>/<name>/state.db), which records the binder and the local folder it
-// synced. Renaming a pair in the config leaves the new name with no state: such a pair is refused (exit 2) with
-// the `mv` that keeps the record (openPair, the daemon's reload, `check`).
+// synced. Renaming a pair in the config, or swapping two pairs' names, leaves each name with no state or with
+// another pair's: such a pair is refused (exit 2) with the `mv` that keeps the record (openPair, the daemon's
+// reload, `check`).
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PairConfig } from '../config/schema.js';
@@ -38,9 +39,9 @@ function recorderOf(pair: PairConfig, parent: string, except: string): Recorder 
   return name === null ? null : { name, dir: path.join(parent, name), movedFrom };
 }
 
-/** "this same folder (/x/root)", or where the state saw it when it was moved since. */
+/** "(/x/root)", or where the state saw the folder when it was moved since. */
 function folderText(pair: PairConfig, r: Recorder): string {
-  return r.movedFrom === null ? `this same folder (${pair.localPath})` : `this same folder (then at ${r.movedFrom}, moved to ${pair.localPath} since)`;
+  return r.movedFrom === null ? `(${pair.localPath})` : `(then at ${r.movedFrom}, moved to ${pair.localPath} since)`;
 }
 
 /**
@@ -58,7 +59,7 @@ export function renamedPairError(pair: PairConfig, stateDir: string, ownStateEmp
   if (!ownStateEmpty && hasSyncedState(path.join(newDir, 'state.db'))) return null;
   const beside = recorderOf(pair, stateDir, pair.name);
   if (beside !== null) {
-    return renamed(pair, `the stateDir holds the state of pair ${beside.name} (${beside.dir}), which synced ${folderText(pair, beside)} with this same binder (${pair.binderId}): was the pair renamed?`, {
+    return renamed(pair, `the stateDir holds the state of pair ${beside.name} (${beside.dir}), which synced this same folder ${folderText(pair, beside)} with this same binder (${pair.binderId}): was the pair renamed?`, {
       keep: renameCommand(beside.dir, newDir),
       recordedBy: beside.name,
       recordAt: beside.dir,
@@ -71,7 +72,7 @@ export function renamedPairError(pair: PairConfig, stateDir: string, ownStateEmp
   const inside = recorderOf(pair, newDir, '');
   if (inside === null) return null;
   const aside = asideOf(newDir);
-  return renamed(pair, `the state of pair ${inside.name}, which synced ${folderText(pair, inside)} with this same binder (${pair.binderId}), is inside this pair's state directory (${inside.dir}): was the pair renamed, and its state moved into ${newDir} instead of renamed to it (an mv onto a directory that exists moves into it)?`, {
+  return renamed(pair, `the state of pair ${inside.name}, which synced this same folder ${folderText(pair, inside)} with this same binder (${pair.binderId}), is inside this pair's state directory (${inside.dir}): was the pair renamed, and its state moved into ${newDir} instead of renamed to it (an mv onto a directory that exists moves into it)?`, {
     keep: `mv -T '${newDir}' '${aside}' && mv -T '${aside}/${inside.name}' '${newDir}' (${aside} then holds what else was in ${newDir}: no synced file)`,
     recordedBy: inside.name,
     recordAt: inside.dir,
@@ -110,6 +111,33 @@ function isEmptyDir(dir: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * A pair whose own state records another binder or folder (its open refuses it), while another pair's state of
+ * the stateDir synced this pair's binder into this pair's folder: the names of the two pairs were swapped in the
+ * config (or one took the other's). Said as such, with the three `mv` that swap the states too; the error for a
+ * changed binder or folder sent the user to set the binder back (black-box round 31a, F13). Null when no other
+ * state is this pair's. Read-only.
+ *
+ * `recorded`: what this pair's own state records (binder, folder).
+ */
+export function swappedNamesError(pair: PairConfig, stateDir: string, recorded: { binder: string | undefined; root: string | undefined }): BinderSyncError | null {
+  const other = recorderOf(pair, stateDir, pair.name);
+  if (other === null) return null;
+  const ownDir = path.join(stateDir, pair.name);
+  // The same commands whichever of the two pairs says it.
+  const [first, second] = [pair.name, other.name].sort();
+  const a = path.join(stateDir, first as string);
+  const b = path.join(stateDir, second as string);
+  const tmp = `${a}.swapping`;
+  const ownRecord = [recorded.binder !== undefined && recorded.binder !== '' ? `binder ${recorded.binder}` : null, recorded.root !== undefined && recorded.root !== '' ? `the folder ${recorded.root}` : null].filter((t) => t !== null).join(' and ');
+  return new BinderSyncError(`pair ${pair.name}: its state (${ownDir}) was synced with ${ownRecord || 'another binder or folder'}, while the state of pair ${other.name} (${other.dir}) synced this pair's binder (${pair.binderId}) and folder ${folderText(pair, other)}: were the names of pairs ${first} and ${second} swapped in the config? Each pair would go on from the other's record`, {
+    code: 'CONFIG_PAIR_NAMES_SWAPPED',
+    retryable: false,
+    context: { pair: pair.name, recordedBy: other.name, state: ownDir },
+    hint: `to keep both records, stop binder-sync and swap the states as well: mv -T '${a}' '${tmp}' && mv -T '${b}' '${a}' && mv -T '${tmp}' '${b}' (or swap the names back in the config). Nothing was changed.`,
+  });
 }
 
 /** A state DB file with at least one synced file recorded (false when absent or unreadable). */

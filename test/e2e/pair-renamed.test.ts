@@ -1,7 +1,7 @@
-// A pair renamed in the config (its name names its state), with its folder moved too, through the real CLI and
-// daemon (child processes) against the emulator: refused (exit 2) with nothing made in the stateDir, and the `mv`
-// commands of the hint, run as printed by a shell, keep the record: a document deleted on the service meanwhile
-// stays deleted, nothing is uploaded (black-box round 31a, F3, F9).
+// A pair renamed in the config (its name names its state), with its folder moved too, or two pairs' names swapped,
+// through the real CLI and daemon (child processes) against the emulator: refused (exit 2) with nothing made in the
+// stateDir, and the `mv` commands of the hint, run as printed by a shell, keep the record: a document deleted on the
+// service meanwhile stays deleted, nothing is uploaded (black-box round 31a, F3, F9, F13).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -135,4 +135,66 @@ it('a pair renamed and its folder moved is refused as renamed; the hint keeps th
   const after = await sync(w);
   expect(after.code, after.stderr).toBe(0);
   recordKept(w, moved);
+});
+
+it('two pairs whose names were swapped are each told so, with the mv commands that swap their states; after them both go on (F13)', async () => {
+  ws = await createWorkspace();
+  const w = ws;
+  const c = w.emulator.control;
+  const other = c.createBinder({ name: 'Other' }).id;
+  const docs = c.createFolder(w.binderId, { name: 'Docs' });
+  const gone = c.addDocument(w.binderId, docs.id, 'gone.txt', 'deleted later').document;
+  c.addDocument(w.binderId, docs.id, 'kept.txt', 'kept');
+  c.addDocument(other, c.createFolder(other, { name: 'O' }).id, 'other.txt', 'other binder');
+  const pairs = (names: [string, string]) => [
+    { name: names[0], localPath: './a', binderId: w.binderId },
+    { name: names[1], localPath: './b', binderId: other },
+  ];
+  w.writeConfig({}, { pairs: pairs(['a', 'b']) });
+  expect((await sync(w)).code).toBe(0);
+  c.deleteDocument(gone.id);
+
+  w.writeConfig({}, { pairs: pairs(['b', 'a']) });
+  const refused = await sync(w);
+  expect(refused.code, refused.stderr).toBe(2);
+  const [a, b] = [path.join(w.stateDir, 'a'), path.join(w.stateDir, 'b')];
+  const swap = `mv -T '${a}' '${a}.swapping' && mv -T '${b}' '${a}' && mv -T '${a}.swapping' '${b}'`;
+  expect(refused.stderr).toContain(`pair b: its state (${b}) was synced with binder ${other} and the folder ${path.join(w.dir, 'b')}, while the state of pair a (${a}) synced this pair's binder (${w.binderId}) and folder (${path.join(w.dir, 'a')}): were the names of pairs a and b swapped in the config?`);
+  expect(refused.stderr).toContain(`pair a: its state (${a}) was synced with binder ${w.binderId}`);
+  expect(refused.stderr.split(swap)).toHaveLength(3); // the same commands in both errors
+  expect(refused.stderr).not.toContain('set binderId back');
+  const k = await check(w);
+  expect(k.code, k.stdout).toBe(2);
+  expect(k.stdout).toMatch(/^FAIL {2}state \(pair a\): .*were the names of pairs a and b swapped/m);
+  expect(k.stdout).toMatch(/^FAIL {2}state \(pair b\): .*were the names of pairs a and b swapped/m);
+
+  runInShell(hintCommands(refused, 'swap the states as well'));
+  const after = await sync(w);
+  expect(after.code, after.stderr).toBe(0);
+  expect(fs.existsSync(path.join(w.dir, 'a', 'Docs', 'gone.txt'))).toBe(false);
+  expect(c.listDocuments(w.binderId).map((d) => d.fileName).sort()).toEqual(['kept.txt']);
+  expect(fs.readFileSync(path.join(w.dir, 'b', 'O', 'other.txt'), 'utf8')).toBe('other binder');
+});
+
+it('two pairs of one binder whose names were swapped are told so, not that the folder changed (F13)', async () => {
+  ws = await createWorkspace();
+  const w = ws;
+  const c = w.emulator.control;
+  c.addDocument(w.binderId, c.createFolder(w.binderId, { name: 'Docs' }).id, 'one.txt', 'one');
+  const pairs = (names: [string, string]) => [
+    { name: names[0], localPath: './a', binderId: w.binderId },
+    { name: names[1], localPath: './b', binderId: w.binderId },
+  ];
+  w.writeConfig({}, { pairs: pairs(['a', 'b']) });
+  expect((await sync(w)).code).toBe(0);
+  w.writeConfig({}, { pairs: pairs(['b', 'a']) });
+  const refused = await sync(w);
+  expect(refused.code, refused.stderr).toBe(2);
+  expect(refused.stderr).toContain(`pair b: its state (${path.join(w.stateDir, 'b')}) was synced with binder ${w.binderId} and the folder ${path.join(w.dir, 'b')}, while the state of pair a`);
+  expect(refused.stderr).toContain('were the names of pairs a and b swapped in the config?');
+  expect(refused.stderr).not.toContain('set localPath back');
+  runInShell(hintCommands(refused, 'swap the states as well'));
+  const after = await sync(w);
+  expect(after.code, after.stderr).toBe(0);
+  expect(after.stdout).not.toMatch(/upload|conflict/);
 });
