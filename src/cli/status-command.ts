@@ -13,6 +13,7 @@ import { NEARLY_FULL_BYTES, stateDirReadError, statePathUnreadable } from '../st
 import { summarizeTrash, type TrashSummary } from '../local/trash-summary.js';
 import { groupIssues, oneLine, printable } from '../sync/issue-groups.js';
 import type { Issue } from '../sync/model.js';
+import { LAST_PASS_STOPPED } from '../sync/stopped-steps.js';
 import { collectRepeated, exitCodeFor, loadConfigOrExplain, printError, selectPairs } from './common.js';
 import { fmtBytes } from '../format-bytes.js';
 import { ExitCode } from './exit-codes.js';
@@ -79,6 +80,11 @@ export interface PairStatus {
   /** Why the state DB could not be read (status then exits 6); null when fine. */
   stateError: string | null;
   lastPassAt: string | null;
+  /**
+   * Steps the last pass left because a stop (SIGTERM, SIGINT, a daemon's reload) cut it short: cancelled cleanly,
+   * the next run takes them up (not an error). Null when none.
+   */
+  lastPassStopped: number | null;
   lastPollAt: string | null;
   lastScanAt: string | null;
   /** When the daemon plans the next pass (from its status file). */
@@ -204,6 +210,7 @@ function pairStatus(stateDir: string, pair: StatusPair, running: boolean, daemon
     stateDb,
     stateError: null,
     lastPassAt: null,
+    lastPassStopped: null,
     lastPollAt: null,
     lastScanAt: null,
     nextPassAt: activity?.nextPassAt ?? null,
@@ -245,6 +252,7 @@ function pairStatus(stateDir: string, pair: StatusPair, running: boolean, daemon
         const v = meta(k);
         return v !== null && /^\d+$/.test(v) ? Number(v) : null;
       };
+      out.lastPassStopped = count(LAST_PASS_STOPPED);
       out.pendingDownloads = count('pendingDownloads');
       out.pendingUploadCount = count('pendingUploads');
       out.passBytes = count('passBytes');
@@ -330,7 +338,8 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
     // On a full disk the DB is not damaged: SQLite only cannot make the files it reads through.
     if (p.stateError) lines.push(row('  state DB', `${full ? 'CANNOT OPEN' : 'UNREADABLE'}: ${oneLine(p.stateError)}`));
     if (p.lastPassAt) {
-      lines.push(row('  last pass', `${ago(p.lastPassAt, now)}   (poll ${agoOrNever(p.lastPollAt, now)}, scan ${agoOrNever(p.lastScanAt, now)})`));
+      const stopped = p.lastPassStopped !== null && p.lastPassStopped > 0 ? `, stopped by the shutdown: ${p.lastPassStopped} step${p.lastPassStopped === 1 ? '' : 's'} left, the next run takes ${p.lastPassStopped === 1 ? 'it' : 'them'} up` : '';
+      lines.push(row('  last pass', `${ago(p.lastPassAt, now)}${stopped}   (poll ${agoOrNever(p.lastPollAt, now)}, scan ${agoOrNever(p.lastScanAt, now)})`));
     }
     lines.push(row('  files in sync', `${p.filesInSync}${p.filesHiddenByIgnore > 0 ? `   (and ${p.filesHiddenByIgnore} synced before, hidden by an ignore rule since: left as they are)` : ''}`));
     const ups = p.pendingUploads;

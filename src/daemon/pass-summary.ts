@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import { GROUP_FROM, groupIssues, issueGroupKey, LOGGED_AT_INFO, printable } from '../sync/issue-groups.js';
 import type { Issue } from '../sync/model.js';
 import { describeDone } from '../sync/executor.js';
+import { stoppedByShutdown } from '../sync/stopped-steps.js';
 import { recoveredText, type PassReport } from '../sync/pass.js';
 import type { SyncMetrics } from './metrics.js';
 
@@ -59,7 +60,7 @@ export function logPassSummary(log: Logger, r: PassReport, trigger: string): voi
   const postponed = ex?.failures.filter((f) => f.postponed === true).length ?? 0;
   // Cut short by a stop (SIGTERM, a reload): not failures, the next run takes them up (they were counted as
   // failed: black-box round 30a, F5).
-  const stopped = ex?.failures.filter((f) => f.code === 'ABORTED' && f.postponed !== true).length ?? 0;
+  const stopped = ex?.failures.filter(stoppedByShutdown).length ?? 0;
   const failed = fields.failed - postponed - stopped;
   const tail =
     (failed > 0 ? `, ${failed} failed` : '') +

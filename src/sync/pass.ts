@@ -11,6 +11,7 @@ import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type Scan
 import { digestLocalTree } from '../local/tree-digest.js';
 import { fetchRemote, folderTreeUnchanged, observeRemote, searchDigestsOf, searchPagesUnchanged, type ListRemoteOptions, type RawDoc, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { emptyExecution, executePlan, mergeExecutions, type ActionFailure, type ExecutionReport } from './executor.js';
+import { LAST_PASS_STOPPED, stoppedByShutdown } from './stopped-steps.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { newLocalNotUploaded, type Action, type BaseEntry, type Issue, type LocalObservation, type Plan, type ReconcileContext, type RemoteObservation } from './model.js';
 import { INFORMATIONAL_ISSUES } from './issue-groups.js';
@@ -466,11 +467,14 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     rt.store.setMeta('lastPassAt', now().toISOString());
     if (subtrees === undefined) rt.store.setMeta('lastScanAt', now().toISOString()); // a full local scan
     if (!reuse) rt.store.setMeta('lastPollAt', now().toISOString()); // a fresh remote listing
-    // A refusal for good is an item not synced (its issue above), not an error of the pair.
-    const errors = failures.filter((f) => !refusedForGood(f));
+    // A refusal for good is an item not synced (its issue above), not an error of the pair; nor is a step a stop
+    // (SIGTERM, a reload) cut short: `status` called a clean shutdown an error (black-box round 31a, F12).
+    const errors = failures.filter((f) => !refusedForGood(f) && !stoppedByShutdown(f));
+    const stopped = failures.filter(stoppedByShutdown).length;
     // Uploads held back because the metadata rules do not fit (a daemon's pair, see openPair) are the pair's error too.
     const lastError = errors.length > 0 ? `${errors.length} action(s) failed; first: ${errors[0]?.message ?? ''}` : (rt.metadata.blockedBecause ?? '');
     if (!plan.blocked) rt.store.setMeta('lastError', lastError);
+    rt.store.setMeta(LAST_PASS_STOPPED, stopped > 0 ? String(stopped) : '');
   });
   report.durationMs = Date.now() - started;
   // The service kept failing mid-pass: surface it as the pass's error so callers back off (sync exits 3).

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BIN, createWorkspace, readLocal, secretOf, sync, type Workspace } from './harness.js';
+import { BIN, createWorkspace, readLocal, runCli, secretOf, sync, type Workspace } from './harness.js';
 
 let ws: Workspace | undefined;
 afterEach(async () => {
@@ -66,10 +66,17 @@ describe.each([
     expect(out.stdout).not.toContain('FAILED');
     expect(tempFiles(w.local)).toEqual([]);
     expect(fs.existsSync(path.join(w.local, 'Big', 'big.bin'))).toBe(false);
+    // status says it as the pass did: stopped, not failed (it said "state error", "1 action(s) failed; first: GET
+    // storage was cancelled": black-box round 31a, F12).
+    const shown = (await runCli(w, ['status', '--config', w.configFile])).stdout;
+    expect(shown).toMatch(/^ {2}state +daemon not running$/m);
+    expect(shown).toMatch(/^ {2}last pass +(just now|\d+ s ago), stopped by the shutdown: 1 step left, the next run takes it up {3}\(/m);
+    expect(shown).toMatch(/^ {2}last error +-$/m);
 
     c.clearFaults();
     const again = await sync(w);
     expect(again.code, again.stderr).toBe(0);
+    expect((await runCli(w, ['status', '--config', w.configFile])).stdout).toMatch(/^ {2}last pass +(just now|\d+ s ago) {3}\(/m);
     expect(readLocal(w, 'Big/big.bin')).toBe(content.toString());
     expect(c.listVersions(document.id)).toHaveLength(1);
     expect(tempFiles(w.local)).toEqual([]);

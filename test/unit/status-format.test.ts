@@ -77,7 +77,7 @@ describe('formatStatus "not synced"', () => {
     const issues = Array.from({ length: 12 }, (_, i) => waiting(`dir ${String(i).padStart(2, '0')}`, 5)).flat();
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
+      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
       pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues,
     };
     const doc: StatusDocument = {
@@ -94,7 +94,7 @@ describe('formatStatus "not synced"', () => {
 describe('formatStatus "watcher"', () => {
   const pair = (watcher: string | null): PairStatus => ({
     name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
-    lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
+    lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
     pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
   });
   const doc = (running: boolean, watcher: string | null): StatusDocument => ({
@@ -139,7 +139,7 @@ describe('names with control characters', () => {
     ];
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0, filesHiddenByIgnore: 0,
+      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0, filesHiddenByIgnore: 0,
       pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null,
       conflicts: [{ relPath: 'N/con\nflict.txt', conflictPath: 'N/con\nflict (conflict).txt', policy: 'keep-both', detail: 'x', at: new Date(0).toISOString() }],
       moreConflicts: false, trash: emptyTrash, issues,
@@ -177,7 +177,7 @@ describe('formatStatus "pending" during a long pass', () => {
     daemon: { running: true, pid: 42, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'syncing', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, changesWaitingSince, inDaemon: null, lastError: null, filesInSync: 700, filesHiddenByIgnore: 0,
+      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, changesWaitingSince, inDaemon: null, lastError: null, filesInSync: 700, filesHiddenByIgnore: 0,
       pendingUploads, pendingUploadCount, pendingDownloads, passBytes, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
     }],
   });
@@ -233,7 +233,7 @@ describe('formatStatus "trash"', () => {
     daemon: { running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
+      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
       pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash, issues: [],
     }],
   });
@@ -255,7 +255,7 @@ describe('formatStatus "pending" while passes fail', () => {
     daemon: { running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 19, filesHiddenByIgnore: 0,
+      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 19, filesHiddenByIgnore: 0,
       pendingUploads: [], pendingUploadCount: 0, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [], ...p,
     }],
   });
@@ -268,5 +268,12 @@ describe('formatStatus "pending" while passes fail', () => {
     // A retry running after the failure: the counts are still the old pass's.
     const retrying = docWith({ state: 'syncing', lastError: 'the service could not be reached', lastPassAt: '2026-11-27T09:55:00Z' });
     expect(formatStatus(retrying, now)).toMatch(/^ {2}pending {10}0 uploads, 0 downloads {3}\(as of the last pass, 5 min ago;/m);
+  });
+
+  it('says a pass a stop cut short as stopped, with the steps the next run takes up (black-box round 31a, F12)', () => {
+    const stopped = formatStatus(docWith({ lastPassAt: '2026-11-27T09:55:00Z', lastPassStopped: 3, pendingUploadCount: 3 }), now);
+    expect(stopped).toMatch(/^ {2}last pass {8}5 min ago, stopped by the shutdown: 3 steps left, the next run takes them up {3}\(poll never, scan never\)$/m);
+    expect(stopped).toMatch(/^ {2}pending {10}3 uploads, 0 downloads$/m);
+    expect(formatStatus(docWith({ lastPassAt: '2026-11-27T09:55:00Z', lastPassStopped: 1 }), now)).toContain('stopped by the shutdown: 1 step left, the next run takes it up');
   });
 });
