@@ -11,11 +11,14 @@ export const LONGEST_FILES = [
   'test/e2e/real-programs-edge-cases.test.ts',
   'test/e2e/crash-random.test.ts',
   'test/e2e/run-resilience.test.ts',
-  'test/e2e/crash.test.ts',
   'test/e2e/run-real-programs.test.ts',
-  'test/e2e/run-sync.test.ts',
+  'test/e2e/sync-metadata.test.ts',
   'test/e2e/bad-input.test.ts',
+  'test/e2e/run-sync.test.ts',
+  'test/e2e/crash.test.ts',
+  'test/e2e/status-check.test.ts',
   'test/e2e/run-incremental.test.ts',
+  'test/e2e/sync-safety.test.ts',
 ];
 
 /** Where a file starts: the listed long ones first, then end-to-end, integration and unit files (each slower than the next). */
