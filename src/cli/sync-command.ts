@@ -10,7 +10,7 @@ import { writePairMeta } from '../state/pair-meta.js';
 import { pendingOf } from '../sync/pending.js';
 import { runPass, settleInSyncMark, type PassReport } from '../sync/pass.js';
 import { openPair } from '../sync/open-pair.js';
-import { noteDir, notePairState, removeIfCreatedEmpty, undoFreshPairState } from './fresh-state.js';
+import { noteDir, removeIfCreatedEmpty } from '../state/fresh-state.js';
 import type { PairRuntime } from '../sync/pair-runtime.js';
 import { describePlan, summarizeReport } from './report-format.js';
 import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
@@ -90,7 +90,6 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
     for (const pair of pairs) {
       if (stop.signal.aborted) break;
       let rt;
-      const fresh = notePairState(config.stateDir, pair.name);
       try {
         rt = await openPair(pair, config.stateDir, client, log, { dryRun: opts.dryRun === true, unreadableElements: 'hold-uploads' });
         const observer = progress?.observer(pair.name);
@@ -141,8 +140,6 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
         }
       } catch (err) {
         if (stop.signal.aborted) break;
-        // A first opening that failed leaves no state DB behind (openPair closed it): nothing was synced into it.
-        if (rt === undefined && !opts.dryRun) undoFreshPairState(fresh);
         err = stateDbWriteError(err, path.join(config.stateDir, pair.name, 'state.db'));
         printError(err);
         // printError said it, with its hint, on stderr; the log keeps the details (stack, context) for debugging

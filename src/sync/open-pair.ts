@@ -13,6 +13,7 @@ import { holdRoot } from '../local/root-lock.js';
 import { createIgnoreMatcher } from '../local/ignore.js';
 import { PARALLEL_FROM_FILES, prewarmDigestWorker } from '../local/tree-digest.js';
 import { ServiceError, type ServiceClient } from '../service/index.js';
+import { notePairState, undoFreshPairState } from '../state/fresh-state.js';
 import { openForReading } from '../state/sibling-states.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules, uploadsHeldResolver, type MetadataResolver } from './metadata-rules.js';
@@ -64,6 +65,7 @@ export async function openPair(
   // the hint's `mv old new` then moved the record into, and the pair started over (black-box round 31a, F3).
   const stateIsNew = !fs.existsSync(stateFile);
   if (stateIsNew) ensureNotRenamed(pair, stateDir, true);
+  const fresh = dryRun ? null : notePairState(stateDir, pair.name);
   if (!dryRun) fs.mkdirSync(pairStateDir, { recursive: true, mode: 0o700 });
   const store = dryRun ? StateStore.openScratchCopy(stateFile) : StateStore.open(stateFile);
   try {
@@ -139,6 +141,8 @@ export async function openPair(
     };
   } catch (err) {
     store.close();
+    // A first opening that failed: the state DB it made holds nothing synced; it goes, with the folder if new.
+    if (fresh !== null) undoFreshPairState(fresh);
     throw err;
   }
 }

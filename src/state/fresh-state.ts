@@ -1,7 +1,7 @@
-// What a one-shot `sync` creates in the stateDir for a pair whose opening then fails, taken back. openPair creates
-// the pair's folder and an empty state DB before its gates (a missing root's parent, a wrong binder, rules that do
-// not fit), whose hints say "Nothing was changed." (black-box round 31b, F8): a failed first opening now leaves the
-// stateDir as it found it. A state DB that existed before is never touched.
+// What a pair's first opening creates in the stateDir, taken back when the opening fails. openPair creates the
+// pair's folder and an empty state DB before its gates (a missing root's parent, a wrong binder, rules that do not
+// fit), whose hints say "Nothing was changed." (black-box round 31b, F8): a failed first opening (of `sync`, `check`
+// or the daemon) leaves the stateDir as it found it. A state DB that existed before is never touched.
 import fs from 'node:fs';
 import path from 'node:path';
 
