@@ -3,6 +3,7 @@ import { recoveredText, type PassReport } from '../sync/pass.js';
 import type { Action } from '../sync/model.js';
 import { describeDone } from '../sync/executor.js';
 import { oneLine, printable } from '../sync/issue-groups.js';
+import { stoppedByShutdown } from '../sync/stopped-steps.js';
 import { fmtBytes } from '../format-bytes.js';
 
 export function describeAction(a: Action): string {
@@ -45,11 +46,13 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
   } else if (ex) {
     // Failed and postponed steps count too: "nothing to do" above a FAILED line read as a pass with no work.
     const postponed = ex.failures.filter((f) => f.postponed === true).length;
-    const failed = ex.failures.length - postponed;
+    // Steps a stop cut short are not failures (as in the daemon's pass line and `status`).
+    const stopped = ex.failures.filter(stoppedByShutdown).length;
+    const failed = ex.failures.length - postponed - stopped;
     // A pass with nothing to do but items it cannot sync says so: "nothing to do" above "not synced" lines read
     // as if those were fine.
     const idle = r.issues.length > 0 ? `nothing done, ${r.issues.length} item${r.issues.length === 1 ? '' : 's'} not synced (below)` : 'nothing to do';
-    const done = [recoveredText(r), describeDone(ex), failed > 0 ? `${failed} failed` : '', postponed > 0 ? `${postponed} postponed` : ''].filter((x) => x !== '').join(', ') || idle;
+    const done = [recoveredText(r), describeDone(ex), failed > 0 ? `${failed} failed` : '', postponed > 0 ? `${postponed} postponed` : '', stopped > 0 ? `${stopped} stopped by the shutdown` : ''].filter((x) => x !== '').join(', ') || idle;
     lines.push(`[${r.pair}] ${done}; ${fmtBytes(ex.bytesDownloaded)} down, ${fmtBytes(ex.bytesUploaded)} up in ${(r.durationMs / 1000).toFixed(1)} s`);
     if (ex.restored) {
       const n = ex.restored.count;
@@ -60,6 +63,8 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
       if (f.postponed === true) {
         const why = f.code === 'REMOTE_CHANGED' ? 'its document changed on the service meanwhile' : 'a program changed it while it was being synced';
         lines.push(`[${r.pair}] postponed ${f.kind} ${f.relPath}: ${why}; the next pass takes it up`);
+      } else if (stoppedByShutdown(f)) {
+        lines.push(`[${r.pair}] stopped ${f.kind} ${f.relPath}: cut short by the shutdown, nothing half-done left; the next run takes it up`);
       } else lines.push(`[${r.pair}] FAILED ${f.kind} ${f.relPath}: ${f.message}${f.retryable ? ' (will retry)' : ''}`);
     }
   } else if (dryRun) {

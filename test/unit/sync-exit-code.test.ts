@@ -52,6 +52,12 @@ describe('sync exit code of a pass with failures', () => {
     expect(mixed).toMatch(/^\[main\] 2 download, 1 failed, 1 postponed; /m);
     expect(summarizeReport(reportWith([]), false)).toMatch(/^\[main\] nothing to do; /m);
   });
+  it('counts steps a stop cut short apart from failures, as the daemon does', () => {
+    const text = summarizeReport(reportWith([failure('ABORTED'), failure('LOCAL_IO', { relPath: 'Docs/b.txt' })]), false);
+    expect(text).toMatch(/^\[main\] 1 failed, 1 stopped by the shutdown; /m);
+    expect(text).toContain('[main] stopped upload Docs/a.txt: cut short by the shutdown, nothing half-done left; the next run takes it up');
+    expect(text).not.toContain('FAILED upload Docs/a.txt');
+  });
   it('says how many items are not synced when that is all a pass found, not "nothing to do" above them', () => {
     const issue = { relPath: 'Docs/aux.txt', code: 'name-not-representable', detail: 'a reserved name' } as PassReport['issues'][number];
     const text = summarizeReport({ ...reportWith([]), issues: [issue] }, false);
