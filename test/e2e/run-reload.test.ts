@@ -313,8 +313,12 @@ describe('binder-sync run: operation', () => {
     const err = await d.waitForLog((l) => l.pair === 'broken' && l.level === 50, 15_000, 'the broken pair error');
     expect(err.msg).toContain('error state');
     await eventually(fileIs(w, 'Docs/ok.txt', 'fine'), 15_000, 'the good pair synced', d.tail);
-    expect(metaOf(w, 'broken', 'daemonState')).toBe('error');
-    expect(metaOf(w, 'broken', 'lastError')).toContain('no-such-binder not found');
+    // Refused before anything was synced: no empty state DB is left for it (round 31b, F8); `status` has the
+    // daemon's word for it from the status file.
+    expect(fs.existsSync(path.join(w.stateDir, 'broken', 'state.db'))).toBe(false);
+    const st = await runCli(w, ['status', '--json', '--config', w.configFile]);
+    const broken = (JSON.parse(st.stdout) as { pairs: Array<{ name: string; state: string; lastError: string | null }> }).pairs.find((p) => p.name === 'broken');
+    expect(broken).toMatchObject({ state: 'error', lastError: expect.stringContaining('no-such-binder not found') });
     await new Promise((r) => setTimeout(r, 2_000));
     expect(d.count((l) => l.pair === 'broken' && l.level >= 40)).toBe(1);
 
