@@ -73,7 +73,11 @@ const BINDER_REQUESTS = new Set(['GET /binders/{id}/metadataelements', 'GET /doc
 /** Requests that need write access (spec 4.8, 4.9). */
 const WRITE_REQUESTS = new Set(['GET /documents/uploads/personalstorage/presignedupload', 'POST /documents/drives/{domain}/{id}/{folderId}/upload']);
 
+/** Requests to a presigned storage URL (spec 4.8, 5): no token, no tenant; their refusals are the link's. */
+const STORAGE_REQUESTS = new Set(['PUT storage', 'GET storage']);
+
 function hintForStatus(status: number, request: string): string | undefined {
+  if (STORAGE_REQUESTS.has(request)) return storageHint(status);
   if (status === 404 && BINDER_REQUESTS.has(request)) return "no such binder for this client: check the pair's binderId; `binder-sync check` lists the binders this client can see";
   if (status === 401) return 'the service refused a fresh token: check tenantId and that the API client is still active';
   // Writes (an upload slot, a commit) need write access; anything else refused is the tenant or the client's access.
@@ -81,6 +85,40 @@ function hintForStatus(status: number, request: string): string | undefined {
   if (status === 429) return 'the service is rate limiting: lower requestsPerSecond or maxConcurrentRequests';
   if (status >= 500) return 'the service is having trouble (a server error, usually temporary): the daemon retries with back-off, a one-shot sync can be run again later';
   return undefined;
+}
+
+/** Storage answers about the presigned URL, not about the API client's tenant or access. */
+function storageHint(status: number): string | undefined {
+  if (status === 401 || status === 403) return "storage refused the presigned URL (expired, or its signature did not match): a fresh one is asked for on each retry; if it keeps failing, check this machine's clock and any proxy between it and storage";
+  if (status === 404) return 'storage does not have what the presigned URL names: a fresh one is asked for on each retry';
+  if (status === 429 || status >= 500) return 'storage is having trouble or rate limiting (usually temporary): the transfer is retried with back-off';
+  return undefined;
+}
+
+/**
+ * The values in a presigned URL's query string (its signature, credential, token), raw and decoded: storage's
+ * error body may echo them outside the URL (S3's SignatureDoesNotMatch repeats the signature it got), where no
+ * URL or `sig=` pattern finds them (black-box round 32b, F1). Short values (a version, a permission letter) are
+ * no secret and scrubbing them would garble the message.
+ */
+export function presignedUrlSecrets(url: string): string[] {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return [];
+  }
+  const out = new Set<string>();
+  for (const [, value] of u.searchParams) {
+    if (value.length < 8) continue;
+    out.add(value);
+    out.add(encodeURIComponent(value));
+  }
+  for (const raw of u.search.slice(1).split('&')) {
+    const value = raw.slice(raw.indexOf('=') + 1);
+    if (value.length >= 8) out.add(value);
+  }
+  return [...out];
 }
 
 /** Removes known secrets (client secret, tokens), URL query strings, bearer tokens, JWTs and key=secret pairs from server-supplied text. */

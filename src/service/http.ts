@@ -297,8 +297,8 @@ export class HttpCore {
     });
   }
 
-  failure(request: string, res: Pick<RawResponse, 'status' | 'headers' | 'text'>, context?: Record<string, unknown>): ServiceError {
-    const err = errorFromResponse({ request, status: res.status, bodyText: res.text, headers: res.headers, secrets: this.secrets(), ...(context ? { context } : {}) });
+  failure(request: string, res: Pick<RawResponse, 'status' | 'headers' | 'text'>, context?: Record<string, unknown>, moreSecrets: readonly string[] = []): ServiceError {
+    const err = errorFromResponse({ request, status: res.status, bodyText: res.text, headers: res.headers, secrets: [...this.secrets(), ...moreSecrets], ...(context ? { context } : {}) });
     const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
     if (retryAfterMs !== undefined) err.retryAfterMs = retryAfterMs;
     return err;

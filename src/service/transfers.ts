@@ -7,7 +7,7 @@ import { ThrottleStream } from './byte-throttle.js';
 import { request as undiciRequest } from './undici-core.js';
 import { BinderSyncError } from '../errors.js';
 import { redactUrl } from '../redact.js';
-import { ServiceError, abortedError, isAbortError, networkError } from './errors.js';
+import { ServiceError, abortedError, isAbortError, networkError, presignedUrlSecrets } from './errors.js';
 import { markFinal, type HttpCore } from './http.js';
 import type { DownloadLink, PresignedUpload } from './schemas.js';
 
@@ -57,9 +57,9 @@ function storageRetryable(status: number): boolean {
   return status === 403 || status === 408 || status === 409 || status === 429 || status >= 500;
 }
 
-async function storageFailure(core: HttpCore, request: string, url: string, res: { statusCode: number; headers: Record<string, string | string[] | undefined>; body: Readable & { text(): Promise<string> } }): Promise<ServiceError> {
+async function storageFailure(core: HttpCore, request: string, urls: readonly string[], res: { statusCode: number; headers: Record<string, string | string[] | undefined>; body: Readable & { text(): Promise<string> } }): Promise<ServiceError> {
   const text = await res.body.text().catch(() => '');
-  const err = core.failure(request, { status: res.statusCode, headers: res.headers, text }, { url: redactUrl(url) });
+  const err = core.failure(request, { status: res.statusCode, headers: res.headers, text }, { url: redactUrl(urls[0]!) }, urls.flatMap(presignedUrlSecrets));
   const retryable = storageRetryable(res.statusCode);
   if (res.statusCode === 403 || retryable !== err.retryable) {
     const e = new ServiceError(err.message, {
@@ -181,7 +181,7 @@ async function putNow(
         url = await redirectTarget(PUT_REQUEST, url, res, hops, 'PUT', where);
         continue;
       }
-      if (res.statusCode < 200 || res.statusCode > 299) throw await storageFailure(core, PUT_REQUEST, presignedUrl, res);
+      if (res.statusCode < 200 || res.statusCode > 299) throw await storageFailure(core, PUT_REQUEST, [presignedUrl, url], res);
       await res.body.dump();
       break;
     } catch (err) {
@@ -328,7 +328,8 @@ async function streamLink(
   const started = performance.now();
   let res: StorageResponse;
   // Redirects (a CDN, a storage front end) are followed, each hop a plain GET as well.
-  for (let hops = 0, current = url; ; hops++) {
+  let current = url;
+  for (let hops = 0; ; hops++) {
     try {
       // A plain GET: no Authorization, no tenant header (spec 4.13). `accept-encoding: identity`: the bytes
       // written must be the stored ones, counted against Content-Length; without the header HTTP lets storage
@@ -352,7 +353,7 @@ async function streamLink(
   }
   if (res.statusCode !== 200) {
     if (res.statusCode === 403) expired();
-    const err = await storageFailure(core, GET_REQUEST, url, res);
+    const err = await storageFailure(core, GET_REQUEST, [url, current], res);
     core.log.debug({ method: 'GET', path: where.url, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'storage request');
     throw err;
   }

@@ -1,0 +1,57 @@
+// Storage's refusals of a presigned URL (black-box round 32b, F1): S3-like storage answers SignatureDoesNotMatch
+// with a body that repeats the signature it got, outside any URL. The error (message, problem, hint) must not
+// carry it, raw or decoded, and its hint is about the link, not the API client's tenant or access.
+import { Readable, Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { presignedUrlSecrets } from '../../src/service/errors.js';
+import { ServiceError } from '../../src/service/index.js';
+import { stub, stubClient } from './stub-server.js';
+
+const SIG = 'Zm9vYmFy+c2lnbmF0dXJl/secret==';
+const CREDENTIAL = 'AKIAEXAMPLE/20261127/us-east-1/s3/aws4_request';
+
+function refusal(): string {
+  // The signature as S3 echoes it: decoded, inside XML elements, and the credential beside it.
+  return `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match the signature you provided.</Message><AWSAccessKeyId>${CREDENTIAL}</AWSAccessKeyId><SignatureProvided>${SIG}</SignatureProvided><StringToSign>${encodeURIComponent(SIG)}</StringToSign></Error>`;
+}
+
+function expectNoSecret(err: ServiceError): void {
+  const all = JSON.stringify({ message: err.message, hint: err.hint, problem: err.problem, context: err.context });
+  for (const s of [SIG, encodeURIComponent(SIG), CREDENTIAL, encodeURIComponent(CREDENTIAL)]) expect(all).not.toContain(s);
+  expect(err.message).toContain('SignatureDoesNotMatch');
+  expect(err.hint).toMatch(/storage refused the presigned URL/);
+  expect(err.hint).not.toMatch(/tenantId/);
+}
+
+describe('a storage refusal that echoes the presigned signature', () => {
+  it('is scrubbed of it on upload (PUT) and on download (GET)', async () => {
+    const s = await stub((r) => {
+      if (r.path === '/store') return { status: 403, headers: { 'content-type': 'application/xml' }, body: refusal() };
+      if (r.path.endsWith('/raw')) return { status: 200, body: { url: `${s.origin}/store?X-Amz-Credential=${encodeURIComponent(CREDENTIAL)}&X-Amz-Signature=${encodeURIComponent(SIG)}&v=1`, expiresAt: new Date(Date.now() + 60_000).toISOString() } };
+      return undefined;
+    });
+    const c = stubClient(s.origin);
+    const url = `${s.origin}/store?X-Amz-Credential=${encodeURIComponent(CREDENTIAL)}&sig=${encodeURIComponent(SIG)}&v=1`;
+    const put = (await c.putContent(url, () => Readable.from([Buffer.from('abc')]), 3).catch((e: unknown) => e)) as ServiceError;
+    expect(put).toBeInstanceOf(ServiceError);
+    expect(put.status).toBe(403);
+    expectNoSecret(put);
+
+    const sink = new Writable({ write: (_c, _e, done) => done() });
+    const get = (await c.downloadVersionTo('doc-1', 'ver-1', sink).catch((e: unknown) => e)) as ServiceError;
+    expect(get).toBeInstanceOf(ServiceError);
+    expect(get.status).toBe(403);
+    expectNoSecret(get);
+  });
+});
+
+describe('presignedUrlSecrets', () => {
+  it('gives long query values raw and decoded, not short ones', () => {
+    const got = presignedUrlSecrets(`https://st.example/b/c?sv=2020-01-01&sp=r&sig=${encodeURIComponent(SIG)}`);
+    expect(got).toContain(SIG);
+    expect(got).toContain(encodeURIComponent(SIG));
+    expect(got).toContain('2020-01-01');
+    expect(got).not.toContain('r');
+    expect(presignedUrlSecrets('not a url')).toEqual([]);
+  });
+});
