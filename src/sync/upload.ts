@@ -293,7 +293,8 @@ async function resumeCommit(d: ExecutorDeps, row: OutboxRow): Promise<CommitOutc
  * ("already committed", or "that label is taken"), a 400/404/422 to a repeat... each is settled by looking
  * for the version our upload created, verified by its content (findCommittedVersion). A 409 whose label is
  * taken by someone else's version is committed once more under a fresh label, with the same uploadId (the
- * service keys commits by uploadId: no duplicate can come of it). A 403 means no write access.
+ * service keys commits by uploadId: no duplicate can come of it). A 403 means no write access; a 401, credentials
+ * not taken (tried again).
  */
 async function commitOutbox(d: ExecutorDeps, row: OutboxRow, documentMetadata?: MetadataValue[], repeat = false): Promise<CommitOutcome> {
   let current = row;
@@ -306,7 +307,8 @@ async function commitOutbox(d: ExecutorDeps, row: OutboxRow, documentMetadata?: 
       version = await commitAs(d, current, docMetadata ?? []);
     } catch (err) {
       if (!(err instanceof ServiceError) || err.retryable) throw err;
-      if (err.status === 401 || err.status === 403) return { kind: 'refused', error: err };
+      if (err.status === 401) throw unauthorizedCommit(row, err);
+      if (err.status === 403) return { kind: 'refused', error: err };
       const found = await findCommittedVersion(d, current);
       if (found) return { kind: 'committed', version: found, row: current, found: true };
       const accepted = err.status !== undefined && err.status >= 200 && err.status <= 299;
@@ -514,11 +516,30 @@ async function freshLabel(d: ExecutorDeps, row: OutboxRow): Promise<OutboxRow | 
   return { ...row, versionLabel };
 }
 
+/**
+ * A commit answered 401 even after the client fetched a fresh token and sent it again: the service did not take
+ * the credentials, which says nothing about write access (spec 7 shows no error codes; in HTTP and OAuth a
+ * refused permission is 403, insufficient_scope). It was read as "read-only" and turned the pair download-only
+ * for an hour after one flaky answer (black-box round 32b, F2). Now it is an authentication failure that is tried
+ * again: the upload (its uploadId, in the outbox) is kept and only its commit is sent again, by a later pass.
+ */
+function unauthorizedCommit(row: OutboxRow, cause: ServiceError): ServiceError {
+  return new ServiceError(`${row.relPath}: the service did not accept the credentials for the commit (HTTP 401), even with a fresh token: ${cause.message}`, {
+    code: 'SERVICE_UNAUTHORIZED',
+    retryable: true,
+    request: cause.request,
+    status: 401,
+    context: { relPath: row.relPath },
+    hint: 'the upload is kept and its commit is tried again by the next pass; if every commit is refused this way, check that the API client is still active and has read/write access (a read-only client should get direction: download)',
+    cause,
+  });
+}
+
 /** The service refused a commit: why, and whether trying again can help. */
 function refusedError(d: ExecutorDeps, row: OutboxRow, cause: unknown): BinderSyncError {
   const status = cause instanceof ServiceError ? cause.status : undefined;
   const reason = cause instanceof Error ? cause.message : String(cause);
-  if (status === 401 || status === 403) {
+  if (status === 403) {
     return new BinderSyncError(`${row.relPath}: the service refused the commit (HTTP ${status}): the API client may not write`, {
       code: 'SERVICE_READ_ONLY',
       retryable: false,

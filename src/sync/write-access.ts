@@ -55,7 +55,7 @@ export const READ_ONLY_REASON = 'the API client has read-only access';
 
 /**
  * What an execution showed about write access. A server may hand out upload slots to any authenticated client
- * (spec 3: "caller authenticated") and refuse only the commit: a commit answered 401/403 turns the pair
+ * (spec 3: "caller authenticated") and refuse only the commit: a commit answered 403 turns the pair
  * download-only exactly as a refused slot does, so later passes stop sending bytes that can never be
  * committed, and the refusal is kept in the state DB for the next process (write-access.ts). A commit that
  * goes through forgets it.

@@ -242,6 +242,28 @@ describe('commit answers the spec leaves open', () => {
     expect(report.failures[0]).toMatchObject({ code: 'SERVICE_READ_ONLY', retryable: false });
     expect(s.store.listOutbox()).toEqual([]);
   });
+
+  it('a 401 at the commit, even after a fresh token, is credentials not taken: retried from the outbox, never read-only (round 32b, F2)', async () => {
+    const s = await setup();
+    const local = writeLocal(s.root, 'b.txt', 'content');
+    s.answerCommit(async () => {
+      throw new ServiceError('POST /documents/drives/{domain}/{id}/{folderId}/upload failed with HTTP 401: invalid_token', {
+        code: 'SERVICE_UNAUTHORIZED', retryable: false, request: 'POST /documents/drives/{domain}/{id}/{folderId}/upload', status: 401,
+      });
+    });
+    const report = await executePlan(uploadPlan(local, s.folderId, null), s.d);
+    expect(report.failures).toHaveLength(1);
+    expect(report.failures[0]).toMatchObject({ code: 'SERVICE_UNAUTHORIZED', retryable: true });
+    expect(report.failures[0]!.message).toContain('did not accept the credentials for the commit (HTTP 401)');
+    expect(report.failures[0]!.message).not.toContain('may not write');
+    // The upload is kept: the next pass commits it, once, without storing the bytes again.
+    expect(s.store.listOutbox().map((r) => [r.fileName, r.stage])).toEqual([['b.txt', 'committing']]);
+    s.answerCommit((real, ...args) => real(...args));
+    expect(await recoverOutbox(s.d)).toEqual({ finished: 1, dropped: 0, held: [] });
+    const docs = s.emu.control.listDocuments(s.d.binderId);
+    expect(docs.map((d) => d.fileName)).toEqual(['b.txt']);
+    expect(s.emu.control.listVersions(docs[0]!.id)).toHaveLength(1);
+  });
 });
 
 describe('an edit is committed only onto the version it was made from', () => {
