@@ -3,8 +3,9 @@
 // folders up. Everything else about it is exercised by the e2e tests, which all run bin/binder-sync.js.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const BUNDLE = path.join(ROOT, 'dist/bundle');
@@ -14,7 +15,7 @@ const SIBLING_URL = /new URL\(\s*["'](\.\/[^"']+)["']\s*,\s*import\.meta\.url\s*
 
 describe('the bundled CLI (dist/bundle)', () => {
   it('is what bin/binder-sync.js loads', () => {
-    expect(fs.readFileSync(path.join(ROOT, 'bin/binder-sync.js'), 'utf8')).toMatch(/from '\.\.\/dist\/bundle\/cli\.js'/);
+    expect(fs.readFileSync(path.join(ROOT, 'bin/binder-sync.js'), 'utf8')).toMatch(/new URL\('\.\.\/dist\/bundle\/cli\.js', import\.meta\.url\)/);
     expect(fs.existsSync(path.join(BUNDLE, 'cli.js'))).toBe(true);
   });
 
@@ -43,5 +44,50 @@ describe('the bundled CLI (dist/bundle)', () => {
     const r = spawnSync(process.execPath, [path.join(ROOT, 'bin/binder-sync.js'), '--version'], { encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe(pkg.version);
+  });
+});
+
+// Black-box round 32b, F5: a checkout whose node_modules were copied in never ran npm's prepare script.
+describe('bin/binder-sync.js in a checkout that was not built', () => {
+  let dir: string | null = null;
+  afterEach(() => {
+    if (dir !== null) fs.rmSync(dir, { recursive: true, force: true });
+    dir = null;
+  });
+  /** A temp copy of the checkout's bin/ and package.json, without dist/. */
+  const copy = (): string => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bin-unbuilt-'));
+    fs.mkdirSync(path.join(dir, 'bin'));
+    fs.copyFileSync(path.join(ROOT, 'bin/binder-sync.js'), path.join(dir, 'bin/binder-sync.js'));
+    fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(dir, 'package.json'));
+    return dir;
+  };
+
+  it('says in one line that it is not built and how to build it, and exits 2 (no stack trace)', () => {
+    const d = copy();
+    for (const args of [['--version'], ['demo']]) {
+      const r = spawnSync(process.execPath, [path.join(d, 'bin/binder-sync.js'), ...args], { cwd: os.tmpdir(), encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toBe(`binder-sync is not built: run \`npm run build\` (or \`npm install\`) in ${fs.realpathSync(d)}\n`);
+    }
+  });
+
+  it('does not hide another missing module behind "not built": a bundle that is there but broken fails as before', () => {
+    const d = copy();
+    fs.mkdirSync(path.join(d, 'dist/bundle'), { recursive: true });
+    fs.writeFileSync(path.join(d, 'dist/bundle/cli.js'), "export { main } from './no-such-chunk.js';\n");
+    const r = spawnSync(process.execPath, [path.join(d, 'bin/binder-sync.js'), '--version'], { encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('ERR_MODULE_NOT_FOUND');
+    expect(r.stderr).toContain('no-such-chunk.js');
+    expect(r.stderr).not.toContain('is not built');
+  });
+
+  it('is built first by `npm start`, as by `npm test`: a fresh or pulled checkout does not run a missing or stale dist/', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts['start']).toBe('node build.mjs --if-stale && node bin/binder-sync.js demo');
+    expect(pkg.scripts['test']).toMatch(/^node build\.mjs --if-stale && /);
+    expect(pkg.scripts['prepare']).toBe('node build.mjs --if-stale');
   });
 });
