@@ -93,6 +93,14 @@ export async function runChecks(configFile: string, report: (r: CheckResult) => 
   return results;
 }
 
+/**
+ * A configured address as a PASS line names it: as written in the config (its path included, black-box round 32b,
+ * F6), without a query string or fragment, where a secret could be. The config refuses user:password@ in it.
+ */
+function shownAddress(url: string): string {
+  return url.replace(/[?#].*$/s, '');
+}
+
 function failure(subject: string, err: unknown, exit: number): CheckResult {
   if (err instanceof BinderSyncError) {
     return { outcome: 'FAIL', subject, message: err.message, ...(err.hint ? { hint: err.hint } : {}), exit };
@@ -119,14 +127,14 @@ async function serviceChecks(config: Config, add: (r: CheckResult) => void): Pro
     let binders: Binder[];
     try {
       binders = await client.listBinders();
-      add({ outcome: 'PASS', subject: 'token', message: `got a token from ${new URL(s.authUrl).origin} for client ${s.clientId}` });
+      add({ outcome: 'PASS', subject: 'token', message: `got a token from ${shownAddress(s.authUrl)} for client ${s.clientId}` });
     } catch (err) {
       if (err instanceof ServiceError && err.request.startsWith('POST /connect/token')) {
         add(failure('token', err, ExitCode.service));
         skipAll('needs a token');
         return;
       }
-      add({ outcome: 'PASS', subject: 'token', message: `got a token from ${new URL(s.authUrl).origin} for client ${s.clientId}` });
+      add({ outcome: 'PASS', subject: 'token', message: `got a token from ${shownAddress(s.authUrl)} for client ${s.clientId}` });
       // GET /binders is the one path every server has: a 404 there means the base address misses its prefix.
       if (err instanceof ServiceError && err.code === 'SERVICE_NOT_FOUND') {
         add({

@@ -452,7 +452,9 @@ describe('binder-sync check', () => {
     const r = await check(ws);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(line(r, 'config')).toMatch(/^PASS  config: .*sync\.yaml is valid \(1 pair\)$/);
-    expect(line(r, 'token')).toBe(`PASS  token: got a token from ${new URL(ws.emulator.authUrl).origin} for client ${ws.emulator.credentials.clientId}`);
+    // The address as configured (service.authUrl, its /auth path included), not only its origin (black-box round 32b, F6).
+    expect(new URL(ws.emulator.authUrl).pathname).toBe('/auth');
+    expect(line(r, 'token')).toBe(`PASS  token: got a token from ${ws.emulator.authUrl} for client ${ws.emulator.credentials.clientId}`);
     expect(line(r, 'access')).toBe('PASS  access: read/write (upload slots are granted; whether commits are shows at the first upload)');
     expect(line(r, `binder ${ws.binderId} (pair main)`)).toBe(`PASS  binder ${ws.binderId} (pair main): found "E2E"`);
     expect(line(r, 'metadata (pair main)')).toMatch(/^PASS  /);
