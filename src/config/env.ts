@@ -90,6 +90,16 @@ function keyPathOf(ancestors: readonly unknown[], node: unknown): KeyPath {
   return out;
 }
 
+/** The environment variables a raw string value reads (${NAME} and ${NAME:-default}; $${ is a literal), in order, once each. */
+export function envReferences(text: string): string[] {
+  const names: string[] = [];
+  for (const m of text.matchAll(/\$?\$\{([^}:]*)(?::-[^}]*)?\}/g)) {
+    const name = m[1] ?? '';
+    if (!m[0].startsWith('$$') && NAME.test(name) && !names.includes(name)) names.push(name);
+  }
+  return names;
+}
+
 /** True when a raw string value is nothing but environment references (so the file holds no literal secret). */
 export function isOnlyEnvReference(text: string): boolean {
   return /^(\$\{[^}]*\})+$/.test(text.trim());

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parseDocument } from 'yaml';
 import { BinderSyncError } from '../errors.js';
 import { crossChecks } from './checks.js';
-import { expandDocument, isOnlyEnvReference } from './env.js';
+import { envReferences, expandDocument, isOnlyEnvReference } from './env.js';
 import { configErrorMap, problemLine, zodProblems, type ConfigProblem } from './issues.js';
 import { resolveConfigPath } from './paths.js';
 import { configFileSchema, type Config, type ParsedConfigFile } from './schema.js';
@@ -95,6 +95,9 @@ export function parseConfigText(text: string, opts: ParseOptions): LoadedConfig 
   if (doc.contents === null) {
     throw new ConfigError(source, ['the file is empty; see sync.config.example.yaml for a starting point']);
   }
+  // Where the secret comes from, for the hint of a refused secret (black-box round 32b, F6): read before expansion.
+  const rawSecret = doc.getIn(['service', 'clientSecret']);
+  const secretEnv = typeof rawSecret === 'string' ? envReferences(rawSecret) : [];
   let envProblems = expandDocument(doc, env);
   let data: unknown = doc.toJS({ maxAliasCount: 100 });
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
@@ -123,7 +126,7 @@ export function parseConfigText(text: string, opts: ParseOptions): LoadedConfig 
   const config: Config = {
     ...parsed,
     stateDir: resolveConfigPath(parsed.stateDir, opts.baseDir, env),
-    service: { ...withoutSecretKeys(parsed.service), clientSecret: secret.value, clientSecretFile: secret.file },
+    service: { ...withoutSecretKeys(parsed.service), clientSecret: secret.value, clientSecretFile: secret.file, clientSecretEnv: secret.file === null ? secretEnv : [] },
     pairs: parsed.pairs.map((p) => ({ ...p, localPath: resolveConfigPath(p.localPath, opts.baseDir, env) })),
   };
   const binders = new Map<string, string>();

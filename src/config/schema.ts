@@ -235,6 +235,8 @@ export type ServiceConfig = Omit<ParsedConfigFile['service'], 'clientSecret' | '
   clientSecret: string;
   /** Absolute path the secret was read from, or null when it was given inline. */
   clientSecretFile: string | null;
+  /** The environment variables clientSecret was written as (`${BINDER_SYNC_CLIENT_SECRET}`); empty for a literal or a file. */
+  clientSecretEnv: string[];
 };
 
 /**

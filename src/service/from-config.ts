@@ -12,6 +12,17 @@ import type { ServiceSettings } from './settings.js';
  */
 export type CapabilityUse = 'remember' | 'read' | 'ignore';
 
+/**
+ * The config key the secret comes from, as a hint names it: service.clientSecretFile with its path, or
+ * service.clientSecret with the environment variable it was written as (black-box round 32b, F6).
+ */
+export function secretSourceOf(s: Pick<Config['service'], 'clientSecretFile' | 'clientSecretEnv'>): string {
+  if (s.clientSecretFile !== null) return `service.clientSecretFile (${s.clientSecretFile})`;
+  const vars = s.clientSecretEnv;
+  if (vars.length === 0) return 'service.clientSecret';
+  return `service.clientSecret (environment variable${vars.length > 1 ? 's' : ''} ${vars.join(', ')})`;
+}
+
 /** The service client for a config; `overrides` adjust settings (e.g. `check` wants few retries). */
 export function serviceClientFor(
   config: Config,
@@ -31,6 +42,7 @@ export function serviceClientFor(
       tenantId: s.tenantId,
       clientId: s.clientId,
       clientSecret: s.clientSecret,
+      secretSource: secretSourceOf(s),
       tenantHeader: s.tenantHeader,
       scope: s.scope,
       maxConcurrentRequests: s.maxConcurrentRequests,

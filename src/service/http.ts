@@ -384,7 +384,7 @@ export class HttpCore {
         hint: scope
           ? `check service.scope: the service's scope is ${DEFAULT_SCOPE} (the default: remove service.scope to use it)`
           : credentials
-          ? 'check service.clientId and service.clientSecret (and that the API client was not deleted or rotated)'
+          ? `check service.clientId and ${s.secretSource}, and that the API client was not deleted or rotated`
           : 'check service.authUrl: POST {authUrl}/connect/token must reach the identity provider',
       });
     });

@@ -10,6 +10,11 @@ export interface ServiceSettings {
   tenantId: string;
   clientId: string;
   clientSecret: string;
+  /**
+   * Where the secret comes from, as hints name it (the refused-credentials hint): the config key, and the file or
+   * environment variable behind it. Default 'service.clientSecret'. See secretSourceOf (from-config.ts).
+   */
+  secretSource?: string;
   /** Default 'x-service-tenantid' (spec 5.3). */
   tenantHeader?: string;
   /** Default 'service_public' (spec 5.2). */
@@ -41,6 +46,7 @@ export function resolveSettings(s: ServiceSettings): ResolvedSettings {
     tenantId: s.tenantId,
     clientId: s.clientId,
     clientSecret: s.clientSecret,
+    secretSource: s.secretSource ?? 'service.clientSecret',
     tenantHeader: s.tenantHeader ?? 'x-service-tenantid',
     scope: s.scope ?? DEFAULT_SCOPE,
     maxConcurrentRequests: s.maxConcurrentRequests ?? 8,

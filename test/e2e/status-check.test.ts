@@ -474,12 +474,34 @@ describe('binder-sync check', () => {
     const wrong = 'wrong-Secret-9f8e7d6c5b4a';
     const r = await check(ws, { env: { E2E_SECRET: wrong } });
     expect(r.code).toBe(3);
-    expect(line(r, 'token')).toMatch(/^FAIL  token: .*\(hint: check service\.clientId and service\.clientSecret/);
+    // The config writes clientSecret: ${E2E_SECRET}: the hint names the variable (black-box round 32b, F6).
+    expect(line(r, 'token')).toMatch(
+      /^FAIL  token: .*\(hint: check service\.clientId and service\.clientSecret \(environment variable E2E_SECRET\), and that the API client was not deleted or rotated\)$/,
+    );
     expect(line(r, `binder ${ws.binderId} (pair main)`)).toMatch(/^SKIP  .*needs a token$/);
     // Local checks still run.
     expect(line(r, 'state dir')).toMatch(/^PASS  /);
     expect(r.stdout + r.stderr).not.toContain(wrong);
     expect(r.stdout + r.stderr).not.toContain(secretOf(ws));
+  });
+
+  it('a wrong secret in service.clientSecretFile: check and sync name that key and its path, not clientSecret (black-box round 32b, F6)', async () => {
+    const ws = await workspace();
+    const wrong = 'wrong-Secret-from-a-file-1a2b3c';
+    fs.writeFileSync(path.join(ws.dir, 'secret'), `${wrong}\n`, { mode: 0o600 });
+    const { clientSecret: _inline, ...service } = readServiceSection(ws);
+    ws.writeConfig({}, { service: { ...service, clientSecretFile: './secret' } });
+    const hint = `check service.clientId and service.clientSecretFile (${path.join(ws.dir, 'secret')}), and that the API client was not deleted or rotated`;
+    const r = await check(ws);
+    expect(r.code).toBe(3);
+    expect(line(r, 'token').endsWith(`(hint: ${hint})`), line(r, 'token')).toBe(true);
+    const s = await sync(ws);
+    expect(s.code).toBe(3);
+    expect(s.stderr).toContain(`hint: ${hint}`);
+    for (const out of [r.stdout + r.stderr, s.stdout + s.stderr]) {
+      expect(out).not.toContain('service.clientSecret ');
+      expect(out).not.toContain(wrong);
+    }
   });
 
   it('a baseUrl without the API path prefix fails the binders check with a hint at service.baseUrl', async () => {

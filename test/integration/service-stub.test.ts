@@ -52,10 +52,19 @@ describe('token and headers', () => {
     expect(err).toMatchObject({ code: 'AUTH_FAILED', retryable: false, status: 401, request: 'POST /connect/token' });
     const e = err as ServiceError;
     expect(e.message).toContain('invalid_client');
-    expect(e.hint).toMatch(/clientSecret/);
+    expect(e.hint).toBe('check service.clientId and service.clientSecret, and that the API client was not deleted or rotated');
     for (const text of [e.message, e.describe(), JSON.stringify(e.context), JSON.stringify(e.problem), e.stack ?? '']) expect(text).not.toContain(SECRET);
     expect(s.tokenCalls()).toBe(1);
     expect(s.api()).toHaveLength(0);
+  });
+
+  it('the refused-credentials hint names where the secret comes from: its file, or its environment variable (black-box round 32b, F6)', async () => {
+    const s = await stub((r) => (r.path === '/auth/connect/token' ? { status: 401, body: { error: 'invalid_client' } } : undef));
+    for (const source of ['service.clientSecretFile (/etc/binder-sync/client-secret)', 'service.clientSecret (environment variable BINDER_SYNC_CLIENT_SECRET)']) {
+      const e = (await client(s.origin, { secretSource: source }).listBinders().catch((x: unknown) => x)) as ServiceError;
+      expect(e).toMatchObject({ code: 'AUTH_FAILED', status: 401 });
+      expect(e.hint).toBe(`check service.clientId and ${source}, and that the API client was not deleted or rotated`);
+    }
   });
 
   it('a refused scope (400 invalid_scope) points at service.scope, not at the credentials (black-box round 31b, F8)', async () => {

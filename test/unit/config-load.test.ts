@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { peekStateDir } from '../../src/config/peek.js';
 import { ConfigError, loadConfig, parseConfigText } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
+import { secretSourceOf } from '../../src/service/from-config.js';
 
 let dir: string;
 beforeAll(() => {
@@ -58,6 +59,7 @@ describe('valid configs', () => {
         clientId: 'client',
         clientSecret: 's',
         clientSecretFile: null,
+        clientSecretEnv: ['SECRET'],
         tenantHeader: 'x-service-tenantid',
         scope: 'service_public',
         maxConcurrentRequests: 8,
@@ -163,6 +165,31 @@ describe('${ENV} expansion', () => {
   it('leaves keys alone and a lone $ as it is', () => {
     const { config } = parse(MINIMAL.replace('clientId: client', () => 'clientId: "pa$$word $x"'));
     expect(config.service.clientId).toBe('pa$$word $x');
+  });
+});
+
+describe('where the secret comes from, for the hint of a refused secret (black-box round 32b, F6)', () => {
+  it('records the environment variables clientSecret is written as, none for a literal or a file', () => {
+    expect(parse(MINIMAL).config.service.clientSecretEnv).toEqual(['SECRET']);
+    const twice = parse(MINIMAL.replace('clientSecret: ${SECRET}', 'clientSecret: "${A:-x}${SECRET}-${A}"'), { SECRET: 's', A: 'a' }).config.service;
+    expect(twice.clientSecretEnv).toEqual(['A', 'SECRET']);
+    expect(parse(MINIMAL.replace('clientSecret: ${SECRET}', 'clientSecret: literal')).config.service.clientSecretEnv).toEqual([]);
+    const escaped = parse(MINIMAL.replace('clientSecret: ${SECRET}', () => 'clientSecret: "pa$${SECRET}"')).config.service;
+    expect([escaped.clientSecret, escaped.clientSecretEnv]).toEqual(['pa${SECRET}', []]);
+    write('secrets/hint', 'from-file\n');
+    const file = parse(MINIMAL.replace('clientSecret: ${SECRET}', 'clientSecretFile: secrets/hint')).config.service;
+    expect([file.clientSecretFile, file.clientSecretEnv]).toEqual([path.join(dir, 'secrets/hint'), []]);
+  });
+
+  it('is named by the config key, with the file or the variables behind it', () => {
+    expect(secretSourceOf({ clientSecretFile: null, clientSecretEnv: [] })).toBe('service.clientSecret');
+    expect(secretSourceOf({ clientSecretFile: null, clientSecretEnv: ['BINDER_SYNC_CLIENT_SECRET'] })).toBe(
+      'service.clientSecret (environment variable BINDER_SYNC_CLIENT_SECRET)',
+    );
+    expect(secretSourceOf({ clientSecretFile: null, clientSecretEnv: ['A', 'B'] })).toBe('service.clientSecret (environment variables A, B)');
+    expect(secretSourceOf({ clientSecretFile: '/etc/binder-sync/client-secret', clientSecretEnv: [] })).toBe(
+      'service.clientSecretFile (/etc/binder-sync/client-secret)',
+    );
   });
 });
 
