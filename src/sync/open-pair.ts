@@ -209,6 +209,9 @@ export async function readMetadataElementsAgain(rt: PairRuntime): Promise<void> 
   }
   rt.metadata = rulesOrHeld(rt.pair, rt.pair.metadata, elements, rt.log, 'hold-uploads');
   rt.metadataUnread = null;
+  // The uploads held until now were left out of the last plan, which was therefore empty: a quiet poll (both sides
+  // unchanged since) would skip planning, and they would wait for an unrelated change. This pass plans again.
+  rt.cache.quiet = false;
   if (rt.metadata.blockedBecause === undefined) rt.log.info("read the binder's metadata elements: uploads go again");
 }
 
