@@ -23,6 +23,17 @@ export function secretSourceOf(s: Pick<Config['service'], 'clientSecretFile' | '
   return `service.clientSecret (environment variable${vars.length > 1 ? 's' : ''} ${vars.join(', ')})`;
 }
 
+/**
+ * BINDER_SYNC_RETRY_BASE_MS: the first back-off step between attempts of one request (default 250 ms, doubling).
+ * For tests of a failing service, like the daemon's BINDER_SYNC_BACKOFF_BASE_MS (daemon/timing.ts); not a config
+ * key, since the default spacing protects the service. An invalid value is ignored.
+ */
+function retryFromEnv(env: NodeJS.ProcessEnv = process.env): Pick<ServiceSettings, 'retry'> {
+  const raw = env.BINDER_SYNC_RETRY_BASE_MS;
+  const n = raw === undefined || raw.trim() === '' ? Number.NaN : Number(raw);
+  return Number.isInteger(n) && n > 0 ? { retry: { baseDelayMs: n } } : {};
+}
+
 /** The service client for a config; `overrides` adjust settings (e.g. `check` wants few retries). */
 export function serviceClientFor(
   config: Config,
@@ -51,6 +62,7 @@ export function serviceClientFor(
       requestTimeoutMs: s.requestTimeout,
       maxUploadBytesPerSecond: s.maxUploadRate ?? null,
       maxDownloadBytesPerSecond: s.maxDownloadRate ?? null,
+      ...retryFromEnv(),
       ...overrides,
     },
     {

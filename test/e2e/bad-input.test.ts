@@ -159,7 +159,9 @@ describe('an unreachable service: exit 3, the hint names the URL that failed and
     const rewrite = (from: string, to: string) => fs.writeFileSync(w.configFile, fs.readFileSync(w.configFile, 'utf8').replace(from, to), { mode: 0o600 });
 
     rewrite(w.emulator.authUrl, `http://127.0.0.1:${port}/auth`);
-    let r = await sync(w);
+    // Each request is tried six times: the spacing between attempts is not what this test is about.
+    const fast = { env: { BINDER_SYNC_RETRY_BASE_MS: '5' } };
+    let r = await sync(w, [], fast);
     expect(r.code, explainRun(r)).toBe(3);
     expect(r.stderr).toContain(`POST /connect/token failed: ECONNREFUSED`);
     expect(r.stderr).toContain(`hint: check the network, and that http://127.0.0.1:${port}/auth/connect/token (service.authUrl) is right and reachable`);
@@ -167,7 +169,7 @@ describe('an unreachable service: exit 3, the hint names the URL that failed and
 
     w.writeConfig();
     rewrite(w.emulator.baseUrl, `http://127.0.0.1:${port}/api/v1`);
-    r = await sync(w);
+    r = await sync(w, [], fast);
     expect(r.code, explainRun(r)).toBe(3);
     expect(r.stderr).toMatch(new RegExp(`hint: check the network, and that http://127\\.0\\.0\\.1:${port}/api/v1/\\S+ \\(service\\.baseUrl\\) is right and reachable`));
     expect(r.stderr).not.toMatch(/authUrl|try again later|\?/);

@@ -7,6 +7,10 @@ import { createWorkspace, readLocal, runCli, sync, writeLocal, type Workspace } 
 import { eventually, msgHas, startDaemonProcess, writeRunConfig } from './run-helpers.js';
 import { docNamed, expectConvergedPass, explain, issueCodes, remoteText, syncJson } from './scenario-helpers.js';
 
+// The binder's metadata elements failing with a 500 are each tried six times: the spacing of those attempts is
+// not what these tests are about (every CLI child of this file inherits it).
+process.env.BINDER_SYNC_RETRY_BASE_MS = '5';
+
 let ws: Workspace;
 afterEach(async () => {
   await ws?.close();
