@@ -11,7 +11,7 @@ export function describeAction(a: Action): string {
     case 'download':
       return `download     ${a.relPath}  (${a.reason})`;
     case 'upload':
-      return `upload       ${a.relPath}  (${a.reason}${a.target.documentId ? '' : ', new document'})`;
+      return `upload       ${a.relPath}  (${a.reason}${a.target.documentId ? '' : ', new document'}${a.thenMoveTo ? `, then moved to ${a.thenMoveTo.relPath} with its remote folder` : ''})`;
     case 'move-local':
       return `move         ${a.from} -> ${a.to}  (moved remotely)`;
     case 'trash-local':

@@ -60,6 +60,7 @@ function writtenPaths(a: Action): string[] {
   if ('relPath' in a) out.push(a.relPath);
   if ('from' in a) out.push(a.from);
   if ('to' in a) out.push(a.to);
+  if (a.kind === 'upload' && a.thenMoveTo !== undefined) out.push(a.thenMoveTo.relPath); // moved there next (executor followUpOf)
   if (a.kind === 'mkdir-local') out.push(`${a.relPath}/.`);
   return out;
 }

@@ -16,7 +16,7 @@ import { downloadToTemp } from './download.js';
 import { FolderRecheck } from './name-recheck.js';
 import { recordDownloadIntent, recordMoveIntent, recordPlainMoveIntent } from './intents.js';
 import type { ExecutorDeps } from './executor-deps.js';
-import { sameStat, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
+import { sameStat, statOf, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { uploadLocalFile, versionHolds } from './upload.js';
 import { versionsBefore, versionsBetween } from './version-order.js';
@@ -140,19 +140,26 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
         return;
       }
       const steps = [...group];
+      // Steps the plan did not list, added as the group runs (see followUpOf): not reported to the progress
+      // callbacks, which count the plan's steps.
+      const added = new Set<Action>();
       for (let i = 0; i < steps.length; i++) {
         const action = steps[i]!;
         if (run.signal?.aborted || report.stoppedBy !== null) return;
         try {
-          const moved = await runAction(action, run, report);
-          if (moved !== undefined) for (let j = i + 1; j < steps.length; j++) steps[j] = expectingMovedFile(steps[j]!, moved);
+          const out = await runAction(action, run, report);
+          if (out?.moved !== undefined) for (let j = i + 1; j < steps.length; j++) steps[j] = expectingMovedFile(steps[j]!, out.moved);
+          if (out?.then !== undefined) {
+            steps.splice(i + 1, 0, out.then);
+            added.add(out.then);
+          }
           report.done[action.kind] = (report.done[action.kind] ?? 0) + 1;
           serviceFailuresInARow = 0;
         } catch (thrown) {
           const err = stateDbWriteError(thrown);
           const failure = failureOf(action, err);
           report.failures.push(failure);
-          notifyDone(d, action, false);
+          if (!added.has(action)) notifyDone(d, action, false);
           // An action cut short by the stop below is not news: the stop's own line says it.
           if (postponedBecause(err) !== null) failure.postponed = true;
           if (!stop.signal.aborted && logFailure(d, action, err, said) === 'repeat') failure.repeated = true;
@@ -165,7 +172,7 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
           return; // later steps of this group depended on this one
         }
         d.failuresLogged?.delete(relPathOf(action));
-        notifyDone(d, action, true);
+        if (!added.has(action)) notifyDone(d, action, true);
       }
     });
   }
@@ -246,8 +253,31 @@ function notifyDone(d: ExecutorDeps, action: Action, ok: boolean): void {
   }
 }
 
-/** Runs one step; a move-local returns where it left the file, for the steps after it (see after-move.ts). */
-async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): Promise<SettledMove | undefined> {
+/**
+ * What a step leaves for the steps after it: where a move-local left the file (see after-move.ts), and a step to
+ * run next that the plan could not list (see followUpOf).
+ */
+interface StepOutcome {
+  moved?: SettledMove;
+  then?: Action;
+}
+
+/**
+ * The move that follows the upload of a new file into a folder renamed or moved on the service (the upload's
+ * `thenMoveTo`): a move-local of the document just made, from where the file is to where the document is
+ * listed, as the next pass would plan it. It goes through the same checks as any move-local: the file as the
+ * upload read it (else LOCAL_CHANGED: the next pass plans again), and nothing at the new path (else
+ * LOCAL_TARGET_EXISTS: nothing is overwritten). A failure is its own, as a move-local's: the upload is done.
+ */
+function followUpOf(a: Extract<Action, { kind: 'upload' }>, base: BaseEntry): Action | undefined {
+  const to = a.thenMoveTo;
+  if (to === undefined || base.key !== a.key) return undefined;
+  const doc: RemoteDoc = { documentId: base.documentId, fileName: base.fileName, folderId: base.folderId, versionId: base.versionId, relPath: to.relPath, key: to.key };
+  return { kind: 'move-local', from: a.relPath, to: to.relPath, toKey: to.key, doc, expectLocal: statOf(a.local), sha256: base.sha256 };
+}
+
+/** Runs one step (see StepOutcome). */
+async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): Promise<StepOutcome | undefined> {
   switch (a.kind) {
     case 'download':
       await download(a, d, report);
@@ -266,7 +296,8 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       d.log.info({ relPath: a.relPath, bytes, ms: Date.now() - started, reason: a.reason }, 'uploaded');
       // An edit's commit left a check for a version someone made during the upload (buried-edit.ts): done now.
       if (a.reason === 'local-modified') await settleBuriedChecks(d, report, base.documentId);
-      return;
+      const then = followUpOf(a, base);
+      return then === undefined ? undefined : { then };
     }
     case 'move-local': {
       const old = d.store.getBase(a.doc.documentId);
@@ -292,7 +323,7 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
         if (intent !== null) d.store.deleteIntent(intent);
       });
       d.log.info({ from: a.from, to: a.to }, 'moved (renamed or moved remotely)');
-      return { to: a.to, before: a.expectLocal, after: moved };
+      return { moved: { to: a.to, before: a.expectLocal, after: moved } };
     }
     case 'trash-local': {
       const kept = await d.trash.moveToTrash(resolveInside(d.root, a.relPath), a.relPath, a.expectLocal);

@@ -206,6 +206,13 @@ export type Action =
       reason: 'new-local' | 'local-modified' | 'recreate-remote-deleted' | 'local-wins';
       /** Base row this upload replaces (null for a new document). */
       replacesBase: string | null;
+      /**
+       * Where the file goes locally once its document exists: its directory's remote folder was renamed or moved
+       * on the service (ReconcileView.followedFolderKey), so the new document is listed there. The executor moves
+       * the file there right after the commit (a move-local of the new document, which never overwrites), as the
+       * next pass would: the pass ends with both sides in the same place.
+       */
+      thenMoveTo?: { relPath: string; key: PathKey };
     }
   | {
       kind: 'move-local';

@@ -883,6 +883,7 @@ function rememberObservations(rt: PairRuntime, plan: Plan, local: LocalObservati
       else {
         touched.add(parentOf(a.relPath));
         if (a.kind === 'mkdir-local') touched.add(a.relPath);
+        if (a.kind === 'upload' && a.thenMoveTo !== undefined) touched.add(parentOf(a.thenMoveTo.relPath));
       }
       if (a.kind === 'conflict') touched.add(parentOf(a.conflictPath));
       if (wantsUpload(a)) wroteRemote = true;
@@ -941,8 +942,10 @@ function recordEditsOfDeleted(rt: PairRuntime, plan: Plan, execution: ExecutionR
   if (rt.pair.direction !== 'both' || (execution.done.upload ?? 0) === 0) return;
   for (const g of plan.groups) {
     for (const a of g) {
-      // Done when its path has a base row again (a new document's): a failed or unstarted upload has none.
-      if (a.kind !== 'upload' || a.reason !== 'recreate-remote-deleted' || rt.store.getBaseByKey(a.key) === undefined) continue;
+      // Done when its path has a base row again (a new document's): a failed or unstarted upload has none. (At the
+      // path it was moved to after the upload, when it went into a folder renamed on the service: thenMoveTo.)
+      if (a.kind !== 'upload' || a.reason !== 'recreate-remote-deleted') continue;
+      if (rt.store.getBaseByKey(a.key) === undefined && (a.thenMoveTo === undefined || rt.store.getBaseByKey(a.thenMoveTo.key) === undefined)) continue;
       const detail = 'deleted on the service while edited here; the edit was uploaded as a new document';
       rt.store.addConflict({ relPath: a.relPath, conflictPath: null, documentId: null, policy: 'edit-kept', detail, at: at.toISOString() });
       rt.log.warn({ relPath: a.relPath }, `conflict: ${a.relPath} was ${detail}`);

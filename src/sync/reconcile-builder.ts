@@ -12,8 +12,9 @@ interface Group {
 /** Keys a step writes locally (or claims remotely, for uploads: the remote slot of that path). */
 export function writesOf(a: Action, caseInsensitive: boolean): PathKey[] {
   switch (a.kind) {
-    case 'download':
     case 'upload':
+      return a.thenMoveTo === undefined ? [a.key] : [a.key, a.thenMoveTo.key];
+    case 'download':
     case 'mkdir-local':
       return [a.key];
     case 'move-local':

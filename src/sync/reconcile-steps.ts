@@ -24,7 +24,7 @@ export function upload(
   target: UploadTarget,
   reason: Extract<Action, { kind: 'upload' }>['reason'],
   replacesBase: string | null,
-): Action {
+): Extract<Action, { kind: 'upload' }> {
   return { kind: 'upload', relPath: local.relPath, key: local.key, local, target, reason, replacesBase };
 }
 

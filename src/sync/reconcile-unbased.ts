@@ -128,16 +128,21 @@ export function planLocalFile(
   // planFolders reports it, except in upload mode.
   if (s.view.folderByKey.has(file.key)) return s.ctx.direction === 'upload' ? none('path-collision', FOLDER_NAMED_LIKE_FILE) : { actions: [], issue: null };
   if (s.ctx.direction === 'download') return none('local-change-not-uploaded', newLocalNotUploaded(s.ctx));
-  const folder = s.view.folderForParentOf(file.key) ?? followedFolder(s, file);
+  const here = s.view.folderForParentOf(file.key);
+  const followed = here === undefined ? followedFolder(s, file) : undefined;
+  if (followed !== undefined && 'issue' in followed) return { actions: [], issue: followed.issue };
+  const folder = here ?? followed?.folder;
   if (!folder) return none('waiting-for-remote-folder', waitingDetail(s, file));
-  if ('issue' in folder) return { actions: [], issue: folder.issue };
   // A file that was synced keeps its document's remote name (which its local name may encode: `a／b.txt`, a long
   // name shortened), unless a document of that folder has that name now: a "(dup-<id>)" file whose namesake
   // stayed, or whose own document, still there, took the plain name. Its own local name then, as for any new
   // file, so that it neither waits forever as ambiguous nor lands on the other document.
   const keepsName = was !== null && was.folderId === folder.folderId && was.key === file.key && !s.view.nameTakenInFolder(folder.folderId, was.fileName);
   const fileName = keepsName ? was.fileName : baseNameOf(file.relPath);
-  return { actions: [upload(file, { documentId: null, folderId: folder.folderId, fileName }, reason, null)], issue: null };
+  const step = upload(file, { documentId: null, folderId: folder.folderId, fileName }, reason, null);
+  // Into a followed folder: the file goes where its document will be listed in the same step, so that the pass
+  // does not end "in sync" with the file still in the folder's old place (black-box round 32b, F3).
+  return { actions: [followed === undefined ? step : { ...step, thenMoveTo: followed.to }], issue: null };
 }
 
 /**
@@ -153,19 +158,25 @@ function waitingDetail(s: PassState, file: LocalFile): string {
 
 /**
  * A new local file in a directory whose remote folder was renamed or moved (see ReconcileView.followedFolderKey):
- * the folder it goes into where that folder is now, or why it cannot go there. Undefined when no folder was
- * renamed away from here, or the place it moved to has no folder for this file's own directory.
+ * the folder it goes into where that folder is now, with the local path the file is moved to once its document
+ * exists there (the same name in the folder's new local place), or why it cannot go there. Undefined when no
+ * folder was renamed away from here, or the place it moved to has no folder for this file's own directory.
  */
-function followedFolder(s: PassState, file: LocalFile): RemoteFolder | { issue: Issue } | undefined {
+function followedFolder(s: PassState, file: LocalFile): { folder: RemoteFolder; to: { relPath: string; key: PathKey } } | { issue: Issue } | undefined {
   const dir = s.view.followedFolderKey(parentOf(file.key));
   const folder = dir === null ? undefined : s.view.folderByKey.get(dir);
   if (dir === null || folder === undefined) return undefined;
-  // The document will be listed at folder/name: nothing may be there on either side, nor be written there.
+  // The document will be listed at folder/name, and the file moved there: nothing may be there on either side,
+  // nor be written there by another step, nor a remote folder be there.
   const target = joinRel(dir, baseNameOf(file.key));
-  if (s.view.docsByKey.has(target) || s.view.local.files.has(target) || localEntryInTheWay(s.view, target) !== null || s.out.isClaimed(target)) {
+  if (s.view.docsByKey.has(target) || s.view.folderByKey.has(target) || s.view.local.files.has(target) || localEntryInTheWay(s.view, target) !== null || s.out.isClaimed(target)) {
     return { issue: { relPath: file.relPath, code: 'path-collision', detail: `its remote folder is now "${folder.relPath}", where something of this name already is` } };
   }
-  return folder;
+  // A place the scan could not look at (a symlink or an unreadable directory there) cannot take the file.
+  if (s.view.isUnknown(target)) {
+    return { issue: { relPath: file.relPath, code: 'unknown-state', detail: `its remote folder is now "${folder.relPath}", and ${unobservedDetail(s.view, target)}` } };
+  }
+  return { folder, to: { relPath: joinRel(folder.relPath, baseNameOf(file.relPath)), key: target } };
 }
 
 /** A remote document with no base row. */

@@ -108,7 +108,7 @@ export class ReconcileView {
    * there, and that folder exists now at another key. Returns the directory's key translated into the
    * folder's new place (`B/sub` -> `B renamed/sub` when folder B was renamed). Null when nothing says so.
    * New local files in such a directory are uploaded into the folder where it now is, instead of waiting
-   * forever for a folder the service cannot create (the next pass moves them along, as any remote rename).
+   * forever for a folder the service cannot create, and moved there locally right after (the upload's thenMoveTo).
    */
   followedFolderKey(dirKey: PathKey): PathKey | null {
     this.foldersOfBaseDirs ??= this.indexBaseDirs();

@@ -73,6 +73,28 @@ describe('remote renames and moves', () => {
     await expectQuietPass(ws);
   });
 
+  // Black-box round 32b, F3: `sync` exited 0, "in sync", with the new file still at Docs/Sub while its document was
+  // at Documents/Sub; only the next run moved it.
+  it('a new file in a folder renamed on the service: the one sync that uploads it also moves it there, exit 0 meaning both sides agree', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const docs = c.createFolder(ws.binderId, { name: 'Docs' });
+    const sub = c.createFolder(ws.binderId, { name: 'Sub', parentId: docs.id });
+    c.addDocument(ws.binderId, docs.id, 'readme.txt', 'readme');
+    c.addDocument(ws.binderId, sub.id, 'deep.txt', 'deep');
+    await expectConvergedPass(ws);
+    writeLocal(ws, 'Docs/Sub/newlocal.txt', 'newlocal');
+    c.renameFolder(docs.id, 'Documents');
+
+    const r = await expectConvergedPass(ws);
+    expect([...r.report!.actions].sort(), explain(r)).toEqual(['mkdir-local', 'mkdir-local', 'move-local', 'move-local', 'upload']);
+    expect([...localTree(ws.local).keys()].sort()).toEqual(['Documents/Sub/deep.txt', 'Documents/Sub/newlocal.txt', 'Documents/readme.txt']);
+    expect(localDirs(ws.local)).toEqual(['Documents', 'Documents/Sub']);
+    expect(docNamed(ws, 'newlocal.txt').folderId).toBe(sub.id);
+    expectSidesEqual(ws);
+    await expectQuietPass(ws);
+  });
+
   // The move changes the file's ctime (link and unlink do); the step planned after it in the same pass must
   // still find the file as planned. Before after-move.ts each of these three failed ("changed since the plan")
   // and was left to the next pass.

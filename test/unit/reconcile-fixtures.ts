@@ -108,7 +108,7 @@ export function summarize(a: Action): string {
     case 'download':
       return `download ${a.relPath} ${a.doc.documentId}@${a.doc.versionId} expect=${stat(a.expectLocal)} ${a.reason}`;
     case 'upload':
-      return `upload ${a.relPath} -> ${a.target.documentId ?? 'new'}:${a.target.folderId}/${a.target.fileName} ${a.reason} replaces=${a.replacesBase ?? 'none'}`;
+      return `upload ${a.relPath} -> ${a.target.documentId ?? 'new'}:${a.target.folderId}/${a.target.fileName} ${a.reason} replaces=${a.replacesBase ?? 'none'}${a.thenMoveTo ? ` then-move=${a.thenMoveTo.relPath}` : ''}`;
     case 'move-local':
       return `move ${a.from} -> ${a.to} expect=${stat(a.expectLocal)}`;
     case 'trash-local':

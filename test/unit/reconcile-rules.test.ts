@@ -215,8 +215,8 @@ describe('new local files', () => {
     expect(codes(p)).toEqual(['local-change-not-uploaded docs/new.txt']);
   });
   // Folder "old" was renamed to "renamed" remotely; its synced file moves along this pass. A new local file
-  // beside it is uploaded into the folder where it is now (the next pass moves it there too, as any remote
-  // rename), instead of waiting for an "old" folder the service cannot create.
+  // beside it is uploaded into the folder where it is now, and moved there right after (thenMoveTo), instead of
+  // waiting for an "old" folder the service cannot create.
   function renamedFolder(): World {
     const w = world().folder('f2', 'renamed');
     w.baseRow('d1', 'old/a.txt', 'v1', 'f2', 'h1');
@@ -228,16 +228,36 @@ describe('new local files', () => {
     const w = renamedFolder();
     w.file('old/new.txt', 'n1');
     const p = plan(w);
-    expect(summarizeGroups(p.groups)).toContainEqual(['upload old/new.txt -> new:f2/new.txt new-local replaces=none']);
+    expect(summarizeGroups(p.groups)).toContainEqual(['upload old/new.txt -> new:f2/new.txt new-local replaces=none then-move=renamed/new.txt']);
     expect(p.groups.flat().map((a) => a.kind).sort()).toEqual(['mkdir-local', 'move-local', 'upload']);
     expect(codes(p)).toEqual([]);
+  });
+  it('the path it is moved to is claimed: a remote folder of its name there, or a place the scan could not look at, keeps it here, reported', () => {
+    const folderThere = renamedFolder().folder('f5', 'renamed/new.txt', 'f2');
+    folderThere.file('old/new.txt', 'n1');
+    const p = plan(folderThere);
+    expect(p.groups.flat().filter((a) => a.kind === 'upload')).toEqual([]);
+    expect(codes(p)).toContain('path-collision old/new.txt');
+    const unknown = renamedFolder().problem('renamed', 'symlink');
+    unknown.file('old/new.txt', 'n1');
+    const u = plan(unknown);
+    expect(u.groups.flat().filter((a) => a.kind === 'upload')).toEqual([]);
+    expect(u.issues.find((i) => i.relPath === 'old/new.txt')).toMatchObject({ code: 'unknown-state', detail: expect.stringContaining('is a symlink') });
+  });
+  it('a file edited locally whose document was deleted on the service goes into the renamed folder and moves there too', () => {
+    const w = renamedFolder();
+    w.baseRow('d2', 'old/b.txt', 'v1', 'f2', 'h1');
+    w.file('old/b.txt', 'h2');
+    w.gone('d2');
+    const p = plan(w);
+    expect(summarizeGroups(p.groups)).toContainEqual(['forget d2 remote-deleted-kept-local', 'upload old/b.txt -> new:f2/b.txt recreate-remote-deleted replaces=none then-move=renamed/b.txt']);
   });
   it('a deeper one goes into the matching subfolder there, or waits for it', () => {
     const w = renamedFolder();
     w.file('old/sub/deep.txt', 'n1');
     expect(codes(plan(w))).toEqual(['waiting-for-remote-folder old/sub/deep.txt']);
     w.folder('f3', 'renamed/sub', 'f2');
-    expect(summarizeGroups(plan(w).groups)).toContainEqual(['upload old/sub/deep.txt -> new:f3/deep.txt new-local replaces=none']);
+    expect(summarizeGroups(plan(w).groups)).toContainEqual(['upload old/sub/deep.txt -> new:f3/deep.txt new-local replaces=none then-move=renamed/sub/deep.txt']);
   });
   it('stays where it is, reported, when the renamed folder already holds that name, or another folder has its old name', () => {
     const taken = renamedFolder();

@@ -288,7 +288,12 @@ export class SimWorld {
         }
         if (a.replacesBase !== null && a.replacesBase !== id) this.base.delete(a.replacesBase);
         this.setBase(id, a.relPath);
-        return;
+        if (a.thenMoveTo === undefined) return;
+        // Into a folder renamed remotely: the executor moves the file where the new document is listed next (a
+        // move-local of it; here in the same step).
+        const b = this.base.get(id)!;
+        const doc = { documentId: id, fileName: b.fileName, folderId: b.folderId, versionId: b.versionId, ...a.thenMoveTo };
+        return this.execute({ kind: 'move-local', from: a.relPath, to: a.thenMoveTo.relPath, toKey: a.thenMoveTo.key, doc, expectLocal: simStat(f), sha256: b.sha256 });
       }
       case 'move-local': {
         const f = this.relinked(this.expectLocal(a.from, a.expectLocal) as SimFile);
@@ -366,11 +371,6 @@ export const simOpArb: fc.Arbitrary<SimOp> = fc.oneof(
   { arbitrary: fc.constant({ t: 'sync' as const }), weight: 4 },
 );
 
-/** The plan uploaded a local file into a folder that is not at the file's directory (see followedFolderKey). */
-export function followedAFolder(w: SimWorld, plan: Plan): boolean {
-  return plan.groups.flat().some((a) => a.kind === 'upload' && a.target.documentId === null && w.folders.has(a.target.folderId) && w.folderPath(a.target.folderId) !== parentOf(a.relPath));
-}
-
 /** Runs ops, then settles and checks convergence. Throws (with a reason) on any violated property. */
 export function runSimulation(ops: SimOp[], conflictPolicy: ReconcileContext['conflictPolicy'], lazyFrom?: number): void {
   const w = new SimWorld(lazyFrom);
@@ -378,9 +378,9 @@ export function runSimulation(ops: SimOp[], conflictPolicy: ReconcileContext['co
   let last = w.syncPass({ conflictPolicy });
   // By design a rename cycle whose files are all modified locally takes two passes (upload first, then the
   // now-unchanged copy can be trashed and re-downloaded); it is reported as a path-collision meanwhile. So does
-  // a file uploaded into its folder where a remote rename took it (the next pass moves it there locally), and
-  // one whose place there a file still held when the pass planned (a path-collision first, then both).
-  for (let i = 0; i < 2 && (last.issues.some((x) => x.code === 'path-collision') || followedAFolder(w, last)); i++) last = w.syncPass({ conflictPolicy });
+  // a new file whose place in its folder's new location (a remote rename took the folder) a file still held when
+  // the pass planned (a path-collision first, then both). One that could go is moved there by the same pass.
+  for (let i = 0; i < 2 && last.issues.some((x) => x.code === 'path-collision'); i++) last = w.syncPass({ conflictPolicy });
   const again = w.syncPass({ conflictPolicy });
   if (again.groups.length > 0) throw new Error(`second pass planned ${JSON.stringify(again.groups.flat().map((a) => a.kind))}`);
   // Files that cannot be uploaded must be reported; everything else must be equal on both sides.
