@@ -346,6 +346,7 @@ export function withheldForIgnoredOccupants(plan: Plan, ignore: Pick<IgnoreMatch
   const issues: Issue[] = [...plan.issues];
   const targetOf = (a: Action): { target: string; relPath: string; verb: string } | null => {
     if (a.kind === 'move-local') return { target: a.to, relPath: a.from, verb: 'cannot follow the remote rename or move to' };
+    if (a.kind === 'upload' && a.thenMoveTo !== undefined) return { target: a.thenMoveTo.relPath, relPath: a.relPath, verb: 'cannot follow its remote folder to' };
     if (a.kind === 'download' && a.expectLocal === null) return { target: a.relPath, relPath: a.relPath, verb: 'cannot download to' };
     if (a.kind === 'mkdir-local') return { target: a.relPath, relPath: a.relPath, verb: 'cannot create the folder' };
     return null;

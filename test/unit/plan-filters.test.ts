@@ -295,6 +295,13 @@ describe('withheldForIgnoredOccupants', () => {
     expect(asked.sort()).toEqual(['Docs/private', 'Docs/private', 'private']);
   });
 
+  it('holds back the upload of a new file that is to follow its renamed folder onto such a name', () => {
+    const up: Action = { ...(upload(file('Old/private', 1)) as Extract<Action, { kind: 'upload' }>), thenMoveTo: { relPath: 'New/private', key: 'New/private' } };
+    const r = withheldForIgnoredOccupants(plan([[up]]), ignore, (rel) => rel === 'New/private');
+    expect(r.groups).toEqual([]);
+    expect(r.issues).toEqual([{ relPath: 'Old/private', code: 'path-collision', detail: expect.stringMatching(/^cannot follow its remote folder to "New\/private": a local folder the pair ignores/) }]);
+  });
+
   it('leaves the plan as it is when nothing is in the way', () => {
     const p = plan([[move('Docs/file7.txt', 'Docs/private')], [download('x.bak')]]);
     expect(withheldForIgnoredOccupants(p, ignore, () => false)).toBe(p);
