@@ -51,10 +51,11 @@ describe('sync.config.example.yaml', () => {
   });
 
   it('shows the defaults: it resolves to the same config as a minimal file', () => {
-    const minimal = `service: { baseUrl: "${env.BINDER_SYNC_BASE_URL}", authUrl: "${env.BINDER_SYNC_AUTH_URL}", tenantId: tenant, clientId: client, clientSecret: secret }
+    const minimal = `service: { baseUrl: "${env.BINDER_SYNC_BASE_URL}", authUrl: "${env.BINDER_SYNC_AUTH_URL}", tenantId: tenant, clientId: client, clientSecret: "\${BINDER_SYNC_CLIENT_SECRET}" }
 pairs: [{ name: main, localPath: ./local, binderId: AbCdEfGhI }]
 `;
-    const fromMinimal = parseConfigText(minimal, { baseDir: root, env: {} }).config;
+    // The secret as the example gives it (from the environment), which the config records for its hints.
+    const fromMinimal = parseConfigText(minimal, { baseDir: root, env: { BINDER_SYNC_CLIENT_SECRET: env.BINDER_SYNC_CLIENT_SECRET } }).config;
     expect(loadConfig(examplePath, env).config).toEqual(fromMinimal);
   });
 
