@@ -12,6 +12,10 @@ import { deepSnapshot, stateDigest } from './reliability-helpers.js';
 import { writeRunConfig } from './run-helpers.js';
 import { expectConvergedPass } from './scenario-helpers.js';
 
+// Failing requests are tried six times each: the spacing of those attempts is not what these tests are about
+// (every CLI child of this file inherits it).
+process.env.BINDER_SYNC_RETRY_BASE_MS = '5';
+
 let ws: Workspace | undefined;
 let stub: StubServer | undefined;
 afterEach(async () => {
@@ -159,9 +163,7 @@ describe('an unreachable service: exit 3, the hint names the URL that failed and
     const rewrite = (from: string, to: string) => fs.writeFileSync(w.configFile, fs.readFileSync(w.configFile, 'utf8').replace(from, to), { mode: 0o600 });
 
     rewrite(w.emulator.authUrl, `http://127.0.0.1:${port}/auth`);
-    // Each request is tried six times: the spacing between attempts is not what this test is about.
-    const fast = { env: { BINDER_SYNC_RETRY_BASE_MS: '5' } };
-    let r = await sync(w, [], fast);
+    let r = await sync(w);
     expect(r.code, explainRun(r)).toBe(3);
     expect(r.stderr).toContain(`POST /connect/token failed: ECONNREFUSED`);
     expect(r.stderr).toContain(`hint: check the network, and that http://127.0.0.1:${port}/auth/connect/token (service.authUrl) is right and reachable`);
@@ -169,7 +171,7 @@ describe('an unreachable service: exit 3, the hint names the URL that failed and
 
     w.writeConfig();
     rewrite(w.emulator.baseUrl, `http://127.0.0.1:${port}/api/v1`);
-    r = await sync(w, [], fast);
+    r = await sync(w);
     expect(r.code, explainRun(r)).toBe(3);
     expect(r.stderr).toMatch(new RegExp(`hint: check the network, and that http://127\\.0\\.0\\.1:${port}/api/v1/\\S+ \\(service\\.baseUrl\\) is right and reachable`));
     expect(r.stderr).not.toMatch(/authUrl|try again later|\?/);

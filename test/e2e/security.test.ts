@@ -8,6 +8,10 @@ import { createWorkspace, readLocal, readLocalIfThere, runCli, secretOf, sync, w
 import { eventually, startDaemonProcess, writeRunConfig, type DaemonProcess } from './run-helpers.js';
 import { leaksIn } from './reliability-helpers.js';
 
+// Injected 500s are tried again: the spacing of those attempts is not what these tests are about
+// (every CLI child of this file inherits it).
+process.env.BINDER_SYNC_RETRY_BASE_MS = '5';
+
 let ws: Workspace | undefined;
 let daemon: DaemonProcess | undefined;
 afterEach(async () => {
