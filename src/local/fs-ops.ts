@@ -371,6 +371,38 @@ export async function syncTempFile(fd: number, tempPath: string, before?: () => 
   });
 }
 
+/**
+ * What a writer knows of the temp file it filled, checked again just before the file is put in place. Between
+ * the temp's creation (its folder resolved inside the root) and its link to the final name, its folder may be
+ * moved to another disk and back (the temp path then names a partial copy), or replaced by a symbolic link to
+ * where the folder went, maybe out of the root: a commit by path then gave the final name to a truncated copy,
+ * recorded with the full download's hash, or wrote outside the root (black-box round 32a, F1).
+ */
+export interface WrittenTemp {
+  ino: number;
+  dev: number;
+  size: number;
+  /** The sync root: the destination's folder must still resolve (symbolic links followed) inside it. */
+  root: string;
+}
+
+/** Throws LOCAL_CHANGED unless tempPath is still the file written, in a folder that resolves inside the root. */
+function ensureWrittenTempInPlace(tempPath: string, destAbs: string, w: WrittenTemp): void {
+  const st = fs.lstatSync(tempPath, { throwIfNoEntry: false });
+  if (st === undefined || !st.isFile() || st.ino !== w.ino || st.dev !== w.dev || st.size !== w.size) {
+    throw localChanged(destAbs, 'its folder was moved or replaced while the file was written: what is at the temp path now is not what was written');
+  }
+  let realRoot: string;
+  let realDir: string;
+  try {
+    realRoot = fs.realpathSync.native(w.root);
+    realDir = fs.realpathSync.native(path.dirname(destAbs));
+  } catch (err) {
+    throw localChanged(destAbs, `its folder cannot be resolved now (${errnoOf(err) ?? String(err)})`);
+  }
+  if (!isInside(realRoot, realDir)) throw localChanged(destAbs, 'its folder became a symbolic link out of the sync root while the file was written');
+}
+
 /** Mode of a new file in a directory of mode dirMode: the directory's read/write bits. */
 function newFileMode(dirModeBits: number): number {
   return dirModeBits & 0o666;
@@ -389,7 +421,13 @@ export async function commitTempFile(
   tempPath: string,
   destAbs: string,
   expect: FileStat | null,
-  opts: { synced?: boolean; /** a new file's mode, instead of its directory's read/write bits */ mode?: number } = {},
+  opts: {
+    synced?: boolean;
+    /** a new file's mode, instead of its directory's read/write bits */
+    mode?: number;
+    /** the temp as its writer left it: checked just before the link or rename (see WrittenTemp) */
+    written?: WrittenTemp;
+  } = {},
 ): Promise<FileStat> {
   return guard('commit', destAbs, async () => {
     let committed: FileStat;
@@ -418,6 +456,7 @@ export async function commitTempFile(
       } else {
         await fsyncFile(tempPath, chmod ? mode : undefined);
       }
+      if (opts.written !== undefined) ensureWrittenTempInPlace(tempPath, destAbs, opts.written);
       if (expect === null) await linkNoClobber(tempPath, destAbs);
       else fs.renameSync(tempPath, destAbs);
       committed = settledStat(destAbs, committed);
@@ -464,6 +503,7 @@ export async function replaceFile(
   expect: FileStat,
   trash: Trash,
   relPath?: string,
+  written?: WrittenTemp,
 ): Promise<{ stat: FileStat; trashPath: string }> {
   const cur = await guard('replace', destAbs, () => lstatOrNull(destAbs));
   if (cur === null || !sameStat(toFileStat(cur), expect)) {
@@ -485,7 +525,7 @@ export async function replaceFile(
     throw localChanged(destAbs, kept === null ? 'it was removed' : 'it was modified');
   }
   try {
-    const stat = await commitTempFile(tempPath, destAbs, toFileStat(kept));
+    const stat = await commitTempFile(tempPath, destAbs, toFileStat(kept), written ? { written } : {});
     return { stat, trashPath };
   } catch (err) {
     await dropTrashCopyOfUnreplaced(trash, trashPath, destAbs, kept);

@@ -79,17 +79,19 @@ async function restore(trash: Trash, entry: string, relPath: string, opts: { rep
     }
     throw err;
   }
+  const own = fs.fstatSync(temp.fd);
   fs.closeSync(temp.fd);
+  const written = { ino: own.ino, dev: own.dev, size: own.size, root: trash.root };
   if (opts.signal?.aborted === true) {
     fs.rmSync(temp.path, { force: true });
     throw opts.signal.reason;
   }
   if (existing === undefined) {
     // Its own mode, as kept (a private file stays private), not its new directory's.
-    await commitTempFile(temp.path, target, null, { synced: true, mode: kept.mode & 0o7777 });
+    await commitTempFile(temp.path, target, null, { synced: true, mode: kept.mode & 0o7777, written });
     return { restoredTo: target, bytes: kept.size, replacedKeptAt: null };
   }
-  const { trashPath } = await replaceFile(temp.path, target, toFileStat(existing), trash, relPath);
+  const { trashPath } = await replaceFile(temp.path, target, toFileStat(existing), trash, relPath, written);
   return { restoredTo: target, bytes: kept.size, replacedKeptAt: trashPath };
 }
 

@@ -187,7 +187,7 @@ async function downloadAsCopy(
         continue;
       }
       try {
-        const stat = await commitTempFile(tmp.tempPath, abs, null, { synced: true });
+        const stat = await commitTempFile(tmp.tempPath, abs, null, { synced: true, written: tmp.written });
         return { file: { relPath: copyPath, key: pathKey(copyPath, d.caseInsensitive), ...stat, sha256: tmp.sha256 }, n };
       } catch (err) {
         // Taken between the look and the link (linkNoClobber refused): the next name.

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { WriteStream } from 'node:fs';
-import { createTempFor, localChanged, removeStrayTemp, strayTempOf, syncTempFile } from '../local/fs-ops.js';
+import { createTempFor, localChanged, removeStrayTemp, strayTempOf, syncTempFile, type WrittenTemp } from '../local/fs-ops.js';
 import { freeBytes } from '../local/fs-probe.js';
 import { hashOpenFile, WORKER_MIN_BYTES } from '../local/hash.js';
 import { BinderSyncError, isRetryable } from '../errors.js';
@@ -16,6 +16,8 @@ export interface DownloadedTemp {
   tempPath: string;
   sha256: string;
   bytes: number;
+  /** The file written, as commitTempFile / replaceFile check it before it gets its name. */
+  written: WrittenTemp;
 }
 
 const ATTEMPTS = 3;
@@ -148,8 +150,9 @@ export async function downloadToTemp(d: ExecutorDeps, doc: Pick<RemoteDoc, 'docu
       // put in place from there. Removed where it went; the next pass plans again.
       const strayed = strayTempOf(fd, tempPath);
       if (strayed !== null) throw localChanged(destAbs, 'its folder was moved or removed during the download');
+      const own = fs.fstatSync(fd);
       await closeStream(out);
-      return { tempPath, sha256, bytes: res.bytes };
+      return { tempPath, sha256, bytes: res.bytes, written: { ino: own.ino, dev: own.dev, size: res.bytes, root: d.root } };
     } catch (err) {
       const stray = strayTempOf(fd, tempPath); // before the descriptor is closed
       await closeStream(out).catch(() => undefined);

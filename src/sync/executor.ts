@@ -12,7 +12,7 @@ import { stateDbWriteError } from '../state/state-dir-error.js';
 import { ServiceError } from '../service/index.js';
 import { expectingMovedFile, type SettledMove } from './after-move.js';
 import { settleBuriedChecks } from './buried-edit.js';
-import { downloadToTemp } from './download.js';
+import { downloadToTemp, type DownloadedTemp } from './download.js';
 import { FolderRecheck } from './name-recheck.js';
 import { recordDownloadIntent, recordMoveIntent, recordPlainMoveIntent } from './intents.js';
 import type { ExecutorDeps } from './executor-deps.js';
@@ -377,8 +377,8 @@ async function download(a: Extract<Action, { kind: 'download' }>, d: ExecutorDep
   let stat;
   try {
     stat = a.expectLocal === null
-      ? await commitTempFile(tmp.tempPath, abs, null, { synced: true })
-      : (await replaceFile(tmp.tempPath, abs, a.expectLocal, d.trash, a.relPath)).stat;
+      ? await commitTempFile(tmp.tempPath, abs, null, { synced: true, written: tmp.written })
+      : (await replaceFile(tmp.tempPath, abs, a.expectLocal, d.trash, a.relPath, tmp.written)).stat;
   } catch (err) {
     d.store.deleteIntent(intent);
     throw err;
@@ -462,7 +462,7 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
       const intent = await recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
       let stat;
       try {
-        stat = await commitTempFile(tmp.tempPath, abs, null, { synced: true });
+        stat = await commitTempFile(tmp.tempPath, abs, null, { synced: true, written: tmp.written });
       } catch (err) {
         d.store.deleteIntent(intent);
         throw err;
@@ -521,14 +521,14 @@ async function replaceWithRemote(
   d: ExecutorDeps,
   a: Extract<Action, { kind: 'conflict' }>,
   abs: string,
-  tmp: { tempPath: string; sha256: string },
+  tmp: DownloadedTemp,
   local: LocalFile,
   alsoRecord?: (trashPath: string) => void,
 ): Promise<string> {
   const intent = await recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
   let replaced;
   try {
-    replaced = await replaceFile(tmp.tempPath, abs, local, d.trash, a.relPath);
+    replaced = await replaceFile(tmp.tempPath, abs, local, d.trash, a.relPath, tmp.written);
   } catch (err) {
     d.store.deleteIntent(intent);
     throw err;

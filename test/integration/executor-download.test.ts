@@ -135,6 +135,41 @@ describe('executor downloads', () => {
     if (fdsBefore !== null) expect(openFds()).toBe(fdsBefore);
   });
 
+  // Black-box round 32a, F1: the folder of a download in flight moved to another disk and back (its temp path
+  // then names a partial copy), or moved away and replaced by a symbolic link to where it went (out of the root).
+  // The commit by path gave the final name to the partial copy, recorded with the full download's hash, or wrote
+  // outside the root.
+  it.each([
+    ['moved to another disk and back: the temp path names a partial copy', 'copy'],
+    ['moved out of the root and linked back: the folder resolves outside the root', 'symlink'],
+  ] as const)('a download whose folder was %s is not put in place: LOCAL_CHANGED, no base row', async (_what, how) => {
+    let d: ExecutorDeps | undefined;
+    const outside = () => path.join(dir, 'outside');
+    const { client } = fakeClient(() => {
+      const folder = path.join(d!.root, 'F');
+      fs.mkdirSync(outside());
+      if (how === 'copy') {
+        // What `mv` across filesystems does: a copy of each file as it is now, then the original removed.
+        fs.cpSync(folder, path.join(outside(), 'F'), { recursive: true });
+        fs.rmSync(folder, { recursive: true });
+        fs.renameSync(path.join(outside(), 'F'), folder);
+      } else {
+        fs.renameSync(folder, path.join(outside(), 'F'));
+        fs.symlinkSync(path.join(outside(), 'F'), folder);
+      }
+      return undefined;
+    });
+    d = setup(client);
+    fs.mkdirSync(path.join(d.root, 'F'));
+    const report = await executePlan(downloads(['F/a.txt']), d);
+    expect(report.failures.map((f) => f.code)).toEqual(['LOCAL_CHANGED']);
+    expect(report.done.download ?? 0).toBe(0);
+    expect(fs.existsSync(path.join(d.root, 'F/a.txt'))).toBe(false);
+    expect(fs.existsSync(path.join(outside(), 'F', 'a.txt'))).toBe(false);
+    expect(d.store.getBase('d0')).toBeUndefined();
+    expect(d.store.listIntents()).toEqual([]);
+  });
+
   it('never overwrites a file that appeared at the target: LOCAL_CHANGED, no base row, no intent', async () => {
     const { client } = fakeClient();
     const d = setup(client);
