@@ -2,7 +2,8 @@
 // shared "who holds this path" check that every step writing a local path goes through.
 import type { Action, BaseEntry, FileStat, Issue, LocalFile, LocalProblem, PathKey, ReconcileContext, RemoteDoc, RemoteFolder } from './model.js';
 import { newLocalNotUploaded, statOf, WAITING_PREFIX } from './model.js';
-import { baseNameOf, joinRel, parentOf } from './path-key.js';
+import { baseNameOf, joinRel, parentOf, pathKey } from './path-key.js';
+import { localNameFor } from '../remote/names.js';
 import type { PlanBuilder } from './reconcile-builder.js';
 import { conflict, download, upload } from './reconcile-steps.js';
 import type { ReconcileView } from './reconcile-view.js';
@@ -108,7 +109,8 @@ export function unbasedPair(s: PassState, file: LocalFile, doc: RemoteDoc): Acti
 /**
  * A local file that no document stands for (new, or kept after its document was deleted remotely): the
  * steps that give it a document, or the issue saying why it waits. Never a delete. `was` names the base row
- * it used to belong to (its remote fileName is kept when the folder is the same).
+ * it used to belong to (its remote fileName is kept when the folder is the same and that name is listed at the
+ * file's path).
  */
 export function planLocalFile(
   s: PassState,
@@ -136,13 +138,26 @@ export function planLocalFile(
   // A file that was synced keeps its document's remote name (which its local name may encode: `a／b.txt`, a long
   // name shortened), unless a document of that folder has that name now: a "(dup-<id>)" file whose namesake
   // stayed, or whose own document, still there, took the plain name. Its own local name then, as for any new
-  // file, so that it neither waits forever as ambiguous nor lands on the other document.
-  const keepsName = was !== null && was.folderId === folder.folderId && was.key === file.key && !s.view.nameTakenInFolder(folder.folderId, was.fileName);
+  // file, so that it neither waits forever as ambiguous nor lands on the other document. Likewise when that name
+  // would list the new document at another path than the file's (a remote rename its base row took while the file
+  // stayed, as when a rename cycle is broken at an edited file; a "(dup-<id>)" file whose namesake went): the next
+  // pass would move the file there, after this one said "in sync".
+  const keepsName = was !== null && was.folderId === folder.folderId && was.key === file.key && !s.view.nameTakenInFolder(folder.folderId, was.fileName)
+    && listedAt(s, was.fileName, followed?.to.key ?? file.key);
   const fileName = keepsName ? was.fileName : baseNameOf(file.relPath);
   const step = upload(file, { documentId: null, folderId: folder.folderId, fileName }, reason, null);
   // Into a followed folder: the file goes where its document will be listed in the same step, so that the pass
   // does not end "in sync" with the file still in the folder's old place (black-box round 32b, F3).
   return { actions: [followed === undefined ? step : { ...step, thenMoveTo: followed.to }], issue: null };
+}
+
+/**
+ * Whether a document named `fileName`, in the folder of local path `key`, is listed at `key` itself: its name's
+ * local form (remote/names.ts) is the last segment of `key`, as path-map places a name no sibling shares.
+ */
+function listedAt(s: PassState, fileName: string, key: PathKey): boolean {
+  const local = localNameFor(fileName);
+  return !('error' in local) && pathKey(joinRel(parentOf(key), local.name), s.ctx.caseInsensitive) === key;
 }
 
 /**

@@ -859,6 +859,33 @@ describe('a file that was synced under a "(dup-<id>)" name, its twin or itself n
     w.gone('dA');
     expect(summarizeGroups(plan(w).groups)).toEqual([['forget dA remote-deleted-kept-local', 'upload docs/a／b.txt -> new:f1/a/b.txt recreate-remote-deleted replaces=none']]);
   });
+  // Its base row took a remote rename that the file had not followed yet (a rename cycle broken at the edited file:
+  // the edit went up, the move was left for the next pass). Under that name the new document would be listed at
+  // another path, and the next pass would move the file there, after this one said "in sync" (soak, seed -201859445).
+  it('a synced file recreated after a remote delete takes its own local name when its remote name would list the document elsewhere', () => {
+    const w = world();
+    const b = w.baseRow('dA', 'docs/old.txt', 'v1', 'f1', 'hA');
+    w.base.set('dA', { ...b, fileName: 'new.txt' });
+    w.file('docs/old.txt', 'hA2');
+    w.gone('dA');
+    expect(summarizeGroups(plan(w).groups)).toEqual([['forget dA remote-deleted-kept-local', 'upload docs/old.txt -> new:f1/old.txt recreate-remote-deleted replaces=none']]);
+  });
+  it('likewise in a folder renamed on the service: its own name, at the place the file follows its folder to', () => {
+    const w = world().folder('f2', 'renamed');
+    const b = w.baseRow('dA', 'old/x.txt', 'v1', 'f2', 'hA');
+    w.base.set('dA', { ...b, fileName: 'y.txt' });
+    w.file('old/x.txt', 'hA2');
+    w.gone('dA');
+    expect(summarizeGroups(plan(w).groups)).toContainEqual(['forget dA remote-deleted-kept-local', 'upload old/x.txt -> new:f2/x.txt recreate-remote-deleted replaces=none then-move=renamed/x.txt']);
+  });
+  it('a remote name that differs from the local one only in case keeps it on a case-insensitive disk (listed at the same path)', () => {
+    const w = new World(true).folder('f1', 'docs').dir('docs').synced('d0', 'docs/k.txt', 'f1');
+    const b = w.baseRow('dA', 'docs/Read.txt', 'v1', 'f1', 'hA');
+    w.base.set('dA', { ...b, fileName: 'READ.txt' });
+    w.file('docs/Read.txt', 'hA2');
+    w.gone('dA');
+    expect(summarizeGroups(plan(w, { caseInsensitive: true }).groups)).toEqual([['forget dA remote-deleted-kept-local', 'upload docs/Read.txt -> new:f1/READ.txt recreate-remote-deleted replaces=none']]);
+  });
 });
 
 describe('a synced file that got a local twin name (case or Unicode form)', () => {
