@@ -27,7 +27,7 @@ import { ensureRoot, keepStateDbInPlace, readMetadataElementsAgain, STATE_SERVIC
 import type { PairRuntime } from './pair-runtime.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 import { expireRefusals, saveRefusedUploads } from './refused-uploads.js';
-import { rememberUnreplaceable, withheldAsUnreplaceable, type TrashCheck } from './unreplaceable.js';
+import { folderCheckIn, rememberUnreplaceable, withheldAsUnreplaceable, type TrashCheck } from './unreplaceable.js';
 import { downloadOnly, noteWriteAccess, probeReadOnly, READ_ONLY_REASON, relPathOfTrial, pickTrialUpload, withoutGroup, WRITE_ACCESS_RECHECK_MS } from './write-access.js';
 
 /**
@@ -328,6 +328,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
       rt.unreplaceable,
       now().getTime(),
       trashCanTake(rt),
+      folderCheckIn(rt.pair.localPath),
     );
     const writing = deferRecentlyWritten(held, opts.minFileAgeMs ?? 0, now().getTime());
     const deleting = deferFreshDeletes(writing.plan, rt.missingSince, opts.minFileAgeMs ?? 0, now().getTime());
@@ -419,7 +420,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     if (report.execution.failures.some((f) => f.kind === 'download' || f.kind === 'conflict')) rt.tempsCleaned = false;
     recordEditsOfDeleted(rt, plan, report.execution, now());
     const refused = rememberRefused(rt, plan, report.execution, now().getTime());
-    rememberUnreplaceable(rt.unreplaceable, plan, report.execution.failures, now().getTime());
+    rememberUnreplaceable(rt.unreplaceable, plan, report.execution.failures, now().getTime(), folderCheckIn(rt.pair.localPath));
     const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx, rt.metadata);
     if (refused.length > 0 || keptLocal.length > 0) {
       // Said this pass as every later pass says it (withheldAsRefused, planLocalFile): an item not synced, not the
@@ -436,7 +437,8 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   // The local observation still holds them: the next partial scan looks at their parents again.
   for (const dir of removedDirs) rt.cache.touchedDirs.add(parentOf(dir));
   for (const p of deferral.deferred) rt.cache.touchedDirs.add(parentOf(p));
-  // A held download is tried again once its file changes (`chattr -i` moves the ctime), which no watcher reports.
+  // A held download is tried again once its file changes (`chattr -i` moves the ctime), which no watcher reports,
+  // or once the folder that refused it lets it write (withheldAsUnreplaceable looks at every pass).
   for (const held of rt.unreplaceable.values()) rt.cache.touchedDirs.add(parentOf(held.relPath));
   // An edit written through one hard link is an edit of the file's other synced names too, which no watcher
   // reports (inotify names the path written to): their folders are scanned by a pass at once (black-box round

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ActionFailure } from '../../src/sync/executor.js';
 import type { Action, FileStat, Plan } from '../../src/sync/model.js';
-import { FIRST_HOLD_MS, holdMs, MAX_HOLD_MS, rememberUnreplaceable, withheldAsUnreplaceable, type UnreplaceableDownloads } from '../../src/sync/unreplaceable.js';
+import { FIRST_HOLD_MS, holdMs, MAX_HOLD_MS, rememberUnreplaceable, withheldAsUnreplaceable, type FolderCheck, type FolderState, type UnreplaceableDownloads } from '../../src/sync/unreplaceable.js';
 
 const stat = (ctimeMs = 1000): FileStat => ({ size: 10, mtimeMs: 1000, inode: 7, ctimeMs });
 const download = (relPath: string, versionId: string, expectLocal: FileStat | null = stat()): Action => ({
@@ -91,5 +91,58 @@ describe('downloads onto a file that cannot be replaced', () => {
     expect([...memo.keys()]).toEqual(['y']);
     withheldAsUnreplaceable(plan(download('z', 'v')), memo, 0);
     expect(memo.size).toBe(0);
+  });
+
+  describe('a folder that refused (black-box round 32a, F2)', () => {
+    // The folder as the check reports it: `state` stands for its stat and write verdict.
+    let folder: FolderState = { dir: 'A/Sub', state: 'mode 555', writable: false };
+    const check: FolderCheck = () => folder;
+    const p = plan(download('A/Sub/f.txt', 'v2'), download('A/Sub/new.txt', 'v1', null));
+    const failures = [failure('A/Sub/f.txt', 'EACCES'), failure('A/Sub/new.txt', 'EACCES')];
+
+    it('EACCES holds the download on its folder, said so, until the folder changes and lets this process write', () => {
+      folder = { dir: 'A/Sub', state: 'mode 555', writable: false };
+      const memo: UnreplaceableDownloads = new Map();
+      rememberUnreplaceable(memo, p, failures, 0, check);
+      expect(memo.get('A/Sub/f.txt')?.folder).toEqual({ dir: 'A/Sub', state: 'mode 555' });
+      const held = withheldAsUnreplaceable(p, memo, 1_000, undefined, check);
+      expect(held.groups).toHaveLength(0);
+      expect(held.issues.map((i) => i.detail)).toEqual([
+        'the local file could not be replaced (EACCES: no permission to write in its folder); not downloaded again until its folder A/Sub lets this process write in it (looked at every pass), the file changes or the document gets another version (else tried again in 10 min)',
+        'the new file could not be written (EACCES: no permission to write in its folder); not downloaded again until its folder A/Sub lets this process write in it (looked at every pass), the file changes or the document gets another version (else tried again in 10 min)',
+      ]);
+      folder = { dir: 'A/Sub', state: 'mode 575', writable: false }; // changed, but still refuses: held
+      expect(withheldAsUnreplaceable(p, memo, 1_000, undefined, check).groups).toHaveLength(0);
+      folder = { dir: 'A/Sub', state: 'mode 755', writable: true }; // `chmod 755`: both at once
+      expect(withheldAsUnreplaceable(p, memo, 1_000, undefined, check).groups).toHaveLength(2);
+      expect(withheldAsUnreplaceable(p, memo, 1_000).groups).toHaveLength(0); // no check given: the hold stands
+    });
+
+    it('a folder already writable when the failure was noted is released only by a change of it', () => {
+      folder = { dir: 'A/Sub', state: 'mode 755', writable: true };
+      const memo: UnreplaceableDownloads = new Map();
+      rememberUnreplaceable(memo, p, failures, 0, check);
+      expect(withheldAsUnreplaceable(p, memo, 1_000, undefined, check).groups).toHaveLength(0);
+      folder = { dir: 'A/Sub', state: 'mode 755, ACL changed', writable: true };
+      expect(withheldAsUnreplaceable(p, memo, 1_000, undefined, check).groups).toHaveLength(2);
+    });
+
+    it('EROFS is the folder\'s; EPERM only while the folder refuses writing (else an immutable file: the file\'s)', () => {
+      const q = plan(download('A/Sub/f.txt', 'v2'));
+      folder = { dir: 'A/Sub', state: 'ro', writable: false };
+      const memo: UnreplaceableDownloads = new Map();
+      rememberUnreplaceable(memo, q, [failure('A/Sub/f.txt', 'EROFS')], 0, check);
+      expect(memo.get('A/Sub/f.txt')?.folder).toEqual({ dir: 'A/Sub', state: 'ro' });
+      rememberUnreplaceable(memo, q, [failure('A/Sub/f.txt', 'EPERM')], 0, check);
+      expect(memo.get('A/Sub/f.txt')?.folder?.dir).toBe('A/Sub');
+      expect(memo.get('A/Sub/f.txt')?.detail).toMatch(/^EPERM: its folder refuses to be written: is it immutable or append-only\? lsattr -d shows it/);
+      folder = { dir: 'A/Sub', state: 'rw', writable: true };
+      rememberUnreplaceable(memo, q, [failure('A/Sub/f.txt', 'EPERM')], 0, check);
+      expect(memo.get('A/Sub/f.txt')?.folder).toBeUndefined();
+      folder = { dir: 'A/Sub', state: 'rw, another file written', writable: true };
+      const held = withheldAsUnreplaceable(q, memo, 1_000, undefined, check);
+      expect(held.groups).toHaveLength(0);
+      expect(held.issues[0]?.detail).toMatch(/not downloaded again until the file changes or the document gets another version/);
+    });
   });
 });
