@@ -76,9 +76,13 @@ describe('binder-sync run: trouble', () => {
     await new Promise((r) => setTimeout(r, 1_800)); // a poll (1.5 s) while it is gone
     if (how === 'moved back') fs.renameSync(away, w.local);
     else {
-      // Another directory at the same path (a disk mounted again): same files, new inode.
-      fs.cpSync(away, w.local, { recursive: true, preserveTimestamps: true });
+      // Another directory at the same path (a disk mounted again): same files, new inode. It appears whole, as a
+      // mount does: a pass that looked at a half-made copy found it was not the synced folder, and the edit below
+      // then made its only file differ before the next look, so the pair rightly stayed stopped (a flake under load).
+      fs.cpSync(away, `${w.local}-copy`, { recursive: true, preserveTimestamps: true });
+      fs.renameSync(`${w.local}-copy`, w.local);
       fs.rmSync(away, { recursive: true });
+      await d.waitForLog(msgHas('taken as the synced folder'), 15_000, 'the copy taken as the synced folder');
     }
     await new Promise((r) => setTimeout(r, 2_500));
     writeLocal(w, 'Docs/a.txt', 'edited after the root came back');
