@@ -87,6 +87,18 @@ function hintForStatus(status: number, request: string): string | undefined {
   return undefined;
 }
 
+/**
+ * What is kept of a storage error body: of an XML error document (S3, Azure, GCS) only its Code and Message. The
+ * rest of such a body echoes the request (S3's StringToSign, CanonicalRequest and their bytes, the signature and
+ * access key id it got; Azure's AuthenticationErrorDetail): nothing a user acts on, and the presigned URL's
+ * secrets in forms no scrubbing can foresee (black-box round 33a, F1). Other bodies are read as any other.
+ */
+function storageErrorText(body: string): string {
+  if (!/<Error\b/i.test(body.slice(0, 4096))) return body;
+  const field = (name: string) => new RegExp(`<${name}>([\\s\\S]{0,2000}?)</${name}>`, 'i').exec(body)?.[1]?.trim();
+  return [field('Code'), field('Message')].filter((x) => x !== undefined && x !== '').join(' ');
+}
+
 /** Storage answers about the presigned URL, not about the API client's tenant or access. */
 function storageHint(status: number): string | undefined {
   if (status === 401 || status === 403) return "storage refused the presigned URL (expired, or its signature did not match): a fresh one is asked for on each retry; if it keeps failing, check this machine's clock and any proxy between it and storage";
@@ -96,10 +108,13 @@ function storageHint(status: number): string | undefined {
 }
 
 /**
- * The values in a presigned URL's query string (its signature, credential, token), raw and decoded: storage's
- * error body may echo them outside the URL (S3's SignatureDoesNotMatch repeats the signature it got), where no
- * URL or `sig=` pattern finds them (black-box round 32b, F1). Short values (a version, a permission letter) are
- * no secret and scrubbing them would garble the message.
+ * The values in a presigned URL's query string (its signature, credential, token) in every form storage's error
+ * body may echo them outside the URL (black-box rounds 32b, F1 and 33a, F1): raw and percent-encoded (S3's
+ * SignatureDoesNotMatch repeats the signature it got, and the canonical request with the encoded query), base64,
+ * hex bytes (S3's CanonicalRequestBytes and StringToSignBytes), and each part of a credential (`AKIA.../date/
+ * region/...`: S3 says the access key id alone). scrubText matches each with whitespace allowed between its
+ * characters (a value wrapped across lines, or bytes written as "6b 39 58"). Short values (a version, a permission
+ * letter) are no secret and scrubbing them would garble the message.
  */
 export function presignedUrlSecrets(url: string): string[] {
   let u: URL;
@@ -108,27 +123,61 @@ export function presignedUrlSecrets(url: string): string[] {
   } catch {
     return [];
   }
-  const out = new Set<string>();
+  const values = new Set<string>();
   for (const [, value] of u.searchParams) {
-    if (value.length < 8) continue;
-    out.add(value);
-    out.add(encodeURIComponent(value));
+    values.add(value);
+    for (const part of value.split('/')) if (part.length >= MIN_PRESIGNED_PART) values.add(part);
   }
-  for (const raw of u.search.slice(1).split('&')) {
-    const value = raw.slice(raw.indexOf('=') + 1);
-    if (value.length >= 8) out.add(value);
+  for (const raw of u.search.slice(1).split('&')) values.add(raw.slice(raw.indexOf('=') + 1));
+  const out = new Set<string>();
+  for (const value of values) {
+    if (value.length < MIN_PRESIGNED_VALUE) continue;
+    for (const form of [value, encodeURIComponent(value)]) {
+      out.add(form);
+      out.add(Buffer.from(form).toString('base64').replace(/=+$/, ''));
+      out.add(Buffer.from(form).toString('base64url'));
+      out.add(Buffer.from(form).toString('hex'));
+    }
   }
   return [...out];
 }
 
+/** A query value shorter than this is no secret (a date, a permission letter, an API version). */
+const MIN_PRESIGNED_VALUE = 8;
+/** A part of a credential (between slashes) is scrubbed on its own from this length (an access key id: 16-20). */
+const MIN_PRESIGNED_PART = 12;
+
+/** A secret this long is also found with whitespace (or a line break) between its characters. */
+const SPREAD_FROM = 16;
+
+/** `secret` as a pattern that also matches it with whitespace between any two characters, any letter case for hex. */
+function spreadPattern(secret: string): RegExp {
+  const chars = [...secret].map((c) => c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(chars.join('\\s*'), /^[0-9a-f]+$/.test(secret) ? 'gi' : 'g');
+}
+
 /** Removes known secrets (client secret, tokens), URL query strings, bearer tokens, JWTs and key=secret pairs from server-supplied text. */
 export function scrubText(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s.length >= 4) out = out.split(s).join('[redacted]');
+  let out = decodeNumericEntities(text);
+  // Longest first: a secret's base64 or hex form is not left half-scrubbed by a shorter one inside it.
+  for (const s of [...secrets].sort((a, b) => b.length - a.length)) {
+    if (s.length < 4) continue;
+    out = out.split(s).join('[redacted]');
+    if (s.length >= SPREAD_FROM && /\s/.test(out)) out = out.replace(spreadPattern(s), '[redacted]');
+  }
   return redactUrlsInText(out)
     .replace(/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, '[redacted]')
     .replace(SECRET_PAIR, '$1$2[redacted]')
     .replace(SECRET_JSON_PAIR, '$1[redacted]"');
+}
+
+/** `&#43;` and `&#x2F;` (XML and HTML numeric character references) as the characters they stand for. */
+function decodeNumericEntities(text: string): string {
+  if (!text.includes('&#')) return text;
+  return text.replace(/&#(x[0-9a-f]{1,6}|[0-9]{1,7});/gi, (whole, n: string) => {
+    const code = n[0] === 'x' || n[0] === 'X' ? Number.parseInt(n.slice(1), 16) : Number.parseInt(n, 10);
+    return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+  });
 }
 
 /** `name=value` of a credential or a presigned signature outside a URL (a query string echoed on its own). */
@@ -274,7 +323,8 @@ export interface HttpFailure {
 
 /** Builds the ServiceError for a non-2xx answer, with what the body says folded into the message. */
 export function errorFromResponse(f: HttpFailure): ServiceError {
-  const { info: raw, snippet } = readProblem(f.bodyText.slice(0, 64 * 1024));
+  const body = STORAGE_REQUESTS.has(f.request) ? storageErrorText(f.bodyText) : f.bodyText;
+  const { info: raw, snippet } = readProblem(body.slice(0, 64 * 1024));
   const title = raw?.title !== undefined ? clean(raw.title, f.secrets, MAX_FIELD_CHARS) : undefined;
   const detail = raw?.detail !== undefined ? clean(raw.detail, f.secrets, snippet ? MAX_SNIPPET_CHARS : MAX_FIELD_CHARS) : undefined;
   const errors = raw?.errors ? cleanErrors(raw.errors, f.secrets) : undefined;

@@ -8,7 +8,7 @@ import { ServiceError } from '../../src/service/index.js';
 import { stub, stubClient } from './stub-server.js';
 
 const SIG = 'Zm9vYmFy+c2lnbmF0dXJl/secret==';
-const CREDENTIAL = 'AKIAEXAMPLE/20261127/us-east-1/s3/aws4_request';
+const CREDENTIAL = 'AKIAZQ3DSTUVWXEXAMPL/20261127/us-east-1/s3/aws4_request'; // an access key id is 20 characters
 
 function refusal(): string {
   // The signature as S3 echoes it: decoded, inside XML elements, and the credential beside it.
@@ -42,6 +42,32 @@ describe('a storage refusal that echoes the presigned signature', () => {
     expect(get).toBeInstanceOf(ServiceError);
     expect(get.status).toBe(403);
     expectNoSecret(get);
+  });
+
+  // Black-box round 33a, F1: the forms the first scrubbing missed. An XML error keeps only its Code and Message;
+  // any other body is scrubbed of every form of the URL's query values.
+  const KEY_ID = CREDENTIAL.split('/')[0]!;
+  const hexSpaced = (v: string) => Buffer.from(v).toString('hex').replace(/(..)/g, '$1 ').trim();
+  const numericEntities = (v: string) => v.replace(/[+/=]/g, (ch) => `&#${ch.charCodeAt(0)};`);
+  it.each([
+    ['S3\'s own shape (access key id alone, the canonical request as hex bytes)', 'application/xml', `<Error><Code>SignatureDoesNotMatch</Code><Message>Check your key and signing method.</Message><AWSAccessKeyId>${KEY_ID}</AWSAccessKeyId><StringToSign>AWS4-HMAC-SHA256 ${KEY_ID}</StringToSign><SignatureProvided>${SIG}</SignatureProvided><CanonicalRequestBytes>${hexSpaced(`PUT /store sig=${encodeURIComponent(SIG)}`)}</CanonicalRequestBytes></Error>`],
+    ['JSON, the signature wrapped across lines', 'application/json', JSON.stringify({ error: { code: 'SignatureDoesNotMatch', message: `we got ${SIG.slice(0, 14)}\n${SIG.slice(14)} and ${KEY_ID}` } })],
+    ['text, the signature in base64', 'text/plain', `SignatureDoesNotMatch: signature check failed for ${Buffer.from(SIG).toString('base64')}`],
+    ['text, the signature as spaced hex bytes', 'text/plain', `SignatureDoesNotMatch: bytes ${hexSpaced(SIG)}`],
+    ['text, the signature with XML numeric character references', 'text/plain', `SignatureDoesNotMatch: got ${numericEntities(SIG)}`],
+  ])('%s', async (_what, type, body) => {
+    const s = await stub((r) => (r.path === '/store' ? { status: 403, headers: { 'content-type': type }, body } : undefined));
+    const c = stubClient(s.origin);
+    const url = `${s.origin}/store?X-Amz-Credential=${encodeURIComponent(CREDENTIAL)}&X-Amz-Signature=${encodeURIComponent(SIG)}`;
+    const err = (await c.putContent(url, () => Readable.from([Buffer.from('abc')]), 3).catch((e: unknown) => e)) as ServiceError;
+    expect(err).toBeInstanceOf(ServiceError);
+    const all = JSON.stringify({ message: err.message, hint: err.hint, problem: err.problem, context: err.context });
+    // As a reader would take it: character references read, line breaks and spaces closed up.
+    const squeezed = all.replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n))).replace(/\s+/g, '');
+    for (const form of [SIG, encodeURIComponent(SIG), KEY_ID, Buffer.from(SIG).toString('base64').replace(/=+$/, ''), Buffer.from(SIG).toString('hex'), Buffer.from(encodeURIComponent(SIG)).toString('hex')]) {
+      expect(squeezed, all).not.toContain(form);
+    }
+    expect(err.message).toContain('SignatureDoesNotMatch');
   });
 });
 
