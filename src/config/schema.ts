@@ -42,6 +42,12 @@ const httpUrl = () =>
       error: 'must not carry a user name or password (user:password@host): the service takes clientId and clientSecret',
       abort: true,
     })
+    // Paths are appended to the address ('/connect/token', '/binders'): a query string or fragment would end up in
+    // front of them, and requests went to the wrong place under a misleading message (black-box round 33a, F2).
+    .refine((s) => !hasQueryOrFragment(s), {
+      error: "must not carry a query string or fragment (?... or #...): the request paths are appended to it",
+      abort: true,
+    })
     // Trailing slashes are dropped so that callers can always append '/path'.
     .transform((s) => s.trim().replace(/\/+$/, ''));
 
@@ -49,6 +55,15 @@ function hasUserInfo(s: string): boolean {
   try {
     const u = new URL(s.trim());
     return u.username !== '' || u.password !== '';
+  } catch {
+    return false;
+  }
+}
+
+function hasQueryOrFragment(s: string): boolean {
+  try {
+    const u = new URL(s.trim());
+    return u.search !== '' || u.hash !== '' || /[?#]/.test(s.trim());
   } catch {
     return false;
   }

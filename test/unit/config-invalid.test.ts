@@ -49,6 +49,16 @@ const cases: Array<[string, (d: Doc) => void, string[]]> = [
     (d) => (d.service.authUrl = 'https://someone@id.example.test'),
     ['service.authUrl: must not carry a user name or password (user:password@host): the service takes clientId and clientSecret'],
   ],
+  [
+    'authUrl with a query string (round 33a, F2)',
+    (d) => (d.service.authUrl = 'https://id.example.test/auth?p=x'),
+    ["service.authUrl: must not carry a query string or fragment (?... or #...): the request paths are appended to it"],
+  ],
+  [
+    'baseUrl with a fragment',
+    (d) => (d.service.baseUrl = 'https://api.example.test/api/v1#top'),
+    ["service.baseUrl: must not carry a query string or fragment (?... or #...): the request paths are appended to it"],
+  ],
   ['authUrl not a URL', (d) => (d.service.authUrl = 'id.example.test'), ['service.authUrl: must be an http(s) URL']],
   ['baseUrl a number', (d) => (d.service.baseUrl = 8080), ['service.baseUrl: must be an http(s) URL']],
   ['tenantId empty', (d) => (d.service.tenantId = ''), ['service.tenantId: must not be empty']],
