@@ -2,7 +2,7 @@
 // reconcile (pure), then propagate. Used by `binder-sync sync` and by the daemon.
 import fs from 'node:fs';
 import path from 'node:path';
-import { BinderSyncError } from '../errors.js';
+import { BinderSyncError, oneLineMessage } from '../errors.js';
 import { ensureSyncedRootInPlace } from './moved-root.js';
 import { cleanStaleTemps, removeDirIfEmpty, resolveInside } from '../local/fs-ops.js';
 import { freeBytes } from '../local/fs-probe.js';
@@ -474,7 +474,10 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     const errors = failures.filter((f) => !refusedForGood(f) && !stoppedByShutdown(f));
     const stopped = failures.filter(stoppedByShutdown).length;
     // Uploads held back because the metadata rules do not fit (a daemon's pair, see openPair) are the pair's error too.
-    const lastError = errors.length > 0 ? `${errors.length} action(s) failed; first: ${errors[0]?.message ?? ''}` : (rt.metadata.blockedBecause ?? '');
+    // So are uploads whose commit the service keeps refusing for now (held in the outbox): 'idle' with no error
+    // while every commit got a 401 hid it in a line of the "not synced" list (black-box round 33a, F4).
+    const held = heldUploads.length > 0 ? `${heldUploads.length} upload(s) left unfinished could not be committed; first: ${heldUploads[0]!.relPath}: ${oneLineMessage(heldUploads[0]!.error)}` : '';
+    const lastError = errors.length > 0 ? `${errors.length} action(s) failed; first: ${errors[0]?.message ?? ''}` : held !== '' ? held : (rt.metadata.blockedBecause ?? '');
     if (!plan.blocked) rt.store.setMeta('lastError', lastError);
     rt.store.setMeta(LAST_PASS_STOPPED, stopped > 0 ? String(stopped) : '');
   });

@@ -208,7 +208,12 @@ export async function recoverOutbox(given: ExecutorDeps): Promise<OutboxRecovery
       if (!(err instanceof ServiceError)) throw err;
       if (err.retryable) {
         out.held.push({ relPath: row.relPath, key: row.key, error: err });
-        d.log.warn({ relPath: row.relPath, err }, 'an upload an earlier pass left unfinished could not be committed now: kept; its file waits for the next pass, the rest of the pair syncs');
+        // Said at warn once; the same refusal on every later pass (a service that answers every commit 401) at
+        // debug, as a repeated failed step is: it is the pair's lastError meanwhile (black-box round 33a, F4).
+        const signature = `held commit ${err.code}`;
+        const again = d.failuresLogged?.get(row.relPath) === signature;
+        if (!again) d.failuresLogged?.set(row.relPath, signature);
+        d.log[again ? 'debug' : 'warn']({ relPath: row.relPath, err }, again ? 'an upload an earlier pass left unfinished could not be committed again' : 'an upload an earlier pass left unfinished could not be committed now: kept; its file waits for the next pass, the rest of the pair syncs');
         continue;
       }
       outcome = { kind: 'refused', error: err };

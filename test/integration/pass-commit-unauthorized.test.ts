@@ -1,0 +1,54 @@
+// A service that answers every commit 401, even with a fresh token (black-box rounds 32b, F2 and 33a, F4): the
+// upload is kept in the outbox and its commit tried again each pass (the bytes are not sent again), the pair's
+// lastError says so (status showed "idle" and no error), and the held commit is said at warn once, not every pass.
+// Real passes, real state DB, the emulator on loopback.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { runPass } from '../../src/sync/pass.js';
+import { captureLog } from './executor-fixture.js';
+import { openTestPair } from './pass-fixture.js';
+
+let emu: Emulator;
+beforeAll(async () => {
+  emu = await startEmulator({ quiet: true });
+});
+afterAll(async () => {
+  await emu?.close();
+});
+
+it('every commit answered 401: kept and tried again, the pair\'s lastError, said at warn once, one version once it is taken', async () => {
+  const p = await openTestPair(emu, 'commit-401');
+  try {
+    const c = emu.control;
+    c.createFolder(p.binderId, { name: 'Docs' });
+    expect((await runPass(p.rt)).converged).toBe(true);
+    fs.writeFileSync(path.join(p.local, 'Docs', 'new.txt'), 'to be committed');
+    const lines = captureLog(p.rt as unknown as Parameters<typeof captureLog>[0]);
+    c.injectFault({ route: 'commit', status: 401 });
+
+    const first = await runPass(p.rt);
+    expect(first.execution?.failures.map((f) => f.code)).toEqual(['SERVICE_UNAUTHORIZED']);
+    expect(p.rt.store.listOutbox().map((r) => r.fileName)).toEqual(['new.txt']);
+    const puts = c.counters()['storage-put'];
+
+    for (let pass = 0; pass < 3; pass++) {
+      const again = await runPass(p.rt);
+      expect(again.converged).toBe(false);
+      expect(p.rt.store.getMeta('lastError')).toMatch(/^1 upload\(s\) left unfinished could not be committed; first: Docs\/new\.txt: .*HTTP 401/);
+    }
+    expect(c.counters()['storage-put']).toBe(puts); // the bytes were not sent again
+    const held = lines.filter((l) => l.relPath === 'Docs/new.txt' && /left unfinished could not be committed/.test(l.msg));
+    expect(held.map((l) => l.level)).toEqual([40, 20, 20]);
+
+    c.clearFaults();
+    expect((await runPass(p.rt)).converged).toBe(true);
+    expect(p.rt.store.getMeta('lastError')).toBe('');
+    const [doc] = c.listDocuments(p.binderId);
+    expect(doc?.fileName).toBe('new.txt');
+    expect(c.listVersions(doc!.id)).toHaveLength(1);
+  } finally {
+    await p.close();
+  }
+});
