@@ -99,7 +99,8 @@ kept in the trash first. A running daemon uploads the restored file as a new
 version (or a new document), as it does any local change.
 
 Exit status: 0 restored; 1 a file (or folder) is at the target; 2 bad usage, an
-unknown pair or entry; 6 a local filesystem failure.`,
+unknown pair or entry; 6 a local filesystem failure (or the target's folder was
+moved while the file was copied into it: run it again).`,
     )
     .action(async (entry: string, _opts: RestoreOptions, cmd: Command) => {
       const opts = cmd.optsWithGlobals<RestoreOptions & { pair?: string | string[] }>();

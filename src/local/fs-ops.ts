@@ -386,11 +386,19 @@ export interface WrittenTemp {
   root: string;
 }
 
-/** Throws LOCAL_CHANGED unless tempPath is still the file written, in a folder that resolves inside the root. */
+/**
+ * Throws LOCAL_CHANGED (context.folderMoved: callers other than a pass, which plans again, say it their way)
+ * unless tempPath is still the file written, in a folder that resolves inside the root.
+ */
 function ensureWrittenTempInPlace(tempPath: string, destAbs: string, w: WrittenTemp): void {
+  const moved = (detail: string) => {
+    const err = localChanged(destAbs, detail);
+    err.context.folderMoved = true;
+    return err;
+  };
   const st = fs.lstatSync(tempPath, { throwIfNoEntry: false });
   if (st === undefined || !st.isFile() || st.ino !== w.ino || st.dev !== w.dev || st.size !== w.size) {
-    throw localChanged(destAbs, 'its folder was moved or replaced while the file was written: what is at the temp path now is not what was written');
+    throw moved('its folder was moved or replaced while the file was written: what is at the temp path now is not what was written');
   }
   let realRoot: string;
   let realDir: string;
@@ -398,9 +406,9 @@ function ensureWrittenTempInPlace(tempPath: string, destAbs: string, w: WrittenT
     realRoot = fs.realpathSync.native(w.root);
     realDir = fs.realpathSync.native(path.dirname(destAbs));
   } catch (err) {
-    throw localChanged(destAbs, `its folder cannot be resolved now (${errnoOf(err) ?? String(err)})`);
+    throw moved(`its folder cannot be resolved now (${errnoOf(err) ?? String(err)})`);
   }
-  if (!isInside(realRoot, realDir)) throw localChanged(destAbs, 'its folder became a symbolic link out of the sync root while the file was written');
+  if (!isInside(realRoot, realDir)) throw moved('its folder became a symbolic link out of the sync root while the file was written');
 }
 
 /** Mode of a new file in a directory of mode dirMode: the directory's read/write bits. */

@@ -86,13 +86,33 @@ async function restore(trash: Trash, entry: string, relPath: string, opts: { rep
     fs.rmSync(temp.path, { force: true });
     throw opts.signal.reason;
   }
-  if (existing === undefined) {
-    // Its own mode, as kept (a private file stays private), not its new directory's.
-    await commitTempFile(temp.path, target, null, { synced: true, mode: kept.mode & 0o7777, written });
-    return { restoredTo: target, bytes: kept.size, replacedKeptAt: null };
+  try {
+    if (existing === undefined) {
+      // Its own mode, as kept (a private file stays private), not its new directory's.
+      await commitTempFile(temp.path, target, null, { synced: true, mode: kept.mode & 0o7777, written });
+      return { restoredTo: target, bytes: kept.size, replacedKeptAt: null };
+    }
+    const { trashPath } = await replaceFile(temp.path, target, toFileStat(existing), trash, relPath, written);
+    return { restoredTo: target, bytes: kept.size, replacedKeptAt: trashPath };
+  } catch (err) {
+    throw restoreCutShort(err, target);
   }
-  const { trashPath } = await replaceFile(temp.path, target, toFileStat(existing), trash, relPath, written);
-  return { restoredTo: target, bytes: kept.size, replacedKeptAt: trashPath };
+}
+
+/**
+ * The target's folder moved (to another disk and back, or replaced by a symbolic link) while the file was copied
+ * into it: said for a restore, which no later pass takes up, not as a pass's "changed since it was scanned"
+ * (black-box round 33a, F3).
+ */
+function restoreCutShort(err: unknown, target: string): unknown {
+  if (!(err instanceof BinderSyncError) || err.code !== 'LOCAL_CHANGED' || err.context.folderMoved !== true) return err;
+  return new BinderSyncError(`cannot restore to ${target}: its folder was moved or replaced by a symbolic link while the file was copied into it; nothing was restored (the trash still holds it)`, {
+    code: 'LOCAL_TARGET_MOVED',
+    retryable: true,
+    context: { target },
+    hint: 'put the folder back where it belongs (or name another place with --to), then run the restore again',
+    cause: err,
+  });
 }
 
 /** The absolute path of a trash entry (`<YYYY-MM-DD>/<path>`), which must be a file inside the trash. */
