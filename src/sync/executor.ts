@@ -410,6 +410,18 @@ async function resolveConflict(a: Extract<Action, { kind: 'conflict' }>, d: Exec
   const abs = resolveInside(d.root, a.relPath);
   const tmp = await downloadToTemp(d, a.doc, abs);
   report.bytesDownloaded += tmp.bytes;
+  try {
+    await resolveWithTemp(a, d, report, abs, tmp);
+  } catch (err) {
+    // Whatever refused (the copy's path now leads out of the root through a symbolic link, the file changed), the
+    // temp goes: it was left in the user's folder when a refusal came before a step that removes it (black-box
+    // round 33a, F5). Gone already when it was put in place or removed by that step.
+    await fs.rm(tmp.tempPath, { force: true }).catch(() => undefined);
+    throw err;
+  }
+}
+
+async function resolveWithTemp(a: Extract<Action, { kind: 'conflict' }>, d: ExecutorDeps, report: ExecutionReport, abs: string, tmp: DownloadedTemp): Promise<void> {
   let local: LocalFile;
   try {
     local = await withContentHash(abs, a.local, tmp.bytes, d.signal);

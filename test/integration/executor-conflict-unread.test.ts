@@ -64,3 +64,23 @@ describe('conflict on a file the scan did not read', () => {
     }
   });
 });
+
+describe('a keep-both conflict whose folder is moved out of the root and linked back during its download', () => {
+  it('is refused, and its temp file is not left in the moved folder (black-box round 33a, F5)', async () => {
+    const { d, root, plan, store, docId } = await unreadConflict(Buffer.from('mine'), Buffer.from('theirs, longer'));
+    const outside = path.join(path.dirname(root), 'outside');
+    const real = d.client.downloadVersionTo.bind(d.client);
+    // The temp file exists when the body is asked for: the folder goes (with it), a symbolic link takes its place.
+    d.client.downloadVersionTo = (...args: Parameters<typeof real>) => {
+      fs.mkdirSync(outside);
+      fs.renameSync(path.join(root, 'Docs'), path.join(outside, 'Docs'));
+      fs.symlinkSync(path.join(outside, 'Docs'), path.join(root, 'Docs'));
+      return real(...args);
+    };
+    const report = await executePlan(plan, d);
+    expect(report.failures.map((x) => x.code)).toEqual(['PATH_ESCAPE']);
+    expect(fs.readdirSync(path.join(outside, 'Docs'))).toEqual(['big.bin']);
+    expect(fs.readFileSync(path.join(outside, 'Docs', 'big.bin'), 'utf8')).toBe('mine');
+    expect(store.loadBase().get(docId)).toBeUndefined();
+  });
+});
