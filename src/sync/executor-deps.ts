@@ -25,6 +25,8 @@ export interface ExecutorDeps {
   metadata: MetadataResolver;
   /** The pair's conflict policy, for a conflict found only after a commit (buried-edit.ts); keep-both when absent. */
   conflictPolicy?: ConflictPolicy;
+  /** The pair only uploads: a local file is never replaced (an earlier version it holds is recorded, not uploaded). */
+  uploadOnly?: boolean;
   versionLabelScheme: VersionLabelScheme;
   now: () => Date;
   /** How many plan groups run at once (transfers are further limited inside the client). */

@@ -153,7 +153,8 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
             steps.splice(i + 1, 0, out.then);
             added.add(out.then);
           }
-          report.done[action.kind] = (report.done[action.kind] ?? 0) + 1;
+          const kind = out?.countAs ?? action.kind;
+          report.done[kind] = (report.done[kind] ?? 0) + 1;
           serviceFailuresInARow = 0;
         } catch (thrown) {
           const err = stateDbWriteError(thrown);
@@ -260,6 +261,8 @@ function notifyDone(d: ExecutorDeps, action: Action, ok: boolean): void {
 interface StepOutcome {
   moved?: SettledMove;
   then?: Action;
+  /** What the step turned out to be, when not what the plan said (an upload that took the latest instead). */
+  countAs?: ActionKind;
 }
 
 /**
@@ -283,6 +286,7 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       await download(a, d, report);
       return;
     case 'upload': {
+      if (await restoredEarlierVersion(a, d, report)) return { countAs: 'download' };
       const started = Date.now();
       const { base, bytes } = await uploadLocalFile(d, {
         relPath: a.relPath,
@@ -566,7 +570,7 @@ const EARLIER_VERSIONS_READ = 3;
 async function earlierVersionHeld(d: ExecutorDeps, doc: RemoteDoc, local: LocalFile): Promise<string | null> {
   if (local.sha256 === null || local.size > EARLIER_VERSION_MAX_BYTES) return null;
   try {
-    return await holdsEarlierVersion(d, doc, { size: local.size, sha256: local.sha256 });
+    return await holdsEarlierVersion(d, doc, { size: local.size, sha256: local.sha256, mtimeMs: local.mtimeMs });
   } catch (err) {
     // Best effort: without an answer the conflict is settled as any other (nothing is lost either way).
     if (err instanceof ServiceError && err.code !== 'ABORTED') return null;
@@ -574,18 +578,79 @@ async function earlierVersionHeld(d: ExecutorDeps, doc: RemoteDoc, local: LocalF
   }
 }
 
+/**
+ * An "edit" that is an earlier version of its document put back with its old time: a sync root restored from a
+ * backup (tar -xp, rsync -a, cp -p) while the state DB is current. Its time is older than the synced file's and
+ * its content is a version the document had before the synced one. Uploaded, it silently made the backup's
+ * content every other user's latest, over colleagues' newer versions (black-box round 33b, F1). It takes the
+ * latest instead, as a stale copy in a conflict does (its content is kept in the trash, and is in the version
+ * history); an upload-only pair records it as that version and uploads nothing. A revert meant as such is
+ * uploaded once it has a new time (`touch`), as the outcome says. True when handled so (nothing uploaded).
+ */
+async function restoredEarlierVersion(a: Extract<Action, { kind: 'upload' }>, d: ExecutorDeps, report: ExecutionReport): Promise<boolean> {
+  const documentId = a.target.documentId;
+  if (a.reason !== 'local-modified' || documentId === null || a.local.sha256 === null || a.local.size > EARLIER_VERSION_MAX_BYTES) return false;
+  const base = d.store.getBase(documentId);
+  if (base === undefined || !(a.local.mtimeMs < base.mtimeMs)) return false;
+  let earlier: string | null = null;
+  try {
+    const before = versionsBefore(await d.client.listVersions(documentId), base.versionId) ?? [];
+    for (const v of before.slice(0, EARLIER_VERSIONS_READ)) {
+      if (await versionHolds(d, documentId, v.id, { size: a.local.size, sha256: a.local.sha256 })) {
+        earlier = v.id;
+        break;
+      }
+    }
+  } catch (err) {
+    // Best effort: without an answer the file goes up as the edit it may be (the service keeps every version).
+    if (err instanceof ServiceError && err.code !== 'ABORTED') return false;
+    throw err;
+  }
+  if (earlier === null) return false;
+  const doc: RemoteDoc = { documentId, fileName: base.fileName, folderId: base.folderId, versionId: base.versionId, relPath: a.relPath, key: a.key };
+  if (d.uploadOnly === true) {
+    d.store.putBase(baseFromDownload({ ...doc, versionId: earlier }, a.relPath, a.key, a.local, a.local.sha256));
+    report.conflicts.push({ relPath: a.relPath, conflictPath: null, outcome: 'the local file is an earlier version of the document with an older time (restored from a backup?): not uploaded over the newer ones; touch or edit it to upload it' });
+    d.log.info({ relPath: a.relPath, version: earlier }, 'the local file is an earlier version of its document with an older time (restored from a backup?): not uploaded over the newer ones');
+    return true;
+  }
+  const abs = resolveInside(d.root, a.relPath);
+  const tmp = await downloadToTemp(d, doc, abs);
+  report.bytesDownloaded += tmp.bytes;
+  let intent;
+  let replaced;
+  try {
+    intent = await recordDownloadIntent(d.store, baseFromDownload(doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
+    replaced = await replaceFile(tmp.tempPath, abs, statOf(a.local), d.trash, a.relPath, tmp.written);
+  } catch (err) {
+    if (intent !== undefined) d.store.deleteIntent(intent);
+    await fs.rm(tmp.tempPath, { force: true }).catch(() => undefined);
+    throw err;
+  }
+  const { stat, trashPath } = replaced;
+  d.store.transaction(() => {
+    d.store.deleteIntent(intent);
+    d.store.putBase(baseFromDownload(doc, a.relPath, a.key, stat, tmp.sha256));
+  });
+  report.conflicts.push({ relPath: a.relPath, conflictPath: trashPath, outcome: 'the local file was an earlier version of the document with an older time (restored from a backup?): replaced by the latest; to make it the latest, restore it from the trash and touch it' });
+  d.log.warn({ relPath: a.relPath, version: earlier, trash: trashPath }, 'the local file held an earlier version of its document with an older time (restored from a backup?), not an edit: replaced by the latest (the old content is in the trash and in the version history)');
+  return true;
+}
+
 /** Larger local files are not compared with earlier versions: each read could cost as much as the file. */
 const EARLIER_VERSION_MAX_BYTES = 64 * 1024 * 1024;
 
-async function holdsEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: { size: number; sha256: string }): Promise<string | null> {
-  const baseVersion = d.store.getBase(doc.documentId)?.versionId;
+async function holdsEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: { size: number; sha256: string; mtimeMs: number }): Promise<string | null> {
+  const base = d.store.getBase(doc.documentId);
   const versions = await d.client.listVersions(doc.documentId);
   // Only versions made after the base's and before the latest: a local file with a version older than the base
-  // is an edit (a revert), not a stale copy, and stays a conflict. With no base at all (a lost or deleted state
-  // DB, a document forgotten under `localDeletePolicy: forget`) nothing says the file was edited: one holding a
-  // version just before the latest is a stale copy too (black-box round 30a, F2/F3: it became a conflict copy, a
-  // new document of bytes the service had).
-  const earlier = baseVersion !== undefined ? versionsBetween(versions, baseVersion, doc.versionId) : versionsBefore(versions, doc.versionId);
+  // is an edit (a revert), not a stale copy, and stays a conflict; unless its time is older than the synced
+  // file's too (a root restored from a backup with its times: see restoredEarlierVersion). With no base at all (a
+  // lost or deleted state DB, a document forgotten under `localDeletePolicy: forget`) nothing says the file was
+  // edited: one holding a version just before the latest is a stale copy too (black-box round 30a, F2/F3: it
+  // became a conflict copy, a new document of bytes the service had).
+  const restored = base !== undefined && local.mtimeMs < base.mtimeMs;
+  const earlier = base !== undefined && !restored ? versionsBetween(versions, base.versionId, doc.versionId) : versionsBefore(versions, doc.versionId);
   for (const v of (earlier ?? []).slice(0, EARLIER_VERSIONS_READ)) {
     if (await versionHolds(d, doc.documentId, v.id, local)) return v.id;
   }

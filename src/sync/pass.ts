@@ -981,6 +981,7 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
     // An upload-only pair never changes local files: a version found buried under ours is recorded, not copied
     // down (black-box round 31a, F4), as its other conflicts are settled local-wins (conflictPolicyFor).
     conflictPolicy: rt.pair.direction === 'upload' ? 'local-wins' : rt.pair.conflictPolicy,
+    uploadOnly: rt.pair.direction === 'upload',
     versionLabelScheme: rt.pair.versionLabel.scheme,
     now,
     // Files in flight through the executor (download, fsync, commit): more than the client's request (8) and
