@@ -153,6 +153,11 @@ export class PairWorker {
     return this.scheduler.stop();
   }
 
+  /** A pair backing off or in the error state tries again now (see PairScheduler.retryNow); true when it does. */
+  retryNow(): boolean {
+    return this.scheduler.retryNow();
+  }
+
   /** Makes the running pass stop at its next step (in-flight transfers finish, or end with the client). */
   abort(): void {
     this.own.abort();

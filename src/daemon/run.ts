@@ -288,9 +288,12 @@ export class Daemon {
       const pair = newPairs.get(n);
       if (pair) this.startWorker(pair);
     }
+    // An unchanged pair that is failing tries again now: a reload is how an admin says "I fixed it" (the state DB
+    // moved aside as its hint says, a disk mounted), where the back-off may have minutes to run (round 33b, F3).
+    const retried = unchanged.filter((n) => this.workers.get(n)?.retryNow() === true);
     this.reloadRejected = null;
     this.queueStatus();
-    this.log.info({ added, removed, restarted: changed, unchanged, serviceChanged }, 'config reloaded');
+    this.log.info({ added, removed, restarted: changed, unchanged, ...(retried.length > 0 ? { retriedNow: retried } : {}), serviceChanged }, 'config reloaded');
     return true;
   }
 

@@ -201,6 +201,16 @@ export class PairScheduler {
     else if (!this.stopped && !this.inFlight) this.launch(trigger);
   }
 
+  /**
+   * A pair backing off or in the error state tries again now (a reload: the admin has just mended the cause the
+   * error's hint named, and the back-off may have minutes to run: black-box round 33b, F3). True when it does.
+   */
+  retryNow(): boolean {
+    if (this.stopped || this.inFlight || (this.state !== 'backoff' && this.state !== 'error')) return false;
+    this.launch('retry');
+    return true;
+  }
+
   /** No pass starts after this; resolves when the running one has finished. */
   stop(): Promise<void> {
     this.stopped = true;

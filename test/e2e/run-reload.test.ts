@@ -321,6 +321,12 @@ describe('binder-sync run: operation', () => {
     expect(broken).toMatchObject({ state: 'error', lastError: expect.stringContaining('no-such-binder not found') });
     await new Promise((r) => setTimeout(r, 2_000));
     expect(d.count((l) => l.pair === 'broken' && l.level >= 40)).toBe(1);
+    // A reload is how an admin says "fixed": the failing pair tries again at once, not when its back-off ends.
+    const asked = c.counters().metadataelements;
+    d.kill('SIGHUP');
+    const reloaded = await d.waitForLog(msgIs('config reloaded'), 10_000, 'the reload');
+    expect(reloaded.retriedNow).toEqual(['broken']);
+    await eventually(() => c.counters().metadataelements > asked, 10_000, 'the broken pair tried again', d.tail);
 
     expect(fs.readFileSync(notes, 'utf8').split('\n')[0]).toMatch(new RegExp(`^${notifySocket} --ready`));
     d.kill('SIGTERM');

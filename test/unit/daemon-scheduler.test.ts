@@ -277,6 +277,30 @@ describe('PairScheduler', () => {
     expect(logs(50)[0]).toContain('unknown element');
   });
 
+  it('retryNow (a reload): a pair in the error state or backing off tries again at once; an idle or busy one does not (round 33b, F3)', async () => {
+    const { s, passes, last } = setup();
+    s.start();
+    last().reject(new BinderSyncError('the state DB is damaged', { code: 'STATE_CORRUPT', retryable: false }));
+    await settle();
+    expect(s.current).toBe('error');
+    expect(s.retryNow()).toBe(true);
+    expect(passes).toHaveLength(2);
+    expect(last().trigger).toBe('retry');
+    expect(s.retryNow()).toBe(false); // a pass is running
+    last().reject(unavailable());
+    await settle();
+    expect(s.current).toBe('backoff');
+    expect(s.retryNow()).toBe(true);
+    last().resolve();
+    await settle();
+    expect(s.current).toBe('idle');
+    expect(s.retryNow()).toBe(false);
+    expect(passes).toHaveLength(3);
+    // The retry replaced the armed timer: no second pass when the old back-off would have run out.
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(passes).toHaveLength(3);
+  });
+
   it('looks at a pair stopped by a safety gate again every poll interval (a remounted disk resumes by itself), still in the error state', async () => {
     const { s, passes, last, states } = setup({ poll: 30_000 });
     s.start();
