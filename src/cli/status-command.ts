@@ -180,12 +180,14 @@ export function collectStatus(config: { stateDir: string; pairs: readonly { name
   // The status file is trusted only when the live lock owner wrote it (a crashed daemon leaves a stale one).
   const daemonFile = pid === null ? null : readDaemonStatus(config.stateDir);
   const daemon = daemonFile !== null && daemonFile.pid === pid ? daemonFile : null;
+  const free = freeBytes(config.stateDir);
+  const shown = withStateDirFull(pairs.map((p) => pairStatus(config.stateDir, p, pid !== null, daemon)), free, pid !== null);
   return {
     version: 1,
     generatedAt: now.toISOString(),
     config: configFile,
     stateDir: config.stateDir,
-    stateDirFreeBytes: freeBytes(config.stateDir),
+    stateDirFreeBytes: free,
     daemon: {
       running: pid !== null,
       pid,
@@ -194,9 +196,21 @@ export function collectStatus(config: { stateDir: string; pairs: readonly { name
       reloadRejected: daemon?.reloadRejected ?? null,
       pairsNotInConfig: daemon === null ? [] : Object.keys(daemon.pairs).filter((n) => !config.pairs.some((p) => p.name === n)),
     },
-    pairs: pairs.map((p) => pairStatus(config.stateDir, p, pid !== null, daemon)),
+    pairs: shown,
   };
 }
+
+/**
+ * A full stateDir under a running daemon: its passes fail at their first write, and it cannot record that either
+ * (its status file and state DBs keep what they said before): a pair stayed "syncing (started N s ago)" with
+ * "last error -" (black-box round 33b, F2). Each pair is said to be in error, for that reason.
+ */
+export function withStateDirFull(pairs: PairStatus[], freeBytes: number | null, daemonRunning: boolean): PairStatus[] {
+  if (!daemonRunning || freeBytes === null || freeBytes >= NEARLY_FULL_BYTES) return pairs;
+  return pairs.map((p) => ({ ...p, state: 'error', lastError: `${STATE_DIR_FULL}${p.lastError !== null ? `; before that: ${p.lastError}` : ''}` }));
+}
+
+const STATE_DIR_FULL = "the stateDir's disk is full: every pass fails at its first write and cannot record it (what else is shown may be out of date); free some space, and the daemon resumes by itself";
 
 function pairStatus(stateDir: string, pair: StatusPair, running: boolean, daemon: DaemonStatus | null): PairStatus {
   const stateDb = path.join(stateDir, pair.name, 'state.db');

@@ -1,7 +1,7 @@
 // The human "not synced" list of `binder-sync status`: actionable issues first, many issues of one code in one
 // folder folded into one line, the "more" line counting items, not lines, and names with control characters.
 import { describe, expect, it } from 'vitest';
-import { formatStatus, type PairStatus, type StatusDocument } from '../../src/cli/status-command.js';
+import { formatStatus, withStateDirFull, type PairStatus, type StatusDocument } from '../../src/cli/status-command.js';
 import { groupIssues, printable } from '../../src/sync/issue-groups.js';
 import type { Issue } from '../../src/sync/model.js';
 
@@ -224,6 +224,22 @@ describe('formatStatus: the disk holding stateDir', () => {
   it('says DISK FULL and how much is free under 1 MiB, and nothing otherwise', () => {
     expect(formatStatus(doc(12 * 1024), new Date(0))).toContain('state dir  /s   DISK FULL (12 KiB free): no pass can record its work; free some space');
     for (const free of [null, 1 << 20, 50 * 2 ** 30]) expect(formatStatus(doc(free), new Date(0))).not.toContain('DISK FULL');
+  });
+
+  it("under a running daemon, says each pair is in error for it: the daemon cannot record its failing passes (round 33b, F2)", () => {
+    const syncing: PairStatus = {
+      name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'syncing', stateDb: '/s/main/state.db', stateError: null,
+      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: new Date(0).toISOString(), watcher: null, changesWaitingSince: null, inDaemon: true, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
+      pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, issues: [],
+      trash: { files: 0, bytes: 0, days: [], capped: false, retentionDays: 30 } as unknown as PairStatus['trash'],
+    };
+    const [full] = withStateDirFull([syncing], 8 * 1024, true);
+    expect(full).toMatchObject({ state: 'error', lastError: expect.stringMatching(/^the stateDir's disk is full: every pass fails at its first write/) });
+    const [before] = withStateDirFull([{ ...syncing, lastError: 'SQLITE_FULL' }], 8 * 1024, true);
+    expect(before?.lastError).toMatch(/; before that: SQLITE_FULL$/);
+    for (const [free, running] of [[8 * 1024, false], [1 << 20, true], [null, true]] as const) {
+      expect(withStateDirFull([syncing], free, running)).toEqual([syncing]);
+    }
   });
 });
 
