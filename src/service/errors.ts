@@ -132,7 +132,12 @@ export function presignedUrlSecrets(url: string): string[] {
   const out = new Set<string>();
   for (const value of values) {
     if (value.length < MIN_PRESIGNED_VALUE) continue;
-    for (const form of [value, encodeURIComponent(value)]) {
+    // A base64 signature may come back without its padding, in the URL-safe alphabet, or percent-encoded in lower
+    // case (.NET's UrlEncode): each is the value too (black-box round 34a, F2).
+    const bare = value.replace(/=+$/, '');
+    const urlSafe = bare.replace(/\+/g, '-').replace(/\//g, '_');
+    const encoded = encodeURIComponent(value);
+    for (const form of new Set([value, bare, urlSafe, encoded, encoded.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()), encodeURIComponent(bare)])) {
       out.add(form);
       out.add(Buffer.from(form).toString('base64').replace(/=+$/, ''));
       out.add(Buffer.from(form).toString('base64url'));

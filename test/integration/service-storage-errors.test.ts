@@ -48,6 +48,9 @@ describe('a storage refusal that echoes the presigned signature', () => {
   // any other body is scrubbed of every form of the URL's query values.
   const KEY_ID = CREDENTIAL.split('/')[0]!;
   const hexSpaced = (v: string) => Buffer.from(v).toString('hex').replace(/(..)/g, '$1 ').trim();
+  const lowerEncoded = encodeURIComponent(SIG).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase());
+  const BARE_SIG = SIG.replace(/=+$/, '');
+  const URL_SAFE_SIG = BARE_SIG.replace(/\+/g, '-').replace(/\//g, '_');
   const numericEntities = (v: string) => v.replace(/[+/=]/g, (ch) => `&#${ch.charCodeAt(0)};`);
   it.each([
     ['S3\'s own shape (access key id alone, the canonical request as hex bytes)', 'application/xml', `<Error><Code>SignatureDoesNotMatch</Code><Message>Check your key and signing method.</Message><AWSAccessKeyId>${KEY_ID}</AWSAccessKeyId><StringToSign>AWS4-HMAC-SHA256 ${KEY_ID}</StringToSign><SignatureProvided>${SIG}</SignatureProvided><CanonicalRequestBytes>${hexSpaced(`PUT /store sig=${encodeURIComponent(SIG)}`)}</CanonicalRequestBytes></Error>`],
@@ -55,6 +58,10 @@ describe('a storage refusal that echoes the presigned signature', () => {
     ['text, the signature in base64', 'text/plain', `SignatureDoesNotMatch: signature check failed for ${Buffer.from(SIG).toString('base64')}`],
     ['text, the signature as spaced hex bytes', 'text/plain', `SignatureDoesNotMatch: bytes ${hexSpaced(SIG)}`],
     ['text, the signature with XML numeric character references', 'text/plain', `SignatureDoesNotMatch: got ${numericEntities(SIG)}`],
+    // Round 34a, F2.
+    ['text, the signature percent-encoded in lower case', 'text/plain', `SignatureDoesNotMatch: got ${lowerEncoded}`],
+    ['text, the signature without its base64 padding', 'text/plain', `SignatureDoesNotMatch: got ${BARE_SIG}`],
+    ['text, the signature in the URL-safe base64 alphabet', 'text/plain', `SignatureDoesNotMatch: got ${URL_SAFE_SIG}`],
   ])('%s', async (_what, type, body) => {
     const s = await stub((r) => (r.path === '/store' ? { status: 403, headers: { 'content-type': type }, body } : undefined));
     const c = stubClient(s.origin);
@@ -64,7 +71,7 @@ describe('a storage refusal that echoes the presigned signature', () => {
     const all = JSON.stringify({ message: err.message, hint: err.hint, problem: err.problem, context: err.context });
     // As a reader would take it: character references read, line breaks and spaces closed up.
     const squeezed = all.replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n))).replace(/\s+/g, '');
-    for (const form of [SIG, encodeURIComponent(SIG), KEY_ID, Buffer.from(SIG).toString('base64').replace(/=+$/, ''), Buffer.from(SIG).toString('hex'), Buffer.from(encodeURIComponent(SIG)).toString('hex')]) {
+    for (const form of [SIG, BARE_SIG, URL_SAFE_SIG, encodeURIComponent(SIG), lowerEncoded, 'c2lnbmF0dXJl', KEY_ID, Buffer.from(SIG).toString('base64').replace(/=+$/, ''), Buffer.from(SIG).toString('hex'), Buffer.from(encodeURIComponent(SIG)).toString('hex')]) {
       expect(squeezed, all).not.toContain(form);
     }
     expect(err.message).toContain('SignatureDoesNotMatch');
