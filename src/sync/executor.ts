@@ -64,12 +64,25 @@ export interface ExecutionReport {
   staleReplaced?: number;
   /** The same in an upload-only pair: the local file kept as it is and not uploaded over the newer version. */
   staleKept?: number;
+  /**
+   * Uploads (not counted in done) whose file turned out to be an earlier version put back from a backup with its
+   * old time: it took the latest instead (restoredEarlierVersion), or, in an upload-only pair, was recorded so.
+   */
+  restoredStale?: number;
   /** Downloads (counted in done.download) that put back files deleted or renamed locally; the first one's path. */
   restored?: { count: number; first: string };
 }
 
 /** What a pass did, for one line: "2 download, 1 upload"; conflicts found identical on both sides said so. */
-export function describeDone(ex: Pick<ExecutionReport, 'done' | 'identical' | 'staleReplaced' | 'staleKept'>): string {
+export function describeDone(ex: Pick<ExecutionReport, 'done' | 'identical' | 'staleReplaced' | 'staleKept' | 'restoredStale'>): string {
+  const restored = ex.restoredStale ?? 0;
+  const said = describeDoneSteps(ex);
+  if (restored === 0) return said;
+  const what = `${restored} earlier ${restored === 1 ? 'version' : 'versions'} put back with an old time, not uploaded`;
+  return said === '' ? what : `${said}, ${what}`;
+}
+
+function describeDoneSteps(ex: Pick<ExecutionReport, 'done' | 'identical' | 'staleReplaced' | 'staleKept'>): string {
   const versions = (n: number) => `earlier ${n === 1 ? 'version' : 'versions'}`;
   // Conflicts that turned out to be something else, and how each is said.
   const settled: Array<[number, string]> = [
@@ -103,6 +116,7 @@ export function mergeExecutions(a: ExecutionReport, b: ExecutionReport): Executi
     identical: a.identical + b.identical,
     ...(a.staleReplaced || b.staleReplaced ? { staleReplaced: (a.staleReplaced ?? 0) + (b.staleReplaced ?? 0) } : {}),
     ...(a.staleKept || b.staleKept ? { staleKept: (a.staleKept ?? 0) + (b.staleKept ?? 0) } : {}),
+    ...(a.restoredStale || b.restoredStale ? { restoredStale: (a.restoredStale ?? 0) + (b.restoredStale ?? 0) } : {}),
     ...(a.restored || b.restored ? { restored: { count: (a.restored?.count ?? 0) + (b.restored?.count ?? 0), first: (a.restored ?? b.restored)!.first } } : {}),
   };
 }
@@ -153,8 +167,7 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
             steps.splice(i + 1, 0, out.then);
             added.add(out.then);
           }
-          const kind = out?.countAs ?? action.kind;
-          report.done[kind] = (report.done[kind] ?? 0) + 1;
+          if (out?.notDone !== true) report.done[action.kind] = (report.done[action.kind] ?? 0) + 1;
           serviceFailuresInARow = 0;
         } catch (thrown) {
           const err = stateDbWriteError(thrown);
@@ -261,8 +274,8 @@ function notifyDone(d: ExecutorDeps, action: Action, ok: boolean): void {
 interface StepOutcome {
   moved?: SettledMove;
   then?: Action;
-  /** What the step turned out to be, when not what the plan said (an upload that took the latest instead). */
-  countAs?: ActionKind;
+  /** The step turned out to be something else, counted on its own (an upload that took the latest instead). */
+  notDone?: true;
 }
 
 /**
@@ -286,7 +299,10 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       await download(a, d, report);
       return;
     case 'upload': {
-      if (await restoredEarlierVersion(a, d, report)) return { countAs: 'download' };
+      if (await restoredEarlierVersion(a, d, report)) {
+        report.restoredStale = (report.restoredStale ?? 0) + 1;
+        return { notDone: true };
+      }
       const started = Date.now();
       const { base, bytes } = await uploadLocalFile(d, {
         relPath: a.relPath,
@@ -589,13 +605,13 @@ async function earlierVersionHeld(d: ExecutorDeps, doc: RemoteDoc, local: LocalF
  */
 async function restoredEarlierVersion(a: Extract<Action, { kind: 'upload' }>, d: ExecutorDeps, report: ExecutionReport): Promise<boolean> {
   const documentId = a.target.documentId;
-  if (a.reason !== 'local-modified' || documentId === null || a.local.sha256 === null || a.local.size > EARLIER_VERSION_MAX_BYTES) return false;
+  if (a.reason !== 'local-modified' || documentId === null || a.local.sha256 === null || a.local.size > RESTORED_VERSION_MAX_BYTES) return false;
   const base = d.store.getBase(documentId);
   if (base === undefined || !(a.local.mtimeMs < base.mtimeMs)) return false;
   let earlier: string | null = null;
   try {
     const before = versionsBefore(await d.client.listVersions(documentId), base.versionId) ?? [];
-    for (const v of before.slice(0, EARLIER_VERSIONS_READ)) {
+    for (const v of before.slice(0, RESTORED_VERSIONS_READ)) {
       if (await versionHolds(d, documentId, v.id, { size: a.local.size, sha256: a.local.sha256 })) {
         earlier = v.id;
         break;
@@ -610,7 +626,7 @@ async function restoredEarlierVersion(a: Extract<Action, { kind: 'upload' }>, d:
   const doc: RemoteDoc = { documentId, fileName: base.fileName, folderId: base.folderId, versionId: base.versionId, relPath: a.relPath, key: a.key };
   if (d.uploadOnly === true) {
     d.store.putBase(baseFromDownload({ ...doc, versionId: earlier }, a.relPath, a.key, a.local, a.local.sha256));
-    report.conflicts.push({ relPath: a.relPath, conflictPath: null, outcome: 'the local file is an earlier version of the document with an older time (restored from a backup?): not uploaded over the newer ones; touch or edit it to upload it' });
+    report.conflicts.push({ relPath: a.relPath, conflictPath: null, outcome: 'the local file is an earlier version of the document with an older time (restored from a backup?): not uploaded over the newer ones; change its content to upload it' });
     d.log.info({ relPath: a.relPath, version: earlier }, 'the local file is an earlier version of its document with an older time (restored from a backup?): not uploaded over the newer ones');
     return true;
   }
@@ -636,6 +652,14 @@ async function restoredEarlierVersion(a: Extract<Action, { kind: 'upload' }>, d:
   d.log.warn({ relPath: a.relPath, version: earlier, trash: trashPath }, 'the local file held an earlier version of its document with an older time (restored from a backup?), not an edit: replaced by the latest (the old content is in the trash and in the version history)');
   return true;
 }
+
+/**
+ * How far back, and up to what size, a file with an older time is compared with its document's earlier versions
+ * (restoredEarlierVersion): only such files are, so farther and larger than for conflicts; each version read may
+ * cost as much as the file (one of another size stops at once). Beyond, the file goes up as an edit (documented).
+ */
+const RESTORED_VERSIONS_READ = 10;
+const RESTORED_VERSION_MAX_BYTES = 512 * 1024 * 1024;
 
 /** Larger local files are not compared with earlier versions: each read could cost as much as the file. */
 const EARLIER_VERSION_MAX_BYTES = 64 * 1024 * 1024;

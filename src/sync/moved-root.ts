@@ -157,7 +157,7 @@ function replaced(pair: PairConfig, why: string, store: StateStore): BinderSyncE
     code: 'LOCAL_ROOT_REPLACED',
     retryable: false,
     context: { pair: pair.name, localPath: pair.localPath },
-    hint: `if synced folders were swapped, or another folder was moved to this name, put the synced folder back (the pair resumes by itself); if this is the synced folder restored without its times, move the pair's state (${path.dirname(store.file)}) out of the stateDir to sync it as new (files equal on both sides are taken as synced, different ones are kept both ways). Nothing was changed.`,
+    hint: `if synced folders were swapped, or another folder was moved to this name, put the synced folder back (the pair resumes by itself); if this is the synced folder restored from a backup (made before most of its files last changed, or restored without their times), move the pair's state (${path.dirname(store.file)}) out of the stateDir to sync it as new (files equal on both sides are taken as synced, a file holding a version just before its document's latest takes the latest, other differences are kept both ways). Nothing was changed.`,
   });
 }
 

@@ -16,5 +16,7 @@ export function pendingOf(r: Pick<PassReport, 'plan' | 'execution'>): Pending {
   for (const group of r.plan.groups) for (const a of group) planned[a.kind] = (planned[a.kind] ?? 0) + 1;
   const done = r.execution?.done ?? {};
   const left = (k: ActionKind) => Math.max(0, (planned[k] ?? 0) - (done[k] ?? 0));
-  return { uploads: left('upload'), downloads: left('download') + left('conflict') };
+  // Uploads that turned out to be earlier versions put back from a backup are done too, though not as uploads.
+  const restored = r.execution?.restoredStale ?? 0;
+  return { uploads: Math.max(0, left('upload') - restored), downloads: left('download') + left('conflict') };
 }

@@ -7,7 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { describeDone } from '../../src/sync/executor.js';
 import { runPass } from '../../src/sync/pass.js';
+import { pendingOf } from '../../src/sync/pending.js';
 import { openTestPair, type TestPair } from './pass-fixture.js';
 
 let emu: Emulator;
@@ -59,6 +61,28 @@ describe('a file restored from a backup with its old time', () => {
       fs.writeFileSync(path.join(p.local, 'Docs', 'a.txt'), 'yesterday');
       await runPass(p.rt);
       expect(texts(document.id)).toEqual(['yesterday', "a colleague's today", 'yesterday']);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('holding a version five versions back: takes the latest too; the pass says it, and counts no upload pending (round 34a, F1/F4)', async () => {
+    const p = await openTestPair(emu, 'restored-far');
+    try {
+      const c = emu.control;
+      const folder = c.createFolder(p.binderId, { name: 'Docs' });
+      const { document } = c.addDocument(p.binderId, folder.id, 'a.txt', 'v1');
+      for (const v of ['v2', 'v3', 'v4', 'v5', 'v6']) c.addVersion(document.id, v);
+      await runPass(p.rt);
+      restoreFromBackup(p, 'v1');
+      const r = await runPass(p.rt);
+      expect(r.execution?.failures).toEqual([]);
+      expect(texts(document.id)).toEqual(['v1', 'v2', 'v3', 'v4', 'v5', 'v6']);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'a.txt'), 'utf8')).toBe('v6');
+      expect(r.execution?.restoredStale).toBe(1);
+      expect(r.execution?.done.upload ?? 0).toBe(0);
+      expect(pendingOf(r)).toEqual({ uploads: 0, downloads: 0 });
+      expect(describeDone(r.execution!)).toBe('1 earlier version put back with an old time, not uploaded');
     } finally {
       await p.close();
     }
@@ -118,7 +142,7 @@ describe('a file restored from a backup with its old time', () => {
       expect(r.execution?.failures).toEqual([]);
       expect(texts(doc!.id)).toEqual(['first', 'second']);
       expect(fs.readFileSync(path.join(p.local, 'Docs', 'a.txt'), 'utf8')).toBe('first');
-      expect(r.execution?.conflicts[0]?.outcome).toMatch(/not uploaded over the newer ones; touch or edit it to upload it/);
+      expect(r.execution?.conflicts[0]?.outcome).toMatch(/not uploaded over the newer ones; change its content to upload it/);
     } finally {
       await p.close();
     }
