@@ -476,7 +476,10 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     // Uploads held back because the metadata rules do not fit (a daemon's pair, see openPair) are the pair's error too.
     // So are uploads whose commit the service keeps refusing for now (held in the outbox): 'idle' with no error
     // while every commit got a 401 hid it in a line of the "not synced" list (black-box round 33a, F4).
-    const held = heldUploads.length > 0 ? `${heldUploads.length} upload(s) left unfinished could not be committed; first: ${heldUploads[0]!.relPath}: ${oneLineMessage(heldUploads[0]!.error)}` : '';
+    const firstHeld = heldUploads[0];
+    const heldSaid = firstHeld === undefined ? '' : oneLineMessage(firstHeld.error);
+    // The error may name the file already (a 401 at the commit does): not twice (black-box round 34a, F7).
+    const held = firstHeld === undefined ? '' : `${heldUploads.length} upload(s) left unfinished could not be committed; first: ${heldSaid.startsWith(`${firstHeld.relPath}: `) ? '' : `${firstHeld.relPath}: `}${heldSaid}`;
     const lastError = errors.length > 0 ? `${errors.length} action(s) failed; first: ${errors[0]?.message ?? ''}` : held !== '' ? held : (rt.metadata.blockedBecause ?? '');
     if (!plan.blocked) rt.store.setMeta('lastError', lastError);
     rt.store.setMeta(LAST_PASS_STOPPED, stopped > 0 ? String(stopped) : '');

@@ -36,7 +36,7 @@ it('every commit answered 401: kept and tried again, the pair\'s lastError, said
     for (let pass = 0; pass < 3; pass++) {
       const again = await runPass(p.rt);
       expect(again.converged).toBe(false);
-      expect(p.rt.store.getMeta('lastError')).toMatch(/^1 upload\(s\) left unfinished could not be committed; first: Docs\/new\.txt: .*HTTP 401/);
+      expect(p.rt.store.getMeta('lastError')).toMatch(/^1 upload\(s\) left unfinished could not be committed; first: Docs\/new\.txt: the service did not accept .*HTTP 401/);
     }
     expect(c.counters()['storage-put']).toBe(puts); // the bytes were not sent again
     const held = lines.filter((l) => l.relPath === 'Docs/new.txt' && /left unfinished could not be committed/.test(l.msg));
