@@ -9,7 +9,7 @@ import { commitTempFile, ensureDir, localChanged, lstatOrNull, moveFile, replace
 import { hashFile } from '../local/hash.js';
 import { failpoint } from '../failpoints.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
-import { ServiceError } from '../service/index.js';
+import { ServiceError, type DocumentVersion } from '../service/index.js';
 import { expectingMovedFile, type SettledMove } from './after-move.js';
 import { settleBuriedChecks } from './buried-edit.js';
 import { downloadToTemp, type DownloadedTemp } from './download.js';
@@ -546,15 +546,15 @@ async function resolveWithTemp(a: Extract<Action, { kind: 'conflict' }>, d: Exec
 }
 
 /**
- * Puts a conflict's downloaded temp file in place over the local file (whose content goes to the trash), under a
+ * Puts a downloaded temp file of `a.doc` in place over the local file (whose content goes to the trash), under a
  * download intent, and records the base, with `alsoRecord` in the same transaction. Returns the trash path.
  */
 async function replaceWithRemote(
   d: ExecutorDeps,
-  a: Extract<Action, { kind: 'conflict' }>,
+  a: { doc: RemoteDoc; relPath: string; key: string },
   abs: string,
   tmp: DownloadedTemp,
-  local: LocalFile,
+  local: FileStat,
   alsoRecord?: (trashPath: string) => void,
 ): Promise<string> {
   const intent = await recordDownloadIntent(d.store, baseFromDownload(a.doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
@@ -574,26 +574,6 @@ async function replaceWithRemote(
   return trashPath;
 }
 
-/** At most this many earlier versions are read to see whether the local file is one of them (earlierVersionHeld). */
-const EARLIER_VERSIONS_READ = 3;
-
-/**
- * Whether the local content of a conflict is one of the versions made between the base's and the latest (a state
- * DB older than the file: restored from a backup), newest first, at most EARLIER_VERSIONS_READ of them, each read
- * only as far as the local size.
- */
-/** The earlier version of doc (after the base, before the latest) the local file holds, if any (versionId). */
-async function earlierVersionHeld(d: ExecutorDeps, doc: RemoteDoc, local: LocalFile): Promise<string | null> {
-  if (local.sha256 === null || local.size > EARLIER_VERSION_MAX_BYTES) return null;
-  try {
-    return await holdsEarlierVersion(d, doc, { size: local.size, sha256: local.sha256, mtimeMs: local.mtimeMs });
-  } catch (err) {
-    // Best effort: without an answer the conflict is settled as any other (nothing is lost either way).
-    if (err instanceof ServiceError && err.code !== 'ABORTED') return null;
-    throw err;
-  }
-}
-
 /**
  * An "edit" that is an earlier version of its document put back with its old time: a sync root restored from a
  * backup (tar -xp, rsync -a, cp -p) while the state DB is current. Its time is older than the synced file's and
@@ -607,21 +587,9 @@ async function restoredEarlierVersion(a: Extract<Action, { kind: 'upload' }>, d:
   const documentId = a.target.documentId;
   if (a.reason !== 'local-modified' || documentId === null || a.local.sha256 === null || a.local.size > RESTORED_VERSION_MAX_BYTES) return false;
   const base = d.store.getBase(documentId);
-  if (base === undefined || !(a.local.mtimeMs < base.mtimeMs)) return false;
-  let earlier: string | null = null;
-  try {
-    const before = versionsBefore(await d.client.listVersions(documentId), base.versionId) ?? [];
-    for (const v of before.slice(0, RESTORED_VERSIONS_READ)) {
-      if (await versionHolds(d, documentId, v.id, { size: a.local.size, sha256: a.local.sha256 })) {
-        earlier = v.id;
-        break;
-      }
-    }
-  } catch (err) {
-    // Best effort: without an answer the file goes up as the edit it may be (the service keeps every version).
-    if (err instanceof ServiceError && err.code !== 'ABORTED') return false;
-    throw err;
-  }
+  if (base === undefined || !putBackWithOldTime(a.local, base)) return false;
+  const want = { size: a.local.size, sha256: a.local.sha256 };
+  const earlier = await versionHeldAmong(d, documentId, want, RESTORED_VERSIONS_READ, (versions) => versionsBefore(versions, base.versionId));
   if (earlier === null) return false;
   const doc: RemoteDoc = { documentId, fileName: base.fileName, folderId: base.folderId, versionId: base.versionId, relPath: a.relPath, key: a.key };
   if (d.uploadOnly === true) {
@@ -633,52 +601,73 @@ async function restoredEarlierVersion(a: Extract<Action, { kind: 'upload' }>, d:
   const abs = resolveInside(d.root, a.relPath);
   const tmp = await downloadToTemp(d, doc, abs);
   report.bytesDownloaded += tmp.bytes;
-  let intent;
-  let replaced;
+  let trashPath: string;
   try {
-    intent = await recordDownloadIntent(d.store, baseFromDownload(doc, a.relPath, a.key, ZERO_STAT, tmp.sha256));
-    replaced = await replaceFile(tmp.tempPath, abs, statOf(a.local), d.trash, a.relPath, tmp.written);
+    trashPath = await replaceWithRemote(d, { doc, relPath: a.relPath, key: a.key }, abs, tmp, a.local);
   } catch (err) {
-    if (intent !== undefined) d.store.deleteIntent(intent);
     await fs.rm(tmp.tempPath, { force: true }).catch(() => undefined);
     throw err;
   }
-  const { stat, trashPath } = replaced;
-  d.store.transaction(() => {
-    d.store.deleteIntent(intent);
-    d.store.putBase(baseFromDownload(doc, a.relPath, a.key, stat, tmp.sha256));
-  });
   report.conflicts.push({ relPath: a.relPath, conflictPath: trashPath, outcome: 'the local file was an earlier version of the document with an older time (restored from a backup?): replaced by the latest; to make it the latest, restore it from the trash and touch it' });
   d.log.warn({ relPath: a.relPath, version: earlier, trash: trashPath }, 'the local file held an earlier version of its document with an older time (restored from a backup?), not an edit: replaced by the latest (the old content is in the trash and in the version history)');
   return true;
 }
 
 /**
- * How far back, and up to what size, a file with an older time is compared with its document's earlier versions
- * (restoredEarlierVersion): only such files are, so farther and larger than for conflicts; each version read may
- * cost as much as the file (one of another size stops at once). Beyond, the file goes up as an edit (documented).
+ * How many earlier versions are read, newest first, to see whether a local file is one of them, and up to what
+ * size: each read may cost as much as the file (one of another size stops at once). A conflict's local side is
+ * compared with the versions between the base's and the latest; a file whose time is older than the synced file's
+ * (a root restored from a backup with its times) with those before the synced one too, farther back and larger,
+ * since only such files are (restoredEarlierVersion). Beyond, the file is an edit (documented).
  */
+const EARLIER_VERSIONS_READ = 3;
+const EARLIER_VERSION_MAX_BYTES = 64 * 1024 * 1024;
 const RESTORED_VERSIONS_READ = 10;
 const RESTORED_VERSION_MAX_BYTES = 512 * 1024 * 1024;
 
-/** Larger local files are not compared with earlier versions: each read could cost as much as the file. */
-const EARLIER_VERSION_MAX_BYTES = 64 * 1024 * 1024;
+/** The local file's time is older than the synced file's: put back from a backup, not edited since the sync. */
+function putBackWithOldTime(local: FileStat, base: BaseEntry | undefined): boolean {
+  return base !== undefined && local.mtimeMs < base.mtimeMs;
+}
 
-async function holdsEarlierVersion(d: ExecutorDeps, doc: RemoteDoc, local: { size: number; sha256: string; mtimeMs: number }): Promise<string | null> {
+/** The earlier version of doc (after the base, before the latest) a conflict's local file holds, if any (versionId). */
+async function earlierVersionHeld(d: ExecutorDeps, doc: RemoteDoc, local: LocalFile): Promise<string | null> {
   const base = d.store.getBase(doc.documentId);
-  const versions = await d.client.listVersions(doc.documentId);
+  const restored = putBackWithOldTime(local, base);
+  if (local.sha256 === null || local.size > (restored ? RESTORED_VERSION_MAX_BYTES : EARLIER_VERSION_MAX_BYTES)) return null;
+  const want = { size: local.size, sha256: local.sha256 };
   // Only versions made after the base's and before the latest: a local file with a version older than the base
   // is an edit (a revert), not a stale copy, and stays a conflict; unless its time is older than the synced
   // file's too (a root restored from a backup with its times: see restoredEarlierVersion). With no base at all (a
   // lost or deleted state DB, a document forgotten under `localDeletePolicy: forget`) nothing says the file was
   // edited: one holding a version just before the latest is a stale copy too (black-box round 30a, F2/F3: it
   // became a conflict copy, a new document of bytes the service had).
-  const restored = base !== undefined && local.mtimeMs < base.mtimeMs;
-  const earlier = base !== undefined && !restored ? versionsBetween(versions, base.versionId, doc.versionId) : versionsBefore(versions, doc.versionId);
-  for (const v of (earlier ?? []).slice(0, EARLIER_VERSIONS_READ)) {
-    if (await versionHolds(d, doc.documentId, v.id, local)) return v.id;
+  return versionHeldAmong(d, doc.documentId, want, restored ? RESTORED_VERSIONS_READ : EARLIER_VERSIONS_READ, (versions) =>
+    base !== undefined && !restored ? versionsBetween(versions, base.versionId, doc.versionId) : versionsBefore(versions, doc.versionId),
+  );
+}
+
+/**
+ * The first of a document's versions that `candidates` picks from its listing (newest first, at most `limit`)
+ * whose content is `want`: its id, or null. Best effort: a service error is null (the step then goes as it
+ * would without the look; nothing is lost either way), a stop is thrown.
+ */
+async function versionHeldAmong(
+  d: ExecutorDeps,
+  documentId: string,
+  want: { size: number; sha256: string },
+  limit: number,
+  candidates: (versions: DocumentVersion[]) => DocumentVersion[] | null,
+): Promise<string | null> {
+  try {
+    for (const v of (candidates(await d.client.listVersions(documentId)) ?? []).slice(0, limit)) {
+      if (await versionHolds(d, documentId, v.id, want)) return v.id;
+    }
+    return null;
+  } catch (err) {
+    if (err instanceof ServiceError && err.code !== 'ABORTED') return null;
+    throw err;
   }
-  return null;
 }
 
 /**

@@ -125,6 +125,26 @@ describe('a file restored from a backup with its old time', () => {
     }
   });
 
+  it('five versions back, with a colleague\'s newer version too: takes the latest, no conflict copy (the same reach as without one)', async () => {
+    const p = await openTestPair(emu, 'restored-far-conflict');
+    try {
+      const c = emu.control;
+      const folder = c.createFolder(p.binderId, { name: 'Docs' });
+      const { document } = c.addDocument(p.binderId, folder.id, 'a.txt', 'v1');
+      for (const v of ['v2', 'v3', 'v4', 'v5', 'v6']) c.addVersion(document.id, v);
+      await runPass(p.rt);
+      restoreFromBackup(p, 'v1');
+      c.addVersion(document.id, 'v7');
+      const r = await runPass(p.rt);
+      expect(r.execution?.failures).toEqual([]);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'a.txt'), 'utf8')).toBe('v7');
+      expect(fs.readdirSync(path.join(p.local, 'Docs'))).toEqual(['a.txt']);
+      expect(c.listDocuments(p.binderId)).toHaveLength(1);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('in an upload-only pair: kept as it is, and not uploaded over the newer versions', async () => {
     const p = await openTestPair(emu, 'restored-upload', 'direction: upload');
     try {
