@@ -48,6 +48,15 @@ it('every commit answered 401: kept and tried again, the pair\'s lastError, said
     const [doc] = c.listDocuments(p.binderId);
     expect(doc?.fileName).toBe('new.txt');
     expect(c.listVersions(doc!.id)).toHaveLength(1);
+
+    // Settled, a later hold of the same file is news again: said at warn once more.
+    fs.writeFileSync(path.join(p.local, 'Docs', 'new.txt'), 'edited later');
+    c.injectFault({ route: 'commit', status: 401 });
+    await runPass(p.rt);
+    await runPass(p.rt);
+    const later = lines.filter((l) => l.relPath === 'Docs/new.txt' && /left unfinished could not be committed/.test(l.msg));
+    expect(later.map((l) => l.level)).toEqual([40, 20, 20, 40]);
+    c.clearFaults();
   } finally {
     await p.close();
   }
