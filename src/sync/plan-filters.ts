@@ -5,6 +5,7 @@ import type { MetadataResolver } from './metadata-rules.js';
 import type { Action, Issue, LocalFile, Plan, RemoteObservation, UploadTarget } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { writesOf } from './reconcile-builder.js';
+import type { HeldUpload } from './upload.js';
 
 /** The action sends local content to the service (an upload, or a conflict that uploads a copy or the local side). */
 export function wantsUpload(a: Action): boolean {
@@ -239,7 +240,7 @@ export function withheldAsRefused(plan: Plan, refused: RefusedUploads): Plan {
  * planned for a file before its first commit is settled, or a second upload could make a second version. Each is
  * said as the file's issue; the rest of the plan runs (black-box round 31a, F6: one such commit stopped the pair).
  */
-export function withheldForUnfinishedUploads(plan: Plan, held: ReadonlyArray<{ relPath: string; key: string; error: unknown }>, caseInsensitive: boolean): Plan {
+export function withheldForUnfinishedUploads(plan: Plan, held: readonly HeldUpload[], caseInsensitive: boolean): Plan {
   if (held.length === 0) return plan;
   const keys = new Set(held.map((h) => h.key));
   const touches = (a: Action) => writesOf(a, caseInsensitive).some((k) => keys.has(k)) || keys.has(pathKey(ownPathOf(a), caseInsensitive));
@@ -248,10 +249,22 @@ export function withheldForUnfinishedUploads(plan: Plan, held: ReadonlyArray<{ r
     ...held.map((h): Issue => ({
       relPath: h.relPath,
       code: 'local-change-not-uploaded',
-      detail: `its upload, which an earlier pass left unfinished, could not be committed now (${h.error instanceof Error ? h.error.message : String(h.error)}): it is tried again next pass, and the file waits for it`,
+      detail: heldDetail(h),
     })),
   ];
   return { ...plan, groups: plan.groups.filter((g) => !g.some(touches)), issues };
+}
+
+/**
+ * Why an unfinished upload's file waits. A row behind the first held one was not tried: it names that row's
+ * commit, not its own, as the error is that row's (black-box round 34a, F7: it quoted the other file's error as
+ * if it were its own).
+ */
+function heldDetail(h: HeldUpload): string {
+  const said = h.error instanceof Error ? h.error.message : String(h.error);
+  if (h.behind === undefined) return `its upload, which an earlier pass left unfinished, could not be committed now (${said}): it is tried again next pass, and the file waits for it`;
+  const reason = said.startsWith(`${h.behind}: `) ? said.slice(h.behind.length + 2) : said;
+  return `its upload, which an earlier pass left unfinished, waits: the commit of ${h.behind} before it could not be settled now (${reason}), so the service was not asked again this pass; both are tried next pass`;
 }
 
 /** The path an action starts from. */

@@ -157,12 +157,23 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
   return { base: await d.store.transactionSoon(() => finishOutbox(d, outcome.row, outcome.version)), bytes: sent.bytes };
 }
 
+/** An upload left in the outbox this pass: its own commit's error, or (behind) the first held row's. */
+export interface HeldUpload {
+  relPath: string;
+  key: string;
+  error: unknown;
+  behind?: string;
+}
+
 /** What the outbox recovery did: rows finished and dropped, and those left for the next pass (with why). */
 export interface OutboxRecovery {
   finished: number;
   dropped: number;
-  /** Rows whose commit could not be settled now (a 5xx, the network): kept; their files wait for the next pass. */
-  held: Array<{ relPath: string; key: string; error: unknown }>;
+  /**
+   * Rows whose commit could not be settled now (a 5xx, the network): kept; their files wait for the next pass.
+   * `behind`: the row not tried, the first held row's path (its error is that row's).
+   */
+  held: HeldUpload[];
 }
 
 /**
@@ -190,7 +201,7 @@ export async function recoverOutbox(given: ExecutorDeps): Promise<OutboxRecovery
     // After one retryable failure the service is not asked again this pass: the rest wait with it.
     const first = out.held[0];
     if (first !== undefined) {
-      out.held.push({ relPath: row.relPath, key: row.key, error: first.error });
+      out.held.push({ relPath: row.relPath, key: row.key, error: first.error, behind: first.behind ?? first.relPath });
       continue;
     }
     let outcome: CommitOutcome | { kind: 'dropped' };

@@ -61,3 +61,30 @@ it('every commit answered 401: kept and tried again, the pair\'s lastError, said
     await p.close();
   }
 });
+
+it('two held commits: the one behind the first says it waits behind that file, not the first file\'s error as its own', async () => {
+  const p = await openTestPair(emu, 'commit-401-two');
+  try {
+    const c = emu.control;
+    c.createFolder(p.binderId, { name: 'Docs' });
+    expect((await runPass(p.rt)).converged).toBe(true);
+    fs.writeFileSync(path.join(p.local, 'Docs', 'a.txt'), 'first');
+    fs.writeFileSync(path.join(p.local, 'Docs', 'b.txt'), 'second');
+    c.injectFault({ route: 'commit', status: 401 });
+    await runPass(p.rt);
+    const rows = p.rt.store.listOutbox().map((r) => r.relPath);
+    expect(rows.sort()).toEqual(['Docs/a.txt', 'Docs/b.txt']);
+
+    const again = await runPass(p.rt);
+    const [first, second] = p.rt.store.listOutbox().map((r) => r.relPath);
+    const detail = (relPath: string | undefined) => again.issues.find((i) => i.relPath === relPath)?.detail ?? '';
+    expect(detail(first)).toMatch(/could not be committed now \(.*HTTP 401/);
+    expect(detail(second)).toContain(`waits: the commit of ${first} before it could not be settled now (the service did not accept`);
+    expect(detail(second)).not.toContain(`(${first}: `);
+    c.clearFaults();
+    expect((await runPass(p.rt)).converged).toBe(true);
+    expect(c.listDocuments(p.binderId).map((d) => d.fileName).sort()).toEqual(['a.txt', 'b.txt']);
+  } finally {
+    await p.close();
+  }
+});
