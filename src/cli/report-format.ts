@@ -9,6 +9,7 @@ import { fmtBytes } from '../format-bytes.js';
 export function describeAction(a: Action): string {
   switch (a.kind) {
     case 'download':
+      if (a.reason === 'earlier-version-put-back') return `check        ${a.relPath}  (older time than the synced file: replaced by the latest if it is an earlier version)`;
       return `download     ${a.relPath}  (${a.reason})`;
     case 'upload':
       return `upload       ${a.relPath}  (${a.reason}${a.target.documentId ? '' : ', new document'}${a.thenMoveTo ? `, then moved to ${a.thenMoveTo.relPath} with its remote folder` : ''})`;

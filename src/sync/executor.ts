@@ -16,7 +16,7 @@ import { downloadToTemp, type DownloadedTemp } from './download.js';
 import { FolderRecheck } from './name-recheck.js';
 import { recordDownloadIntent, recordMoveIntent, recordPlainMoveIntent } from './intents.js';
 import type { ExecutorDeps } from './executor-deps.js';
-import { sameStat, statOf, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
+import { putBackWithOldTime, sameStat, statOf, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { uploadLocalFile, versionHolds } from './upload.js';
 import { versionsBefore, versionsBetween } from './version-order.js';
@@ -69,6 +69,11 @@ export interface ExecutionReport {
    * old time: it took the latest instead (restoredEarlierVersion), or, in an upload-only pair, was recorded so.
    */
   restoredStale?: number;
+  /**
+   * A download-only pair's local changes put back with an old time, as the executor found them: replaced (an
+   * earlier version: it took the latest), or not (a local change, left as it is). See checkPutBack.
+   */
+  putBackChecked?: Array<{ relPath: string; key: string; sha256: string; versionId: string; replaced: boolean }>;
   /** Downloads (counted in done.download) that put back files deleted or renamed locally; the first one's path. */
   restored?: { count: number; first: string };
 }
@@ -117,6 +122,7 @@ export function mergeExecutions(a: ExecutionReport, b: ExecutionReport): Executi
     ...(a.staleReplaced || b.staleReplaced ? { staleReplaced: (a.staleReplaced ?? 0) + (b.staleReplaced ?? 0) } : {}),
     ...(a.staleKept || b.staleKept ? { staleKept: (a.staleKept ?? 0) + (b.staleKept ?? 0) } : {}),
     ...(a.restoredStale || b.restoredStale ? { restoredStale: (a.restoredStale ?? 0) + (b.restoredStale ?? 0) } : {}),
+    ...(a.putBackChecked || b.putBackChecked ? { putBackChecked: [...(a.putBackChecked ?? []), ...(b.putBackChecked ?? [])] } : {}),
     ...(a.restored || b.restored ? { restored: { count: (a.restored?.count ?? 0) + (b.restored?.count ?? 0), first: (a.restored ?? b.restored)!.first } } : {}),
   };
 }
@@ -296,6 +302,7 @@ function followUpOf(a: Extract<Action, { kind: 'upload' }>, base: BaseEntry): Ac
 async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): Promise<StepOutcome | undefined> {
   switch (a.kind) {
     case 'download':
+      if (a.reason === 'earlier-version-put-back') return checkPutBack(a, d, report);
       await download(a, d, report);
       return;
     case 'upload': {
@@ -585,31 +592,63 @@ async function replaceWithRemote(
  */
 async function restoredEarlierVersion(a: Extract<Action, { kind: 'upload' }>, d: ExecutorDeps, report: ExecutionReport): Promise<boolean> {
   const documentId = a.target.documentId;
-  if (a.reason !== 'local-modified' || documentId === null || a.local.sha256 === null || a.local.size > RESTORED_VERSION_MAX_BYTES) return false;
+  if (a.reason !== 'local-modified' || documentId === null) return false;
   const base = d.store.getBase(documentId);
-  if (base === undefined || !putBackWithOldTime(a.local, base)) return false;
-  const want = { size: a.local.size, sha256: a.local.sha256 };
-  const earlier = await versionHeldAmong(d, documentId, want, RESTORED_VERSIONS_READ, (versions) => versionsBefore(versions, base.versionId));
-  if (earlier === null) return false;
+  if (base === undefined) return false;
   const doc: RemoteDoc = { documentId, fileName: base.fileName, folderId: base.folderId, versionId: base.versionId, relPath: a.relPath, key: a.key };
+  return putBackEarlierVersion(d, report, { relPath: a.relPath, key: a.key, local: a.local, doc }, base);
+}
+
+/**
+ * A download-only pair's local change put back with an old time (the plan's 'earlier-version-put-back'): it takes
+ * the latest when it is an earlier version (a stale copy), as a two-way pair's upload of it does; otherwise it
+ * is left as it is, a local change this pair does not upload (the plan's issue says so). Either way the report
+ * says what was found (`putBackChecked`): the pass drops the issue of a file replaced, and does not look again
+ * at the same content of a file that is none (a version listing on every poll).
+ */
+async function checkPutBack(a: Extract<Action, { kind: 'download' }>, d: ExecutorDeps, report: ExecutionReport): Promise<StepOutcome> {
+  const base = d.store.getBase(a.doc.documentId);
+  if (a.expectLocal === null || a.localSha256 === undefined || base === undefined) return { notDone: true };
+  const local: LocalFile = { ...a.expectLocal, relPath: a.relPath, key: a.key, sha256: a.localSha256 };
+  const replaced = await putBackEarlierVersion(d, report, { relPath: a.relPath, key: a.key, local, doc: a.doc }, base);
+  if (replaced) report.restoredStale = (report.restoredStale ?? 0) + 1;
+  (report.putBackChecked ??= []).push({ relPath: a.relPath, key: a.key, sha256: a.localSha256, versionId: a.doc.versionId, replaced });
+  return { notDone: true };
+}
+
+/** A local file put back with an old time, and the document it is the synced file of (as the service lists it). */
+interface PutBack {
+  relPath: string;
+  key: string;
+  local: LocalFile;
+  doc: RemoteDoc;
+}
+
+/** True when p was one of its document's earlier versions and was handled so (nothing uploaded). */
+async function putBackEarlierVersion(d: ExecutorDeps, report: ExecutionReport, p: PutBack, base: BaseEntry): Promise<boolean> {
+  const { relPath, key, local, doc } = p;
+  if (local.sha256 === null || local.size > RESTORED_VERSION_MAX_BYTES || !putBackWithOldTime(local, base)) return false;
+  const want = { size: local.size, sha256: local.sha256 };
+  const earlier = await versionHeldAmong(d, doc.documentId, want, RESTORED_VERSIONS_READ, (versions) => versionsBefore(versions, base.versionId));
+  if (earlier === null) return false;
   if (d.uploadOnly === true) {
-    d.store.putBase(baseFromDownload({ ...doc, versionId: earlier }, a.relPath, a.key, a.local, a.local.sha256));
-    report.conflicts.push({ relPath: a.relPath, conflictPath: null, outcome: 'the local file is an earlier version of the document with an older time (restored from a backup?): not uploaded over the newer ones; change its content to upload it' });
-    d.log.info({ relPath: a.relPath, version: earlier }, 'the local file is an earlier version of its document with an older time (restored from a backup?): not uploaded over the newer ones');
+    d.store.putBase(baseFromDownload({ ...doc, versionId: earlier }, relPath, key, local, local.sha256));
+    report.conflicts.push({ relPath, conflictPath: null, outcome: 'the local file is an earlier version of the document with an older time (restored from a backup?): not uploaded over the newer ones; change its content to upload it' });
+    d.log.info({ relPath, version: earlier }, 'the local file is an earlier version of its document with an older time (restored from a backup?): not uploaded over the newer ones');
     return true;
   }
-  const abs = resolveInside(d.root, a.relPath);
+  const abs = resolveInside(d.root, relPath);
   const tmp = await downloadToTemp(d, doc, abs);
   report.bytesDownloaded += tmp.bytes;
   let trashPath: string;
   try {
-    trashPath = await replaceWithRemote(d, { doc, relPath: a.relPath, key: a.key }, abs, tmp, a.local);
+    trashPath = await replaceWithRemote(d, { doc, relPath, key }, abs, tmp, local);
   } catch (err) {
     await fs.rm(tmp.tempPath, { force: true }).catch(() => undefined);
     throw err;
   }
-  report.conflicts.push({ relPath: a.relPath, conflictPath: trashPath, outcome: 'the local file was an earlier version of the document with an older time (restored from a backup?): replaced by the latest; to make it the latest, restore it from the trash and touch it' });
-  d.log.warn({ relPath: a.relPath, version: earlier, trash: trashPath }, 'the local file held an earlier version of its document with an older time (restored from a backup?), not an edit: replaced by the latest (the old content is in the trash and in the version history)');
+  report.conflicts.push({ relPath, conflictPath: trashPath, outcome: 'the local file was an earlier version of the document with an older time (restored from a backup?): replaced by the latest; to make it the latest, restore it from the trash and touch it' });
+  d.log.warn({ relPath, version: earlier, trash: trashPath }, 'the local file held an earlier version of its document with an older time (restored from a backup?), not an edit: replaced by the latest (the old content is in the trash and in the version history)');
   return true;
 }
 
@@ -624,11 +663,6 @@ const EARLIER_VERSIONS_READ = 3;
 const EARLIER_VERSION_MAX_BYTES = 64 * 1024 * 1024;
 const RESTORED_VERSIONS_READ = 10;
 const RESTORED_VERSION_MAX_BYTES = 512 * 1024 * 1024;
-
-/** The local file's time is older than the synced file's: put back from a backup, not edited since the sync. */
-function putBackWithOldTime(local: FileStat, base: BaseEntry | undefined): boolean {
-  return base !== undefined && local.mtimeMs < base.mtimeMs;
-}
 
 /** The earlier version of doc (after the base, before the latest) a conflict's local file holds, if any (versionId). */
 async function earlierVersionHeld(d: ExecutorDeps, doc: RemoteDoc, local: LocalFile): Promise<string | null> {

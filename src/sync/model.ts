@@ -33,6 +33,15 @@ export function sameStat(now: FileStat, recorded: FileStat): boolean {
   );
 }
 
+/**
+ * The local file's time is older than the synced file's: put back from a backup with its times (tar -xp, rsync -a,
+ * cp -p), not edited since the sync. Its content may be one of the document's earlier versions, a stale copy and
+ * not an edit (the executor's restoredEarlierVersion looks).
+ */
+export function putBackWithOldTime(local: FileStat, base: FileStat | undefined): boolean {
+  return base !== undefined && local.mtimeMs < base.mtimeMs;
+}
+
 /** The stat fields alone (a LocalFile or a BaseEntry carries more). */
 export function statOf(f: FileStat): FileStat {
   return { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs };
@@ -195,7 +204,14 @@ export type Action =
       key: PathKey;
       doc: RemoteDoc;
       expectLocal: FileStat | null;
-      reason: 'new-remote' | 'remote-modified' | 'restore-local-delete';
+      /**
+       * 'earlier-version-put-back': a download-only pair's local change whose time is older than the synced
+       * file's (putBackWithOldTime): the executor replaces it by the latest only if its content is one of the
+       * document's earlier versions (a stale copy restored from a backup), else leaves it (said as not uploaded).
+       */
+      reason: 'new-remote' | 'remote-modified' | 'restore-local-delete' | 'earlier-version-put-back';
+      /** 'earlier-version-put-back': the scanned hash of the file as expectLocal describes it. */
+      localSha256?: string;
     }
   | {
       kind: 'upload';

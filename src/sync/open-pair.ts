@@ -136,6 +136,7 @@ export async function openPair(
       failuresLogged: new Map(),
       refusedUploads: loadRefusedUploads(store, configDigest(pair, caseInsensitive), Date.now()),
       unreplaceable: new Map(),
+      putBackLookedAt: new Map(),
       unbasedHashes: new Map(),
       cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, walkSoon: false, quiet: false, localParked: false, issues: [] },
     };

@@ -68,6 +68,11 @@ export interface PairRuntime {
   refusedUploads: Map<string, Refusal>;
   /** Downloads that could not put the file in place (immutable file...), held back for a while: unreplaceable.ts. */
   unreplaceable: UnreplaceableDownloads;
+  /**
+   * A download-only pair's files put back with an old time that were none of their document's earlier versions,
+   * by path key (plan-filters.ts withheldAsLookedAt): not looked at again until the file or the document changes.
+   */
+  putBackLookedAt: Map<string, string>;
   /** Hashes of files that have no base row, by key (see rememberUnbasedHashes). */
   unbasedHashes: Map<string, PriorFile>;
   /** Observations of the previous pass, reused by passes that ask for it (see PassOptions). */

@@ -19,7 +19,7 @@ import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { conflictTag } from './reconcile-builder.js';
 import { recoverIntents } from './intents.js';
-import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, wantsUpload, withheldAsRefused, withheldForAmbiguousNames, metadataHold, withheldForIgnoredOccupants, withheldForMetadata, withheldForUnfinishedUploads } from './plan-filters.js';
+import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, putBackLook, wantsUpload, withheldAsLookedAt, withheldAsRefused, withheldForAmbiguousNames, metadataHold, withheldForIgnoredOccupants, withheldForMetadata, withheldForUnfinishedUploads } from './plan-filters.js';
 import { recoverOutbox, type OutboxRecovery } from './upload.js';
 import { settleBuriedChecks } from './buried-edit.js';
 import { loadFollowedFolders, rememberFollowedFolders } from './followed-folders.js';
@@ -324,7 +324,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   const planFor = (c: ReconcileContext) => {
     const planned = withheldForIgnoredOccupants(reconcile(base, local, listing.observation, c), rt.ignore, (rel) => fs.lstatSync(path.join(rt.pair.localPath, rel), { throwIfNoEntry: false }) !== undefined);
     const held = withheldAsUnreplaceable(
-      withheldForUnfinishedUploads(withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(planned, listing.observation), rt.metadata), rt.refusedUploads), heldUploads, rt.caseInsensitive),
+      withheldForUnfinishedUploads(withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(withheldAsLookedAt(planned, rt.putBackLookedAt), listing.observation), rt.metadata), rt.refusedUploads), heldUploads, rt.caseInsensitive),
       rt.unreplaceable,
       now().getTime(),
       trashCanTake(rt),
@@ -422,6 +422,13 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     const refused = rememberRefused(rt, plan, report.execution, now().getTime());
     rememberUnreplaceable(rt.unreplaceable, plan, report.execution.failures, now().getTime(), folderCheckIn(rt.pair.localPath));
     const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx, rt.metadata);
+    const replaced = rememberPutBackLooks(rt, report.execution);
+    if (replaced.size > 0) {
+      // A file put back with an old time that took the latest (an earlier version) is no local change any more.
+      plan = { ...plan, issues: plan.issues.filter((i) => !(i.code === 'local-change-not-uploaded' && replaced.has(i.relPath))) };
+      report.plan = plan;
+      report.issues = plan.issues;
+    }
     if (refused.length > 0 || keptLocal.length > 0) {
       // Said this pass as every later pass says it (withheldAsRefused, planLocalFile): an item not synced, not the
       // pair's error. A download-only pair's conflict copy exited 0 in its pass and 1 in the next (round 11, F5).
@@ -915,6 +922,22 @@ function rememberUnbasedHashes(rt: PairRuntime, obs: LocalObservation, full: boo
     if (byKey?.has(f.key) === true) continue;
     rt.unbasedHashes.set(f.key, { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs, sha256: f.sha256 });
   }
+}
+
+/**
+ * What the executor found of a download-only pair's files put back with an old time (checkPutBack): one that was
+ * none of its document's earlier versions is not looked at again while it and the document stay as they are; one
+ * that was took the latest. Returns the paths of those replaced.
+ */
+function rememberPutBackLooks(rt: PairRuntime, ex: ExecutionReport): Set<string> {
+  const replaced = new Set<string>();
+  for (const look of ex.putBackChecked ?? []) {
+    if (look.replaced) {
+      rt.putBackLookedAt.delete(look.key);
+      replaced.add(look.relPath);
+    } else rt.putBackLookedAt.set(look.key, putBackLook(look.sha256, look.versionId));
+  }
+  return replaced;
 }
 
 /**

@@ -13,7 +13,8 @@ export interface Pending {
  */
 export function pendingOf(r: Pick<PassReport, 'plan' | 'execution'>): Pending {
   const planned: Partial<Record<ActionKind, number>> = { ...r.plan.blocked?.held };
-  for (const group of r.plan.groups) for (const a of group) planned[a.kind] = (planned[a.kind] ?? 0) + 1;
+  // A download-only pair's look at a file put back with an old time is no transfer (done or not, none is left).
+  for (const group of r.plan.groups) for (const a of group) if (!(a.kind === 'download' && a.reason === 'earlier-version-put-back')) planned[a.kind] = (planned[a.kind] ?? 0) + 1;
   const done = r.execution?.done ?? {};
   const left = (k: ActionKind) => Math.max(0, (planned[k] ?? 0) - (done[k] ?? 0));
   // Uploads that turned out to be earlier versions put back from a backup are done too, though not as uploads.

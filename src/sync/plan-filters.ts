@@ -235,6 +235,24 @@ export function withheldAsRefused(plan: Plan, refused: RefusedUploads): Plan {
 }
 
 /**
+ * A download-only pair's look at a file put back with an old time (the executor's checkPutBack) is left out when
+ * the same content was looked at against the same latest version already and was none of its earlier versions:
+ * the answer would be the same, at the cost of a version listing on every poll. The file's issue stays.
+ * `lookedAt`: by path key, putBackLook of what was looked at.
+ */
+export function withheldAsLookedAt(plan: Plan, lookedAt: ReadonlyMap<string, string>): Plan {
+  if (lookedAt.size === 0) return plan;
+  const again = (a: Action) => a.kind === 'download' && a.reason === 'earlier-version-put-back' && lookedAt.get(a.key) === putBackLook(a.localSha256 ?? '', a.doc.versionId);
+  if (!plan.groups.some((g) => g.some(again))) return plan;
+  return { ...plan, groups: plan.groups.map((g) => g.filter((a) => !again(a))).filter((g) => g.length > 0) };
+}
+
+/** What a look at a file put back with an old time depends on: its content and the document's latest version. */
+export function putBackLook(sha256: string, versionId: string): string {
+  return `${sha256}@${versionId}`;
+}
+
+/**
  * Leaves out of the plan every step at the path of an upload an earlier pass left unfinished whose commit could
  * not be settled now (recoverOutbox's held rows: the service answered 5xx, or did not answer): nothing may be
  * planned for a file before its first commit is settled, or a second upload could make a second version. Each is

@@ -13,7 +13,7 @@ import type {
   RemoteDoc,
   RemoteObservation,
 } from './model.js';
-import { notUploadingBecause, statOf } from './model.js';
+import { notUploadingBecause, putBackWithOldTime, statOf } from './model.js';
 import { parentOf } from './path-key.js';
 import { PlanBuilder } from './reconcile-builder.js';
 import { checkGates } from './reconcile-gates.js';
@@ -378,7 +378,8 @@ function pullRemoteChange(s: PassState, b: BaseEntry, file: LocalFile, doc: Remo
 
 function pushLocalChange(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {
   if (s.ctx.direction === 'download') {
-    issue(s, file.relPath, 'local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: the local change is not uploaded`, b.documentId);
+    const check = localChangeKept(s, b, file, doc);
+    if (check.length > 0) commitBase(s, b, check, false);
     return;
   }
   commitBase(s, b, [upload(file, versionOf(doc), 'local-modified', b.documentId)], false);
@@ -427,8 +428,19 @@ function contentStepsAt(s: PassState, b: BaseEntry, at: LocalFile, edited: boole
   if (!edited) return remoteModified ? [download(doc, statOf(at), 'remote-modified')] : [];
   if (remoteModified) return [conflict(at, doc, b, s.ctx, s.out.conflictPathFor(at.relPath))];
   if (s.ctx.direction === 'both') return [upload(at, versionOf(doc), 'local-modified', b.documentId)];
-  issue(s, at.relPath, 'local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: the local change is not uploaded`, b.documentId);
-  return [];
+  return localChangeKept(s, b, at, doc);
+}
+
+/**
+ * A local change this pair does not upload (download-only) is said so. One whose time is older than the synced
+ * file's (put back from a backup with its times) is also checked by the executor against the document's earlier
+ * versions: a stale copy takes the latest, as in a two-way pair, and the issue goes (black-box round 34a, F6: it
+ * stayed stale and "not in sync" until a colleague's next version).
+ */
+function localChangeKept(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): Action[] {
+  issue(s, file.relPath, 'local-change-not-uploaded', `${notUploadingBecause(s.ctx)}: the local change is not uploaded`, b.documentId);
+  if (file.sha256 === null || !putBackWithOldTime(file, b)) return [];
+  return [{ kind: 'download', relPath: doc.relPath, key: doc.key, doc, expectLocal: statOf(file), reason: 'earlier-version-put-back', localSha256: file.sha256 }];
 }
 
 /**

@@ -167,4 +167,62 @@ describe('a file restored from a backup with its old time', () => {
       await p.close();
     }
   });
+
+  it('in a download-only pair: takes the latest at once, in sync, nothing pending (round 34a, F6)', async () => {
+    const p = await openTestPair(emu, 'restored-download', 'direction: download');
+    try {
+      const c = emu.control;
+      const folder = c.createFolder(p.binderId, { name: 'Docs' });
+      const { document } = c.addDocument(p.binderId, folder.id, 'a.txt', 'v1');
+      await runPass(p.rt);
+      for (const v of ['v2', 'v3', 'v4']) c.addVersion(document.id, v);
+      await runPass(p.rt);
+      restoreFromBackup(p, 'v1');
+      const r = await runPass(p.rt);
+      expect(r.execution?.failures).toEqual([]);
+      expect(r.issues).toEqual([]);
+      expect(r.converged).toBe(true);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'a.txt'), 'utf8')).toBe('v4');
+      expect(fs.readFileSync(r.execution!.conflicts[0]!.conflictPath!, 'utf8')).toBe('v1');
+      expect(pendingOf(r)).toEqual({ uploads: 0, downloads: 0 });
+      expect(describeDone(r.execution!)).toBe('1 earlier version put back with an old time, not uploaded');
+      expect(texts(document.id)).toEqual(['v1', 'v2', 'v3', 'v4']);
+      expect((await runPass(p.rt)).converged).toBe(true);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('in a download-only pair, content the document never had: left as it is, said as not uploaded, and looked at once', async () => {
+    const p = await openTestPair(emu, 'restored-download-edit', 'direction: download');
+    try {
+      const c = emu.control;
+      const folder = c.createFolder(p.binderId, { name: 'Docs' });
+      const { document } = c.addDocument(p.binderId, folder.id, 'a.txt', 'v1');
+      c.addVersion(document.id, 'v2');
+      await runPass(p.rt);
+      restoreFromBackup(p, 'a local edit from before');
+      const listed = () => c.counters().versions;
+      const before = listed();
+      const r = await runPass(p.rt);
+      expect(r.execution?.failures).toEqual([]);
+      expect(r.issues.map((i) => [i.relPath, i.code])).toEqual([['Docs/a.txt', 'local-change-not-uploaded']]);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'a.txt'), 'utf8')).toBe('a local edit from before');
+      expect(pendingOf(r)).toEqual({ uploads: 0, downloads: 0 });
+      expect(listed()).toBe(before + 1);
+      // Looked at once: later passes plan no look at the same content against the same version.
+      const again = await runPass(p.rt);
+      expect(again.plan.groups).toEqual([]);
+      expect(again.issues.map((i) => i.code)).toEqual(['local-change-not-uploaded']);
+      expect(listed()).toBe(before + 1);
+      // A colleague's new version: the remote wins in a download-only pair, the local content kept in the trash.
+      c.addVersion(document.id, 'v3');
+      const after = await runPass(p.rt);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'a.txt'), 'utf8')).toBe('v3');
+      expect(after.execution?.failures).toEqual([]);
+      expect(texts(document.id)).toEqual(['v1', 'v2', 'v3']);
+    } finally {
+      await p.close();
+    }
+  });
 });

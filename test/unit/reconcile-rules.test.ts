@@ -56,6 +56,47 @@ describe('adopt', () => {
   });
 });
 
+describe('a local change put back with a time older than the synced file\'s (a backup restored with its times)', () => {
+  function putBack(mtimeMs: number, remoteAt = 'docs/a.txt', remoteVersion = 'v1'): World {
+    const w = world().folder('f2', 'other').dir('other');
+    w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+    w.file('docs/a.txt', 'h0', { mtimeMs });
+    w.doc('d1', remoteAt, remoteVersion, remoteAt === 'docs/a.txt' ? 'f1' : 'f2');
+    return w;
+  }
+  const older = statFor('h1').mtimeMs - 86_400_000;
+  const checkAt = (relPath: string, w: World) => `download ${relPath} d1@v1 expect=${statFor('h0').size}:${older}:${w.local.files.get('docs/a.txt')!.inode}:${statFor('h0').ctimeMs} earlier-version-put-back`;
+
+  it('download-only: said as not uploaded, and looked at (replaced by the latest if it is an earlier version)', () => {
+    const w = putBack(older);
+    const p = plan(w, { direction: 'download' });
+    expect(summarizeGroups(p.groups)).toEqual([[checkAt('docs/a.txt', w)]]);
+    expect(p.groups[0]?.[0]).toMatchObject({ localSha256: 'h0' });
+    expect(codes(p)).toEqual(['local-change-not-uploaded docs/a.txt']);
+  });
+  it('download-only, the document renamed remotely too: moved along, then looked at there', () => {
+    const w = putBack(older, 'other/b.txt');
+    const p = plan(w, { direction: 'download' });
+    const [move, check] = p.groups[0] ?? [];
+    expect(move?.kind).toBe('move-local');
+    expect(check).toMatchObject({ kind: 'download', relPath: 'other/b.txt', reason: 'earlier-version-put-back', localSha256: 'h0' });
+    expect(codes(p)).toEqual(['local-change-not-uploaded other/b.txt']);
+  });
+  it('download-only, a time newer than the synced file\'s: an edit, said as not uploaded, not looked at', () => {
+    const p = plan(putBack(statFor('h1').mtimeMs + 1), { direction: 'download' });
+    expect(p.groups).toEqual([]);
+    expect(codes(p)).toEqual(['local-change-not-uploaded docs/a.txt']);
+  });
+  it('download-only, content the scan did not read: not looked at (the executor compares hashes)', () => {
+    const w = putBack(older);
+    w.local.files.get('docs/a.txt')!.sha256 = null;
+    expect(plan(w, { direction: 'download' }).groups).toEqual([]);
+  });
+  it('two-way: uploaded (the executor looks at its old time before it sends it)', () => {
+    expect(summarizeGroups(plan(putBack(older)).groups)).toEqual([['upload docs/a.txt -> d1:f1/a.txt local-modified replaces=d1']]);
+  });
+});
+
 describe('safety gates', () => {
   function manySynced(n: number): World {
     const w = new World().folder('f1', 'docs');

@@ -272,7 +272,12 @@ export class SimWorld {
   private execute(a: Action): SettledMove | undefined {
     switch (a.kind) {
       case 'download': {
-        this.expectLocal(a.relPath, a.expectLocal);
+        const at = this.expectLocal(a.relPath, a.expectLocal);
+        if (a.reason === 'earlier-version-put-back') {
+          // The executor's look (checkPutBack): the latest replaces the file only when it holds an earlier version.
+          const versions = this.docs.get(a.doc.documentId)?.versions ?? [];
+          if (at === undefined || !versions.slice(0, -1).some((v) => v.content === at.content)) return;
+        }
         this.writeLocal(a.relPath, this.versionContent(a.doc.documentId, a.doc.versionId));
         this.setBase(a.doc.documentId, a.relPath);
         return;

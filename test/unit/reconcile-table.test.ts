@@ -9,7 +9,8 @@ type L = 'unchanged' | 'modified' | 'deleted' | 'unknown';
 type R = 'unchanged' | 'modified' | 'moved' | 'moved-modified' | 'deleted' | 'unknown';
 
 const U = statFor('h1'); // stat of the unchanged local file (= base)
-const M = { size: 9, mtimeMs: 5_000, inode: 77, ctimeMs: 5_001 }; // stat of the modified local file
+// stat of the modified local file: an edit made after the sync (its time newer than the synced one's)
+const M = { size: 9, mtimeMs: 5_000_000, inode: 77, ctimeMs: 5_000_001 };
 const sU = `${U.size}:${U.mtimeMs}:${U.inode}:${U.ctimeMs}`;
 const sM = `${M.size}:${M.mtimeMs}:${M.inode}:${M.ctimeMs}`;
 
