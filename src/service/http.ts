@@ -9,6 +9,7 @@ import { Agent, request as undiciRequest } from './undici-core.js';
 import PQueue from 'p-queue';
 import type { z } from 'zod';
 import type { Logger } from '../log.js';
+import { ApiPause } from './api-pause.js';
 import { backoffDelay, parseRetryAfter, sleep } from './retry.js';
 import { oneLineMessage } from '../errors.js';
 import { ByteBudget } from './byte-throttle.js';
@@ -83,6 +84,8 @@ export class HttpCore {
   uploadBudget: ByteBudget | null;
   downloadBudget: ByteBudget | null;
   readonly tokens: TokenProvider;
+  /** A Retry-After the service answered holds every API call until then (api-pause.ts). */
+  private readonly apiPause: ApiPause;
   readonly log: Logger;
   /** Fires when the owner's signal fires or close() is called; every request listens to it. */
   readonly signal: AbortSignal;
@@ -108,6 +111,7 @@ export class HttpCore {
     this.uploadBudget = up === null ? null : new ByteBudget(up);
     this.downloadBudget = down === null ? null : new ByteBudget(down);
     this.tokens = new TokenProvider(() => this.fetchToken());
+    this.apiPause = new ApiPause(this.settings.retry.maxDelayMs, this.log);
   }
 
   /**
@@ -206,6 +210,9 @@ export class HttpCore {
         const holder = await this.apiQueue
           .add(
             async () => {
+              await this.apiPause.wait(signal).catch(() => {
+                throw abortedError(request);
+              });
               // The token is taken when the call leaves the rate queue, not when it joins it: a call may wait
               // there longer than a short-lived token lives (spec 5.4: tokens expire after expires_in).
               const token = await this.tokens.get(signal);
@@ -227,6 +234,7 @@ export class HttpCore {
         const { token } = holder;
         const res = holder.res as RawResponse;
         holder.res = undefined;
+        if (res.status === 429 || res.status === 503) this.apiPause.hold(request, parseRetryAfter(res.headers['retry-after']));
         // A 401 means the token died early (revoked, server restarted, clock skew): refresh once, then give up.
         if (res.status === 401 && !authRetried) {
           authRetried = true;

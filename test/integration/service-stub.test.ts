@@ -182,6 +182,35 @@ describe('retries', () => {
     expect(elapsed).toBeLessThan(3000);
   });
 
+  it('a Retry-After holds every API call until then, also after the call that got it was given up (black-box round 32b, F4)', async () => {
+    const arrived: number[] = [];
+    const s = await stub((r) => {
+      if (!r.path.startsWith('/api/v1/documents/drives/')) return undef;
+      arrived.push(performance.now());
+      return arrived.length === 1 ? { status: 429, headers: { 'retry-after': '1' }, body: { title: 'Too Many Requests' } } : { status: 200, body: [] };
+    });
+    const c = client(s.origin, { retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5000 } });
+    const gaveUp = new AbortController();
+    const first = c.listTopFolders('b1', gaveUp.signal).catch((e: unknown) => e);
+    while (arrived.length === 0) await new Promise((res) => setTimeout(res, 5));
+    await new Promise((res) => setTimeout(res, 50)); // the 429 is read, its own retry waits
+    gaveUp.abort();
+    expect(await first).toMatchObject({ code: 'ABORTED' });
+    expect(await c.listTopFolders('b1')).toEqual([]);
+    expect(arrived).toHaveLength(2);
+    expect(arrived[1]! - arrived[0]!).toBeGreaterThanOrEqual(950);
+  });
+
+  it('a Retry-After beyond maxDelayMs holds the other calls no longer than the cap', async () => {
+    let n = 0;
+    const s = await stub((r) => (r.path.startsWith('/api/v1/documents/drives/') ? (n++ === 0 ? { status: 503, headers: { 'retry-after': '3600' }, body: '' } : { status: 200, body: [] }) : undef));
+    const c = client(s.origin, { retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 200 } });
+    const t0 = performance.now();
+    await Promise.all([c.listTopFolders('b1'), new Promise((res) => setTimeout(res, 30)).then(() => c.listTopFolders('b1'))]);
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(n).toBe(3);
+  });
+
   it('a response idle past requestTimeoutMs is retried', async () => {
     let n = 0;
     const s = await stub(async (r) => {
