@@ -59,6 +59,7 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
   const { caseInsensitive } = opts;
   const files = new Map<PathKey, LocalFile>();
   const dirs = new Map<PathKey, string>();
+  const dirInodes = new Map<PathKey, number>();
   const problems: LocalProblem[] = [];
   const toHash: Array<{ relPath: string; key: PathKey; stat: FileStat }> = [];
 
@@ -90,6 +91,7 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
       try {
         stack.push({ rel: sub, entries: fs.readdirSync(path.join(opts.root, sub), { withFileTypes: true }) });
         dirs.set(key, sub);
+        dirInodes.set(key, st.ino);
         rootKeys.set(key, sub);
       } catch (err) {
         const code = errnoOf(err);
@@ -102,7 +104,10 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
   const hash = full ? createHash('sha256') : null;
   const lazyFrom = opts.lazyHashFromBytes;
   const walker = new TreeWalker(opts, {
-    dir: (relPath, key) => dirs.set(key, relPath),
+    dir: (relPath, key, inode) => {
+      dirs.set(key, relPath);
+      dirInodes.set(key, inode);
+    },
     problem,
     file: (relPath, key, stat) => {
       const before = opts.prior(key);
@@ -121,7 +126,7 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
 
   await hashAll(toHash, opts, files, problem);
   // The tree digest (tree-digest.ts) comes with a whole scan that met nothing it could not vouch for.
-  return hash !== null && !walker.daemonFiles && problems.length === 0 ? { files, dirs, problems, digest: hash.digest('base64') } : { files, dirs, problems };
+  return hash !== null && !walker.daemonFiles && problems.length === 0 ? { files, dirs, dirInodes, problems, digest: hash.digest('base64') } : { files, dirs, dirInodes, problems };
 }
 
 /** Hashes the queued files, `hashConcurrency` at a time, checking that each stayed still while read. */
@@ -191,6 +196,9 @@ export function mergeScan(previous: LocalObservation, partial: LocalObservation,
   const dirs = new Map<PathKey, string>();
   for (const [k, d] of previous.dirs) if (!inside(d)) dirs.set(k, d);
   for (const [k, d] of partial.dirs) dirs.set(k, d);
+  const dirInodes = new Map<PathKey, number>();
+  for (const [k, ino] of previous.dirInodes ?? []) if (dirs.has(k) && !partial.dirs.has(k)) dirInodes.set(k, ino);
+  for (const [k, ino] of partial.dirInodes ?? []) dirInodes.set(k, ino);
   const problems = previous.problems.filter((p) => !inside(p.relPath)).concat(partial.problems);
-  return { files, dirs, problems };
+  return { files, dirs, dirInodes, problems };
 }

@@ -56,7 +56,8 @@ export interface WalkFrame {
 }
 
 export interface WalkVisitor {
-  dir(relPath: string, key: PathKey): void;
+  /** `inode`: the directory's, from the lstat the walk made anyway (what a directory move checks it still moves). */
+  dir(relPath: string, key: PathKey, inode: number): void;
   file(relPath: string, key: PathKey, stat: FileStat): void;
   problem(relPath: string, key: PathKey, reason: LocalProblem['reason'], detail: string): void;
 }
@@ -180,7 +181,7 @@ export class TreeWalker {
           this.visit.problem(relPath, key, UNREADABLE.has(code ?? '') ? 'unreadable' : 'changing', `cannot list: ${code}`);
           continue;
         }
-        this.visit.dir(relPath, key);
+        this.visit.dir(relPath, key, st.ino);
         names += `d${ent.name}\0`;
         children.push({ rel: relPath, entries: sub });
       } else if (st.isFile()) {

@@ -72,6 +72,11 @@ export interface LocalObservation {
   files: Map<PathKey, LocalFile>;
   /** Directories (not the root itself), key -> relPath. */
   dirs: Map<PathKey, string>;
+  /**
+   * The inode of each directory in `dirs`, where the scan knows it: a directory move (move-dir-local) is planned
+   * only for a directory whose inode is known, and the executor moves it only while it is still that directory.
+   */
+  dirInodes?: Map<PathKey, number>;
   /** Paths whose state is unknown this pass: never treated as deleted. */
   problems: LocalProblem[];
   /**

@@ -23,6 +23,8 @@ const scan = (subtrees?: string[]) =>
 const plain = (o: LocalObservation) => ({
   files: [...o.files.values()].map((f) => `${f.relPath}:${f.sha256}`).sort(),
   dirs: [...o.dirs.values()].sort(),
+  // With each one's inode: a merged observation must not keep the inode of a directory that was replaced.
+  dirInodes: [...o.dirs.keys()].map((k) => `${k}:${o.dirInodes?.get(k) ?? 'none'}`).sort(),
   problems: o.problems.map((p) => `${p.relPath}:${p.reason}`).sort(),
 });
 
@@ -36,6 +38,8 @@ describe('partial scans', () => {
     write('A/Sub/a2.txt', '2 changed');
     write('A/new.txt', 'new');
     fs.rmSync(path.join(root, 'C/Deep'), { recursive: true });
+    fs.rmSync(path.join(root, 'A/Sub'), { recursive: true });
+    write('A/Sub/a2.txt', '2 again');
     fs.rmSync(path.join(root, 'B/b1.txt'));
     const dirs = coveringSubtrees(['A/Sub', 'A', 'C', 'B']);
     expect(dirs).toEqual(['A', 'B', 'C']);

@@ -49,6 +49,16 @@ afterEach(() => {
 });
 
 describe('scanLocal', () => {
+  it('gives the inode of every directory it walked (what a directory move checks before it moves one)', async () => {
+    write('Docs/Sub/a.txt', 'a');
+    write('Other/b.txt', 'b');
+    const { obs } = await scan();
+    for (const rel of ['Docs', 'Docs/Sub', 'Other']) expect(obs.dirInodes?.get(rel)).toBe(fs.lstatSync(path.join(root, rel)).ino);
+    expect([...(obs.dirInodes?.keys() ?? [])].sort()).toEqual([...obs.dirs.keys()].sort());
+    const { obs: partial } = await scan({ subtrees: ['Docs'] });
+    expect(partial.dirInodes?.get('Docs')).toBe(fs.lstatSync(path.join(root, 'Docs')).ino);
+  });
+
   it('walks a nested tree: files with stat and SHA-256, directories, ignored entries left out', async () => {
     write('Reports/2026/q1.txt', 'first quarter');
     write('Reports/summary.md', '# summary');
