@@ -12,6 +12,7 @@ export type FailpointName =
   | 'conflict-after-move'
   | 'move-after-rename'
   | 'move-after-link'
+  | 'move-dir-after-rename'
   | 'trash-after-move';
 
 export function failpoint(name: FailpointName): void {

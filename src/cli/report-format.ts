@@ -15,6 +15,8 @@ export function describeAction(a: Action): string {
       return `upload       ${a.relPath}  (${a.reason}${a.target.documentId ? '' : ', new document'}${a.thenMoveTo ? `, then moved to ${a.thenMoveTo.relPath} with its remote folder` : ''})`;
     case 'move-local':
       return `move         ${a.from} -> ${a.to}  (moved remotely)`;
+    case 'move-dir-local':
+      return `move folder  ${a.from}/ -> ${a.to}/  (moved remotely, with ${a.files.length} synced ${a.files.length === 1 ? 'file' : 'files'})`;
     case 'trash-local':
       return `trash        ${a.relPath}  (${a.reason})`;
     case 'conflict':

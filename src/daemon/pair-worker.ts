@@ -62,6 +62,7 @@ function writtenPaths(a: Action): string[] {
   if ('to' in a) out.push(a.to);
   if (a.kind === 'upload' && a.thenMoveTo !== undefined) out.push(a.thenMoveTo.relPath); // moved there next (executor followUpOf)
   if (a.kind === 'mkdir-local') out.push(`${a.relPath}/.`);
+  if (a.kind === 'move-dir-local') out.push(`${a.to}/.`); // the directory made and moved in: its own events too
   return out;
 }
 

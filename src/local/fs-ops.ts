@@ -617,6 +617,69 @@ export async function moveFile(fromAbs: string, toAbs: string, expect: FileStat)
   });
 }
 
+/**
+ * Renames directory fromAbs to toAbs, a path where nothing may be, never over anything, and only while fromAbs is
+ * still the directory of inode `expectInode` (what the plan saw). Everything under it moves in one rename: a
+ * program writing in it meanwhile keeps writing to the same file, now at its new path, and every file keeps its
+ * inode and ctime. The steps, each for a reason:
+ * - toAbs is made first, exclusively, in its existing parent (not `-p`: a missing parent is a changed tree): one
+ *   that exists is LOCAL_TARGET_EXISTS with nothing done. A rename onto a path that does not exist would not do:
+ *   rename(2) has no no-clobber flag for directories in Node, and replaces an empty directory made meanwhile.
+ * - it must resolve inside `root` (its parent may have become a symbolic link since the plan), and fromAbs must
+ *   still be that directory, not a symbolic link or another directory put in its place (LOCAL_CHANGED).
+ * - rename(2) then replaces only our own empty directory, atomically; ENOTEMPTY or EEXIST means something was
+ *   written into it meanwhile: LOCAL_TARGET_EXISTS, the directory made is removed if it is still empty, and the
+ *   source has not moved.
+ * - both parents are fsynced, as a file move does.
+ */
+export async function moveDir(fromAbs: string, toAbs: string, expectInode: number, root: string): Promise<void> {
+  return guard('move folder', fromAbs, async () => {
+    const targetExists = (): BinderSyncError =>
+      new BinderSyncError(`Cannot move the folder to ${toAbs}: something is already there`, {
+        code: 'LOCAL_TARGET_EXISTS',
+        retryable: true,
+        context: { from: fromAbs, to: toAbs },
+        hint: 'the next pass re-scans both paths and plans again',
+      });
+    try {
+      await fsp.mkdir(toAbs);
+    } catch (err) {
+      if (errnoOf(err) === 'EEXIST') throw targetExists();
+      if (errnoOf(err) === 'ENOENT' || errnoOf(err) === 'ENOTDIR') throw localChanged(toAbs, 'its parent folder is gone');
+      throw err;
+    }
+    const made = fs.lstatSync(toAbs).ino;
+    let renamed = false;
+    try {
+      if (!isInside(fs.realpathSync.native(root), fs.realpathSync.native(toAbs))) {
+        throw new BinderSyncError(`Refusing to move a folder to ${toAbs}: it leads outside the sync root through a symbolic link`, {
+          code: 'PATH_ESCAPE',
+          retryable: false,
+          context: { root, to: toAbs },
+          hint: 'a folder above the target was replaced by a symbolic link; nothing was moved',
+        });
+      }
+      const cur = await lstatOrNull(fromAbs);
+      if (cur === null || !cur.isDirectory() || cur.ino !== expectInode) {
+        throw localChanged(fromAbs, cur === null ? 'it was removed' : 'another folder or file is there now');
+      }
+      if ((await lstatOrNull(toAbs))?.ino !== made) throw targetExists(); // ours was replaced meanwhile
+      try {
+        await fsp.rename(fromAbs, toAbs);
+        renamed = true;
+      } catch (err) {
+        if (errnoOf(err) === 'ENOTEMPTY' || errnoOf(err) === 'EEXIST') throw targetExists();
+        throw err;
+      }
+    } finally {
+      // Refused: the directory made for the move goes, while it is still ours and empty (rmdir removes no content).
+      if (!renamed && fs.lstatSync(toAbs, { throwIfNoEntry: false })?.ino === made) await removeDirIfEmpty(toAbs).catch(() => false);
+    }
+    await fsyncDir(path.dirname(toAbs));
+    if (path.dirname(toAbs) !== path.dirname(fromAbs)) await fsyncDir(path.dirname(fromAbs));
+  });
+}
+
 /** mkdir -p. */
 export async function ensureDir(absDir: string): Promise<void> {
   await guard('mkdir', absDir, () => fsp.mkdir(absDir, { recursive: true }).then(() => undefined));

@@ -5,7 +5,7 @@ import { setMaxListeners } from 'node:events';
 import fs from 'node:fs/promises';
 import PQueue from 'p-queue';
 import { BinderSyncError, describeError, isRetryable } from '../errors.js';
-import { commitTempFile, ensureDir, localChanged, lstatOrNull, moveFile, replaceFile, resolveInside, toFileStat } from '../local/fs-ops.js';
+import { commitTempFile, ensureDir, localChanged, lstatOrNull, moveDir, moveFile, replaceFile, resolveInside, toFileStat } from '../local/fs-ops.js';
 import { hashFile } from '../local/hash.js';
 import { failpoint } from '../failpoints.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
@@ -14,7 +14,7 @@ import { expectingMovedFile, type SettledMove } from './after-move.js';
 import { settleBuriedChecks } from './buried-edit.js';
 import { downloadToTemp, type DownloadedTemp } from './download.js';
 import { FolderRecheck } from './name-recheck.js';
-import { recordDownloadIntent, recordMoveIntent, recordPlainMoveIntent } from './intents.js';
+import { recordDirMoveIntent, recordDownloadIntent, recordMoveIntent, recordPlainMoveIntent } from './intents.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { putBackWithOldTime, sameStat, statOf, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
@@ -74,12 +74,14 @@ export interface ExecutionReport {
    * earlier version: it took the latest), or not (a local change, left as it is). See checkPutBack.
    */
   putBackChecked?: Array<{ relPath: string; key: string; sha256: string; versionId: string; replaced: boolean }>;
+  /** Synced files that directory moves (counted in done['move-dir-local']) took along with their directories. */
+  dirMoveFiles?: number;
   /** Downloads (counted in done.download) that put back files deleted or renamed locally; the first one's path. */
   restored?: { count: number; first: string };
 }
 
 /** What a pass did, for one line: "2 download, 1 upload"; conflicts found identical on both sides said so. */
-export function describeDone(ex: Pick<ExecutionReport, 'done' | 'identical' | 'staleReplaced' | 'staleKept' | 'restoredStale'>): string {
+export function describeDone(ex: Pick<ExecutionReport, 'done' | 'identical' | 'staleReplaced' | 'staleKept' | 'restoredStale' | 'dirMoveFiles'>): string {
   const restored = ex.restoredStale ?? 0;
   const said = describeDoneSteps(ex);
   if (restored === 0) return said;
@@ -87,7 +89,7 @@ export function describeDone(ex: Pick<ExecutionReport, 'done' | 'identical' | 's
   return said === '' ? what : `${said}, ${what}`;
 }
 
-function describeDoneSteps(ex: Pick<ExecutionReport, 'done' | 'identical' | 'staleReplaced' | 'staleKept'>): string {
+function describeDoneSteps(ex: Pick<ExecutionReport, 'done' | 'identical' | 'staleReplaced' | 'staleKept' | 'dirMoveFiles'>): string {
   const versions = (n: number) => `earlier ${n === 1 ? 'version' : 'versions'}`;
   // Conflicts that turned out to be something else, and how each is said.
   const settled: Array<[number, string]> = [
@@ -98,6 +100,8 @@ function describeDoneSteps(ex: Pick<ExecutionReport, 'done' | 'identical' | 'sta
   const notConflicts = settled.reduce((sum, [n]) => sum + n, 0);
   return Object.entries(ex.done)
     .flatMap(([kind, n]) => {
+      // A folder moved whole says how many synced files went with it: "1 move-dir-local (50 files)".
+      if (kind === 'move-dir-local') return [`${n} ${kind} (${ex.dirMoveFiles ?? 0} ${ex.dirMoveFiles === 1 ? 'file' : 'files'})`];
       if (kind !== 'conflict' || notConflicts === 0) return [`${n} ${kind}`];
       const real = (n ?? 0) - notConflicts;
       return [...(real > 0 ? [`${real} conflict`] : []), ...settled.filter(([m]) => m > 0).map(([m, said]) => `${m} ${said}`)];
@@ -123,6 +127,7 @@ export function mergeExecutions(a: ExecutionReport, b: ExecutionReport): Executi
     ...(a.staleKept || b.staleKept ? { staleKept: (a.staleKept ?? 0) + (b.staleKept ?? 0) } : {}),
     ...(a.restoredStale || b.restoredStale ? { restoredStale: (a.restoredStale ?? 0) + (b.restoredStale ?? 0) } : {}),
     ...(a.putBackChecked || b.putBackChecked ? { putBackChecked: [...(a.putBackChecked ?? []), ...(b.putBackChecked ?? [])] } : {}),
+    ...(a.dirMoveFiles || b.dirMoveFiles ? { dirMoveFiles: (a.dirMoveFiles ?? 0) + (b.dirMoveFiles ?? 0) } : {}),
     ...(a.restored || b.restored ? { restored: { count: (a.restored?.count ?? 0) + (b.restored?.count ?? 0), first: (a.restored ?? b.restored)!.first } } : {}),
   };
 }
@@ -152,50 +157,55 @@ export async function executePlan(plan: Plan, d: ExecutorDeps): Promise<Executio
   setMaxListeners(0, run.signal!);
   let leftAtWindDown = 0;
   const said = { postponed: 0 };
-  for (const group of plan.groups) {
-    void queue.add(async () => {
-      // Winding down: a group not started yet waits for the next run; one under way goes on to its end.
-      if (d.windDown?.aborted === true && !run.signal?.aborted && report.stoppedBy === null) {
-        if (leftAtWindDown++ === 0) d.log.info('winding down: no new step starts; the steps under way finish, and the next run takes up the rest');
+  const runGroup = async (group: readonly Action[]): Promise<void> => {
+    // Winding down: a group not started yet waits for the next run; one under way goes on to its end.
+    if (d.windDown?.aborted === true && !run.signal?.aborted && report.stoppedBy === null) {
+      if (leftAtWindDown++ === 0) d.log.info('winding down: no new step starts; the steps under way finish, and the next run takes up the rest');
+      return;
+    }
+    const steps = [...group];
+    // Steps the plan did not list, added as the group runs (see followUpOf): not reported to the progress
+    // callbacks, which count the plan's steps.
+    const added = new Set<Action>();
+    for (let i = 0; i < steps.length; i++) {
+      const action = steps[i]!;
+      if (run.signal?.aborted || report.stoppedBy !== null) return;
+      try {
+        const out = await runAction(action, run, report);
+        if (out?.moved !== undefined) for (let j = i + 1; j < steps.length; j++) steps[j] = expectingMovedFile(steps[j]!, out.moved);
+        if (out?.then !== undefined) {
+          steps.splice(i + 1, 0, out.then);
+          added.add(out.then);
+        }
+        if (out?.notDone !== true) report.done[action.kind] = (report.done[action.kind] ?? 0) + 1;
+        serviceFailuresInARow = 0;
+      } catch (thrown) {
+        const err = stateDbWriteError(thrown);
+        const failure = failureOf(action, err);
+        report.failures.push(failure);
+        if (!added.has(action)) notifyDone(d, action, false);
+        // An action cut short by the stop below is not news: the stop's own line says it.
+        if (postponedBecause(err) !== null) failure.postponed = true;
+        if (!stop.signal.aborted && logFailure(d, action, err, said) === 'repeat') failure.repeated = true;
+        if (isServiceWide(err) && ++serviceFailuresInARow >= budget && report.stoppedBy === null) {
+          report.stoppedBy = err;
+          queue.clear();
+          stop.abort();
+          d.log.warn({ failures: serviceFailuresInARow }, 'the service keeps failing: stopping this pass early; the rest is retried later');
+        }
+        return; // later steps of this group depended on this one
+      }
+      d.failuresLogged?.delete(relPathOf(action));
+      if (!added.has(action)) notifyDone(d, action, true);
+      if (action.kind === 'move-dir-local') {
+        // The steps after a directory move are one item each at its new path (model.ts): now that the directory
+        // is there, they run apart, in parallel and each failing alone, as the per-file groups they stand for.
+        for (const next of steps.slice(i + 1)) void queue.add(() => runGroup([next]));
         return;
       }
-      const steps = [...group];
-      // Steps the plan did not list, added as the group runs (see followUpOf): not reported to the progress
-      // callbacks, which count the plan's steps.
-      const added = new Set<Action>();
-      for (let i = 0; i < steps.length; i++) {
-        const action = steps[i]!;
-        if (run.signal?.aborted || report.stoppedBy !== null) return;
-        try {
-          const out = await runAction(action, run, report);
-          if (out?.moved !== undefined) for (let j = i + 1; j < steps.length; j++) steps[j] = expectingMovedFile(steps[j]!, out.moved);
-          if (out?.then !== undefined) {
-            steps.splice(i + 1, 0, out.then);
-            added.add(out.then);
-          }
-          if (out?.notDone !== true) report.done[action.kind] = (report.done[action.kind] ?? 0) + 1;
-          serviceFailuresInARow = 0;
-        } catch (thrown) {
-          const err = stateDbWriteError(thrown);
-          const failure = failureOf(action, err);
-          report.failures.push(failure);
-          if (!added.has(action)) notifyDone(d, action, false);
-          // An action cut short by the stop below is not news: the stop's own line says it.
-          if (postponedBecause(err) !== null) failure.postponed = true;
-          if (!stop.signal.aborted && logFailure(d, action, err, said) === 'repeat') failure.repeated = true;
-          if (isServiceWide(err) && ++serviceFailuresInARow >= budget && report.stoppedBy === null) {
-            report.stoppedBy = err;
-            queue.clear();
-            stop.abort();
-            d.log.warn({ failures: serviceFailuresInARow }, 'the service keeps failing: stopping this pass early; the rest is retried later');
-          }
-          return; // later steps of this group depended on this one
-        }
-        d.failuresLogged?.delete(relPathOf(action));
-        if (!added.has(action)) notifyDone(d, action, true);
-      }
-    });
-  }
+    }
+  };
+  for (const group of plan.groups) void queue.add(() => runGroup(group));
   await queue.onIdle();
   if (said.postponed > POSTPONED_SAID_EACH) {
     d.log.info({ postponed: said.postponed }, `${said.postponed} steps postponed in all, the files changed while they were synced (the first ${POSTPONED_SAID_EACH} are named above, the rest at debug); the next pass takes them up`);
@@ -386,7 +396,50 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
     case 'mkdir-local':
       await ensureDir(resolveInside(d.root, a.relPath));
       return;
+    case 'move-dir-local':
+      await moveDirLocal(a, d, report);
+      return;
   }
+}
+
+/**
+ * A directory whose remote folder was renamed or moved, moved whole (fs-ops.ts moveDir: never over anything,
+ * only the directory the plan saw), then every synced file under it recorded at its new path in one transaction.
+ * The rows go as a move-local's do: path, key and remote name; an unchanged file's row takes the stat the scan saw,
+ * which the rename keeps (a directory's rename changes neither its files' inodes nor their ctimes), while a file
+ * edited locally keeps its old stat and hash, so that the edit is still seen if its upload planned after the move
+ * does not happen. A crash between the rename and the transaction leaves the intent, which the next start
+ * finishes (intents.ts); without it, the next pass would still find each file at its document's new path with
+ * its base row's inode and adopt it there (reconcile's "renamed alike" rule): nothing sent, nothing fetched.
+ */
+async function moveDirLocal(a: Extract<Action, { kind: 'move-dir-local' }>, d: ExecutorDeps, report: ExecutionReport): Promise<void> {
+  const fromAbs = resolveInside(d.root, a.from);
+  const toAbs = resolveInside(d.root, a.to);
+  const rows: BaseEntry[] = [];
+  for (const f of a.files) {
+    const old = d.store.getBase(f.documentId);
+    if (old === undefined) continue;
+    const stat = old.sha256 === f.sha256 ? f.expectLocal : {};
+    rows.push({ ...old, ...stat, relPath: f.to, key: f.toKey, folderId: f.folderId, fileName: f.fileName });
+  }
+  const intent = recordDirMoveIntent(d.store, { fromDir: a.from, fromKey: a.fromKey, toDir: a.to, toKey: a.toKey, inode: a.inode, documentIds: rows.map((r) => r.documentId) });
+  try {
+    await moveDir(fromAbs, toAbs, a.inode, d.root);
+  } catch (err) {
+    d.store.deleteIntent(intent);
+    throw err;
+  }
+  failpoint('move-dir-after-rename');
+  // Its parent may be left empty (the folder moved out of one that is gone remotely); a file a program saves in it
+  // anew later (mkdir -p) goes where the folder went (followed-folders.ts), as after per-file moves.
+  report.vacatedDirs.add(parentOf(a.from));
+  report.followedDirs.set(a.from, a.folderId);
+  d.store.transaction(() => {
+    for (const row of rows) d.store.putBase(row);
+    d.store.deleteIntent(intent);
+  });
+  report.dirMoveFiles = (report.dirMoveFiles ?? 0) + a.files.length;
+  d.log.info({ from: a.from, to: a.to, files: a.files.length }, 'moved a folder with its files (renamed or moved remotely)');
 }
 
 async function download(a: Extract<Action, { kind: 'download' }>, d: ExecutorDeps, report: ExecutionReport): Promise<void> {
@@ -758,6 +811,7 @@ function isServiceWide(err: unknown): boolean {
 function relPathOf(a: Action): string {
   switch (a.kind) {
     case 'move-local':
+    case 'move-dir-local':
       return a.from;
     case 'adopt':
       return a.base.relPath;

@@ -36,7 +36,20 @@ const MoveIntentSchema = z.object({ from: z.string(), inode: z.number(), base: B
  * copy). Stored as a 'move' too (the intents table takes only the two kinds); told apart by having no base.
  */
 const PlainMoveIntentSchema = z.object({ from: z.string(), to: z.string(), inode: z.number() });
-const AnyMoveIntentSchema = z.union([MoveIntentSchema, PlainMoveIntentSchema]);
+/**
+ * A directory about to be renamed from `fromDir` to `toDir` (a move-dir-local; inode = the directory's), with the
+ * documents whose base rows under `fromKey` then go under `toKey` (the same sub-path: a folder's rename changes
+ * neither its documents' folders nor their names). Stored as a 'move' too.
+ */
+const DirMoveIntentSchema = z.object({
+  fromDir: z.string(),
+  fromKey: z.string(),
+  toDir: z.string(),
+  toKey: z.string(),
+  inode: z.number(),
+  documentIds: z.array(z.string()),
+});
+const AnyMoveIntentSchema = z.union([DirMoveIntentSchema, MoveIntentSchema, PlainMoveIntentSchema]);
 
 /**
  * Records a download intent; resolves once it is committed, so the caller may then touch the file. Group
@@ -56,6 +69,11 @@ export function recordPlainMoveIntent(store: StateStore, from: string, to: strin
   return store.addIntent('move', { from, to, inode } satisfies z.infer<typeof PlainMoveIntentSchema>);
 }
 
+/** See DirMoveIntentSchema: recorded before the rename, dropped in the transaction that moves the rows. */
+export function recordDirMoveIntent(store: StateStore, move: z.infer<typeof DirMoveIntentSchema>): number {
+  return store.addIntent('move', move);
+}
+
 /**
  * Finishes what a crash interrupted. A download counts as done when the file at its path holds exactly the
  * downloaded content (hashed: only after a crash, only these files); then its base row is written with the
@@ -70,7 +88,7 @@ export async function recoverIntents(store: StateStore, root: string, log: Logge
       if (intent.kind === 'download') finished += (await recoverDownload(store, root, DownloadIntentSchema.parse(intent.payload).base)) ? 1 : 0;
       else {
         const move = AnyMoveIntentSchema.parse(intent.payload);
-        finished += ('base' in move ? recoverMove(store, root, move) : recoverPlainMove(root, move)) ? 1 : 0;
+        finished += ('documentIds' in move ? recoverDirMove(store, root, move) : 'base' in move ? recoverMove(store, root, move) : recoverPlainMove(root, move)) ? 1 : 0;
       }
     } catch (err) {
       log.warn({ err, kind: intent.kind }, 'could not finish an interrupted step; the next pass looks at the files as they are');
@@ -103,6 +121,31 @@ function recoverMove(store: StateStore, root: string, m: z.infer<typeof MoveInte
     const current = store.getBaseByKey(m.base.key);
     if (current && current.documentId !== m.base.documentId) return; // the path was claimed since: leave it
     store.putBase(m.base);
+  });
+  return true;
+}
+
+/**
+ * A directory move is done when the directory (same inode) is at its new path and no longer at the old one: the
+ * rows of its documents then go to the same sub-paths under the new path, in one transaction, each keeping its
+ * stat (a file whose row had another stat is hashed again by the next scan, as any). A row no longer under the old
+ * path, or whose new key another document holds now, is left as it is. Not moved: nothing to do, the next pass
+ * plans again.
+ */
+function recoverDirMove(store: StateStore, root: string, m: z.infer<typeof DirMoveIntentSchema>): boolean {
+  const to = lstatOrNull(resolveInside(root, m.toDir));
+  const from = lstatOrNull(resolveInside(root, m.fromDir));
+  if (to === null || !to.isDirectory() || to.ino !== m.inode || (from !== null && from.ino === m.inode)) return false;
+  const under = (key: string, dir: string) => key.startsWith(`${dir}/`);
+  store.transaction(() => {
+    for (const id of m.documentIds) {
+      const row = store.getBase(id);
+      if (row === undefined || !under(row.key, m.fromKey) || !row.relPath.startsWith(`${m.fromDir}/`)) continue;
+      const next = { ...row, relPath: m.toDir + row.relPath.slice(m.fromDir.length), key: m.toKey + row.key.slice(m.fromKey.length) };
+      const holder = store.getBaseByKey(next.key);
+      if (holder !== undefined && holder.documentId !== id) continue; // the path was claimed since: leave it
+      store.putBase(next);
+    }
   });
   return true;
 }

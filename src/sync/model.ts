@@ -198,6 +198,21 @@ export interface UploadTarget {
   fileName: string;
 }
 
+/** A synced file that a move-dir-local moves along with its directory. */
+export interface DirMoveFile {
+  documentId: string;
+  from: string;
+  to: string;
+  toKey: PathKey;
+  /** Its document's remote folder and name (unchanged by a folder rename, but recorded as listed). */
+  folderId: string;
+  fileName: string;
+  /** The file as the scan saw it: an unchanged file's base row takes this stat (a rename of its directory keeps it). */
+  expectLocal: FileStat;
+  /** The scanned hash (the base takes the stat above only when this equals its hash, as for a move-local). */
+  sha256: string | null;
+}
+
 /**
  * One step of a plan. Steps carry what the planner expected to find, so the executor can refuse to act
  * on a file that changed after the plan was made (`expectLocal`: null means "must not exist").
@@ -244,6 +259,29 @@ export type Action =
       expectLocal: FileStat;
       /** The scanned hash of the file being moved (the base takes its stat only when this equals its hash). */
       sha256: string | null;
+    }
+  | {
+      /**
+       * A local directory whose remote folder was renamed or moved on the service, with everything under it: one
+       * rename of the directory instead of a move-local per file (reconcile-dir-moves.ts says when it is planned).
+       * A program writing in the folder meanwhile is not split between two directories, and the files keep their
+       * inodes. The executor makes `to` itself (never over anything), moves `from` only while it is still the
+       * directory of `inode`, then records every file of `files` at its new path in one transaction. The steps
+       * after it in its group are one step each for an item at its new path (a content step of a moved file, the
+       * upload of a new file that moved along, a remote folder or document new under `to`): independent of one
+       * another, they run only once the directory has moved.
+       */
+      kind: 'move-dir-local';
+      from: string;
+      fromKey: PathKey;
+      to: string;
+      toKey: PathKey;
+      /** The directory's inode as the scan saw it (LocalObservation.dirInodes). */
+      inode: number;
+      /** The remote folder now at `to`. */
+      folderId: string;
+      /** The synced files under `from`, each listed at the same sub-path under `to`. */
+      files: DirMoveFile[];
     }
   | {
       kind: 'trash-local';

@@ -891,7 +891,8 @@ function rememberObservations(rt: PairRuntime, plan: Plan, local: LocalObservati
   let wroteRemote = false;
   for (const group of plan.groups) {
     for (const a of group) {
-      if (a.kind === 'move-local') {
+      // A moved directory's parents: the rescan of a directory's subtree takes in everything moved with it.
+      if (a.kind === 'move-local' || a.kind === 'move-dir-local') {
         touched.add(parentOf(a.from));
         touched.add(parentOf(a.to));
       } else if (a.kind === 'adopt') for (const row of [a.base, ...(a.alongside ?? [])]) touched.add(parentOf(row.relPath));

@@ -12,6 +12,33 @@ export function wantsUpload(a: Action): boolean {
   return a.kind === 'upload' || (a.kind === 'conflict' && (a.uploadConflictCopy || a.policy === 'local-wins'));
 }
 
+/**
+ * The groups whose items `keep` keeps. A group is one item's steps, which depend on one another: kept or dropped
+ * whole. A group led by a move-dir-local is the directory's move followed by one step per item at its new path
+ * (model.ts): each of those is an item of its own, held back alone (its file's change is seen at its new path next
+ * pass), while the move is held back with everything after it. Returns `groups` itself when nothing was dropped.
+ */
+export function keepItems(groups: Action[][], keep: (steps: Action[]) => boolean): Action[][] {
+  let dropped = false;
+  const out: Action[][] = [];
+  for (const group of groups) {
+    const move = group[0];
+    if (move?.kind !== 'move-dir-local') {
+      if (keep(group)) out.push(group);
+      else dropped = true;
+      continue;
+    }
+    if (!keep([move])) {
+      dropped = true;
+      continue;
+    }
+    const after = group.slice(1).filter((a) => keep([a]));
+    if (after.length < group.length - 1) dropped = true;
+    out.push(after.length < group.length - 1 ? [move, ...after] : group);
+  }
+  return dropped ? out : groups;
+}
+
 /** How far ahead of the clock a change time may be and still count as recent (see deferRecentlyWritten). */
 const CLOCK_AHEAD_TOLERANCE_MS = 60_000;
 
@@ -35,7 +62,7 @@ export function deferRecentlyWritten(plan: Plan, minAgeMs: number, nowMs: number
   const deferred: string[] = [];
   const issues: Issue[] = [];
   let recheckAt = Infinity;
-  const groups = plan.groups.filter((group) => {
+  const groups = keepItems(plan.groups, (group) => {
     const reads = group.flatMap((a) => (a.kind === 'upload' || a.kind === 'conflict' ? [{ f: a.local, quiet: quietPeriodFor(a, minAgeMs) }] : []));
     const recent = reads.filter(({ f, quiet }) => quiet > 0 && nowMs - changedAt(f) < quiet && changedAt(f) <= nowMs + CLOCK_AHEAD_TOLERANCE_MS);
     if (recent.length === 0) return true;
@@ -98,7 +125,7 @@ export function deferFreshDeletes(
     return false;
   };
   const holdFor = (relPath: string) => (goneDirs.size > 0 && underGoneDir(relPath) ? Math.max(minAgeMs, FOLDER_RESTORE_QUIET_MS) : minAgeMs);
-  const groups = minAgeMs <= 0 ? plan.groups : plan.groups.filter((group) => {
+  const groups = minAgeMs <= 0 ? plan.groups : keepItems(plan.groups, (group) => {
     const missing = group.map(localDeleteAnswered).filter((p) => p !== null);
     let fresh = false;
     for (const relPath of missing) {
@@ -177,7 +204,7 @@ export function withheldForMetadata(plan: Plan, metadata: MetadataResolver): Pla
   // then a new file the next pass holds back, by its real name. Held whole, the conflict was said under a copy name
   // that did not exist and changed with every pass (black-box round 31b, F5).
   const copyHeld = (a: Action) => a.kind === 'conflict' && a.uploadConflictCopy && metadataHold(a.conflictPath, true, metadata) !== null;
-  const groups = plan.groups.map((group) => (group.some(copyHeld) ? group.map((a) => (copyHeld(a) ? { ...a, uploadConflictCopy: false } : a)) : group)).filter((group) => {
+  const groups = keepItems(plan.groups.map((group) => (group.some(copyHeld) ? group.map((a) => (copyHeld(a) ? { ...a, uploadConflictCopy: false } : a)) : group)), (group) => {
     const uploads = group.flatMap((a: Action) =>
       a.kind === 'upload' ? [{ relPath: a.relPath, newDocument: a.target.documentId === null }] : a.kind === 'conflict' && a.uploadConflictCopy ? [{ relPath: a.conflictPath, newDocument: true }] : [],
     );
@@ -220,7 +247,7 @@ export function contentIdOf(f: LocalFile): string {
 export function withheldAsRefused(plan: Plan, refused: RefusedUploads): Plan {
   if (refused.size === 0) return plan;
   const issues = [...plan.issues];
-  const groups = plan.groups.filter((group) => {
+  const groups = keepItems(plan.groups, (group) => {
     for (const a of group) {
       if (a.kind !== 'upload') continue;
       const r = refused.get(a.key);
@@ -261,7 +288,9 @@ export function putBackLook(sha256: string, versionId: string): string {
 export function withheldForUnfinishedUploads(plan: Plan, held: readonly HeldUpload[], caseInsensitive: boolean): Plan {
   if (held.length === 0) return plan;
   const keys = new Set(held.map((h) => h.key));
-  const touches = (a: Action) => writesOf(a, caseInsensitive).some((k) => keys.has(k)) || keys.has(pathKey(ownPathOf(a), caseInsensitive));
+  // A directory move touches every file it takes along, at its old path and its new one.
+  const touches = (a: Action) => writesOf(a, caseInsensitive).some((k) => keys.has(k)) || keys.has(pathKey(ownPathOf(a), caseInsensitive))
+    || (a.kind === 'move-dir-local' && a.files.some((f) => keys.has(pathKey(f.from, caseInsensitive))));
   const issues: Issue[] = [
     ...plan.issues,
     ...held.map((h): Issue => ({
@@ -270,7 +299,7 @@ export function withheldForUnfinishedUploads(plan: Plan, held: readonly HeldUplo
       detail: heldDetail(h),
     })),
   ];
-  return { ...plan, groups: plan.groups.filter((g) => !g.some(touches)), issues };
+  return { ...plan, groups: keepItems(plan.groups, (g) => !g.some(touches)), issues };
 }
 
 /**
@@ -287,7 +316,7 @@ function heldDetail(h: HeldUpload): string {
 
 /** The path an action starts from. */
 function ownPathOf(a: Action): string {
-  if (a.kind === 'move-local') return a.from;
+  if (a.kind === 'move-local' || a.kind === 'move-dir-local') return a.from;
   if (a.kind === 'adopt') return a.base.relPath;
   return a.relPath;
 }
@@ -327,7 +356,7 @@ export function withheldForAmbiguousNames(plan: Plan, remote: Pick<RemoteObserva
   }
   const newNames = new Map<string, string>(); // name key -> the relPath of the new upload that took it
   const issues: Issue[] = [...plan.issues];
-  const groups = plan.groups.filter((group) => {
+  const groups = keepItems(plan.groups, (group) => {
     for (const a of group) {
       const t = uploadTargetOf(a);
       if (t === null) continue;
@@ -361,7 +390,7 @@ export function withheldForAmbiguousNames(plan: Plan, remote: Pick<RemoteObserva
     }
     return true;
   });
-  return groups.length === plan.groups.length ? plan : { ...plan, groups, issues };
+  return groups === plan.groups ? plan : { ...plan, groups, issues };
 }
 
 
@@ -376,13 +405,13 @@ export function withheldForAmbiguousNames(plan: Plan, remote: Pick<RemoteObserva
 export function withheldForIgnoredOccupants(plan: Plan, ignore: Pick<IgnoreMatcher, 'ignores' | 'ruleFor'>, occupied: (relPath: string) => boolean): Plan {
   const issues: Issue[] = [...plan.issues];
   const targetOf = (a: Action): { target: string; relPath: string; verb: string } | null => {
-    if (a.kind === 'move-local') return { target: a.to, relPath: a.from, verb: 'cannot follow the remote rename or move to' };
+    if (a.kind === 'move-local' || a.kind === 'move-dir-local') return { target: a.to, relPath: a.from, verb: 'cannot follow the remote rename or move to' };
     if (a.kind === 'upload' && a.thenMoveTo !== undefined) return { target: a.thenMoveTo.relPath, relPath: a.relPath, verb: 'cannot follow its remote folder to' };
     if (a.kind === 'download' && a.expectLocal === null) return { target: a.relPath, relPath: a.relPath, verb: 'cannot download to' };
     if (a.kind === 'mkdir-local') return { target: a.relPath, relPath: a.relPath, verb: 'cannot create the folder' };
     return null;
   };
-  const groups = plan.groups.filter((group) => {
+  const groups = keepItems(plan.groups, (group) => {
     for (const a of group) {
       const t = targetOf(a);
       if (t === null || !ignore.ignores(t.target, true) || ignore.ignores(t.target, false) || !occupied(t.target)) continue;
@@ -396,5 +425,5 @@ export function withheldForIgnoredOccupants(plan: Plan, ignore: Pick<IgnoreMatch
     }
     return true;
   });
-  return groups.length === plan.groups.length ? plan : { ...plan, groups, issues };
+  return groups === plan.groups ? plan : { ...plan, groups, issues };
 }

@@ -19,6 +19,9 @@ export function writesOf(a: Action, caseInsensitive: boolean): PathKey[] {
       return [a.key];
     case 'move-local':
       return [a.toKey];
+    case 'move-dir-local':
+      // The directory made at `to`, and the path each synced file takes there.
+      return [a.toKey, ...a.files.map((f) => f.toKey)];
     case 'conflict':
       return [a.key, pathKey(a.conflictPath, caseInsensitive)];
     case 'trash-local':
@@ -109,11 +112,14 @@ export class PlanBuilder {
   /** Groups sorted by item key; issues sorted by path (then code, then document) for a deterministic plan. */
   build(): { groups: Action[][]; issues: Issue[] } {
     const groups = [...this.groups].sort((a, b) => cmp(a.sortKey, b.sortKey)).map((g) => g.actions);
-    const issues = [...this.issueList].sort(
-      (a, b) => cmp(a.relPath, b.relPath) || cmp(a.code, b.code) || cmp(a.documentId ?? '', b.documentId ?? ''),
-    );
+    const issues = [...this.issueList].sort(cmpIssues);
     return { groups, issues };
   }
+}
+
+/** The order of a plan's issues: by path, then code, then document. */
+export function cmpIssues(a: Issue, b: Issue): number {
+  return cmp(a.relPath, b.relPath) || cmp(a.code, b.code) || cmp(a.documentId ?? '', b.documentId ?? '');
 }
 
 /** Code-unit order: locale-independent, so plans are identical on every machine. */

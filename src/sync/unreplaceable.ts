@@ -15,6 +15,7 @@ import path from 'node:path';
 import type { ActionFailure } from './executor.js';
 import type { Action, FileStat, Issue, Plan } from './model.js';
 import { parentOf } from './path-key.js';
+import { keepItems } from './plan-filters.js';
 
 /** errno of a local step that will fail again the same way until someone changes the file or its folder: why. */
 const UNREPLACEABLE_ERRNOS: ReadonlyMap<string, string> = new Map([
@@ -204,7 +205,7 @@ export function withheldAsUnreplaceable(plan: Plan, memo: UnreplaceableDownloads
   const issues: Issue[] = [...plan.issues];
   const planned = new Set(plan.groups.flatMap((g) => g.filter((a) => a.kind === 'download').map((a) => a.key)));
   for (const key of [...memo.keys()]) if (!planned.has(key)) memo.delete(key);
-  const groups = plan.groups.filter((group) => {
+  const groups = keepItems(plan.groups, (group) => {
     for (const a of group) {
       if (a.kind !== 'download') continue;
       const held = heldBy(memo.get(a.key), a, now, trashReady, folderNow);
@@ -214,7 +215,7 @@ export function withheldAsUnreplaceable(plan: Plan, memo: UnreplaceableDownloads
     }
     return true;
   });
-  return groups.length === plan.groups.length ? plan : { ...plan, groups, issues };
+  return groups === plan.groups ? plan : { ...plan, groups, issues };
 }
 
 function heldBy(m: Unreplaceable | undefined, a: Download, now: number, trashReady: TrashCheck, folderCheck: FolderCheck | undefined): string | null {

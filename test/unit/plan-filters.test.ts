@@ -307,3 +307,27 @@ describe('withheldForIgnoredOccupants', () => {
     expect(withheldForIgnoredOccupants(p, ignore, () => false)).toBe(p);
   });
 });
+
+describe('a directory move and the steps after it (keepItems)', () => {
+  const move: Action = {
+    kind: 'move-dir-local', from: 'Old', fromKey: 'Old', to: 'New', toKey: 'New', inode: 7, folderId: 'F',
+    files: [{ documentId: 'd1', from: 'Old/a.txt', to: 'New/a.txt', toKey: 'New/a.txt', folderId: 'F', fileName: 'a.txt', expectLocal: { size: 1, mtimeMs: 1, inode: 1, ctimeMs: 1 }, sha256: 'h' }],
+  };
+  it('holds a step after the move alone (its file is still being written); the move and the other steps go', () => {
+    const now = 10_000;
+    const r = deferRecentlyWritten(plan([[move, upload(file('New/busy.txt', 9_900)), upload(file('New/done.txt', 1_000)), mkdir('New/Sub')]]), 1_000, now);
+    expect(r.deferred).toEqual(['New/busy.txt']);
+    expect(r.plan.groups).toEqual([[move, upload(file('New/done.txt', 1_000)), mkdir('New/Sub')]]);
+  });
+  it('holds the move with everything after it when the move itself is held (a folder the pair ignores is at its new place)', () => {
+    const p = withheldForIgnoredOccupants(plan([[move, mkdir('New/Sub')], [mkdir('Other')]]), createIgnoreMatcher(['New/']), (rel) => rel === 'New');
+    expect(p.groups).toEqual([[mkdir('Other')]]);
+    expect(p.issues.map((i) => `${i.code} ${i.relPath}`)).toEqual(['path-collision Old']);
+  });
+  it('holds an upload refused before alone, with its issue (a plan whose groups all stay is still changed)', () => {
+    const f = file('New/x.txt', 1_000);
+    const p = withheldAsRefused(plan([[move, upload(f)]]), new Map([['New/x.txt', { content: 'h', detail: 'refused' }]]));
+    expect(p.groups).toEqual([[move]]);
+    expect(p.issues.map((i) => `${i.code} ${i.relPath}`)).toEqual(['upload-refused New/x.txt']);
+  });
+});

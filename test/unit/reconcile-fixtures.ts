@@ -30,7 +30,7 @@ export function ctxOf(over: Partial<ReconcileContext> = {}): ReconcileContext {
 /** A mutable world that tests fill in, then hand to reconcile via inputs(). */
 export class World {
   readonly base = new Map<string, BaseEntry>();
-  readonly local: LocalObservation = { files: new Map(), dirs: new Map(), problems: [] };
+  readonly local: LocalObservation = { files: new Map(), dirs: new Map(), dirInodes: new Map(), problems: [] };
   readonly remote: RemoteObservation = { docs: new Map(), folders: new Map(), gone: new Set(), unmappable: [] };
 
   constructor(readonly ci = false) {}
@@ -45,8 +45,11 @@ export class World {
     return this;
   }
 
+  /** A local directory, with an inode derived from its path (as the scan gives: a directory move checks it). */
   dir(relPath: string): this {
+    if (this.local.dirs.has(this.key(relPath))) return this; // already there (a test may have dropped its inode)
     this.local.dirs.set(this.key(relPath), relPath);
+    this.local.dirInodes?.set(this.key(relPath), dirInodeFor(relPath));
     return this;
   }
 
@@ -92,6 +95,13 @@ export class World {
   }
 }
 
+/** The inode World gives a directory: distinct from files' (statFor's are below 100,010). */
+export function dirInodeFor(relPath: string): number {
+  let h = 7;
+  for (const c of relPath) h = (h * 31 + c.charCodeAt(0)) % 100_000;
+  return 500_000 + h;
+}
+
 export function statFor(sha256: string): FileStat {
   let h = 7;
   for (const c of sha256) h = (h * 31 + c.charCodeAt(0)) % 100_000;
@@ -111,6 +121,8 @@ export function summarize(a: Action): string {
       return `upload ${a.relPath} -> ${a.target.documentId ?? 'new'}:${a.target.folderId}/${a.target.fileName} ${a.reason} replaces=${a.replacesBase ?? 'none'}${a.thenMoveTo ? ` then-move=${a.thenMoveTo.relPath}` : ''}`;
     case 'move-local':
       return `move ${a.from} -> ${a.to} expect=${stat(a.expectLocal)}`;
+    case 'move-dir-local':
+      return `move-dir ${a.from} -> ${a.to} inode=${a.inode} folder=${a.folderId} files=${a.files.map((f) => `${f.documentId}:${f.to}`).join(',')}`;
     case 'trash-local':
       return `trash ${a.relPath} ${a.documentId} expect=${stat(a.expectLocal)} ${a.reason}`;
     case 'conflict':
