@@ -16,6 +16,7 @@ import type {
 import { notUploadingBecause, putBackWithOldTime, statOf } from './model.js';
 import { parentOf } from './path-key.js';
 import { PlanBuilder } from './reconcile-builder.js';
+import { foldDirMoves } from './reconcile-dir-moves.js';
 import { checkGates } from './reconcile-gates.js';
 import {
   conflict, download, forget, moveLocal, movedTo, trashLocal, upload, versionOf,
@@ -97,7 +98,7 @@ export function reconcile(
   for (const file of view.localFiles) planLocalNew(s, file);
   planFolders(s);
 
-  const { groups, issues } = s.out.build();
+  const { groups, issues } = foldDirMoves(s, s.out.build());
   const blocked = checkGates(base, local, remote, groups, ctx);
   if (blocked === null) return { groups, issues, blocked };
   const held: Partial<Record<ActionKind, number>> = {};

@@ -20,18 +20,23 @@ afterAll(async () => {
   await emu?.close();
 });
 
-it('a file saved in a folder while the pass follows its remote rename is uploaded into the renamed folder', async () => {
+it('a file saved in a folder while the pass follows its remote rename file by file is uploaded into the renamed folder', async () => {
   const p = await openTestPair(emu, 'followed');
   const { rt, binderId, local } = p;
   const folder = emu.control.createFolder(binderId, { name: 'Old' });
+  const other = emu.control.createFolder(binderId, { name: 'Other' });
   for (const n of ['a', 'b']) emu.control.addDocument(binderId, folder.id, `${n}.txt`, n);
+  const c = emu.control.addDocument(binderId, folder.id, 'c.txt', 'c').document;
   try {
     expect((await runPass(rt)).converged).toBe(true);
     emu.control.renameFolder(folder.id, 'New');
+    // One of its documents moved elsewhere at the same time: the directory cannot move whole, its files follow one by one.
+    emu.control.moveDocument(c.id, other.id);
     rt.cache.foldersAt = 0; // the next listing walks the folder tree (a daemon does so at its next walk)
     // Saved after the scan, before the moves: the pass empties Old of its synced files, but not of this one.
     const followed = await runPass(rt, { onPlan: () => fs.writeFileSync(path.join(local, 'Old', 'fresh.txt'), 'saved meanwhile') });
-    expect(followed.execution?.done['move-local']).toBe(2);
+    expect(followed.execution?.done['move-local']).toBe(3);
+    expect(followed.execution?.done['move-dir-local']).toBeUndefined();
     expect(fs.readdirSync(path.join(local, 'Old'))).toEqual(['fresh.txt']);
 
     const next = await runPass(rt);
@@ -43,8 +48,34 @@ it('a file saved in a folder while the pass follows its remote rename is uploade
     expect(last.converged, JSON.stringify(last.issues)).toBe(true);
     expect(fs.readFileSync(path.join(local, 'New', 'fresh.txt'), 'utf8')).toBe('saved meanwhile');
     expect(fs.existsSync(path.join(local, 'Old'))).toBe(false);
-    expect(emu.control.listDocuments(binderId).map((d) => d.fileName).sort()).toEqual(['a.txt', 'b.txt', 'fresh.txt']);
+    expect(emu.control.listDocuments(binderId).map((d) => d.fileName).sort()).toEqual(['a.txt', 'b.txt', 'c.txt', 'fresh.txt']);
     // Old is gone: nothing is remembered of it any more.
+    expect(rt.store.getMeta('followedFolders')).toBeUndefined();
+  } finally {
+    await p.close();
+  }
+});
+
+it('a file saved in a folder just before the pass moves the directory whole goes with it, and is uploaded there', async () => {
+  const p = await openTestPair(emu, 'followed-whole');
+  const { rt, binderId, local } = p;
+  const folder = emu.control.createFolder(binderId, { name: 'Old' });
+  for (const n of ['a', 'b']) emu.control.addDocument(binderId, folder.id, `${n}.txt`, n);
+  try {
+    expect((await runPass(rt)).converged).toBe(true);
+    emu.control.renameFolder(folder.id, 'New');
+    rt.cache.foldersAt = 0;
+    const followed = await runPass(rt, { onPlan: () => fs.writeFileSync(path.join(local, 'Old', 'fresh.txt'), 'saved meanwhile') });
+    expect(followed.execution?.done).toEqual({ 'move-dir-local': 1 });
+    expect(fs.existsSync(path.join(local, 'Old'))).toBe(false);
+    expect(fs.readFileSync(path.join(local, 'New', 'fresh.txt'), 'utf8')).toBe('saved meanwhile');
+    // A new file in New, which is the renamed folder's: uploaded there by the next pass.
+    const next = await runPass(rt);
+    expect(next.execution?.done).toEqual({ upload: 1 });
+    expect(emu.control.listDocuments(binderId).find((d) => d.fileName === 'fresh.txt')?.folderId).toBe(folder.id);
+    const last = await runPass(rt);
+    expect(last.converged, JSON.stringify(last.issues)).toBe(true);
+    expect(last.plan.groups).toEqual([]);
     expect(rt.store.getMeta('followedFolders')).toBeUndefined();
   } finally {
     await p.close();
@@ -120,6 +151,9 @@ it('the move after the upload never overwrites: a file that appeared at the new 
   try {
     expect((await runPass(rt)).converged).toBe(true);
     fs.writeFileSync(path.join(local, 'Docs', 'new.txt'), 'mine');
+    // A symbolic link in Docs: a path the scan does not look into, so the directory does not move whole (it would
+    // take the link along unseen); its files follow one by one, the new one by its upload's move.
+    fs.symlinkSync('/nonexistent', path.join(local, 'Docs', 'link'));
     emu.control.renameFolder(docs.id, 'Documents');
     rt.cache.foldersAt = 0;
     // Written after the plan was made, before its steps ran: the folder's new place now holds a file of that name.

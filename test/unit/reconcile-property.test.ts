@@ -26,6 +26,8 @@ const stateArb = fc.record({
   remoteNew: fc.array(pathArb, { maxLength: 3 }),
   folderB: fc.boolean(),
   folderC: fc.boolean(),
+  /** A folder renamed on the service (B to R, or A/S to A/T), its documents with it: what a directory move follows. */
+  renamed: fc.constantFrom('none', 'B', 'S'),
   ctx: fc.record({
     direction: fc.constantFrom('both', 'download', 'upload') as fc.Arbitrary<ReconcileContext['direction']>,
     conflictPolicy: fc.constantFrom('keep-both', 'remote-wins', 'local-wins') as fc.Arbitrary<ReconcileContext['conflictPolicy']>,
@@ -41,18 +43,23 @@ type State = typeof stateArb extends fc.Arbitrary<infer T> ? T : never;
 function build(st: State, reverse: boolean): World {
   const w = new World();
   const rev = <T>(xs: T[]) => (reverse ? [...xs].reverse() : xs);
-  const folders: Array<[string, string, string | null]> = [['fA', 'A', null], ['fS', 'A/S', 'fA']];
-  if (st.folderB) folders.push(['fB', 'B', null]);
+  const folders: Array<[string, string, string | null]> = [['fA', 'A', null], ['fS', st.renamed === 'S' ? 'A/T' : 'A/S', 'fA']];
+  if (st.folderB) folders.push(['fB', st.renamed === 'B' ? 'R' : 'B', null]);
   if (st.folderC) folders.push(['fC', 'C', null]);
   for (const [id, p, parent] of rev(folders)) w.folder(id, p, parent);
+  // Where a path's folder is now on the service (only a folder that exists is renamed).
+  const remotePath = (p: string) =>
+    st.renamed === 'B' && st.folderB && p.startsWith('B/') ? `R/${p.slice(2)}` : st.renamed === 'S' && p.startsWith('A/S/') ? `A/T/${p.slice(4)}` : p;
+  const folderOf = (p: string) => w.remote.folders.get(parentOf(p) === 'A' ? 'fA' : parentOf(p) === 'B' ? 'fB' : parentOf(p) === 'C' ? 'fC' : 'fS')?.folderId ?? 'fA';
   const baseRows: Array<{ id: string; path: string; sha: string }> = [];
   for (const [i, b] of st.base.entries()) if (!baseRows.some((x) => x.path === b.path) && b.path !== 'A/S') baseRows.push({ id: `d${i}`, path: b.path, sha: b.sha });
   const usedRemote = new Set<string>();
   const docs: Array<() => void> = [];
   for (const [i, b] of baseRows.entries()) {
     const r = st.remote[i] ?? { mode: 'same', path: b.path };
-    const target = r.mode === 'moved' || r.mode === 'moved-modified' ? r.path : b.path;
-    const folderId = w.remote.folders.get(parentOf(target) === 'A' ? 'fA' : parentOf(target) === 'B' ? 'fB' : parentOf(target) === 'C' ? 'fC' : 'fS')?.folderId ?? 'fA';
+    const at = r.mode === 'moved' || r.mode === 'moved-modified' ? r.path : b.path;
+    const folderId = folderOf(at);
+    const target = remotePath(at);
     if (r.mode === 'gone') docs.push(() => w.gone(b.id));
     else if (r.mode !== 'unknown' && !usedRemote.has(target) && target !== 'A/S') {
       usedRemote.add(target);
@@ -60,9 +67,13 @@ function build(st: State, reverse: boolean): World {
       docs.push(() => w.doc(b.id, target, version, folderId));
     }
   }
-  for (const [i, p] of st.remoteNew.entries()) if (!usedRemote.has(p) && p !== 'A/S') { usedRemote.add(p); docs.push(() => w.doc(`n${i}`, p, 'v1', 'fA')); }
+  for (const [i, p0] of st.remoteNew.entries()) {
+    const p = remotePath(p0);
+    if (!usedRemote.has(p) && p !== 'A/S') { usedRemote.add(p); docs.push(() => w.doc(`n${i}`, p, 'v1', 'fA')); }
+  }
   for (const f of rev(docs)) f();
-  for (const b of rev(baseRows)) w.baseRow(b.id, b.path, 'v1', 'fA', b.sha);
+  // Each row in its path's folder, as a synced file is: a folder renamed on the service keeps its documents' folder.
+  for (const b of rev(baseRows)) w.baseRow(b.id, b.path, 'v1', folderOf(b.path), b.sha);
   // A file at A/S replaced the remote folder's directory locally (rm -r A/S; echo > A/S), unless files lie
   // under A/S: a path is not both a file and a directory.
   const sIsDir = st.local.some((f) => f.path.startsWith('A/S/'));
@@ -113,6 +124,19 @@ function replay(w: World, groups: Action[][], base: Map<string, BaseEntry>): str
           disk.set(a.toKey, cur as FileStat & { sha: string });
           break;
         }
+        case 'move-dir-local': {
+          // Everything under the directory moves (synced or not), onto a place where nothing is: each synced file
+          // it names must be there as the plan saw it.
+          const under = (key: string, dir: string) => key === dir || key.startsWith(`${dir}/`);
+          if ([...disk.keys()].some((key) => under(key, a.toKey))) return `move-dir ${a.from}: something is at ${a.to}`;
+          for (const f of a.files) if (!sameStat(disk.get(k(f.from)), f.expectLocal)) return `move-dir ${a.from}: ${f.from} differs`;
+          for (const [key, f] of [...disk]) {
+            if (!under(key, a.fromKey)) continue;
+            disk.delete(key);
+            disk.set(a.toKey + key.slice(a.fromKey.length), f);
+          }
+          break;
+        }
         case 'trash-local': {
           const cur = disk.get(a.key);
           if (!sameStat(cur, a.expectLocal)) return `trash ${a.relPath}: expectLocal differs`;
@@ -131,7 +155,7 @@ function replay(w: World, groups: Action[][], base: Map<string, BaseEntry>): str
   return null;
 }
 
-const LOCAL_CHANGING: ReadonlySet<Action['kind']> = new Set(['download', 'move-local', 'trash-local', 'mkdir-local', 'conflict']);
+const LOCAL_CHANGING: ReadonlySet<Action['kind']> = new Set(['download', 'move-local', 'move-dir-local', 'trash-local', 'mkdir-local', 'conflict']);
 
 function checkInvariants(w: World, ctx: ReconcileContext, plan: Plan): string | null {
   const base = w.base;
@@ -156,7 +180,8 @@ function checkInvariants(w: World, ctx: ReconcileContext, plan: Plan): string | 
       // records it here, or a download of the document's newer version over it, syncs it.
       const adopted = (a: Action) => (a.kind === 'adopt' && a.base.key === f.key && a.base.sha256 === f.sha256)
         || (a.kind === 'download' && a.key === f.key && base.get(a.doc.documentId)?.sha256 === f.sha256);
-      const handled = all.some((a) => (a.kind === 'upload' || a.kind === 'conflict') ? a.key === f.key : (a.kind === 'move-local' && pathKey(a.from, false) === f.key) || adopted(a))
+      const handled = all.some((a) => (a.kind === 'upload' || a.kind === 'conflict') ? a.key === f.key : (a.kind === 'move-local' && pathKey(a.from, false) === f.key)
+        || (a.kind === 'move-dir-local' && f.key.startsWith(`${a.fromKey}/`)) || adopted(a))
         || plan.issues.some((i) => pathKey(i.relPath, false) === f.key);
       if (!handled) return `local change at ${f.relPath} neither synced nor reported`;
     }
@@ -170,7 +195,7 @@ function checkInvariants(w: World, ctx: ReconcileContext, plan: Plan): string | 
       }
   // unknown is never acted on
   for (const a of all) {
-    const touched = a.kind === 'move-local' ? [pathKey(a.from, false), a.toKey] : a.kind === 'forget' || a.kind === 'adopt' ? [base.get(a.kind === 'forget' ? a.documentId : a.base.documentId)?.key ?? ''] : writesOf(a, false).concat(a.kind === 'trash-local' ? [a.key] : []);
+    const touched = a.kind === 'move-local' ? [pathKey(a.from, false), a.toKey] : a.kind === 'move-dir-local' ? [a.fromKey, ...writesOf(a, false), ...a.files.map((f) => pathKey(f.from, false))] : a.kind === 'forget' || a.kind === 'adopt' ? [base.get(a.kind === 'forget' ? a.documentId : a.base.documentId)?.key ?? ''] : writesOf(a, false).concat(a.kind === 'trash-local' ? [a.key] : []);
     if (a.kind !== 'upload' && touched.some((k) => k !== '' && unknown(k))) return `${a.kind} touches an unknown path`;
   }
   return null;
@@ -178,6 +203,7 @@ function checkInvariants(w: World, ctx: ReconcileContext, plan: Plan): string | 
 
 describe('reconcile properties over random states', () => {
   it('keeps expectations, never trashes modified content, respects direction, reports every local change, never writes a key twice, is deterministic', () => {
+    let dirMoves = 0;
     fc.assert(
       fc.property(stateArb, (st) => {
         const w = build(st, false);
@@ -186,6 +212,7 @@ describe('reconcile properties over random states', () => {
         const plan = reconcile(w.base, w.local, w.remote, ctx);
         const problem = checkInvariants(w, ctx, plan);
         if (problem) throw new Error(problem);
+        if (plan.groups.some((g) => g[0]?.kind === 'move-dir-local')) dirMoves++;
         // (f) deterministic, and independent of Map insertion order
         expect(reconcile(w.base, w.local, w.remote, ctx)).toEqual(plan);
         const w2 = build(st, true);
@@ -193,23 +220,32 @@ describe('reconcile properties over random states', () => {
       }),
       { numRuns: runs(600) },
     );
+    // The generator really renames folders whose directories can move whole (else the replay above never met one).
+    expect(dirMoves).toBeGreaterThan(0);
   }, timeout);
 });
 
 describe('reconcile simulation: random edits on both sides, then sync until quiet', () => {
   for (const policy of ['keep-both', 'remote-wins', 'local-wins'] as const) {
     it(`converges to equal sides without losing content (${policy})`, () => {
+      let dirMoves = 0;
       fc.assert(
-        fc.property(fc.array(simOpArb, { minLength: 1, maxLength: SOAK ? 80 : 30, size: 'max' }), (ops) => runSimulation(ops, policy)),
+        fc.property(fc.array(simOpArb, { minLength: 1, maxLength: SOAK ? 80 : 30, size: 'max' }), (ops) => {
+          dirMoves += runSimulation(ops, policy).dirMoves;
+        }),
         { numRuns: runs(300) },
       );
+      // Folders renamed on the service whose directories moved whole: the simulation reaches the directory move.
+      expect(dirMoves).toBeGreaterThan(0);
     }, timeout);
 
     // New files the scan left unread (sha256 null, as it does for large ones): all of them (0), or only the
     // unique contents and not the shared one ('same', 4 characters), so equal contents meet unread ones.
     it(`converges without losing content when new files are observed unread (${policy})`, () => {
       fc.assert(
-        fc.property(fc.array(simOpArb, { minLength: 1, maxLength: SOAK ? 80 : 30, size: 'max' }), fc.constantFrom(0, 5), (ops, lazyFrom) => runSimulation(ops, policy, lazyFrom)),
+        fc.property(fc.array(simOpArb, { minLength: 1, maxLength: SOAK ? 80 : 30, size: 'max' }), fc.constantFrom(0, 5), (ops, lazyFrom) => {
+          runSimulation(ops, policy, lazyFrom);
+        }),
         { numRuns: runs(150) },
       );
     }, timeout);

@@ -3,13 +3,15 @@
 import { describe, expect, it } from 'vitest';
 import { reconcile } from '../../src/sync/reconcile.js';
 import { conflictName, PlanBuilder } from '../../src/sync/reconcile-builder.js';
-import { ctxOf, deepFreeze, statFor, summarizeGroups, World } from './reconcile-fixtures.js';
+import { ctxOf, deepFreeze, dirInodeFor, statFor, summarizeGroups, World } from './reconcile-fixtures.js';
 import type { Action } from '../../src/sync/model.js';
 
 function plan(w: World, over: Parameters<typeof ctxOf>[0] = {}) {
   return reconcile(w.base, w.local, w.remote, ctxOf(over));
 }
 const codes = (p: ReturnType<typeof plan>) => p.issues.map((i) => `${i.code} ${i.relPath}`);
+/** A stat as summarize() shows it. */
+const statOf = (sha: string) => { const s = statFor(sha); return `${s.size}:${s.mtimeMs}:${s.inode}:${s.ctimeMs}`; };
 
 /** Folders docs (f1) and keep (f0), with one synced bystander. */
 function world(ci = false): World {
@@ -263,6 +265,9 @@ describe('new local files', () => {
     w.baseRow('d1', 'old/a.txt', 'v1', 'f2', 'h1');
     w.file('old/a.txt', 'h1');
     w.doc('d1', 'renamed/a.txt', 'v1', 'f2');
+    // Without the directory's inode its files follow the folder one by one (the rules for that plan are what
+    // these tests pin down; the directory moved whole is in 'a remote folder rename or move applied as one move').
+    w.local.dirInodes?.delete('old');
     return w;
   }
   it('a new file in a directory whose remote folder was renamed goes into the folder where it is now', () => {
@@ -398,6 +403,151 @@ describe('both sides hold a path without a base', () => {
     w.file('docs/A\u0308rger.txt', 'h1');
     w.doc('d1', 'docs/Ärger.txt', 'v1', 'f1');
     expect(summarizeGroups(plan(w, { caseInsensitive: true }).groups)).toEqual([['adopt d1 local-name']]);
+  });
+});
+
+describe('a remote folder rename or move applied as one move of the local directory', () => {
+  /** Old (f2) with a.txt, b.txt and Sub (f3) with c.txt, synced; on the service f2 is now `to`, its files with it. */
+  function renamedDir(to = 'Renamed', parent: string | null = null): World {
+    const w = world().folder('f2', to, parent).folder('f3', `${to}/Sub`, 'f2');
+    for (const [id, rel, folder] of [['d1', 'Old/a.txt', 'f2'], ['d2', 'Old/b.txt', 'f2'], ['d3', 'Old/Sub/c.txt', 'f3']] as const) {
+      w.baseRow(id, rel, 'v1', folder, `h-${id}`);
+      w.file(rel, `h-${id}`);
+      w.doc(id, `${to}${rel.slice('Old'.length)}`, 'v1', folder);
+    }
+    return w;
+  }
+  const moveDirOf = (p: ReturnType<typeof plan>) => p.groups.flat().filter((a): a is Extract<Action, { kind: 'move-dir-local' }> => a.kind === 'move-dir-local');
+  /** The plan again without the directory's inode: what reconcile planned before directory moves (a move per file). */
+  function perFilePlan(w: World, dir = 'Old', over: Parameters<typeof ctxOf>[0] = {}) {
+    w.local.dirInodes?.delete(dir);
+    return plan(w, over);
+  }
+
+  it('a renamed folder: one step for the directory and its sub-directory, nothing made or moved file by file', () => {
+    const w = renamedDir();
+    const p = plan(w);
+    expect(summarizeGroups(p.groups)).toEqual([[`move-dir Old -> Renamed inode=${dirInodeFor('Old')} folder=f2 files=d3:Renamed/Sub/c.txt,d1:Renamed/a.txt,d2:Renamed/b.txt`]]);
+    expect(p.issues).toEqual([]);
+    const [move] = moveDirOf(p);
+    // What the executor verifies and records: each file's document, new path and remote place, and its scanned stat.
+    expect(move?.files[0]).toEqual({ documentId: 'd3', from: 'Old/Sub/c.txt', to: 'Renamed/Sub/c.txt', toKey: 'Renamed/Sub/c.txt', folderId: 'f3', fileName: 'c.txt', expectLocal: statFor('h-d3'), sha256: 'h-d3' });
+    expect(move).toMatchObject({ from: 'Old', fromKey: 'Old', to: 'Renamed', toKey: 'Renamed' });
+    // Without the fold, the same world is a move per file plus the two folders made.
+    expect(perFilePlan(w).groups.flat().map((a) => a.kind).sort()).toEqual(['mkdir-local', 'mkdir-local', 'move-local', 'move-local', 'move-local']);
+  });
+
+  it('a folder moved under another folder (and renamed): one move to its new place', () => {
+    const p = plan(renamedDir('docs/Moved', 'f1'));
+    expect(moveDirOf(p).map((m) => `${m.from} -> ${m.to}`)).toEqual(['Old -> docs/Moved']);
+    expect(p.groups).toHaveLength(1);
+  });
+
+  it('a renamed sub-folder under a folder that stayed: the sub-directory alone moves', () => {
+    const w = world().folder('f3', 'docs/Sub2', 'f1');
+    w.synced('d1', 'docs/x.txt', 'f1');
+    w.baseRow('d2', 'docs/Sub/c.txt', 'v1', 'f3', 'h2');
+    w.file('docs/Sub/c.txt', 'h2');
+    w.doc('d2', 'docs/Sub2/c.txt', 'v1', 'f3');
+    expect(summarizeGroups(plan(w).groups)).toEqual([[`move-dir docs/Sub -> docs/Sub2 inode=${dirInodeFor('docs/Sub')} folder=f3 files=d2:docs/Sub2/c.txt`]]);
+  });
+
+  it('content steps follow the move at the new paths, in its group: an edit, a newer version, a conflict, new items on either side', () => {
+    const w = renamedDir().folder('f4', 'Renamed/New', 'f2');
+    w.file('Old/a.txt', 'edited');
+    w.doc('d2', 'Renamed/b.txt', 'v2', 'f2');
+    w.file('Old/Sub/c.txt', 'edited too');
+    w.doc('d3', 'Renamed/Sub/c.txt', 'v2', 'f3');
+    w.doc('d9', 'Renamed/remote-new.txt', 'v1', 'f2');
+    w.file('Old/local-new.txt', 'n1');
+    const p = plan(w);
+    expect(p.groups).toHaveLength(1);
+    expect(summarizeGroups(p.groups)[0]).toEqual([
+      `move-dir Old -> Renamed inode=${dirInodeFor('Old')} folder=f2 files=d3:Renamed/Sub/c.txt,d1:Renamed/a.txt,d2:Renamed/b.txt`,
+      'conflict Renamed/Sub/c.txt d3@v2 base=d3 keep-both copy=Renamed/Sub/c (conflict T).txt upload-copy=true',
+      'upload Renamed/a.txt -> d1:f2/a.txt local-modified replaces=d1',
+      'download Renamed/b.txt d2@v2 expect=' + statOf('h-d2') + ' remote-modified',
+      'mkdir Renamed/New f4',
+      'download Renamed/remote-new.txt d9@v1 expect=none new-remote',
+      // A new file moves along: uploaded where it lands, into the folder that is there (no move after it).
+      'upload Renamed/local-new.txt -> new:f2/local-new.txt new-local replaces=none',
+    ]);
+    // The edited file's row keeps its old hash until its upload: the move records the scanned hash beside it.
+    expect(moveDirOf(p)[0]?.files[1]).toMatchObject({ documentId: 'd1', sha256: 'edited' });
+  });
+
+  it('a download-only pair moves the directory too; a new file that moved along is said at its new path', () => {
+    const w = renamedDir();
+    w.file('Old/local-new.txt', 'n1');
+    const p = plan(w, { direction: 'download' });
+    expect(moveDirOf(p)).toHaveLength(1);
+    expect(codes(p)).toEqual(['local-change-not-uploaded Renamed/local-new.txt']);
+    // An upload-only pair never changes local files: nothing moves, as before.
+    expect(plan(renamedDir(), { direction: 'upload' }).groups.flat().some((a) => a.kind === 'move-dir-local')).toBe(false);
+  });
+
+  describe('not planned (a move per file, exactly as before) when', () => {
+    // `still`: sub-directories that still move whole (their own new place is free), while the directory does not.
+    const cases: Array<[string, (w: World) => void, string[]?]> = [
+      ['a synced file under the directory is not listed under its new place (partial move: its document moved on its own)', (w) => { w.doc('d2', 'keep/b.txt', 'v1', 'f0'); }],
+      ['a synced file under the directory is not listed at all (its document was deleted)', (w) => { w.remote.docs.delete('d2'); w.gone('d2'); }],
+      ['the folder was renamed and one document also renamed in it', (w) => { w.doc('d2', 'Renamed/b2.txt', 'v1', 'f2'); }],
+      ['the new place exists locally (a directory)', (w) => { w.dir('Renamed'); }, ['Old/Sub -> Renamed/Sub']],
+      ['the new place exists locally (a file)', (w) => { w.file('Renamed', 'x'); }],
+      ['something exists under the new place locally', (w) => { w.file('Renamed/Sub/x.txt', 'x'); }],
+      ['the scan met a problem under the directory (a file being written)', (w) => { w.problem('Old/Sub/busy.db', 'changing'); }],
+      ['the scan met a symbolic link under the directory', (w) => { w.problem('Old/link', 'symlink'); }],
+      ['a synced file under the directory was deleted locally', (w) => { w.local.files.delete('Old/b.txt'); }],
+      ['the new place\'s parent directory is not there locally', (w) => { w.folder('f2', 'Gone/Renamed', null).folder('f3', 'Gone/Renamed/Sub', 'f2'); w.doc('d1', 'Gone/Renamed/a.txt', 'v1', 'f2'); w.doc('d2', 'Gone/Renamed/b.txt', 'v1', 'f2'); w.doc('d3', 'Gone/Renamed/Sub/c.txt', 'v1', 'f3'); }],
+      ['a new file in the directory would land where a remote document is', (w) => { w.file('Old/x.txt', 'n1'); w.doc('d9', 'Renamed/x.txt', 'v1', 'f2'); }],
+      ['another synced document is moved into the new place on the service at the same time', (w) => { w.doc('d0', 'Renamed/k.txt', 'v1', 'f2'); }],
+    ];
+    it.each(cases)('%s', (_why, change, still = []) => {
+      const w = renamedDir();
+      change(w);
+      const p = plan(w);
+      expect(moveDirOf(p).map((m) => `${m.from} -> ${m.to}`)).toEqual(still);
+      if (still.length === 0) expect(p).toEqual(perFilePlan(w));
+    });
+    it('the new place exists locally under another case (case-insensitive disk: keys compare)', () => {
+      const w = new World(true).folder('f0', 'keep').folder('f2', 'Renamed').dir('renamed');
+      w.synced('d0', 'keep/k.txt', 'f0');
+      w.baseRow('d1', 'Old/a.txt', 'v1', 'f2', 'h1');
+      w.file('Old/a.txt', 'h1');
+      w.doc('d1', 'Renamed/a.txt', 'v1', 'f2');
+      const p = plan(w, { caseInsensitive: true });
+      expect(moveDirOf(p)).toEqual([]);
+      expect(p).toEqual(perFilePlan(w, 'old', { caseInsensitive: true }));
+    });
+    it('the scan gave no inode for the directory', () => {
+      const w = renamedDir();
+      w.local.dirInodes?.delete('Old');
+      expect(moveDirOf(plan(w))).toEqual([]);
+      expect(plan(w).groups.flat().filter((a) => a.kind === 'move-local')).toHaveLength(3);
+    });
+  });
+
+  it('on a case-insensitive disk, a folder renamed in case only is not a directory move (its key stays)', () => {
+    const w = new World(true).folder('f0', 'keep').folder('f2', 'OLD');
+    w.synced('d0', 'keep/k.txt', 'f0');
+    w.baseRow('d1', 'Old/a.txt', 'v1', 'f2', 'h1');
+    w.file('Old/a.txt', 'h1');
+    w.doc('d1', 'OLD/a.txt', 'v1', 'f2');
+    expect(moveDirOf(plan(w, { caseInsensitive: true }))).toEqual([]);
+  });
+
+  it('after a crash between the directory\'s rename and its rows\' update, each file is adopted where it is: nothing transferred', () => {
+    // The rows still say Old/..., the files are under Renamed/ with their inodes (the rename kept them).
+    const w = renamedDir();
+    for (const rel of ['Old/a.txt', 'Old/b.txt', 'Old/Sub/c.txt']) {
+      const f = w.local.files.get(rel)!;
+      w.local.files.delete(rel);
+      w.file(`Renamed${rel.slice(3)}`, f.sha256!, { inode: f.inode });
+    }
+    for (const k of ['Old', 'Old/Sub']) w.local.dirs.delete(k);
+    const p = plan(w);
+    expect(p.groups.flat().map((a) => a.kind)).toEqual(['adopt', 'adopt', 'adopt']);
+    expect(summarizeGroups(p.groups).flat()).toEqual(['adopt d3 renamed-alike', 'adopt d1 renamed-alike', 'adopt d2 renamed-alike']);
   });
 });
 

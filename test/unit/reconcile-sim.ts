@@ -44,7 +44,8 @@ export type SimOp =
 
 export class SimWorld {
   readonly local = new Map<string, SimFile>();
-  readonly dirs = new Set<string>();
+  /** Local directories, with their inodes (a directory move checks the one it moves). */
+  readonly dirs = new Map<string, number>();
   readonly docs = new Map<string, SimDoc>();
   readonly folders = new Map<string, SimFolder>(Object.entries(FOLDERS).map(([k, v]) => [k, { ...v }]));
   readonly base = new Map<string, BaseEntry>();
@@ -56,12 +57,40 @@ export class SimWorld {
   readonly renamedLocally = new Set<string>();
   private n = 0;
   passes = 0;
+  /** Directory moves run (tests check the generator reaches them). */
+  dirMoves = 0;
 
   /**
    * Like the scan with lazyHashFromBytes: a file of this many characters or more with no base row at its path
    * is observed unread (sha256 null). Undefined: every file is hashed.
    */
   constructor(readonly lazyFrom?: number) {}
+
+  /** Directory inodes: their own counter, so that the ids the histories below were found with stay the same. */
+  private dirInodes = 1_000_000;
+  addDir(relPath: string): void {
+    if (!this.dirs.has(relPath)) this.dirs.set(relPath, ++this.dirInodes);
+  }
+  addDirsAbove(relPath: string): void {
+    for (let d = parentOf(relPath); d !== ''; d = parentOf(d)) this.addDir(d);
+  }
+  /** rename(2) of a directory: everything under it (files, directories) under the new path, same inodes and stats. */
+  renameDir(from: string, to: string): void {
+    const under = (p: string) => p === from || p.startsWith(`${from}/`);
+    for (const [p, f] of [...this.local]) if (under(p)) {
+      this.local.delete(p);
+      this.local.set(to + p.slice(from.length), f);
+    }
+    for (const [d, ino] of [...this.dirs]) if (under(d)) {
+      this.dirs.delete(d);
+      this.dirs.set(to + d.slice(from.length), ino);
+    }
+  }
+  /** What the executor's moveDir checks before it renames: the directory the plan saw, nothing at the new place. */
+  canMoveDir(a: Extract<Action, { kind: 'move-dir-local' }>): boolean {
+    const at = (p: string) => p === a.to || p.startsWith(`${a.to}/`);
+    return this.dirs.get(a.from) === a.inode && ![...this.local.keys(), ...this.dirs.keys()].some(at) && (parentOf(a.to) === '' || this.dirs.has(parentOf(a.to)));
+  }
 
   next(prefix: string): string {
     return `${prefix}${++this.n}`;
@@ -73,7 +102,7 @@ export class SimWorld {
   writeLocal(relPath: string, content: string): void {
     const at = ++this.n;
     this.local.set(relPath, { content, mtimeMs: at, inode: ++this.n, ctimeMs: at });
-    for (let d = parentOf(relPath); d !== ''; d = parentOf(d)) this.dirs.add(d);
+    this.addDirsAbove(relPath);
   }
   /** The file after a link, unlink or rename: same inode, content and mtime, a new ctime. */
   relinked(f: SimFile): SimFile {
@@ -103,13 +132,16 @@ export class SimWorld {
   }
 
   observe(): { local: LocalObservation; remote: RemoteObservation } {
-    const local: LocalObservation = { files: new Map(), dirs: new Map(), problems: [] };
+    const local: LocalObservation = { files: new Map(), dirs: new Map(), dirInodes: new Map(), problems: [] };
     const based = new Set([...this.base.values()].map((b) => b.key));
     for (const [relPath, f] of this.local) {
       const unread = this.lazyFrom !== undefined && f.content.length >= this.lazyFrom && !based.has(relPath);
       local.files.set(relPath, { relPath, key: relPath, sha256: unread ? null : sha(f.content), size: f.content.length, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs });
     }
-    for (const d of this.dirs) local.dirs.set(d, d);
+    for (const [d, ino] of this.dirs) {
+      local.dirs.set(d, d);
+      local.dirInodes!.set(d, ino);
+    }
     const remote: RemoteObservation = { docs: new Map(), folders: new Map(), gone: new Set(), unmappable: [] };
     for (const f of this.folders.values()) {
       const relPath = this.folderPath(f.id);
@@ -156,7 +188,7 @@ export class SimWorld {
         this.local.delete(p!);
         this.local.set(to, this.relinked(f));
         this.renamedLocally.add(f.content);
-        for (let d = parentOf(to); d !== ''; d = parentOf(d)) this.dirs.add(d);
+        this.addDirsAbove(to);
         return;
       }
       case 'remote-add': {
@@ -305,7 +337,7 @@ export class SimWorld {
         this.expectLocal(a.to, null);
         this.local.delete(a.from);
         this.local.set(a.to, f);
-        for (let d = parentOf(a.to); d !== ''; d = parentOf(d)) this.dirs.add(d);
+        this.addDirsAbove(a.to);
         const b = this.base.get(a.doc.documentId);
         if (!b) throw new Error('move-local without base');
         // The base follows the file to its new path and remote name, keeping its stat and hash (as the executor
@@ -325,7 +357,27 @@ export class SimWorld {
       case 'conflict': this.resolveConflict(a); return;
       case 'adopt': for (const row of [a.base, ...(a.alongside ?? [])]) this.base.set(row.documentId, row); return;
       case 'forget': this.base.delete(a.documentId); return;
-      case 'mkdir-local': this.dirs.add(a.relPath); return;
+      case 'mkdir-local': this.addDir(a.relPath); this.addDirsAbove(a.relPath); return;
+      case 'move-dir-local': {
+        // The executor's moveDir, then one transaction for the rows (executor.ts moveDirLocal): each synced file must
+        // be as planned, and everything under the directory moves, new files included.
+        if (!this.canMoveDir(a)) throw new Error(`move-dir ${a.from} -> ${a.to}: not the directory planned, or its new place is taken`);
+        for (const f of a.files) this.expectLocal(f.from, f.expectLocal);
+        this.renameDir(a.from, a.to);
+        this.moveDirRows(a);
+        this.dirMoves++;
+        return;
+      }
+    }
+  }
+
+  /** The rows of a directory moved: path, key and remote place; an unchanged file's row takes its scanned stat. */
+  moveDirRows(a: Extract<Action, { kind: 'move-dir-local' }>): void {
+    for (const f of a.files) {
+      const b = this.base.get(f.documentId);
+      if (!b) throw new Error('move-dir-local without base');
+      const stat = b.sha256 === f.sha256 ? f.expectLocal : {};
+      this.base.set(f.documentId, { ...b, ...stat, relPath: f.to, key: f.toKey, folderId: f.folderId, fileName: f.fileName });
     }
   }
 
@@ -377,7 +429,7 @@ export const simOpArb: fc.Arbitrary<SimOp> = fc.oneof(
 );
 
 /** Runs ops, then settles and checks convergence. Throws (with a reason) on any violated property. */
-export function runSimulation(ops: SimOp[], conflictPolicy: ReconcileContext['conflictPolicy'], lazyFrom?: number): void {
+export function runSimulation(ops: SimOp[], conflictPolicy: ReconcileContext['conflictPolicy'], lazyFrom?: number): SimWorld {
   const w = new SimWorld(lazyFrom);
   for (const op of ops) if (op.t === 'sync') w.syncPass({ conflictPolicy }); else w.apply(op);
   let last = w.syncPass({ conflictPolicy });
@@ -402,4 +454,5 @@ export function runSimulation(ops: SimOp[], conflictPolicy: ReconcileContext['co
     const dir = parentOf(p);
     if (dir !== '' && w.folderAt(dir)) throw new Error(`${p} waits although its folder exists`);
   }
+  return w;
 }
