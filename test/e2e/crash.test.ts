@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { FailpointName } from '../../src/failpoints.js';
 import { createWorkspace, localTree, readLocal, sha256, writeLocal, type Workspace } from './harness.js';
 import {
-  docsByName, everyContentHash, expectConvergedPass, expectSidesEqual, explain, inodeOf, syncJson, tempFilesUnder,
+  docsByName, everyContentHash, expectConvergedPass, expectQuietPass, expectSidesEqual, explain, inodeOf, syncJson, tempFilesUnder,
   trashHashes, versionContents, type SyncRun,
 } from './scenario-helpers.js';
 
@@ -117,6 +117,20 @@ const SCENARIOS = {
       expect(inodeOf(w, 'B/b.txt')).toBe(before.inodeB);
     },
   },
+  // Folder A renamed on the service: one rename of the local directory, then its rows in one transaction.
+  'remote folder rename': {
+    change: (w) => {
+      const c = w.emulator.control;
+      c.renameFolder(c.getDocument(docsByName(w).get('a.txt')!.id).folderId, 'A renamed');
+      return [];
+    },
+    expectDocs: BASE_DOCS,
+    verify: (w, _ids, before) => {
+      expect(fs.existsSync(path.join(w.local, 'A'))).toBe(false);
+      expect(readLocal(w, 'A renamed/b.txt')).toBe('b base');
+      expect(inodeOf(w, 'A renamed/b.txt')).toBe(before.inodeB);
+    },
+  },
   'remote delete': {
     change: (w, ids) => {
       w.emulator.control.deleteDocument(ids.c);
@@ -175,6 +189,7 @@ const CASES: Array<{ failpoint: FailpointName; scenario: ScenarioName }> = [
   // conflict copies, two documents of one content, this way).
   { failpoint: 'move-after-link', scenario: 'keep-both conflict' },
   { failpoint: 'move-after-rename', scenario: 'remote move' },
+  { failpoint: 'move-dir-after-rename', scenario: 'remote folder rename' },
   { failpoint: 'trash-after-move', scenario: 'remote delete' },
   { failpoint: 'upload-after-slot', scenario: 'everything at once' },
 ];
@@ -240,6 +255,44 @@ describe('crash at a failpoint, then recovery', () => {
       expect(quiet.report?.actions, explain(quiet)).toEqual([]);
       expect(localTree(ws.local).size).toBe(docs.length);
     }
+  });
+});
+
+describe('crash inside a directory move', () => {
+  // Killed between the rename of the directory and the transaction that moves its rows: the intent recorded before
+  // the rename finishes it at the next start; without the intent (dropped: a recovery that failed), the next pass
+  // finds each file at its document's new path with its row's inode and adopts it there. Either way nothing is
+  // downloaded or uploaded, and the files keep their inodes.
+  it.each([
+    ['its intent finishes it at the next start', false],
+    ['its intent lost, the files are adopted where they are', true],
+  ])('%s: nothing transferred', async (_how, dropIntent) => {
+    await syncedBase();
+    const c = ws.emulator.control;
+    const before = { inodeB: inodeOf(ws, 'A/b.txt'), docs: c.listDocuments(ws.binderId).map((d) => `${d.id}@${d.latestVersionId}`).sort() };
+    c.renameFolder(c.getDocument(docsByName(ws).get('a.txt')!.id).folderId, 'A renamed');
+    const crashed = await syncJson(ws, [], { env: { BINDER_SYNC_FAILPOINT: 'move-dir-after-rename' } });
+    expect(crashed.signal, explain(crashed)).toBe('SIGKILL');
+    expect(fs.existsSync(path.join(ws.local, 'A renamed', 'b.txt'))).toBe(true);
+    if (dropIntent) {
+      const db = new Database(path.join(ws.stateDir, 'main', 'state.db'));
+      try {
+        expect(db.prepare('DELETE FROM intents').run().changes).toBe(1);
+      } finally {
+        db.close();
+      }
+    }
+    c.resetCounters();
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(0);
+    expect(r.report?.converged).toBe(true);
+    expect(r.report?.actions, explain(r)).toEqual(dropIntent ? ['adopt', 'adopt', 'adopt'] : []);
+    const n = c.counters();
+    expect([n['storage-get'], n['storage-put'], n.commit]).toEqual([0, 0, 0]);
+    expect(inodeOf(ws, 'A renamed/b.txt')).toBe(before.inodeB);
+    expect(c.listDocuments(ws.binderId).map((d) => `${d.id}@${d.latestVersionId}`).sort()).toEqual(before.docs);
+    expectSidesEqual(ws);
+    await expectQuietPass(ws);
   });
 });
 
