@@ -8,7 +8,7 @@ import { fieldErrors, referenceCommitSchema, searchBodySchema, walkthroughCommit
 import { isEnumerated, matchingSorted, pageOf, parsePageQuery } from './search.js';
 import type { Signer } from './signing.js';
 import { GLOBAL_BINDER, GLOBAL_TAB, type Store } from './store.js';
-import type { BinderRecord, DocumentView, MetadataElement, MetadataValue } from './types.js';
+import type { BinderRecord, DocumentRecord, DocumentView, MetadataElement, MetadataValue } from './types.js';
 import { binderView, documentView, downloadUrl, folderView, versionView, type ViewContext } from './views.js';
 
 export interface ApiSettings {
@@ -28,6 +28,19 @@ export type Handler = (req: IncomingMessage, params: Params, url: URL) => Promis
 
 const READ = { tenantHeader: 'required', write: false } as const;
 const WRITE = { tenantHeader: 'required', write: true } as const;
+
+/**
+ * The documents as a search index that lags behind commits shows them: each at the latest version committed by
+ * `asOf` (its name and folder as they are now), and none whose first version is newer (Store.searchLagMs).
+ */
+function indexedLagging(docs: DocumentRecord[], store: Store, asOf: number): DocumentView[] {
+  const out: DocumentView[] = [];
+  for (const d of docs) {
+    const then = store.versionsOf(d.id).filter((v) => Date.parse(v.modifiedAt) <= asOf).at(-1);
+    if (then !== undefined) out.push(documentView({ ...d, latestVersionId: then.id }));
+  }
+  return out;
+}
 
 export function createApiHandlers(store: Store, signer: Signer, view: ViewContext, settings: ApiSettings) {
   const auth = (req: IncomingMessage, rule: Parameters<typeof authorize>[3]) => authorize(req, signer, store, rule);
@@ -69,8 +82,10 @@ export function createApiHandlers(store: Store, signer: Signer, view: ViewContex
       // Walking a big binder asks for the same result page after page: the sorted result is kept while the
       // store is unchanged (same generation, tenant, body and term), so a page costs a slice, not a sort.
       const key = JSON.stringify([caller.tenantId, parsed.data, page.searchTerm]);
+      if (store.searchLagMs > 0) searchMemo = null; // the index of then changes with the clock, not the store
       if (searchMemo?.generation !== store.generation || searchMemo.key !== key) {
-        const docs = [...store.documents.values()].filter((d) => ids.has(d.binderId)).map(documentView);
+        const inBinders = [...store.documents.values()].filter((d) => ids.has(d.binderId));
+        const docs = store.searchLagMs > 0 ? indexedLagging(inBinders, store, Date.now() - store.searchLagMs) : inBinders.map(documentView);
         searchMemo = { generation: store.generation, key, matching: matchingSorted(docs, elements, parsed.data, page.searchTerm), pages: new Map() };
       }
       // Each page's body is kept serialized too: a client that polls a 100k-document binder asks for the same

@@ -45,6 +45,7 @@ const schemas = {
     times: z.number().int().min(1).optional(),
     probability: z.number().min(0).max(1).optional(),
   }),
+  searchLag: z.strictObject({ ms: z.number().min(0) }),
   rateLimit: z.strictObject({ requestsPerSecond: z.number().positive(), burst: z.number().int().min(1).optional() }).nullable(),
 };
 
@@ -120,6 +121,7 @@ export function createControlHttp(control: EmulatorControl, credentials: () => E
     ['DELETE /faults', async () => ok(control.clearFaults())],
     ['POST /ratelimit', async (req) => ok(control.setRateLimit(await body(req, schemas.rateLimit)))],
     ['DELETE /ratelimit', async () => ok(control.setRateLimit(null))],
+    ['POST /search-lag', async (req) => ok(control.setSearchLag((await body(req, schemas.searchLag)).ms))],
     ['POST /expire-tokens', async () => ok(control.expireTokens())],
     ['GET /counters', async () => ok(control.counters())],
     ['DELETE /counters', async () => ok(control.resetCounters())],

@@ -100,6 +100,10 @@ export function createControl(store: Store, view: ViewContext, faults: FaultInje
     injectFault: (fault) => faults.add(fault),
     clearFaults: () => faults.clear(),
     setRateLimit: (limit) => limiter.set(limit),
+    setSearchLag(ms) {
+      if (!Number.isFinite(ms) || ms < 0) throw new HttpProblem(400, 'search lag must be a number of ms, at least 0');
+      store.searchLagMs = ms;
+    },
     expireTokens() {
       store.tokenGeneration++;
       store.changed();

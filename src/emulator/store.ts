@@ -50,6 +50,12 @@ export class Store {
   readonly documents = new Map<string, DocumentRecord>();
   readonly versions = new Map<string, VersionRecord>();
   readonly uploads = new Map<string, UploadRecord>();
+  /**
+   * How far the search index lags behind commits (ms; 0: none). The spec says nothing of when a commit shows in
+   * POST /documents: a search index that lags (as search engines behind such services do) lists a document as it
+   * was that long ago, at its version of then, or not at all when it is newer. A test sets it (control.setSearchLag).
+   */
+  searchLagMs = 0;
   private seq = 0;
   private batchDepth = 0;
   private readonly statePath: string | undefined;

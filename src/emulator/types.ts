@@ -277,6 +277,8 @@ export interface EmulatorControl {
   injectFault(fault: Fault): string;
   clearFaults(): void;
   setRateLimit(limit: RateLimit | null): void;
+  /** Makes search (POST /documents) lag behind commits by `ms` (0: none): see Store.searchLagMs. */
+  setSearchLag(ms: number): void;
   expireTokens(): void;
   counters(): Record<RouteName, number>;
   resetCounters(): void;

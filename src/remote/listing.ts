@@ -1,6 +1,7 @@
 // Remote scan: the binder's folder tree (drives endpoints) and every document (paged search), turned into
 // one RemoteObservation. A listing is used only when it is complete; anything else is an error, never "empty".
 import { ServiceError, type Document, type ServiceClient } from '../service/index.js';
+import { settleOlderThanSynced } from './older-than-synced.js';
 import type { BaseEntry, RemoteObservation } from '../sync/model.js';
 import { DocMerger, type PagePositions } from './doc-merge.js';
 import { mapRemoteTree } from './path-map.js';
@@ -19,6 +20,11 @@ export interface ListRemoteOptions {
   ignoredBy?: (relPath: string, isDir: boolean) => string | undefined;
   /** See RemoteTreeInput.maxPathBytes. */
   maxPathBytes?: number;
+  /**
+   * By document, versions its base row held before its present one: a document listed at one of them is taken as
+   * listed at the synced version (older-than-synced.ts: a search index lagging behind commits).
+   */
+  supersededVersions?: ReadonlyMap<string, ReadonlySet<string>>;
   signal?: AbortSignal;
 }
 
@@ -27,6 +33,8 @@ export interface RemoteListing {
   /** How the documents were listed: paged search, or per-folder after search proved inconsistent. */
   method: 'search' | 'per-folder';
   requests: number;
+  /** Documents listed at a version older than the one synced, taken as at the synced one (ListRemoteOptions.supersededVersions). */
+  olderThanSynced?: string[];
 }
 
 export interface RawFolder {
@@ -161,6 +169,7 @@ export async function observeRemote(client: ListingClient, raw: RawListing, opts
   const counter = { requests: raw.requests };
   const docs = new Map(raw.docs);
   const gone = await confirmGone(client, opts, docs, counter);
+  const olderThanSynced = settleOlderThanSynced(docs, opts.base, opts.supersededVersions ?? new Map());
   let folderPaths: Map<string, string> | undefined; // built only when a document's folder is not listed
   const mapped = mapRemoteTree({
     folders: raw.folders,
@@ -175,6 +184,7 @@ export async function observeRemote(client: ListingClient, raw: RawListing, opts
     observation: { docs: mapped.docs, folders: mapped.folders, gone, unmappable: mapped.unmappable },
     method: raw.method,
     requests: counter.requests,
+    ...(olderThanSynced.length > 0 ? { olderThanSynced } : {}),
   };
 }
 

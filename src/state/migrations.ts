@@ -129,6 +129,24 @@ export const MIGRATIONS: readonly string[] = [
     created_at    TEXT NOT NULL
   ) STRICT;
   `,
+  // 7: versions each document's base row held before its present one (remote/older-than-synced.ts): a listing that
+  // names one of them is older than what was synced (a search index lagging behind commits), not a change.
+  // Kept by a trigger, so that every step moving a row to a newer version records it, whichever it is; a step
+  // that records an older version on purpose forgets the document's list (forgetSuperseded). Pruned after a day.
+  `
+  CREATE TABLE superseded_versions (
+    document_id   TEXT NOT NULL,
+    version_id    TEXT NOT NULL,
+    at            INTEGER NOT NULL,
+    PRIMARY KEY (document_id, version_id)
+  ) STRICT, WITHOUT ROWID;
+  CREATE TRIGGER base_version_superseded AFTER UPDATE OF version_id ON base
+    WHEN OLD.version_id <> NEW.version_id
+  BEGIN
+    INSERT OR IGNORE INTO superseded_versions (document_id, version_id, at) VALUES (OLD.document_id, OLD.version_id, unixepoch());
+    DELETE FROM superseded_versions WHERE document_id = NEW.document_id AND version_id = NEW.version_id;
+  END;
+  `,
 ];
 
 /** The schema version this build writes. */

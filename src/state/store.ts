@@ -663,6 +663,29 @@ export class StateStore {
     this.cached('DELETE FROM forgotten WHERE document_id = ?').run(documentId);
   }
 
+  // ---- versions base rows held before their present one (see remote/older-than-synced.ts) ----
+
+  /** By document, the versions its base row held before the present one (recorded by a trigger, migration 7). */
+  supersededVersions(): Map<string, Set<string>> {
+    const out = new Map<string, Set<string>>();
+    for (const [documentId, versionId] of this.cached('SELECT document_id, version_id FROM superseded_versions').raw(true).iterate() as IterableIterator<[string, string]>) {
+      let set = out.get(documentId);
+      if (set === undefined) out.set(documentId, (set = new Set()));
+      set.add(versionId);
+    }
+    return out;
+  }
+
+  /** For a base row moved to an older version on purpose: its later versions are not "older than synced". */
+  forgetSuperseded(documentId: string): void {
+    this.cached('DELETE FROM superseded_versions WHERE document_id = ?').run(documentId);
+  }
+
+  /** Drops what was recorded before `beforeSec` (Unix seconds); returns how many. */
+  pruneSuperseded(beforeSec: number): number {
+    return this.cached('DELETE FROM superseded_versions WHERE at < ?').run(beforeSec).changes;
+  }
+
   // ---- buried-version checks still to do (see sync/buried-edit.ts) ----
 
   addBuriedCheck(c: NewBuriedCheck): number {

@@ -522,6 +522,7 @@ async function resolveWithTemp(a: Extract<Action, { kind: 'conflict' }>, d: Exec
     // that version: the newer one is then a remote change this pair does not download, and status says so.
     await fs.rm(tmp.tempPath, { force: true });
     d.store.putBase(baseFromDownload({ ...a.doc, versionId: earlier }, a.relPath, a.key, local, local.sha256!));
+    d.store.forgetSuperseded(a.doc.documentId); // recorded at an older version on purpose: the newer ones are no stale listing
     report.staleKept = (report.staleKept ?? 0) + 1;
     d.log.info({ relPath: a.relPath, version: earlier }, 'the local file holds an earlier version of its document, not an edit: not uploaded over the newer one (this pair only uploads, so the newer one is not downloaded either)');
     return;
@@ -686,6 +687,7 @@ async function putBackEarlierVersion(d: ExecutorDeps, report: ExecutionReport, p
   if (earlier === null) return false;
   if (d.uploadOnly === true) {
     d.store.putBase(baseFromDownload({ ...doc, versionId: earlier }, relPath, key, local, local.sha256));
+    d.store.forgetSuperseded(doc.documentId); // recorded at an older version on purpose: the newer ones are no stale listing
     report.conflicts.push({ relPath, conflictPath: null, outcome: 'the local file is an earlier version of the document with an older time (restored from a backup?): not uploaded over the newer ones; change its content to upload it' });
     d.log.info({ relPath, version: earlier }, 'the local file is an earlier version of its document with an older time (restored from a backup?): not uploaded over the newer ones');
     return true;

@@ -137,6 +137,7 @@ export async function openPair(
       refusedUploads: loadRefusedUploads(store, configDigest(pair, caseInsensitive), Date.now()),
       unreplaceable: new Map(),
       putBackLookedAt: new Map(),
+      olderListingSaid: false,
       unbasedHashes: new Map(),
       cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, walkSoon: false, quiet: false, localParked: false, issues: [] },
     };

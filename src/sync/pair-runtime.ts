@@ -73,6 +73,8 @@ export interface PairRuntime {
    * by path key (plan-filters.ts withheldAsLookedAt): not looked at again until the file or the document changes.
    */
   putBackLookedAt: Map<string, string>;
+  /** A listing older than the synced state was said at info in this process (then at debug: see noteOlderThanSynced). */
+  olderListingSaid: boolean;
   /** Hashes of files that have no base row, by key (see rememberUnbasedHashes). */
   unbasedHashes: Map<string, PriorFile>;
   /** Observations of the previous pass, reused by passes that ask for it (see PassOptions). */

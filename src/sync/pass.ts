@@ -159,6 +159,8 @@ function pruneConflictHistory(rt: PairRuntime, at: Date): void {
   const day = at.toISOString().slice(0, 10);
   if (rt.historyPrunedOn === day) return;
   rt.historyPrunedOn = day;
+  // A search index lags by seconds, maybe minutes: a day of superseded versions is plenty (older-than-synced.ts).
+  rt.store.pruneSuperseded(Math.floor(at.getTime() / 1000) - 86_400);
   const removed = rt.store.pruneConflicts(new Date(at.getTime() - rt.pair.trashRetentionDays * 86_400_000).toISOString());
   if (removed > 0) rt.log.info({ removed, days: rt.pair.trashRetentionDays }, 'dropped conflicts older than trashRetentionDays from the history status lists');
 }
@@ -308,6 +310,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   const listing: RemoteListing = raw === null && rt.cache.remote
     ? { ...rt.cache.remote, requests: 0 }
     : await observeRemote(rt.client, raw ?? { ...(rt.cache.raw as RawListing), requests: 0 }, observeOptions(rt, base, opts.signal));
+  if (listing.olderThanSynced !== undefined && listing !== rt.cache.remote) noteOlderThanSynced(rt, listing.olderThanSynced);
   if (raw) {
     rt.cache.remoteAt = Date.now();
     rt.cache.raw = raw;
@@ -596,8 +599,22 @@ function observeOptions(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry>, s
     base,
     ignoredBy: (p, isDir) => (rt.ignore.ignores(p, isDir) ? (rt.ignore.ruleFor(p, isDir) ?? 'of this pair') : undefined),
     maxPathBytes: maxRelPathBytes(rt.pair.localPath),
+    supersededVersions: rt.store.supersededVersions(),
     ...(signal ? { signal } : {}),
   };
+}
+
+/**
+ * The listing showed documents at versions older than the ones synced (older-than-synced.ts): taken as unchanged.
+ * Said at info the first time in a process (an operator may want to know the service's search lags), then at debug.
+ */
+function noteOlderThanSynced(rt: PairRuntime, documentIds: readonly string[]): void {
+  const first = documentIds[0];
+  const said = { documents: documentIds.length, first: first === undefined ? undefined : rt.store.getBase(first)?.relPath };
+  const msg = 'the listing showed documents at a version older than the one synced (the service\'s search lags behind its commits?): taken as unchanged until it catches up';
+  if (rt.olderListingSaid) rt.log.debug(said, msg);
+  else rt.log.info(said, msg);
+  rt.olderListingSaid = true;
 }
 
 /** A pair set to `direction: both` runs download-only when the API client may not write; its issues say why. */

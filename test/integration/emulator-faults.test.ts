@@ -230,6 +230,9 @@ describe('emulator control over HTTP', () => {
     await fetch(`${emu.authUrl}/connect/token`, { method: 'POST' });
     expect((await fetch(`${emu.baseUrl}/binders`, { headers: h })).status).toBe(429);
     await control('DELETE', '/ratelimit');
+    expect((await control('POST', '/search-lag', { ms: -1 })).status).toBe(400);
+    expect((await control('POST', '/search-lag', { ms: 60_000 })).status).toBe(200);
+    expect((await control('POST', '/search-lag', { ms: 0 })).status).toBe(200);
   });
 
   it('refuses bad control input with problem details', async () => {

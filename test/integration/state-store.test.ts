@@ -554,3 +554,33 @@ describe('scratch copy for sync --dry-run', () => {
     expect(caught(() => StateStore.openScratchCopy(dbFile)).code).toBe('STATE_CORRUPT');
   });
 });
+
+describe('versions a base row held before its present one (a listing older than the synced state)', () => {
+  it('each version a row moves away from is recorded, by the upsert too; moving back to one unrecords it', () => {
+    const s = openStore();
+    s.putBase(base(1));
+    expect(s.supersededVersions()).toEqual(new Map());
+    s.putBase(base(1, { versionId: 'ver-1b' }));
+    s.putBase(base(1, { versionId: 'ver-1c', relPath: 'moved.txt', key: 'moved.txt' }));
+    s.putBase(base(1, { versionId: 'ver-1c', sha256: 'f'.repeat(64) })); // same version: nothing recorded
+    expect(s.supersededVersions()).toEqual(new Map([['doc-1', new Set(['ver-1', 'ver-1b'])]]));
+    s.putBase(base(1, { versionId: 'ver-1b' })); // back to an earlier one (recorded so on purpose)
+    expect(s.supersededVersions().get('doc-1')).toEqual(new Set(['ver-1', 'ver-1c']));
+    s.forgetSuperseded('doc-1');
+    expect(s.supersededVersions()).toEqual(new Map());
+  });
+
+  it('is pruned by age, and survives a reopen', () => {
+    const s = openStore();
+    s.putBase(base(2));
+    s.putBase(base(2, { versionId: 'ver-2b' }));
+    s.close();
+    open.length = 0;
+    const again = openStore();
+    expect(again.supersededVersions().get('doc-2')).toEqual(new Set(['ver-2']));
+    const nowSec = Math.floor(Date.now() / 1000);
+    expect(again.pruneSuperseded(nowSec - 60)).toBe(0);
+    expect(again.pruneSuperseded(nowSec + 60)).toBe(1);
+    expect(again.supersededVersions()).toEqual(new Map());
+  });
+});
