@@ -41,6 +41,15 @@ export function folderTreeMaxAgeMs(folders: number): number {
   return Math.min(10 * 60_000, folders * 1_000);
 }
 
+/**
+ * While local files wait for a remote folder (one that may be created on the service for them, empty, which no
+ * search shows), the tree is walked again when older than this, or than folderTreeMaxAgeMs when that is less.
+ * Every poll walked it: one new local folder kept for good (the service cannot create folders) turned an idle
+ * daemon's 25 requests a minute over 150 folders into 1,531 (black-box round 35a, F2). A file newly waiting
+ * still has the tree walked at once (walkSoon).
+ */
+export const WAITING_WALK_MAX_AGE_MS = 60_000;
+
 /** Meta key: when the folder tree saved in the state DB was walked (ISO time). */
 const TREE_WALKED_AT = 'folderTreeWalkedAt';
 
@@ -246,9 +255,10 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   const walkNow = rt.cache.walkSoon;
   const reuse = opts.reuseRemoteWithinMs !== undefined && (rt.cache.remote !== null || rt.cache.raw !== null) && rt.cache.remoteFresh &&
     Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs && !walkNow;
-  // Reused only while nothing waits for a remote folder to appear (then every poll walks the tree).
-  const treeFresh = rt.cache.raw !== null && Date.now() - rt.cache.foldersAt < folderTreeMaxAgeMs(rt.cache.raw.folders.length) && opts.dryRun !== true &&
-    !walkNow && !rt.cache.issues.some((i) => i.code === 'waiting-for-remote-folder');
+  // Reused for less long while files wait for a remote folder to appear (WAITING_WALK_MAX_AGE_MS).
+  const waiting = rt.cache.issues.some((i) => i.code === 'waiting-for-remote-folder');
+  const treeMaxAgeMs = rt.cache.raw === null ? 0 : Math.min(folderTreeMaxAgeMs(rt.cache.raw.folders.length), waiting ? WAITING_WALK_MAX_AGE_MS : Number.POSITIVE_INFINITY);
+  const treeFresh = rt.cache.raw !== null && Date.now() - rt.cache.foldersAt < treeMaxAgeMs && opts.dryRun !== true && !walkNow;
   // The remote listing (bound by the service's request rate) runs while the local tree is walked (bound by the
   // disk; the walk yields now and then): the two observations are independent, and the executor checks every
   // local file again before it touches it.
@@ -280,7 +290,12 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   // Nothing rescanned: the previous observation stands as it is (merging would copy 100k entries per poll).
   let local = subtrees && previousLocal ? (noLocalWork ? previousLocal : mergeScan(previousLocal, scanned, subtrees)) : scanned;
   const raw = await listing$;
-  if (raw?.walkedTree) rt.cache.foldersAt = Date.now();
+  if (raw?.walkedTree) {
+    rt.cache.foldersAt = Date.now();
+    // The walk asked for is done, whatever this pass does next: a quiet pass returns before walkSoon is set again
+    // below, which left it asked for, and every poll walked the whole tree (black-box round 35a, F2).
+    rt.cache.walkSoon = false;
+  }
   if (raw && noLocalWork && !dryRun && opts.force !== true && rt.cache.quiet && raw.unchanged) {
     // Quiet poll: the last pass planned nothing, nothing local changed, and the binder is exactly as listed
     // then. Every input of reconcile is the same, so its plan would be empty again: skip the work.
@@ -366,8 +381,9 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   const newlyWaiting = (i: Issue) => i.code === 'waiting-for-remote-folder' && !waitedBefore.has(i.relPath);
   const askWalk = raw?.walkedTree !== true && plan.issues.some(newlyWaiting);
   if (askWalk) {
-    const walkedAgoS = rt.cache.foldersAt > 0 ? Math.max(0, Math.round((Date.now() - rt.cache.foldersAt) / 1000)) : null;
-    const asOf = ` (by the folder tree as walked ${walkedAgoS === null ? 'before' : `${walkedAgoS} s ago`}: the next pass walks it again)`;
+    // A time, not an age: the line is shown until the file is synced, and an age would go stale in it.
+    const walkedAt = rt.cache.foldersAt > 0 ? new Date(rt.cache.foldersAt).toISOString().slice(0, 19).replace('T', ' ') : null;
+    const asOf = ` (by the folder tree as walked ${walkedAt === null ? 'before' : `at ${walkedAt} UTC`}: walked again at once, then every minute while files wait)`;
     plan = { ...plan, issues: plan.issues.map((i) => (newlyWaiting(i) ? { ...i, detail: i.detail + asOf } : i)) };
     recheckInMs = Math.min(recheckInMs ?? Number.POSITIVE_INFINITY, RECHECK_WALK_MS);
   }

@@ -167,6 +167,27 @@ describe('incremental passes', () => {
     expect(uploaded.execution?.done.upload).toBe(1);
   });
 
+  it('a file left waiting for a remote folder has the tree walked at once, then once a minute, not on every poll (black-box round 35a, F2)', async () => {
+    for (let i = 0; i < 90; i++) emu.control.createFolder(binderId, { name: `Empty ${i}` }); // 91 folders: reused for 91 s otherwise
+    await runPass(rt);
+    fs.mkdirSync(local('Mine'));
+    fs.writeFileSync(local('Mine/x.txt'), 'a folder the service will not have');
+    const walks = () => emu.control.counters().folders;
+    emu.control.resetCounters();
+    const waiting = await runPass(rt, { localDirs: ['Mine'] });
+    expect(waiting.issues.map((i) => i.code)).toContain('waiting-for-remote-folder');
+    await runPass(rt, { localDirs: [] }); // asked for by the newly waiting file: walks
+    expect(walks()).toBe(1);
+    for (let i = 0; i < 5; i++) await runPass(rt, { localDirs: [] });
+    expect(walks()).toBe(1);
+    rt.cache.foldersAt -= 61_000; // a minute later
+    await runPass(rt, { localDirs: [] });
+    expect(walks()).toBe(2);
+    const still = await runPass(rt, { localDirs: [] });
+    expect(walks()).toBe(2);
+    expect(still.issues.find((i) => i.code === 'waiting-for-remote-folder')?.relPath).toBe('Mine/x.txt');
+  });
+
   it('looks for stale temp files on the first pass and on full scans, not on every poll', async () => {
     fs.mkdirSync(local('Docs'), { recursive: true });
     fs.writeFileSync(local('Docs/.binder-sync-tmp-0000000000000001'), 'left by a killed run');
