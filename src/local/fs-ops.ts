@@ -207,10 +207,29 @@ function fsyncFd(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fs.fsync(fd, (err) => (err ? reject(err) : resolve())));
 }
 
-/** Copies src to a new file dest (never overwriting) and fsyncs it: the fallback when link/rename cannot. */
-async function copyDurably(src: string, dest: string): Promise<void> {
-  await fsp.copyFile(src, dest, fs.constants.COPYFILE_EXCL);
-  await fsyncFile(dest);
+/**
+ * Copies src to a new file dest (never overwriting) and fsyncs it: the fallback when link/rename cannot (another
+ * disk). A copy takes time, so it is made under a temp name in `tmpDir` (dest's folder unless given, on dest's
+ * disk; TEMP_PREFIX: scans and the trash listing skip it, and the stray-temp sweeps remove one a crash left) and
+ * given dest's name only once whole and on disk. A SIGKILL mid-copy left a truncated file under dest's own name,
+ * which `binder-sync trash` listed and `trash restore` put back as if it were whole (black-box round 35b, F1).
+ */
+async function copyDurably(src: string, dest: string, tmpDir = path.dirname(dest)): Promise<void> {
+  const tmp = path.join(tmpDir, `${TEMP_PREFIX}${PROCESS_TAG}${(++tempCounter >>> 0).toString(16).padStart(8, '0')}`);
+  try {
+    await fsp.copyFile(src, tmp, fs.constants.COPYFILE_EXCL);
+    await fsyncFile(tmp);
+    try {
+      await fsp.link(tmp, dest); // never over anything: EEXIST as the copy itself would have said
+    } catch (err) {
+      if (!NO_LINK.has(errnoOf(err) ?? '')) throw err;
+      // A disk without hard links (FAT): dest was free a moment ago (its slot is this process's), so a rename.
+      if ((await lstatOrNull(dest)) !== null) throw Object.assign(new Error(`EEXIST: ${dest}`), { code: 'EEXIST' });
+      await fsp.rename(tmp, dest);
+    }
+  } finally {
+    await fsp.rm(tmp, { force: true });
+  }
 }
 
 function isInside(parent: string, child: string): boolean {
@@ -748,6 +767,7 @@ export class Trash {
   private readonly now: () => Date;
   private readonly rename: (from: string, to: string) => Promise<void>;
   private readonly link: (from: string, to: string) => Promise<void>;
+  private partialsSwept = false;
 
   constructor(
     readonly dir: string,
@@ -779,7 +799,7 @@ export class Trash {
             throw err;
           }
           try {
-            await copyDurably(absPath, dest);
+            await copyDurably(absPath, dest, this.partialsDir(dest));
           } catch (copyErr) {
             this.release(slot, { taken: errnoOf(copyErr) === 'EEXIST' });
             if (errnoOf(copyErr) === 'EEXIST') continue;
@@ -815,7 +835,7 @@ export class Trash {
           throw err;
         }
         try {
-          await copyDurably(absPath, dest);
+          await copyDurably(absPath, dest, this.partialsDir(dest));
         } catch (copyErr) {
           this.release(slot, { taken: errnoOf(copyErr) === 'EEXIST' });
           throw copyErr;
@@ -889,6 +909,35 @@ export class Trash {
     }
   }
 
+  /**
+   * Where a copy into the trash is made until whole (copyDurably): the top of its day folder, so that one a crash
+   * left is found by reading the day folders alone (sweepPartialCopies), not the whole trash.
+   */
+  private partialsDir(dest: string): string {
+    const [day = ''] = path.relative(this.dir, dest).split(path.sep);
+    return path.join(this.dir, day);
+  }
+
+  /**
+   * Removes the copies into the trash a crash cut short (copyDurably's temps at the top of each day folder), once
+   * per process: they are never entries, only space taken. This process's own (a copy in flight) are left.
+   */
+  private sweepPartialCopies(days: readonly string[]): void {
+    if (this.partialsSwept) return;
+    this.partialsSwept = true;
+    for (const day of days) {
+      let names: string[];
+      try {
+        names = fs.readdirSync(path.join(this.dir, day));
+      } catch {
+        continue;
+      }
+      for (const name of names) {
+        if (name.startsWith(TEMP_PREFIX) && !name.startsWith(`${TEMP_PREFIX}${PROCESS_TAG}`)) fs.rmSync(path.join(this.dir, day, name), { force: true });
+      }
+    }
+  }
+
   /** Removes day folders older than `days` days; returns how many were removed. */
   async purgeOlderThan(days: number): Promise<number> {
     const cutoff = dayOf(new Date(this.now().getTime() - days * 86_400_000));
@@ -902,6 +951,7 @@ export class Trash {
       if (errnoOf(err) === 'ENOENT' || errnoOf(err) === 'ENOTDIR') return 0;
       throw localIo(err, 'read trash', this.dir);
     }
+    this.sweepPartialCopies(entries.filter((name) => /^\d{4}-\d{2}-\d{2}$/.test(name) && name >= cutoff));
     let removed = 0;
     for (const name of entries) {
       if (/^\d{4}-\d{2}-\d{2}$/.test(name) && name < cutoff) {

@@ -61,6 +61,14 @@ export function recordPathOf(inDay: string): string {
   return `${RECORDS_DIR}/${createHash('sha256').update(inDay).digest('hex').slice(0, 32)}.path`;
 }
 
+/**
+ * A copy into the trash not finished yet, or cut short by a crash (fs-ops.ts copyDurably's temp at the top of a
+ * day folder): never an entry, never restored.
+ */
+function isPartialCopy(inDay: string): boolean {
+  return !inDay.includes('/') && inDay.startsWith(`${DAEMON_FILE_PREFIX}tmp-`);
+}
+
 /** Whether `inDay` is one of the trash's records, not a kept file: never listed, never restored. */
 export function isTrashRecord(dayDir: string, inDay: string): boolean {
   if (inDay.startsWith(`${RECORDS_DIR}/`)) return true;
@@ -173,7 +181,7 @@ export function listTrashEntries(dir: string, limit = 100_000, keep?: (e: TrashE
           if (child !== RECORDS_DIR) stack.push(child);
         } else if (e.isFile()) {
           const dayDir = path.join(dir, day);
-          if (isTrashRecord(dayDir, child)) continue;
+          if (isTrashRecord(dayDir, child) || isPartialCopy(child)) continue;
           const st = fs.lstatSync(path.join(dayDir, child), { throwIfNoEntry: false });
           if (st === undefined) continue;
           const origin = originOf(dayDir, child);

@@ -17,9 +17,11 @@ import {
   removeDirIfEmpty,
   replaceFile,
   resolveInside,
+  TEMP_PREFIX,
   toFileStat,
   Trash,
 } from '../../src/local/fs-ops.js';
+import { listTrashEntries } from '../../src/local/trash-entries.js';
 import { detectCaseInsensitive, detectCaseInsensitiveWithoutWriting } from '../../src/local/fs-probe.js';
 import { hashFile } from '../../src/local/hash.js';
 import type { FileStat } from '../../src/sync/model.js';
@@ -389,6 +391,39 @@ describe('Trash', () => {
     const moved = await trash.moveToTrash(f, undefined, statOf(f));
     expect(fs.existsSync(f)).toBe(false);
     expect(fs.readFileSync(moved).equals(Buffer.alloc(300_000, 7))).toBe(true);
+  });
+
+  it('a copy into the trash across devices gets its name only once whole: cut short, it is no entry, and the next process removes it (black-box round 35b, F1)', async () => {
+    const exdev = Object.assign(new Error('cross-device link'), { code: 'EXDEV' });
+    const now = () => new Date(2026, 2, 14, 12);
+    const trash = new Trash(trashDir, root, { rename: () => Promise.reject(exdev), now });
+    const f = path.join(root, 'big.bin');
+    fs.writeFileSync(f, Buffer.alloc(300_000, 7));
+    const day = path.join(trashDir, '2026-03-14');
+    // The copy is cut short (a SIGKILL in a real run): its bytes are written, but no more happens.
+    const copy = vi.spyOn(fsp, 'copyFile').mockImplementationOnce(async (src, dest) => {
+      fs.writeFileSync(dest as string, fs.readFileSync(src as string).subarray(0, 1000));
+      throw Object.assign(new Error('killed'), { code: 'EIO' });
+    });
+    try {
+      await expect(trash.moveToTrash(f, 'big.bin', statOf(f))).rejects.toThrow();
+    } finally {
+      copy.mockRestore();
+    }
+    expect(read(f).length).toBe(300_000); // the file is where it was
+    expect(fs.existsSync(path.join(day, 'big.bin'))).toBe(false);
+    expect(listTrashEntries(trashDir).entries).toEqual([]);
+    // What a SIGKILL leaves (the temp not removed): never listed, and removed by the next process's first purge.
+    const left = path.join(day, `${TEMP_PREFIX}0000dead00000001`);
+    fs.writeFileSync(left, 'partial');
+    expect(listTrashEntries(trashDir).entries).toEqual([]);
+    await new Trash(trashDir, root, { now }).purgeOlderThan(30);
+    expect(fs.existsSync(left)).toBe(false);
+    // Whole, it has its name, and nothing else is left beside it.
+    const moved = await trash.moveToTrash(f, 'big.bin', statOf(f));
+    expect(fs.readFileSync(moved).equals(Buffer.alloc(300_000, 7))).toBe(true);
+    expect(fs.readdirSync(day).filter((n) => n.startsWith(TEMP_PREFIX))).toEqual([]);
+    expect(listTrashEntries(trashDir).entries.map((e) => e.entry)).toEqual(['2026-03-14/big.bin']);
   });
 
   it('moveToTrash() puts back a file swapped in between the check and the rename', async () => {
