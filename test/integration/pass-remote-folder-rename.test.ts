@@ -177,3 +177,25 @@ it('the same rename made locally too (a crash between the rename and its rows, i
     await p.close();
   }
 });
+
+it('a new local sub-folder goes along with its folder moved on the service, and waits for a remote folder there, not at the old place (black-box round 35a, F3)', async () => {
+  const { p, reports, at } = await syncedFolder('dir-move-new-sub', 3);
+  try {
+    const c = emu.control;
+    fs.mkdirSync(at('Reports/my-drafts'));
+    fs.writeFileSync(at('Reports/my-drafts/draft.txt'), 'mine, not synced yet');
+    const archive = c.listFolders(p.binderId).find((f) => f.name === 'Archive')!.id;
+    c.moveFolder(reports, archive);
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(fs.existsSync(at('Reports'))).toBe(false); // the old place is not re-created for the new sub-folder
+    expect(fs.readFileSync(at('Archive/Reports/my-drafts/draft.txt'), 'utf8')).toBe('mine, not synced yet');
+    const again = await runPass(p.rt);
+    const waiting = again.issues.filter((i) => i.code === 'waiting-for-remote-folder');
+    expect(waiting.map((i) => i.relPath)).toEqual(['Archive/Reports/my-drafts/draft.txt']);
+    expect(waiting[0]?.detail).toContain('no remote folder for "Archive/Reports/my-drafts"');
+  } finally {
+    await p.close();
+  }
+});
