@@ -1,6 +1,7 @@
 // What the daemon takes from a PassReport: what is still pending (status), whether the pass did anything (one
 // summary log line, or debug for a quiet poll), and the metrics it feeds.
 import type { Logger } from '../log.js';
+import { CHANGED_WHILE_READ } from '../local/scanner.js';
 import { GROUP_FROM, groupIssues, issueGroupKey, LOGGED_AT_INFO, printable } from '../sync/issue-groups.js';
 import type { Issue } from '../sync/model.js';
 import { describeDone } from '../sync/executor.js';
@@ -81,6 +82,9 @@ export const ISSUE_LOG_LIMIT = 20;
 /** Paths named in the "no longer blocked" line at most. */
 const RESOLVED_NAMED = 10;
 
+/** A file found changing while the scan read it: a passing state, said at debug (see logIssueChanges). */
+const passing = (i: Issue) => i.code === 'changing' && i.detail === CHANGED_WHILE_READ;
+
 const issueKey = (i: Issue) => `${i.code}\u0000${i.relPath}\u0000${i.documentId ?? ''}`;
 
 /**
@@ -95,12 +99,16 @@ export function logIssueChanges(log: Logger, previous: ReadonlyMap<string, Issue
   const current = new Map(issues.map((i) => [issueKey(i), i]));
   // A path whose issue only changed (another code or document) is not "no longer blocked": its new line says it.
   const stillOpen = new Set(issues.map((i) => i.relPath));
-  const resolved = [...previous].filter(([k, i]) => !current.has(k) && !stillOpen.has(i.relPath)).map(([, i]) => i.relPath);
+  const gone = [...previous].filter(([k, i]) => !current.has(k) && !stillOpen.has(i.relPath)).map(([, i]) => i);
+  // A file a program was still writing when the scan read it is no news either way: a log appended every 100 ms
+  // said "not synced ... changing" and "no longer blocked" 70 ms later, several times a minute (round 35b, F4).
+  for (const i of [...current.values()].filter((i) => !previous.has(issueKey(i)) && passing(i))) log.debug({ relPath: i.relPath, code: i.code }, `still being written: ${i.relPath}`);
+  const resolved = gone.filter((i) => !passing(i)).map((i) => i.relPath);
   // More of a group already shown folded ("New/ (300 files)"), such as a copy into a new folder still going on,
   // is not announced again on every pass.
   const before = new Map<string, number>();
   for (const i of previous.values()) before.set(issueGroupKey(i), (before.get(issueGroupKey(i)) ?? 0) + 1);
-  const added = [...current].filter(([k, i]) => !previous.has(k) && (before.get(issueGroupKey(i)) ?? 0) < GROUP_FROM).map(([, i]) => i);
+  const added = [...current].filter(([k, i]) => !previous.has(k) && !passing(i) && (before.get(issueGroupKey(i)) ?? 0) < GROUP_FROM).map(([, i]) => i);
   const lines = groupIssues(added);
   for (const g of lines.slice(0, ISSUE_LOG_LIMIT)) {
     const fields = { relPath: g.label, code: g.code, count: g.count };

@@ -10,6 +10,12 @@ import { hashFile } from './hash.js';
 import type { IgnoreMatcher } from './ignore.js';
 import { errnoOf, nameCollision, readRoot, statOf, TreeWalker, UNREADABLE, type WalkFrame } from './tree-walk.js';
 
+/**
+ * The detail of a file found changing while the scan read it (a program still writing it): a passing state,
+ * which the next pass after the file settles takes up (the daemon's log says it at debug: pass-summary.ts).
+ */
+export const CHANGED_WHILE_READ = 'the file changed while it was being read';
+
 export interface PriorFile extends FileStat {
   /** null: seen before, not read yet (see lazyHashFromBytes). */
   sha256: string | null;
@@ -165,7 +171,7 @@ async function hashAll(
       if (after === undefined) continue;
       const now = statOf(after);
       if (!after.isFile() || !sameStat(now, item.stat) || size !== item.stat.size) {
-        problem(item.relPath, item.key, 'changing', 'the file changed while it was being read');
+        problem(item.relPath, item.key, 'changing', CHANGED_WHILE_READ);
         continue;
       }
       files.set(item.key, { relPath: item.relPath, key: item.key, size: item.stat.size, mtimeMs: item.stat.mtimeMs, inode: item.stat.inode, ctimeMs: item.stat.ctimeMs, sha256 });

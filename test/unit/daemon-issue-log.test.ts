@@ -22,10 +22,33 @@ const INFO = 30;
 const unreadable = (relPath: string): Issue => ({ relPath, code: 'unreadable', detail: 'cannot read: EACCES' });
 
 describe('logIssueChanges', () => {
-  it('logs a file still being written at info: the next pass looks again by itself', () => {
+  it('a file found still being written while read is no news at info, coming or going: the next pass looks again by itself (black-box round 35b, F4)', () => {
     const { log, records } = capture();
-    logIssueChanges(log, new Map(), [{ relPath: 'Docs/big.iso', code: 'changing', detail: 'the file changed while it was being read' }]);
-    expect(records.map((r) => [r.level, r.msg])).toEqual([[INFO, 'not synced: Docs/big.iso: changing: the file changed while it was being read']]);
+    const writing: Issue = { relPath: 'Docs/grow.log', code: 'changing', detail: 'the file changed while it was being read' };
+    let open = logIssueChanges(log, new Map(), [writing, unreadable('Docs/a.txt')]);
+    open = logIssueChanges(log, open, [unreadable('Docs/a.txt')]); // settled for a moment: not "no longer blocked"
+    open = logIssueChanges(log, open, [writing, unreadable('Docs/a.txt')]); // appended again
+    logIssueChanges(log, open, []);
+    expect(records.map((r) => [r.level, r.msg])).toEqual([
+      [WARN, 'not synced: Docs/a.txt: unreadable: cannot read: EACCES'],
+      [INFO, 'no longer blocked: Docs/a.txt'],
+    ]);
+    // A temp-like name held (code changing too, another detail) is still said at info.
+    const held: Issue = { relPath: 'Docs/.x.swp', code: 'changing', detail: 'held: its name looks like a program\'s temp file' };
+    logIssueChanges(log, new Map(), [held]);
+    expect(records.at(-1)).toMatchObject({ level: INFO, msg: `not synced: Docs/.x.swp: changing: ${held.detail}` });
+  });
+
+  it('says a file still being written at debug', () => {
+    const records: Array<{ level: number; msg: string }> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        for (const line of chunk.toString().split('\n')) if (line.trim()) records.push(JSON.parse(line) as (typeof records)[number]);
+        cb();
+      },
+    });
+    logIssueChanges(createLogger({ level: 'debug', destination: sink, pretty: false }), new Map(), [{ relPath: 'Docs/big.iso', code: 'changing', detail: 'the file changed while it was being read' }]);
+    expect(records.map((r) => [r.level, r.msg])).toEqual([[20, 'still being written: Docs/big.iso']]);
   });
 
   it('a path whose issue changes is logged with its new issue, not also as no longer blocked', () => {
