@@ -1,4 +1,5 @@
 // What the executor needs from the outside world, gathered in one object so the pass can build it once.
+import type { Writer } from '../local/open-writers.js';
 import type { Logger } from 'pino';
 import type { Trash } from '../local/fs-ops.js';
 import type { ServiceClient } from '../service/index.js';
@@ -47,4 +48,9 @@ export interface ExecutorDeps {
    * failure again (a full disk, retried every pass) is logged at debug, so the log says it once, not per retry.
    */
   failuresLogged?: Map<string, string>;
+  /**
+   * The programs holding the file at abs open for writing (local/open-writers.ts); executePlan looks at /proc once
+   * per plan, when a step first needs it. Tests may give their own.
+   */
+  openWriters?: (abs: string) => Writer[];
 }

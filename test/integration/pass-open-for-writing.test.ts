@@ -1,0 +1,113 @@
+// A local file another program keeps open for writing (a logger's `exec 3>>file`) is not replaced by a remote
+// version nor moved to the trash under it: its later writes would go to the inode taken away, and be lost when the
+// trash is on another disk (black-box round 35b, F3). The step waits, before any transfer, until the program closes
+// the file. Real passes, a real child process holding the file, /proc as it is, the emulator on loopback.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { OpenFiles } from '../../src/local/open-writers.js';
+import { runPass } from '../../src/sync/pass.js';
+import { openTestPair } from './pass-fixture.js';
+
+let emu: Emulator;
+beforeAll(async () => {
+  emu = await startEmulator({ quiet: true });
+});
+afterAll(async () => {
+  await emu?.close();
+});
+
+/** A shell holding `file` open: for appending (`>>`) or for reading (`<`), until killed. */
+async function holder(file: string, mode: '>>' | '<'): Promise<ChildProcess> {
+  const child = spawn('sh', ['-c', `exec 3${mode}"$1"; echo ready; exec sleep 60`, 'sh', file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+  return child;
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+const linux = process.platform === 'linux';
+
+describe.skipIf(!linux)('a file another program holds open for writing', () => {
+  it('OpenFiles sees a writer of the file, not a reader, nor this process', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ow-'));
+    const file = path.join(dir, 'log.txt');
+    fs.writeFileSync(file, 'x');
+    const st = fs.statSync(file);
+    const own = fs.openSync(file, 'a');
+    try {
+      expect(OpenFiles.look().writersOf(st.dev, st.ino)).toEqual([]);
+      const reader = await holder(file, '<');
+      expect(OpenFiles.look().writersOf(st.dev, st.ino)).toEqual([]);
+      await stop(reader);
+      const writer = await holder(file, '>>');
+      expect(OpenFiles.look().writersOf(st.dev, st.ino)).toEqual([{ pid: writer.pid, command: 'sleep' }]);
+      await stop(writer);
+    } finally {
+      fs.closeSync(own);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is not replaced by a remote version while it is held, nor its download started; once closed, it is', async () => {
+    const p = await openTestPair(emu, 'open-for-writing');
+    try {
+      const c = emu.control;
+      const folder = c.createFolder(p.binderId, { name: 'Logs' });
+      const { document } = c.addDocument(p.binderId, folder.id, 'app.log', 'line 1\n');
+      await runPass(p.rt);
+      const file = path.join(p.local, 'Logs', 'app.log');
+      const logger = await holder(file, '>>');
+      try {
+        c.addVersion(document.id, "a colleague's version\n");
+        c.resetCounters();
+        const held = await runPass(p.rt);
+        expect(held.execution?.failures.map((f) => [f.code, f.postponed])).toEqual([['LOCAL_CHANGED', true]]);
+        expect(held.execution?.failures[0]?.message).toMatch(/^Logs\/app\.log: not replaced by the remote version: sleep \(pid \d+\) has it open for writing/);
+        expect(c.counters()['storage-get']).toBe(0); // refused before the transfer
+        expect(fs.readFileSync(file, 'utf8')).toBe('line 1\n');
+        expect(fs.statSync(file).ino).toBe(fs.statSync(`/proc/${logger.pid}/fd/3`).ino);
+      } finally {
+        await stop(logger);
+      }
+      const after = await runPass(p.rt);
+      expect(after.execution?.failures).toEqual([]);
+      expect(fs.readFileSync(file, 'utf8')).toBe("a colleague's version\n");
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('is not moved to the trash when its document is deleted on the service while it is held', async () => {
+    const p = await openTestPair(emu, 'open-for-writing-trash');
+    try {
+      const c = emu.control;
+      const folder = c.createFolder(p.binderId, { name: 'Logs' });
+      const { document } = c.addDocument(p.binderId, folder.id, 'app.log', 'line 1\n');
+      c.addDocument(p.binderId, folder.id, 'other.txt', 'keeps the delete gate quiet');
+      c.addDocument(p.binderId, folder.id, 'third.txt', 'and this one');
+      await runPass(p.rt);
+      const file = path.join(p.local, 'Logs', 'app.log');
+      const logger = await holder(file, '>>');
+      try {
+        c.deleteDocument(document.id);
+        const held = await runPass(p.rt);
+        expect(held.execution?.failures.map((f) => f.code)).toEqual(['LOCAL_CHANGED']);
+        expect(fs.existsSync(file)).toBe(true);
+      } finally {
+        await stop(logger);
+      }
+      await runPass(p.rt);
+      expect(fs.existsSync(file)).toBe(false);
+    } finally {
+      await p.close();
+    }
+  });
+});
