@@ -351,7 +351,9 @@ function runCrashSimulation(ops: Op[], policy: Policy, allowStaleCopies = false)
 }
 
 describe('reconcile simulation with crashes between and inside steps', () => {
-  const runs = SOAK ? 5_000 : 300;
+  const runs = SOAK ? Number(process.env.SOAK_RUNS ?? 5_000) : 300;
+  // SOAK_SEED replays the seed fast-check printed for a failing soak run.
+  const seed = process.env.SOAK_SEED !== undefined ? Number(process.env.SOAK_SEED) : undefined;
   for (const policy of ['keep-both', 'remote-wins', 'local-wins'] as const) {
     it(`${policy}: converges with nothing lost or doubled (${runs} runs)`, () => {
       let crashes = 0;
@@ -363,7 +365,7 @@ describe('reconcile simulation with crashes between and inside steps', () => {
           dirMoves += cw.w.dirMoves;
         }),
         // Fixed seed in the normal suite (stable); random seeds under SOAK (fast-check prints the seed on failure).
-        SOAK ? { numRuns: runs } : { numRuns: runs, seed: 20_261_122 },
+        SOAK ? { numRuns: runs, ...(seed !== undefined ? { seed } : {}) } : { numRuns: runs, seed: 20_261_122 },
       );
       // The generator really produced crashes (else this would only repeat reconcile-sim).
       expect(crashes).toBeGreaterThan(runs / 2);

@@ -12,6 +12,8 @@ import { runSimulation, simOpArb, type SimOp } from './reconcile-sim.js';
 const SOAK = process.env.SOAK === '1';
 const runs = (normal: number) => (SOAK ? Number(process.env.SOAK_RUNS ?? normal * 50) : normal);
 const timeout = SOAK ? 3_600_000 : 30_000;
+/** SOAK_SEED replays the seed fast-check printed for a failing soak run (with the same SOAK_RUNS or more). */
+const seeded = process.env.SOAK_SEED !== undefined ? { seed: Number(process.env.SOAK_SEED) } : {};
 
 const PATHS = ['A/a.txt', 'A/b.txt', 'B/a.txt', 'B/b.txt', 'C/a.txt', 'a.txt', 'A/S/a.txt', 'A/S'];
 const pathArb = fc.nat(PATHS.length - 1).map((i) => PATHS[i] ?? 'A/a.txt');
@@ -218,7 +220,7 @@ describe('reconcile properties over random states', () => {
         const w2 = build(st, true);
         expect(reconcile(w2.base, w2.local, w2.remote, ctx)).toEqual(plan);
       }),
-      { numRuns: runs(600) },
+      { numRuns: runs(600), ...seeded },
     );
     // The generator really renames folders whose directories can move whole (else the replay above never met one).
     expect(dirMoves).toBeGreaterThan(0);
@@ -233,7 +235,7 @@ describe('reconcile simulation: random edits on both sides, then sync until quie
         fc.property(fc.array(simOpArb, { minLength: 1, maxLength: SOAK ? 80 : 30, size: 'max' }), (ops) => {
           dirMoves += runSimulation(ops, policy).dirMoves;
         }),
-        { numRuns: runs(300) },
+        { numRuns: runs(300), ...seeded },
       );
       // Folders renamed on the service whose directories moved whole: the simulation reaches the directory move.
       expect(dirMoves).toBeGreaterThan(0);
@@ -246,7 +248,7 @@ describe('reconcile simulation: random edits on both sides, then sync until quie
         fc.property(fc.array(simOpArb, { minLength: 1, maxLength: SOAK ? 80 : 30, size: 'max' }), fc.constantFrom(0, 5), (ops, lazyFrom) => {
           runSimulation(ops, policy, lazyFrom);
         }),
-        { numRuns: runs(150) },
+        { numRuns: runs(150), ...seeded },
       );
     }, timeout);
   }
