@@ -381,10 +381,35 @@ export class SimWorld {
     }
   }
 
+  /**
+   * The executor's look before it settles a conflict (executor.ts earlierVersionHeld): the version of the document,
+   * other than `versionId` (the latest listed), whose content the local file holds. Read newest first, at most
+   * three: those after the base's (none held: an edit, a revert included), or with no base row, or a file whose
+   * time is older than the synced file's (put back from a backup), those before the latest (ten of these).
+   */
+  earlierVersionHeld(docId: string, versionId: string, local: SimFile): string | null {
+    const versions = this.docs.get(docId)?.versions ?? [];
+    const base = this.base.get(docId);
+    const restored = base !== undefined && local.mtimeMs < base.mtimeMs;
+    const latest = versions.findIndex((v) => v.id === versionId);
+    const from = base !== undefined && !restored ? versions.findIndex((v) => v.id === base.versionId) : -1;
+    if (latest < 0 || (base !== undefined && !restored && from < 0)) return null;
+    const candidates = versions.slice(from + 1, latest).reverse().slice(0, restored ? 10 : 3);
+    return candidates.find((v) => v.content === local.content)?.id ?? null;
+  }
+
   private resolveConflict(a: Extract<Action, { kind: 'conflict' }>): void {
     const f = this.expectLocal(a.relPath, a.local, a.local.sha256 ?? undefined) as SimFile;
     const remoteContent = this.versionContent(a.doc.documentId, a.doc.versionId);
     if (remoteContent === f.content) return this.setBase(a.doc.documentId, a.relPath); // equal: adopt
+    // A stale copy (an earlier version, e.g. a download whose base row a crash lost, whose intent found the file
+    // moved) is no edit: the latest replaces it, its content kept in the trash, whatever the policy. A conflict
+    // copy would upload a version the service has as a second document.
+    if (!a.keepLocal && this.earlierVersionHeld(a.doc.documentId, a.doc.versionId, f) !== null) {
+      this.trash.push(f.content);
+      this.writeLocal(a.relPath, remoteContent);
+      return this.setBase(a.doc.documentId, a.relPath);
+    }
     switch (a.policy) {
       case 'keep-both': {
         this.expectLocal(a.conflictPath, null);
