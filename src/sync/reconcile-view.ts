@@ -39,6 +39,8 @@ export class ReconcileView {
   private unbasedByLoosePath: Map<string, LocalFile[]> | null = null;
   /** Documents listed but not placed locally, by id (built on first use). */
   private unmappableById: Map<string, RemoteObservation['unmappable'][number]> | null = null;
+  /** Local files that are a synced document's own file renamed alike on both sides, by key (built on first use). */
+  private renamedAlikeByKey: Map<PathKey, BaseEntry> | null = null;
 
   constructor(
     readonly base: ReadonlyMap<string, BaseEntry>,
@@ -156,6 +158,34 @@ export class ReconcileView {
     return this.unbasedByLoosePath.get(looseName(doc.relPath))?.find((f) => f.inode === b.inode && f.key !== doc.key);
   }
 
+  /**
+   * b's own file at its document's new path, where the user renamed it too (the same rename on both sides): the
+   * file there has b's inode and was read, b's old path no longer holds that inode, and the row at the new path
+   * (if any) had another. Undefined when none.
+   * Inode numbers are reused, so a new file that got a deleted synced file's inode reads as that document's file:
+   * compared with its base, an edit at worst, which loses nothing (the remote content stays in its history).
+   */
+  ownFileRenamedAlike(b: BaseEntry): LocalFile | undefined {
+    const doc = this.remote.docs.get(b.documentId);
+    return doc !== undefined && this.renamedAlikeAt(doc.key) === b ? this.local.files.get(doc.key) : undefined;
+  }
+
+  /** The synced document whose own file, renamed alike, sits at `key` (see ownFileRenamedAlike). */
+  renamedAlikeAt(key: PathKey): BaseEntry | undefined {
+    if (this.renamedAlikeByKey === null) {
+      this.renamedAlikeByKey = new Map();
+      for (const b of this.bases) {
+        const doc = this.remote.docs.get(b.documentId);
+        if (doc === undefined || doc.key === b.key || b.inode === 0 || this.local.files.get(b.key)?.inode === b.inode) continue;
+        const there = this.local.files.get(doc.key);
+        if (there === undefined || there.inode !== b.inode || there.sha256 === null || this.renamedAlikeByKey.has(doc.key)) continue;
+        // An inode both rows had (hard links, a reused number): the file is the one of the row at its path.
+        if (this.baseByKey.get(doc.key)?.inode !== there.inode) this.renamedAlikeByKey.set(doc.key, b);
+      }
+    }
+    return this.renamedAlikeByKey.get(key);
+  }
+
   /** Did synced files lie under this directory? Then a remote folder missing here was removed locally. */
   hadSyncedFilesUnder(dirKey: PathKey): boolean {
     if (this.dirsWithBase === null) {
@@ -194,6 +224,11 @@ export class ReconcileView {
     // Not in the scan because an ignore rule hides it (added after the file was synced): not looked at, so
     // unknown. Read as deleted, a remote rename or delete in that time would be lost when the rule goes.
     if (!file) return this.hiddenByIgnore(b) ? 'unknown' : 'deleted';
+    // Another synced document's own file, renamed here alike on both sides (mv a b; mv c a, and the same renames
+    // on the service): not this document's content. Read as its edit, that file became this document's next
+    // version or its conflict copy, a second document of bytes the service has (soak seeds 878923488, -713498096).
+    const other = this.renamedAlikeAt(b.key);
+    if (other !== undefined && other !== b && file.inode !== b.inode) return 'deleted';
     return this.contentState(b, file);
   }
 

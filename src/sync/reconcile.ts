@@ -234,11 +234,21 @@ function planBase(s: PassState, b: BaseEntry): boolean {
   const vacated = s.vacated.has(b.documentId);
   let l = vacated ? 'deleted' : s.view.localState(b);
   const r = s.view.remoteState(b);
-  let file = vacated ? undefined : s.view.local.files.get(b.key);
+  // 'deleted' with a file at the key: that file is another document's, renamed there alike (localState).
+  let file = l === 'deleted' ? undefined : s.view.local.files.get(b.key);
   const doc = s.view.remote.docs.get(b.documentId);
-  // Renamed on both sides to names that differ only in case (or Unicode form): the remote name wins, as the
-  // local rename cannot be sent; the file is moved to it like any followed rename (black-box round 30b, F9).
-  if (l === 'deleted' && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction !== 'upload') {
+  // Renamed on both sides alike: b's own file (its inode) is at the document's new path, and is followed there,
+  // also once b was vacated to break a rename cycle. A file still at b's old path is then not b's (another file
+  // renamed or written there): once b's row has left, a new local file, as any local rename makes one.
+  let stranger: LocalFile | undefined;
+  const alike = doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction !== 'upload' ? s.view.ownFileRenamedAlike(b) : undefined;
+  if (alike && !s.consumedLocal.has(alike.key)) {
+    stranger = file;
+    file = alike;
+    l = s.view.contentState(b, alike);
+  } else if (l === 'deleted' && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction !== 'upload') {
+    // Renamed on both sides to names that differ only in case (or Unicode form): the remote name wins, as the
+    // local rename cannot be sent; the file is moved to it like any followed rename (black-box round 30b, F9).
     const own = s.view.ownFileRenamedLoosely(b, doc);
     if (own && !s.consumedLocal.has(own.key)) {
       file = own;
@@ -271,7 +281,7 @@ function planBase(s: PassState, b: BaseEntry): boolean {
       break;
     case 'unchanged/moved': case 'unchanged/moved-modified': case 'modified/moved': case 'modified/moved-modified':
     case 'deleted/moved': case 'deleted/moved-modified':
-      done = followRemoteMove(s, b, l, r === 'moved-modified', file, must(doc));
+      done = followRemoteMove(s, b, l, r === 'moved-modified', file, must(doc), stranger);
       break;
     case 'unchanged/deleted': case 'modified/deleted':
       remoteDeleted(s, b, l === 'modified', must(file));
@@ -397,7 +407,7 @@ function bothChanged(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc
  * the content change; a local delete is treated as "restore at the new path" (the remote change wins).
  */
 function followRemoteMove(
-  s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc,
+  s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc, stranger?: LocalFile,
 ): boolean {
   if (s.ctx.direction === 'upload') {
     uploadModeRemoteMove(s, b, l, remoteModified, file, doc);
@@ -407,6 +417,12 @@ function followRemoteMove(
   if (occ.kind === 'defer') return false;
   if (occ.kind === 'blocked') {
     issue(s, b.relPath, occ.code, `cannot follow the remote rename to "${doc.relPath}": ${occ.detail}`, b.documentId);
+    return true;
+  }
+  // b's own file is at the new path already (renamed alike): nothing moves, the row follows it, once the entry
+  // that held the path (if any) has left it.
+  if (file !== undefined && file.key === doc.key) {
+    followedLocally(s, b, doc, file, occ.after, stranger);
     return true;
   }
   if (occ.kind === 'unbased-local') {
@@ -452,10 +468,6 @@ function localChangeKept(s: PassState, b: BaseEntry, file: LocalFile, doc: Remot
 function remoteMoveOntoLocalFile(
   s: PassState, b: BaseEntry, l: LocalState, file: LocalFile | undefined, doc: RemoteDoc, there: LocalFile, after?: number,
 ): void {
-  if (!file && l === 'deleted' && renamedAlikeLocally(b, there)) {
-    followedLocally(s, b, doc, there, after);
-    return;
-  }
   const claim = unbasedPair(s, there, doc);
   // Unchanged old copy: trash it FIRST. Its base row stays until the claim records the document at its new
   // path, so a crash between the two steps leaves "deleted locally, moved remotely" (planned the same way
@@ -479,7 +491,8 @@ function renamedAlikeLocally(b: BaseEntry, there: LocalFile): boolean {
   return b.inode !== 0 && there.inode === b.inode && there.sha256 !== null;
 }
 
-function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: LocalFile, after?: number): void {
+/** `stranger`: a file at b's old path that is not b's; kept there as a new local file once b's row has left. */
+function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: LocalFile, after?: number, stranger?: LocalFile): void {
   s.consumedLocal.add(there.key);
   s.consumedDocs.add(doc.documentId);
   const steps = contentStepsAt(s, b, there, there.sha256 !== b.sha256, doc.versionId !== b.versionId, doc);
@@ -489,7 +502,9 @@ function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: Loca
     base: { ...b, ...statOf(there), relPath: there.relPath, key: there.key, fileName: doc.fileName, folderId: doc.folderId },
     reason: 'renamed-alike',
   };
-  commitBase(s, b, steps.length > 0 ? steps : [adopt], true, after);
+  const own = steps.length > 0 ? steps : [adopt];
+  if (stranger !== undefined) keepAsLocalFile(s, b, stranger, own, 'new-local', after);
+  else commitBase(s, b, own, true, after);
 }
 
 /**

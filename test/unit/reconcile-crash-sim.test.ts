@@ -374,6 +374,32 @@ const FOUND_HISTORIES: Array<{ why: string; policy: Policy; ops: Op[] }> = [
       { t: 'crash', cuts: [0], torn: 0, variant: 0 }, { t: 'remote-modify', pick: 7, content: 0 }, { t: 'swap-alike', pick: 0, other: 0 },
     ],
   },
+  {
+    // Two documents swap names on both sides (a, b), one has a new version (of equal content), then the file at a
+    // is renamed to c locally. The file at b is the other document's own (its inode), but it was read as an edit
+    // of the document whose row is at b: moved to a, then a conflict with that document's new version, and the
+    // other document's unchanged bytes uploaded as a conflict copy (seed 878923488; the crash tears nothing).
+    why: "a document's file renamed alike onto another row's path is not that row's edit",
+    policy: 'keep-both',
+    ops: [
+      { t: 'remote-add', folder: 0, name: 0, content: 1 }, { t: 'remote-add', folder: 0, name: 1, content: 0 },
+      { t: 'crash', cuts: [3], torn: 0, variant: 0 }, { t: 'remote-modify', pick: 3, content: 0 },
+      { t: 'swap-alike', pick: 0, other: 0 }, { t: 'local-rename', pick: 0, dir: 0, name: 2 },
+    ],
+  },
+  {
+    // Names swapped alike on both sides, then one of the two files deleted. The other file (at the deleted one's
+    // old path) was read as the deleted one's edit: moved and uploaded as that document's version, its own
+    // document downloaded again beside it; the crash after the move left two rows on one path, a path-collision
+    // on every pass after (seed -713498096, every policy; see the next case for that part).
+    why: 'names swapped alike, then one file deleted: the other is followed, the deleted one restored',
+    policy: 'keep-both',
+    ops: [
+      { t: 'remote-add', folder: 0, name: 0, content: 0 }, { t: 'local-write', dir: 0, name: 1, content: 1 }, { t: 'sync' },
+      { t: 'swap-alike', pick: 0, other: 0 }, { t: 'local-delete', pick: 9 }, { t: 'crash', cuts: [5, 0], torn: 0, variant: 0 },
+      { t: 'local-write', dir: 0, name: 0, content: 0 },
+    ],
+  },
 ];
 
 describe('reconcile simulation with crashes: histories found by soak runs', () => {
