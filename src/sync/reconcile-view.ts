@@ -50,9 +50,14 @@ export class ReconcileView {
     private readonly followedFolders?: ReadonlyMap<PathKey, string>,
   ) {
     this.bases = [...base.values()].sort((a, b) => cmp(a.key, b.key) || cmp(a.documentId, b.documentId));
-    // Two base rows on one key should not exist; if they do, the first (by id) owns the key, the other is
-    // reported as a collision by reconcile.
-    for (const b of this.bases) if (!this.baseByKey.has(b.key)) this.baseByKey.set(b.key, b);
+    // Two base rows on one key: a crash between two steps of one group (a row written onto a key that another
+    // row was to leave in a later step: a rename cycle broken in one group). The key is the row's whose file is
+    // there (its inode), else the one whose document is listed there, else the first by id; reconcile plans the
+    // other as having no file there, or reports a collision when its document is listed there too.
+    for (const b of this.bases) {
+      const held = this.baseByKey.get(b.key);
+      if (held === undefined || this.claimOnKey(b) > this.claimOnKey(held)) this.baseByKey.set(b.key, b);
+    }
     this.docs = [...remote.docs.values()].sort((a, b) => cmp(a.key, b.key) || cmp(a.documentId, b.documentId));
     for (const d of this.docs) {
       const list = this.docsByKey.get(d.key) ?? [];
@@ -63,6 +68,12 @@ export class ReconcileView {
     for (const f of this.folders) if (!this.folderByKey.has(f.key)) this.folderByKey.set(f.key, f);
     this.localFiles = [...local.files.values()].sort((a, b) => cmp(a.key, b.key));
     this.problemKeys = new Map(local.problems.map((p) => [p.key, p]));
+  }
+
+  /** How strongly row b holds its key (see the constructor): 2 its file is there, 1 its document is listed there. */
+  private claimOnKey(b: BaseEntry): number {
+    if (b.inode !== 0 && this.local.files.get(b.key)?.inode === b.inode) return 2;
+    return this.remote.docs.get(b.documentId)?.key === b.key ? 1 : 0;
   }
 
   /** A synced file that an ignore rule hides from the scan (so its local state is unknown). */
@@ -220,6 +231,8 @@ export class ReconcileView {
 
   localState(b: BaseEntry): LocalState {
     if (this.isUnknown(b.key)) return 'unknown';
+    // Another row holds the key (two rows on one key, see the constructor): the file there is that row's.
+    if (this.baseByKey.get(b.key) !== b) return 'deleted';
     const file = this.local.files.get(b.key);
     // Not in the scan because an ignore rule hides it (added after the file was synced): not looked at, so
     // unknown. Read as deleted, a remote rename or delete in that time would be lost when the rule goes.

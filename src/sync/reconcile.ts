@@ -114,7 +114,10 @@ export function reconcile(
 function planBaseEntries(s: PassState): void {
   let waiting: BaseEntry[] = [];
   for (const b of s.view.bases) {
-    if (s.view.baseByKey.get(b.key) !== b) {
+    // A second row on a key whose document is elsewhere now (or gone) is planned as a file deleted there: a crash
+    // left it behind while the group that moved the other row there was to move or forget it next (soak seed
+    // -713498096: reported as a collision on every pass after, its document never synced again).
+    if (s.view.baseByKey.get(b.key) !== b && !leftItsKey(s, b)) {
       collision(s, b.relPath, 'two synced documents map to this path', b.documentId);
       s.decided.add(b.documentId);
     } else if (!planBase(s, b)) waiting.push(b);
@@ -140,6 +143,12 @@ function planBaseEntries(s: PassState): void {
     }
     waiting = still.filter((b) => !s.decided.has(b.documentId));
   }
+}
+
+/** b's document is no longer listed at b's key: moved or renamed, or deleted on the service. */
+function leftItsKey(s: PassState, b: BaseEntry): boolean {
+  const r = s.view.remoteState(b);
+  return r === 'moved' || r === 'moved-modified' || r === 'deleted';
 }
 
 /**
@@ -314,7 +323,8 @@ function commitBase(s: PassState, b: BaseEntry, actions: Action[], releasesKey: 
     if (actions.length > 0) collision(s, b.relPath, 'another change in this pass writes the same path', b.documentId);
     return false;
   }
-  if (releasesKey) s.out.release(b.key, g);
+  // A second row on a key (see leftItsKey) frees nothing there: the row that holds the key stays.
+  if (releasesKey && s.view.baseByKey.get(b.key) === b) s.out.release(b.key, g);
   return true;
 }
 
