@@ -48,6 +48,8 @@ export class ReconcileView {
     readonly remote: RemoteObservation,
     private readonly ignoredLocally?: (relPath: string) => boolean,
     private readonly followedFolders?: ReadonlyMap<PathKey, string>,
+    /** False in an upload-only pair, which follows no remote rename (ownFileRenamedAlike finds nothing). */
+    private readonly followsRenames = true,
   ) {
     this.bases = [...base.values()].sort((a, b) => cmp(a.key, b.key) || cmp(a.documentId, b.documentId));
     // Two base rows on one key: a crash between two steps of one group (a row written onto a key that another
@@ -185,9 +187,10 @@ export class ReconcileView {
   renamedAlikeAt(key: PathKey): BaseEntry | undefined {
     if (this.renamedAlikeByKey === null) {
       this.renamedAlikeByKey = new Map();
-      for (const b of this.bases) {
+      for (const b of this.followsRenames ? this.bases : []) {
         const doc = this.remote.docs.get(b.documentId);
-        if (doc === undefined || doc.key === b.key || b.inode === 0 || this.local.files.get(b.key)?.inode === b.inode) continue;
+        // b's old path must have been looked at: a file the scan could not see there may still be b's.
+        if (doc === undefined || doc.key === b.key || b.inode === 0 || this.isUnknown(b.key) || this.local.files.get(b.key)?.inode === b.inode) continue;
         const there = this.local.files.get(doc.key);
         if (there === undefined || there.inode !== b.inode || there.sha256 === null || this.renamedAlikeByKey.has(doc.key)) continue;
         // An inode both rows had (hard links, a reused number): the file is the one of the row at its path.

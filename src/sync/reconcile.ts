@@ -77,7 +77,7 @@ export function reconcile(
   remote: RemoteObservation,
   ctx: ReconcileContext,
 ): Plan {
-  const view = new ReconcileView(base, local, remote, ctx.ignoredLocally, ctx.followedFolders);
+  const view = new ReconcileView(base, local, remote, ctx.ignoredLocally, ctx.followedFolders, ctx.direction !== 'upload');
   const s: PassState = {
     view,
     ctx,
@@ -250,7 +250,7 @@ function planBase(s: PassState, b: BaseEntry): boolean {
   // also once b was vacated to break a rename cycle. A file still at b's old path is then not b's (another file
   // renamed or written there): once b's row has left, a new local file, as any local rename makes one.
   let stranger: LocalFile | undefined;
-  const alike = doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction !== 'upload' ? s.view.ownFileRenamedAlike(b) : undefined;
+  const alike = doc && (r === 'moved' || r === 'moved-modified') ? s.view.ownFileRenamedAlike(b) : undefined;
   if (alike && !s.consumedLocal.has(alike.key)) {
     stranger = file;
     file = alike;

@@ -221,6 +221,34 @@ const FOUND_STATES: Array<{ why: string; state: State }> = [
       reverse: false,
     },
   },
+  {
+    // d2's file (B/a.txt) renamed alike to A/a.txt, where its document is now, but folder B could not be read:
+    // the file may still be at B/a.txt, so nothing says A/a.txt is d2's file (the adopt touched an unknown path).
+    why: 'a file is followed as renamed alike only when its old path was looked at',
+    state: {
+      base: [{ path: 'A/b.txt', sha: 's1' }, { path: 'A/a.txt', sha: 's1' }, { path: 'B/a.txt', sha: 's3' }],
+      local: [{ path: 'A/a.txt', sha: 's3', touched: false }],
+      problems: [{ path: 'B', reason: 'unreadable' }],
+      remote: [{ mode: 'same', path: 'A/a.txt' }, { mode: 'moved-modified', path: 'C/a.txt' }, { mode: 'moved', path: 'A/a.txt' }, { mode: 'same', path: 'A/a.txt' }, { mode: 'same', path: 'A/a.txt' }],
+      remoteNew: [], folderB: false, folderC: false, renamed: 'none',
+      ctx: { direction: 'both', conflictPolicy: 'keep-both', localDeletePolicy: 'restore', force: false, maxDeleteShare: 0.25 },
+      reverse: false,
+    },
+  },
+  {
+    // An upload-only pair follows no remote rename, so d4's file renamed alike to B/b.txt is not followed there:
+    // it is no reason to read B/b.txt as not d1's (d1 planned as deleted, the file at B/b.txt left unsaid).
+    why: 'an upload-only pair reads a file renamed alike as the edit of the row at its path, as before',
+    state: {
+      base: [{ path: 'A/b.txt', sha: 's1' }, { path: 'B/b.txt', sha: 's2' }, { path: 'C/a.txt', sha: 's1' }, { path: 'A/a.txt', sha: 's1' }, { path: 'B/a.txt', sha: 's1' }],
+      local: [{ path: 'B/b.txt', sha: 's1', touched: false }],
+      problems: [],
+      remote: [{ mode: 'same', path: 'A/a.txt' }, { mode: 'gone', path: 'A/a.txt' }, { mode: 'same', path: 'A/a.txt' }, { mode: 'same', path: 'A/a.txt' }, { mode: 'moved', path: 'B/b.txt' }],
+      remoteNew: [], folderB: false, folderC: false, renamed: 'none',
+      ctx: { direction: 'upload', conflictPolicy: 'keep-both', localDeletePolicy: 'restore', force: false, maxDeleteShare: 0.25 },
+      reverse: false,
+    },
+  },
 ];
 
 describe('reconcile properties over states found by soak runs', () => {
