@@ -139,7 +139,7 @@ export const MIGRATIONS: readonly string[] = [
     version_id    TEXT NOT NULL,
     at            INTEGER NOT NULL,
     PRIMARY KEY (document_id, version_id)
-  ) STRICT, WITHOUT ROWID;
+  ) STRICT;
   CREATE TRIGGER base_version_superseded AFTER UPDATE OF version_id ON base
     WHEN OLD.version_id <> NEW.version_id
   BEGIN
