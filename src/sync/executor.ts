@@ -444,6 +444,12 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
  * finishes (intents.ts); without it, the next pass would still find each file at its document's new path with
  * its base row's inode and adopt it there (reconcile's "renamed alike" rule): nothing sent, nothing fetched.
  */
+/** A directory rename the file system refuses for where the directory is, not for what is there (see moveDirLocal). */
+function renameRefused(err: unknown): boolean {
+  const errno = err instanceof BinderSyncError && err.code === 'LOCAL_IO' ? err.context.errno : undefined;
+  return errno === 'EXDEV' || errno === 'EBUSY';
+}
+
 async function moveDirLocal(a: Extract<Action, { kind: 'move-dir-local' }>, d: ExecutorDeps, report: ExecutionReport): Promise<void> {
   const fromAbs = resolveInside(d.root, a.from);
   const toAbs = resolveInside(d.root, a.to);
@@ -459,7 +465,20 @@ async function moveDirLocal(a: Extract<Action, { kind: 'move-dir-local' }>, d: E
     await moveDir(fromAbs, toAbs, a.inode, d.root);
   } catch (err) {
     d.store.deleteIntent(intent);
-    throw err;
+    if (!renameRefused(err)) throw err;
+    // The directory cannot be renamed there (a mount point, or a move across mounts: EBUSY, EXDEV), which a file
+    // can (moveFile copies across disks): moved file by file, as before directory moves, instead of failing on
+    // every pass (black-box round 36a, F1). New files in it stay where they are, for the next pass to plan.
+    d.log.info({ from: a.from, to: a.to, files: a.files.length, errno: (err as BinderSyncError).context.errno }, 'a folder renamed or moved remotely cannot be renamed locally as a whole (a mount point?): its files are moved one by one');
+    for (const f of a.files) {
+      const row = d.store.getBase(f.documentId);
+      if (row === undefined) continue;
+      const doc: RemoteDoc = { documentId: f.documentId, fileName: f.fileName, folderId: f.folderId, versionId: row.versionId, relPath: f.to, key: f.toKey };
+      await runAction({ kind: 'move-local', from: f.from, to: f.to, toKey: f.toKey, doc, expectLocal: f.expectLocal, sha256: f.sha256 }, d, report);
+      report.dirMoveFiles = (report.dirMoveFiles ?? 0) + 1;
+    }
+    report.vacatedDirs.add(a.from);
+    return;
   }
   failpoint('move-dir-after-rename');
   // Its parent may be left empty (the folder moved out of one that is gone remotely); a file a program saves in it
