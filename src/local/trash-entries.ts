@@ -65,7 +65,7 @@ export function recordPathOf(inDay: string): string {
  * A copy into the trash not finished yet, or cut short by a crash (fs-ops.ts copyDurably's temp at the top of a
  * day folder): never an entry, never restored.
  */
-function isPartialCopy(inDay: string): boolean {
+export function isPartialCopy(inDay: string): boolean {
   return !inDay.includes('/') && inDay.startsWith(`${DAEMON_FILE_PREFIX}tmp-`);
 }
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { BinderSyncError } from '../errors.js';
 import { commitTempFile, createTempFor, localIo, replaceFile, resolveInside, syncTempFile, toFileStat, type Trash } from './fs-ops.js';
-import { isTrashRecord } from './trash-entries.js';
+import { isPartialCopy, isTrashRecord } from './trash-entries.js';
 
 export interface RestoreResult {
   /** Absolute path of the restored file. */
@@ -128,6 +128,9 @@ export function trashEntryPath(trashDir: string, entry: string): string {
   if (parts.length < 2 || !/^\d{4}-\d{2}-\d{2}$/.test(parts[0]!)) throw unknown('an entry is <YYYY-MM-DD>/<path>');
   if (parts.some((p) => p === '' || p === '.' || p === '..' || p.includes('\0'))) throw unknown('not a path inside the trash');
   if (isTrashRecord(path.join(trashDir, parts[0]!), parts.slice(1).join('/'))) throw unknown('a record of where a kept file came from, not a kept file');
+  // A copy into the trash cut short by a crash, or still being made (black-box round 36a, F2: restored, a
+  // truncated file was uploaded as a new document).
+  if (isPartialCopy(parts.slice(1).join('/'))) throw unknown('a copy into the trash not finished (cut short by a crash, or under way), not a kept file');
   const abs = path.join(trashDir, ...parts);
   const st = fs.lstatSync(abs, { throwIfNoEntry: false });
   if (st === undefined) throw unknown('not there (purged after trashRetentionDays, or mistyped)');

@@ -162,6 +162,13 @@ it('lists a file whose own name ends in ~N at its own path and restores it there
   const record = await trash('restore', `${notes1.day}/.binder-sync-origins/${fs.readdirSync(records)[0]!}`);
   expect(record.code).toBe(2);
   expect(record.stderr).toMatch(/a record of where a kept file came from, not a kept file/);
+  // Nor is a copy into the trash a crash cut short (black-box round 36a, F2).
+  const partial = `${notes1.day}/.binder-sync-tmp-0000dead00000001`;
+  fs.writeFileSync(path.join(ws.stateDir, 'main', 'trash', ...partial.split('/')), 'trunc');
+  const cut = await trash('restore', partial, '--to', 'Docs/restored.txt');
+  expect(cut.code).toBe(2);
+  expect(cut.stderr).toMatch(/a copy into the trash not finished/);
+  expect(fs.existsSync(path.join(ws.local, 'Docs', 'restored.txt'))).toBe(false);
 
   // Kept by a version before the records: read from the name where the day shows a copy, and said to be guessed.
   const old = path.join(ws.stateDir, 'main', 'trash', '2026-01-01', 'Docs');
