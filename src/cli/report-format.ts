@@ -64,7 +64,7 @@ export function summarizeReport(r: PassReport, dryRun: boolean): string {
     for (const c of ex.conflicts) lines.push(`[${r.pair}] conflict ${c.relPath}: ${c.outcome}${c.conflictPath ? ` (${c.conflictPath})` : ''}`);
     for (const f of ex.failures) {
       if (f.postponed === true) {
-        const why = f.code === 'REMOTE_CHANGED' ? 'its document changed on the service meanwhile' : 'a program changed it while it was being synced';
+        const why = f.heldOpen ?? (f.code === 'REMOTE_CHANGED' ? 'its document changed on the service meanwhile' : 'a program changed it while it was being synced');
         lines.push(`[${r.pair}] postponed ${f.kind} ${f.relPath}: ${why}; the next pass takes it up`);
       } else if (stoppedByShutdown(f)) {
         lines.push(`[${r.pair}] stopped ${f.kind} ${f.relPath}: cut short by the shutdown, nothing half-done left; the next run takes it up`);

@@ -58,14 +58,17 @@ export function logPassSummary(log: Logger, r: PassReport, trigger: string): voi
   }
   const counts = [recoveredText(r), ex ? describeDone(ex) : ''].filter((x) => x !== '').join(', ');
   const what = r.plan.blocked ? `blocked by a safety gate (${r.plan.blocked.code})` : counts || 'nothing done';
-  const postponed = ex?.failures.filter((f) => f.postponed === true).length ?? 0;
+  const postponed = ex?.failures.filter((f) => f.postponed === true && f.heldOpen === undefined).length ?? 0;
+  // Held open for writing by another program: not a change under the step, and said as what it is.
+  const heldOpen = ex?.failures.filter((f) => f.heldOpen !== undefined).length ?? 0;
   // Cut short by a stop (SIGTERM, a reload): not failures, the next run takes them up (they were counted as
   // failed: black-box round 30a, F5).
   const stopped = ex?.failures.filter(stoppedByShutdown).length ?? 0;
-  const failed = fields.failed - postponed - stopped;
+  const failed = fields.failed - postponed - heldOpen - stopped;
   const tail =
     (failed > 0 ? `, ${failed} failed` : '') +
     (postponed > 0 ? `, ${postponed} postponed (changed while being synced)` : '') +
+    (heldOpen > 0 ? `, ${heldOpen} waiting (open for writing by another program)` : '') +
     (stopped > 0 ? `, ${stopped} stopped by the shutdown (the next run takes them up)` : '');
   log.info(fields, `pass: ${what}${tail}; ${fmtBytes(fields.bytesUp)} up, ${fmtBytes(fields.bytesDown)} down in ${(r.durationMs / 1000).toFixed(1)} s`);
   if (ex?.restored) {

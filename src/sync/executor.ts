@@ -37,6 +37,11 @@ export interface ActionFailure {
   errno?: string;
   /** For a LOCAL_TRASH failure: the trash that could not take the old content. */
   trash?: string;
+  /**
+   * Postponed because another program holds the file open for writing (refuseWhileOpenForWriting): what was not
+   * done and who holds it, e.g. "not replaced by the remote version: tail (pid 12) has it open for writing, ...".
+   */
+  heldOpen?: string;
 }
 
 export interface ExecutionReport {
@@ -882,5 +887,6 @@ function failureOf(a: Action, err: unknown): ActionFailure {
     message: describeError(err),
     ...(err instanceof BinderSyncError && typeof err.context.errno === 'string' ? { errno: err.context.errno } : {}),
     ...(err instanceof BinderSyncError && err.code === 'LOCAL_TRASH' && typeof err.context.trash === 'string' ? { trash: err.context.trash } : {}),
+    ...(err instanceof BinderSyncError && Array.isArray(err.context.openForWriting) ? { heldOpen: err.message.slice(err.message.indexOf(': not ') + 2) } : {}),
   };
 }

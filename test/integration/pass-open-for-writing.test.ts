@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { summarizeReport } from '../../src/cli/report-format.js';
 import { OpenFiles } from '../../src/local/open-writers.js';
 import { runPass } from '../../src/sync/pass.js';
 import { openTestPair } from './pass-fixture.js';
@@ -71,6 +72,8 @@ describe.skipIf(!linux)('a file another program holds open for writing', () => {
         const held = await runPass(p.rt);
         expect(held.execution?.failures.map((f) => [f.code, f.postponed])).toEqual([['LOCAL_CHANGED', true]]);
         expect(held.execution?.failures[0]?.message).toMatch(/^Logs\/app\.log: not replaced by the remote version: sleep \(pid \d+\) has it open for writing/);
+        // Said as what it is, not as "a program changed it" (black-box round 36a, F3).
+        expect(summarizeReport(held, false)).toMatch(/postponed download Logs\/app\.log: not replaced by the remote version: sleep \(pid \d+\) has it open for writing/);
         expect(c.counters()['storage-get']).toBe(0); // refused before the transfer
         expect(fs.readFileSync(file, 'utf8')).toBe('line 1\n');
         expect(fs.statSync(file).ino).toBe(fs.statSync(`/proc/${logger.pid}/fd/3`).ino);
