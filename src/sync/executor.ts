@@ -486,8 +486,9 @@ async function moveDirLocal(a: Extract<Action, { kind: 'move-dir-local' }>, d: E
     return;
   }
   failpoint('move-dir-after-rename');
-  // Its parent may be left empty (the folder moved out of one that is gone remotely); a file a program saves in it
-  // anew later (mkdir -p) goes where the folder went (followed-folders.ts), as after per-file moves.
+  // Its parent may be left empty (the folder moved out of one that is gone remotely). The old path is noted as
+  // followed (followed-folders.ts), which holds only while a directory is there: one made again later at the old
+  // path (mkdir -p) is a new local folder, waiting for a remote folder of its name, as after per-file moves.
   report.vacatedDirs.add(parentOf(a.from));
   report.followedDirs.set(a.from, a.folderId);
   d.store.transaction(() => {
