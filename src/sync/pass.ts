@@ -50,6 +50,11 @@ export function folderTreeMaxAgeMs(folders: number): number {
  */
 export const WAITING_WALK_MAX_AGE_MS = 60_000;
 
+/** How old the tree may be while files wait: a minute, longer for a tree of over 240 folders (at most 4 requests a second). */
+export function waitingTreeMaxAgeMs(folders: number): number {
+  return Math.max(WAITING_WALK_MAX_AGE_MS, folders * 250);
+}
+
 /** Meta key: when the folder tree saved in the state DB was walked (ISO time). */
 const TREE_WALKED_AT = 'folderTreeWalkedAt';
 
@@ -257,7 +262,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     Date.now() - rt.cache.remoteAt <= opts.reuseRemoteWithinMs && !walkNow;
   // Reused for less long while files wait for a remote folder to appear (WAITING_WALK_MAX_AGE_MS).
   const waiting = rt.cache.issues.some((i) => i.code === 'waiting-for-remote-folder');
-  const treeMaxAgeMs = rt.cache.raw === null ? 0 : Math.min(folderTreeMaxAgeMs(rt.cache.raw.folders.length), waiting ? WAITING_WALK_MAX_AGE_MS : Number.POSITIVE_INFINITY);
+  const treeMaxAgeMs = rt.cache.raw === null ? 0 : Math.min(folderTreeMaxAgeMs(rt.cache.raw.folders.length), waiting ? waitingTreeMaxAgeMs(rt.cache.raw.folders.length) : Number.POSITIVE_INFINITY);
   const treeFresh = rt.cache.raw !== null && Date.now() - rt.cache.foldersAt < treeMaxAgeMs && opts.dryRun !== true && !walkNow;
   // The remote listing (bound by the service's request rate) runs while the local tree is walked (bound by the
   // disk; the walk yields now and then): the two observations are independent, and the executor checks every
@@ -383,7 +388,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   if (askWalk) {
     // A time, not an age: the line is shown until the file is synced, and an age would go stale in it.
     const walkedAt = rt.cache.foldersAt > 0 ? new Date(rt.cache.foldersAt).toISOString().slice(0, 19).replace('T', ' ') : null;
-    const asOf = ` (by the folder tree as walked ${walkedAt === null ? 'before' : `at ${walkedAt} UTC`}: walked again at once, then every minute while files wait)`;
+    const asOf = ` (by the folder tree as walked ${walkedAt === null ? 'before' : `at ${walkedAt} UTC`}: walked again at once, then every minute or so while files wait)`;
     plan = { ...plan, issues: plan.issues.map((i) => (newlyWaiting(i) ? { ...i, detail: i.detail + asOf } : i)) };
     recheckInMs = Math.min(recheckInMs ?? Number.POSITIVE_INFINITY, RECHECK_WALK_MS);
   }

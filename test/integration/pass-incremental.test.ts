@@ -12,7 +12,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { LAZY_HASH_FROM_BYTES } from '../../src/local/scanner.js';
 import { markedTreeFiles } from '../../src/sync/in-sync-mark.js';
 import { ServiceClient } from '../../src/service/index.js';
-import { folderTreeMaxAgeMs, runPass, settleInSyncMark } from '../../src/sync/pass.js';
+import { folderTreeMaxAgeMs, runPass, settleInSyncMark, waitingTreeMaxAgeMs } from '../../src/sync/pass.js';
 import { openPair } from '../../src/sync/open-pair.js';
 import type { PairRuntime } from '../../src/sync/pair-runtime.js';
 import { reconcile } from '../../src/sync/reconcile.js';
@@ -165,6 +165,11 @@ describe('incremental passes', () => {
     emu.control.createFolder(binderId, { name: 'Later' });
     const uploaded = await runPass(rt, { localDirs: [] });
     expect(uploaded.execution?.done.upload).toBe(1);
+  });
+
+  it('while files wait, a large tree is walked less often: at most one request every 250 ms on average (black-box round 36a, F6)', () => {
+    expect(waitingTreeMaxAgeMs(91)).toBe(60_000);
+    expect(waitingTreeMaxAgeMs(1_100)).toBe(275_000);
   });
 
   it('a file left waiting for a remote folder has the tree walked at once, then once a minute, not on every poll (black-box round 35a, F2)', async () => {
