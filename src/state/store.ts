@@ -676,6 +676,14 @@ export class StateStore {
     return out;
   }
 
+  /** Versions known to be older than the document's synced one, though its row never held them (a buried version). */
+  addSuperseded(documentId: string, versionIds: readonly string[]): void {
+    const add = this.cached('INSERT OR IGNORE INTO superseded_versions (document_id, version_id, at) VALUES (?, ?, unixepoch())');
+    this.transaction(() => {
+      for (const v of versionIds) add.run(documentId, v);
+    });
+  }
+
   /** For a base row moved to an older version on purpose: its later versions are not "older than synced". */
   forgetSuperseded(documentId: string): void {
     this.cached('DELETE FROM superseded_versions WHERE document_id = ?').run(documentId);

@@ -56,6 +56,9 @@ async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionRepo
   }
   // Either version missing from the list (a server that prunes history): nothing can be said to lie between.
   const buried = versionsBetween(versions, check.editedFrom, check.ours) ?? [];
+  // Older than ours, though our base row never held them: a lagging search index that still lists one is not a
+  // change either (remote/older-than-synced.ts).
+  if (buried.length > 0 && d.store.getBase(check.documentId)?.versionId === check.ours) d.store.addSuperseded(check.documentId, buried.map((v) => v.id));
   if (buried.length === 0) {
     d.store.deleteBuriedCheck(check.id);
     return 'done';

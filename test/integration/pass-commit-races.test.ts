@@ -80,6 +80,9 @@ describe('an edit committed over a version made during its upload', () => {
       const copyDoc = emu.control.listDocuments(p.binderId).find((d) => d.fileName === copies[0])!;
       expect(contents(copyDoc.id)).toEqual(['COLLEAGUE\n']);
       expect(p.rt.store.listConflicts()).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', conflictPath: `Docs/${copies[0]}`, policy: 'keep-both' })]);
+      // Their version is older than ours: a lagging search index that still lists it is no change (round 35a, F1).
+      const theirs = emu.control.listVersions(documentId)[1]!.id;
+      expect(p.rt.store.supersededVersions().get(documentId)?.has(theirs)).toBe(true);
       expect(pass.execution?.conflicts).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', conflictPath: `Docs/${copies[0]}` })]);
       // Both sides agree: nothing left to do.
       const next = await runPass(p.rt);
