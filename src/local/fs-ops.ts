@@ -12,12 +12,11 @@ import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { sameStat, type FileStat } from '../sync/model.js';
-import { DAEMON_FILE_PREFIX } from './ignore.js';
+import { DAEMON_FILE_PREFIX, TEMP_PREFIX } from './ignore.js';
 import { fitName, MAX_PATH_BYTES, utf8Length } from './name-limits.js';
 import { LONG_PATHS_DIR, readsAsItself, RECORDS_DIR, recordNeeded, recordPathOf } from './trash-entries.js';
 
-/** Prefix of download temp files; a crash can leave them behind (see cleanStaleTemps). */
-export const TEMP_PREFIX = `${DAEMON_FILE_PREFIX}tmp-`;
+export { TEMP_PREFIX };
 
 export function toFileStat(st: fs.Stats): FileStat {
   return { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino, ctimeMs: st.ctimeMs };
@@ -215,7 +214,7 @@ function fsyncFd(fd: number): Promise<void> {
  * which `binder-sync trash` listed and `trash restore` put back as if it were whole (black-box round 35b, F1).
  */
 async function copyDurably(src: string, dest: string, tmpDir = path.dirname(dest)): Promise<void> {
-  const tmp = path.join(tmpDir, `${TEMP_PREFIX}${PROCESS_TAG}${(++tempCounter >>> 0).toString(16).padStart(8, '0')}`);
+  const tmp = path.join(tmpDir, nextTempName());
   try {
     await fsp.copyFile(src, tmp, fs.constants.COPYFILE_EXCL);
     await fsyncFile(tmp);
@@ -303,8 +302,8 @@ export function resolveInside(root: string, relPath: string): string {
 export async function createTempFor(dirAbs: string): Promise<{ path: string; fd: number }> {
   let madeDir = false;
   for (let taken = 0; ; ) {
-    // Unique without a random draw per file: a random tag per process plus a counter (O_EXCL guards anyway).
-    const p = path.join(dirAbs, `${TEMP_PREFIX}${PROCESS_TAG}${(++tempCounter >>> 0).toString(16).padStart(8, '0')}`);
+    // O_EXCL guards against a leftover of another run of the same name.
+    const p = path.join(dirAbs, nextTempName());
     try {
       // Asynchronous, unlike the other metadata calls here: creating a file allocates an inode, which was
       // measured at ~0.7 ms on ext4 after many deletions (it searches for a reusable inode).
@@ -326,6 +325,11 @@ export async function createTempFor(dirAbs: string): Promise<{ path: string; fd:
 
 const PROCESS_TAG = randomBytes(4).toString('hex');
 let tempCounter = 0;
+
+/** A temp file name of this process: unique without a random draw per file (a random tag per process, a counter). */
+function nextTempName(): string {
+  return `${TEMP_PREFIX}${PROCESS_TAG}${(++tempCounter >>> 0).toString(16).padStart(8, '0')}`;
+}
 
 function isDirectory(abs: string): boolean {
   try {

@@ -5,6 +5,12 @@ import { compileGlob, toNFC, type CompiledGlob } from './glob.js';
 /** Prefix of every file the daemon itself creates inside a sync root (temps, probes). */
 export const DAEMON_FILE_PREFIX = '.binder-sync-';
 
+/**
+ * Prefix of the daemon's temp files: downloads under way (beside their destination) and copies into the trash not
+ * finished yet (local/fs-ops.ts). A crash can leave them behind; they are never content of their own.
+ */
+export const TEMP_PREFIX = `${DAEMON_FILE_PREFIX}tmp-`;
+
 export const BUILTIN_IGNORES: readonly string[] = [
   `${DAEMON_FILE_PREFIX}*`,
   // Editors: vim swap files (.swp, .swo, ... and .swx) and its "can I write here" probe, emacs autosave

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
-import { DAEMON_FILE_PREFIX } from './ignore.js';
+import { DAEMON_FILE_PREFIX, TEMP_PREFIX } from './ignore.js';
 
 export interface TrashEntry {
   /** `<day>/<path inside that day>`: what `trash restore` takes. */
@@ -66,7 +66,7 @@ export function recordPathOf(inDay: string): string {
  * day folder): never an entry, never restored.
  */
 export function isPartialCopy(inDay: string): boolean {
-  return !inDay.includes('/') && inDay.startsWith(`${DAEMON_FILE_PREFIX}tmp-`);
+  return !inDay.includes('/') && inDay.startsWith(TEMP_PREFIX);
 }
 
 /** Whether `inDay` is one of the trash's records, not a kept file: never listed, never restored. */
