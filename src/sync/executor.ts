@@ -333,10 +333,11 @@ function refuseWhileOpenForWriting(d: ExecutorDeps, relPath: string, what: strin
   const writers = d.openWriters?.(abs) ?? [];
   if (writers.length === 0) return;
   const who = writers.map((w) => `${w.command === '' ? 'a program' : w.command} (pid ${w.pid})`).join(', ');
-  throw new BinderSyncError(`${relPath}: not ${what}: ${who} has it open for writing, and what it writes later would be lost`, {
+  const heldOpen = `not ${what}: ${who} has it open for writing, and what it writes later would be lost`;
+  throw new BinderSyncError(`${relPath}: ${heldOpen}`, {
     code: 'LOCAL_CHANGED',
     retryable: true,
-    context: { path: abs, openForWriting: writers.map((w) => w.pid) },
+    context: { path: abs, openForWriting: writers.map((w) => w.pid), heldOpen },
     hint: 'it is done once that program closes the file (each pass looks again); to have it now, stop the program',
   });
 }
@@ -888,6 +889,6 @@ function failureOf(a: Action, err: unknown): ActionFailure {
     message: describeError(err),
     ...(err instanceof BinderSyncError && typeof err.context.errno === 'string' ? { errno: err.context.errno } : {}),
     ...(err instanceof BinderSyncError && err.code === 'LOCAL_TRASH' && typeof err.context.trash === 'string' ? { trash: err.context.trash } : {}),
-    ...(err instanceof BinderSyncError && Array.isArray(err.context.openForWriting) ? { heldOpen: err.message.slice(err.message.indexOf(': not ') + 2) } : {}),
+    ...(err instanceof BinderSyncError && typeof err.context.heldOpen === 'string' ? { heldOpen: err.context.heldOpen } : {}),
   };
 }
