@@ -327,10 +327,12 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     return withRecovered(quietPass(rt, raw, now, started, true));
   }
   // A reused listing is the observation of the last pass, or (dropped after a quiet poll) rebuilt from the raw one.
-  const listing: RemoteListing = raw === null && rt.cache.remote
-    ? { ...rt.cache.remote, requests: 0 }
+  const reusedListing = raw === null && rt.cache.remote !== null;
+  const listing: RemoteListing = reusedListing
+    ? { ...rt.cache.remote!, requests: 0 }
     : await observeRemote(rt.client, raw ?? { ...(rt.cache.raw as RawListing), requests: 0 }, observeOptions(rt, base, opts.signal));
-  if (listing.olderThanSynced !== undefined && listing !== rt.cache.remote) noteOlderThanSynced(rt, listing.olderThanSynced);
+  // Said of a listing observed now; a reused one was said when it was (the same documents, again).
+  if (listing.olderThanSynced !== undefined && !reusedListing) noteOlderThanSynced(rt, listing.olderThanSynced);
   if (raw) {
     rt.cache.remoteAt = Date.now();
     rt.cache.raw = raw;
