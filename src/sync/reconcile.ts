@@ -258,7 +258,9 @@ function planBase(s: PassState, b: BaseEntry): boolean {
   } else if (l === 'deleted' && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction !== 'upload') {
     // Renamed on both sides to names that differ only in case (or Unicode form): the remote name wins, as the
     // local rename cannot be sent; the file is moved to it like any followed rename (black-box round 30b, F9).
-    const own = s.view.ownFileRenamedLoosely(b, doc);
+    // Likewise b's file found in its folder's new place under its old name (ownFileMovedWithFolder), when the
+    // document's new path is free (or held by a row still to leave it): else the file stays a new local file.
+    const own = s.view.ownFileRenamedLoosely(b, doc) ?? movedWithFolderTo(s, b, doc);
     if (own && !s.consumedLocal.has(own.key)) {
       file = own;
       l = s.view.contentState(b, own);
@@ -313,6 +315,14 @@ function planBase(s: PassState, b: BaseEntry): boolean {
     if (file !== undefined && file.key !== b.key) s.consumedLocal.add(file.key);
   }
   return done;
+}
+
+/** b's file moved with its folder (ReconcileView.ownFileMovedWithFolder), if it can simply be moved on to doc's path. */
+function movedWithFolderTo(s: PassState, b: BaseEntry, doc: RemoteDoc): LocalFile | undefined {
+  const file = s.view.ownFileMovedWithFolder(b);
+  if (file === undefined) return undefined;
+  const occ = occupancy(s, doc.key, b).kind;
+  return occ === 'free' || occ === 'defer' ? file : undefined;
 }
 
 /** Commits one entry's steps (as its own group, or after the group that frees its target). */

@@ -411,6 +411,19 @@ const FOUND_HISTORIES: Array<{ why: string; policy: Policy; ops: Op[] }> = [
       { t: 'swap-alike', pick: 0, other: 0 }, { t: 'local-delete', pick: 9 }, { t: 'crash', cuts: [1], torn: 5, variant: 0 },
     ],
   },
+  {
+    // A folder renamed on the service (A -> C) is moved as one directory; the crash loses the rows' move and its
+    // intent (variant 2), then the document is renamed on the service too (a.txt -> b.txt). Its file, found at
+    // C/a.txt, was read as a new file: uploaded as a second document beside the renamed one's download (seeds
+    // 2004505021 local-wins, 605684698 keep-both). It is the document's own file (its inode, in its folder's new
+    // place under its old name): moved on to C/b.txt.
+    why: "a document's file moved with its folder by a crash that lost the rows, then the document renamed",
+    policy: 'local-wins',
+    ops: [
+      { t: 'local-write', dir: 0, name: 0, content: 1 }, { t: 'sync' }, { t: 'remote-rename-folder', folder: 0, name: 2 },
+      { t: 'crash', cuts: [0], torn: 0, variant: 2 }, { t: 'remote-rename', pick: 0, name: 1 },
+    ],
+  },
 ];
 
 describe('reconcile simulation with crashes: histories found by soak runs', () => {

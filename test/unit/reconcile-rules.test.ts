@@ -673,6 +673,39 @@ describe('remote moves onto occupied paths', () => {
       }
     });
   });
+  describe("a file moved with its folder (the directory renamed here as on the service), its document renamed too", () => {
+    // Folder f1 was "docs" and is "papers" now; d1 was docs/a.txt and is papers/b.txt. Its file (its inode) is at
+    // papers/a.txt: a directory move whose rows a crash lost, or the user's own rename of the directory.
+    function movedWithFolder(localSha: string, version: string, inode = statFor('h1').inode): World {
+      const w = new World(false).folder('f0', 'keep').folder('f1', 'papers').dir('papers');
+      w.synced('d0', 'keep/k.txt', 'f0');
+      w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+      w.file('papers/a.txt', localSha, { inode });
+      w.doc('d1', 'papers/b.txt', version, 'f1');
+      return w;
+    }
+    const rows: Array<[string, string, string, string[]]> = [
+      ['unchanged', 'h1', 'v1', ['move papers/a.txt -> papers/b.txt']],
+      ['edited', 'h2', 'v1', ['move papers/a.txt -> papers/b.txt', 'upload papers/b.txt -> d1:f1/b.txt local-modified replaces=d1']],
+      ['remote edited', 'h1', 'v2', ['move papers/a.txt -> papers/b.txt', 'download papers/b.txt d1@v2']],
+    ];
+    for (const [name, localSha, version, steps] of rows) {
+      it(`${name}: followed to the document's new name, not uploaded as a second document`, () => {
+        const p = plan(movedWithFolder(localSha, version));
+        expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([steps]);
+        expect(p.issues).toEqual([]);
+      });
+    }
+    it('another inode, or the new name taken by a new local file: a new local file, as before (nothing is moved)', () => {
+      const other = movedWithFolder('h1', 'v1', 4242);
+      expect(summarizeGroups(plan(other).groups).flat().join('\n')).toContain('upload papers/a.txt -> new:');
+      const taken = movedWithFolder('h1', 'v1');
+      taken.file('papers/b.txt', 'h3');
+      const steps = summarizeGroups(plan(taken).groups).flat().join('\n');
+      expect(steps).not.toMatch(/^move /m);
+      expect(steps).toContain('upload papers/a.txt -> new:');
+    });
+  });
   it('a chain of renames runs in one group, the path freed first', () => {
     const w = world();
     w.baseRow('dA', 'docs/a.txt', 'v1', 'f1', 'hA');
