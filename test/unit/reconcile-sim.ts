@@ -74,6 +74,18 @@ export class SimWorld {
   addDirsAbove(relPath: string): void {
     for (let d = parentOf(relPath); d !== ''; d = parentOf(d)) this.addDir(d);
   }
+  /**
+   * The service renames or moves d while d's file has a local rename not synced yet (a swap-alike whose names the
+   * service then changes again): the two renames differ, and the local one, which cannot be sent, makes a new
+   * document as any local rename does (renamedLocally). A file under its old name in another directory (moved
+   * with its folder) is not renamed: it is followed (reconcile-view.ts ownFileMovedWithFolder).
+   */
+  private noteRenamedOnBothSides(d: SimDoc): void {
+    const b = this.base.get(d.id);
+    if (b === undefined || this.local.get(b.relPath)?.inode === b.inode) return;
+    for (const [p, f] of this.local) if (f.inode === b.inode && baseNameOf(p) !== baseNameOf(b.relPath)) this.renamedLocally.add(f.content);
+  }
+
   /** rename(2) of a directory: everything under it (files, directories) under the new path, same inodes and stats. */
   renameDir(from: string, to: string): void {
     const under = (p: string) => p === from || p.startsWith(`${from}/`);
@@ -203,13 +215,19 @@ export class SimWorld {
       case 'remote-rename': {
         const d = docs[op.pick % Math.max(1, docs.length)];
         const name = NAMES[op.name] ?? 'x';
-        if (d && !this.nameTaken(d.folderId, name)) d.fileName = name;
+        if (d && !this.nameTaken(d.folderId, name)) {
+          this.noteRenamedOnBothSides(d);
+          d.fileName = name;
+        }
         return;
       }
       case 'remote-move': {
         const d = docs[op.pick % Math.max(1, docs.length)];
         const folderId = folderIds[op.folder % folderIds.length] ?? 'fA';
-        if (d && !this.nameTaken(folderId, d.fileName)) d.folderId = folderId;
+        if (d && !this.nameTaken(folderId, d.fileName)) {
+          this.noteRenamedOnBothSides(d);
+          d.folderId = folderId;
+        }
         return;
       }
       case 'remote-delete': { const d = docs[op.pick % Math.max(1, docs.length)]; if (d) this.docs.delete(d.id); return; }
