@@ -79,7 +79,10 @@ export function occupancy(s: PassState, key: PathKey, self: BaseEntry | null): O
   if (holder && holder !== self) {
     const after = out.releasedBy(key);
     if (after !== undefined) return { kind: 'free', after };
-    if (s.vacated.has(holder.documentId) && !view.local.files.has(key)) return { kind: 'free' };
+    // Vacated to break a rename cycle: free when nothing is there, or when the file there is self's own, renamed
+    // there alike (crash-sim soak seed -1397763815: else the cycle was broken again at self, whose old path held
+    // a stranger's file, and that file went up as self's next version).
+    if (s.vacated.has(holder.documentId) && (!view.local.files.has(key) || (self !== null && view.renamedAlikeAt(key) === self))) return { kind: 'free' };
     if (!s.decided.has(holder.documentId)) return { kind: 'defer' };
     const orphan = s.orphans.get(key);
     if (orphan && !s.consumedLocal.has(key)) return { kind: 'unbased-local', file: orphan.file, after: orphan.group };

@@ -424,6 +424,31 @@ const FOUND_HISTORIES: Array<{ why: string; policy: Policy; ops: Op[] }> = [
       { t: 'crash', cuts: [0], torn: 0, variant: 2 }, { t: 'remote-rename', pick: 0, name: 1 },
     ],
   },
+  {
+    // Two documents swap names on both sides after one's file was edited by replacing it (a new inode): the other's
+    // own file is found at its new path (renamed alike), its old path holds the edited file. The cycle was broken
+    // at the row whose file is elsewhere, and the file at its old path went up as its next version: the other
+    // document's bytes, then a conflict and a second document (seed -1397763815). The vacated row's path is free
+    // to the row whose own file is there.
+    why: 'a rename cycle where one file is alike: the other file is not the alike one\'s edit',
+    policy: 'keep-both',
+    ops: [
+      { t: 'local-write', dir: 0, name: 1, content: 1 }, { t: 'sync' }, { t: 'remote-add', folder: 0, name: 0, content: 0 },
+      { t: 'crash', cuts: [3], torn: 0, variant: 0 }, { t: 'local-modify', pick: 0, content: 0 }, { t: 'remote-modify', pick: 1, content: 0 },
+      { t: 'swap-alike', pick: 0, other: 0 },
+    ],
+  },
+  {
+    // Names swapped alike on both sides, then one document renamed again on the service before a pass: two
+    // renames that differ. The local one cannot be sent, so its file becomes a new document, as any local rename
+    // does (SimWorld.noteRenamedOnBothSides); the model had called that a duplicate (seed -227024530).
+    why: 'a local rename that the service then renames otherwise is a new document, by design',
+    policy: 'keep-both',
+    ops: [
+      { t: 'remote-add', folder: 0, name: 2, content: 0 }, { t: 'remote-add', folder: 0, name: 0, content: 1 }, { t: 'sync' },
+      { t: 'swap-alike', pick: 0, other: 0 }, { t: 'remote-rename', pick: 9, name: 1 }, { t: 'crash', cuts: [0], torn: 0, variant: 0 },
+    ],
+  },
 ];
 
 describe('reconcile simulation with crashes: histories found by soak runs', () => {
