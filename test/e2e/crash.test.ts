@@ -296,6 +296,40 @@ describe('crash inside a directory move', () => {
   });
 });
 
+describe('crash inside a directory move, its intent lost, then a document renamed on the service', () => {
+  // The directory is at the folder's new name, its rows and intent are not; before the next pass a colleague
+  // renames one document in it. That file (its inode, under its old name in the folder's new place) is the
+  // document's own: moved on to the new name, not uploaded as a second document (crash-sim soak seed 2004505021).
+  it('the file is moved to the new name: nothing transferred, no new document', async () => {
+    await syncedBase();
+    const c = ws.emulator.control;
+    const b = docsByName(ws).get('b.txt')!;
+    const before = { inodeB: inodeOf(ws, 'A/b.txt'), docs: c.listDocuments(ws.binderId).map((d) => `${d.id}@${d.latestVersionId}`).sort() };
+    c.renameFolder(c.getDocument(b.id).folderId, 'A renamed');
+    const crashed = await syncJson(ws, [], { env: { BINDER_SYNC_FAILPOINT: 'move-dir-after-rename' } });
+    expect(crashed.signal, explain(crashed)).toBe('SIGKILL');
+    const db = new Database(path.join(ws.stateDir, 'main', 'state.db'));
+    try {
+      expect(db.prepare('DELETE FROM intents').run().changes).toBe(1);
+    } finally {
+      db.close();
+    }
+    c.renameDocument(b.id, 'b2.txt');
+    c.resetCounters();
+    const r = await syncJson(ws);
+    expect(r.code, explain(r)).toBe(0);
+    expect(r.report?.converged).toBe(true);
+    expect([...(r.report?.actions ?? [])].sort(), explain(r)).toEqual(['adopt', 'adopt', 'move-local']);
+    const n = c.counters();
+    expect([n['storage-get'], n['storage-put'], n.commit]).toEqual([0, 0, 0]);
+    expect(inodeOf(ws, 'A renamed/b2.txt')).toBe(before.inodeB);
+    expect(fs.existsSync(path.join(ws.local, 'A renamed', 'b.txt'))).toBe(false);
+    expect(c.listDocuments(ws.binderId).map((d) => `${d.id}@${d.latestVersionId}`).sort()).toEqual(before.docs);
+    expectSidesEqual(ws);
+    await expectQuietPass(ws);
+  });
+});
+
 describe('crash inside a local move', () => {
   it('a move torn between link and unlink does not stop the next pass at the max-delete gate', async () => {
     const ids = await syncedBase();
