@@ -4,8 +4,8 @@
 // worker threads (hash-pool.ts), so several of them use several cores.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import { HashPool } from './hash-pool.js';
+import { openRegularFile } from './open-for-read.js';
 
 export interface FileHash {
   /** Lower-case hex. */
@@ -24,10 +24,13 @@ let pool: HashPool | undefined;
 /** Free read buffers, reused across calls (one per concurrent hash). */
 const spare: Buffer[] = [];
 
-/** Hashes the file at absPath. Rejects with the fs error (ENOENT, EACCES, EISDIR...) or the abort reason. */
+/**
+ * Hashes the regular file at absPath (a final symbolic link is not followed, a FIFO never waited on: see
+ * open-for-read.ts). Rejects with the fs error (ENOENT, EACCES, ELOOP...), ENOTREG, or the abort reason.
+ */
 export async function hashFile(absPath: string, signal?: AbortSignal): Promise<FileHash> {
   signal?.throwIfAborted();
-  const handle = await fsp.open(absPath, 'r');
+  const handle = await openRegularFile(absPath);
   try {
     return await hashOpenFile(handle.fd, signal, fs.fstatSync(handle.fd).size >= WORKER_MIN_BYTES);
   } finally {

@@ -154,7 +154,14 @@ async function putNow(
   for (let hops = 0; ; hops++) {
     const started = performance.now();
     const hopUrl = url;
-    const source = open();
+    let source: Readable;
+    try {
+      source = open();
+    } catch (err) {
+      // The caller refused its own source before a byte moved (the file is not the one planned): said as it
+      // is, not retried, and no request is made.
+      throw err instanceof BinderSyncError ? markFinal(err) : err;
+    }
     meter = new HashMeter(onBytes);
     let sourceError: unknown;
     source.once('error', (e) => {

@@ -830,6 +830,7 @@ async function withContentHash(abs: string, local: LocalFile, remoteBytes: numbe
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') throw localChanged(abs, 'it was removed');
+    if (code === 'ELOOP' || code === 'ENOTREG') throw localChanged(abs, 'it is not a regular file any more');
     throw err;
   }
   const after = await lstatOrNull(abs);

@@ -11,6 +11,7 @@ import { dirHeldByOther } from '../local/root-lock.js';
 import { StateStore } from '../state/store.js';
 import type { BaseEntry } from './model.js';
 import { findSiblingState } from '../state/sibling-states.js';
+import { READ_FLAGS } from '../local/open-for-read.js';
 
 /** Meta key: the local root this pair's state describes (its localPath when the state last accepted it). */
 export const STATE_ROOT = 'localPath';
@@ -211,10 +212,16 @@ function copiedAt(abs: string, b: BaseEntry, budget: { bytes: number }): boolean
   if (st === undefined || !st.isFile() || st.size !== b.size || Math.floor(st.mtimeMs / 1000) !== Math.floor(b.mtimeMs / 1000)) return false;
   if (st.size > budget.bytes) return st.ino === b.inode;
   budget.bytes -= st.size;
+  let fd: number | undefined;
   try {
-    return createHash('sha256').update(fs.readFileSync(abs)).digest('hex') === b.sha256;
+    // Not through a symbolic link, never waiting on a FIFO put there since the lstat (open-for-read.ts).
+    fd = fs.openSync(abs, READ_FLAGS);
+    if (!fs.fstatSync(fd).isFile()) return false;
+    return createHash('sha256').update(fs.readFileSync(fd)).digest('hex') === b.sha256;
   } catch {
     return false; // unreadable: no evidence either way
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
   }
 }
 

@@ -5,6 +5,7 @@ import fs, { createReadStream } from 'node:fs';
 import { Transform, Writable, type Readable } from 'node:stream';
 import { BinderSyncError } from '../errors.js';
 import { resolveInside, toFileStat } from '../local/fs-ops.js';
+import { NotTheFileError, openSameFileSync } from '../local/open-for-read.js';
 import { failpoint } from '../failpoints.js';
 import { answersRepeatedCommit, COMMIT_REQUEST, ServiceError } from '../service/index.js';
 import type { Document, DocumentVersion, MetadataValue } from '../service/schemas.js';
@@ -46,8 +47,10 @@ const GUARD_FROM_BYTES = 8 * 1024 * 1024;
  * it is sent, and the PUT ends as soon as it changed: its content could not be committed anyway, and a 200 MiB
  * file saved every few seconds was sent whole each time, 5 PUTs for 2 versions (black-box round 28a, T5).
  */
-function readForUpload(abs: string, expect: LocalFile): Readable {
-  const source = createReadStream(abs, { highWaterMark: readBufferFor(expect.size) });
+function readForUpload(abs: string, expect: LocalFile, root: string): Readable {
+  // Opened only when it is still the file the plan was made for, inside the root (open-for-read.ts): the upload
+  // may have waited in the queue while a program put a symbolic link or a FIFO there.
+  const source = createReadStream(abs, { fd: openForUpload(abs, expect, root), highWaterMark: readBufferFor(expect.size) });
   if (expect.size < GUARD_FROM_BYTES) return source;
   let lookedAt = Date.now();
   const guard = new Transform({
@@ -103,7 +106,7 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
   }));
   let sent;
   try {
-    sent = await d.client.uploadContent(() => readForUpload(req.abs, req.local), req.local.size, {
+    sent = await d.client.uploadContent(() => readForUpload(req.abs, req.local, d.root), req.local.size, {
       onSlot: async (uploadId) => {
         await d.store.transactionSoon(() => d.store.setOutboxStage(id, 'slot', { uploadId }));
         failpoint('upload-after-slot');
@@ -727,6 +730,18 @@ function assertUnchanged(abs: string, expect: LocalFile, when: string): void {
     if (code !== 'ENOTDIR') throw err;
   }
   if (st === undefined || !st.isFile() || !sameStat(toFileStat(st), expect)) throw changedError(abs, `it changed ${when}`);
+}
+
+function openForUpload(abs: string, expect: LocalFile, root: string): number {
+  try {
+    return openSameFileSync(abs, expect, root);
+  } catch (err) {
+    if (err instanceof NotTheFileError) throw changedError(abs, err.why);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw changedError(abs, 'it was removed');
+    if (code === 'ELOOP') throw changedError(abs, 'it is a symbolic link now');
+    throw err;
+  }
 }
 
 function changedError(abs: string, why: string): BinderSyncError {

@@ -1,6 +1,7 @@
 // The executor's upload path over real HTTP against the emulator, with a real state DB and temp dir: a file
 // that changes while its PUT is in flight is never committed nor recorded as synced (neither when the change
 // shows in its stat, nor when it hides from the stat and only the hash of the bytes sent can tell).
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -102,6 +103,56 @@ describe('upload of a file that changes while its PUT is in flight', () => {
     expect(store.listOutbox()).toEqual([]);
     expect(emu.control.listDocuments(binderId)).toHaveLength(0);
   });
+});
+
+describe('a file swapped while its upload waited for its slot (black-box round 37a, F1 and F2)', () => {
+  // The swap is made when the upload's slot is recorded: after the step's own check, right before the file is
+  // opened for the PUT. Nothing outside the root may reach storage, and a FIFO must not block the pass.
+  type Fixture = Awaited<ReturnType<typeof setup>>;
+  function swapAtSlot(s: Fixture, swap: () => void): void {
+    const setStage = s.store.setOutboxStage.bind(s.store);
+    s.store.setOutboxStage = (...args: Parameters<typeof setStage>) => {
+      if (args[1] === 'slot') swap();
+      return setStage(...args);
+    };
+  }
+  const outsideFile = (s: Fixture, name: string, bytes: Buffer): string => {
+    const p = path.join(path.dirname(s.root), name);
+    fs.writeFileSync(p, bytes, { mode: 0o600 });
+    return p;
+  };
+  const cases: Array<[string, (s: Fixture, abs: string) => void]> = [
+    ['the file replaced by a symbolic link to a file outside the root', (s, abs) => {
+      const secret = outsideFile(s, 'secret.bin', content(9));
+      fs.rmSync(abs);
+      fs.symlinkSync(secret, abs);
+    }],
+    ['its folder replaced by a symbolic link to a folder outside the root', (s, abs) => {
+      const outside = path.join(path.dirname(s.root), 'outside');
+      fs.mkdirSync(outside);
+      fs.writeFileSync(path.join(outside, 'big.bin'), content(9));
+      fs.renameSync(path.dirname(abs), `${path.dirname(abs)}.old`);
+      fs.symlinkSync(outside, path.dirname(abs));
+    }],
+    ['the file replaced by a FIFO', (_s, abs) => {
+      fs.rmSync(abs);
+      execFileSync('mkfifo', [abs]);
+    }],
+  ];
+  for (const [what, swap] of cases) {
+    it(`${what}: nothing is sent, the step is postponed`, async () => {
+      const s = await setup();
+      const local = writeLocal(s.root, content(7));
+      swapAtSlot(s, () => swap(s, path.join(s.root, 'Docs', 'big.bin')));
+      s.emu.control.resetCounters();
+      const report = await executePlan(uploadPlan(local, s.folderId), s.d);
+      expect(report.failures).toEqual([expect.objectContaining({ kind: 'upload', relPath: 'Docs/big.bin', code: 'LOCAL_CHANGED', retryable: true })]);
+      expect(s.emu.control.counters()['storage-put']).toBe(0);
+      expect(s.emu.control.listDocuments(s.binderId)).toEqual([]);
+      expect(s.store.listOutbox()).toEqual([]);
+      expect(s.store.loadBase().size).toBe(0);
+    }, 20_000);
+  }
 });
 
 describe("a new document's name, taken on the service while its PUT is in flight", () => {
