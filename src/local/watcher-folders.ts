@@ -20,10 +20,15 @@ interface WatchedFolder {
   ino: number;
 }
 
-/** A folder that vanished or became unreadable between its parent's read and its own: its parent's events say the rest. */
+/**
+ * A folder that vanished or became unreadable between its parent's read and its own: its parent's events say the
+ * rest. Also one whose path is longer than the system allows (ENAMETOOLONG): it cannot be watched, and the scan
+ * lists it as unreadable; the rest of the tree is still watched (black-box round 37a, F3: one such folder turned
+ * the watcher off for the whole tree).
+ */
 function isGone(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException | null)?.code;
-  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES' || code === 'EPERM' || code === 'ELOOP';
+  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES' || code === 'EPERM' || code === 'ELOOP' || code === 'ENAMETOOLONG';
 }
 
 /**

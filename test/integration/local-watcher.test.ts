@@ -1,7 +1,7 @@
 // The three watcher backends on real temp dirs: hints for every kind of change, burst coalescing, ignored files,
 // close(), backend choice and fallback, the folders backend's own bookkeeping (folders created, moved, replaced,
 // deleted), and the mapping of inotify limit errors.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -166,6 +166,26 @@ describe.each(['chokidar', 'folders', 'native'] as const)('%s backend', (backend
     }
     expect(calls.length).toBeGreaterThanOrEqual(1);
     expect(Date.now() - t0).toBeLessThan(1300);
+  });
+});
+
+describe('a folder deeper than the system path limit (black-box round 37a, F3)', () => {
+  // Made with relative mkdirs from inside (bash cd), the only way to get past PATH_MAX; removed with rm -rf, which
+  // walks it the same way. The folders backend (the default) skips it and watches the rest of the tree.
+  it('folders backend: the watcher starts, the deep folder is skipped, a change elsewhere is hinted', async () => {
+    const level = 'L'.repeat(240);
+    execFileSync('bash', ['-c', `cd "$1" && for i in $(seq 1 18); do mkdir "$2$i" && cd "$2$i" || exit 1; done`, 'bash', abs('docs'), level]);
+    try {
+      const w = await start({ backend: 'folders' });
+      expect(w.backend).toBe('folders');
+      write('sub/new.txt');
+      await waitFor(() => covered('sub'));
+      expect(errors).toEqual([]);
+    } finally {
+      await watcher?.close();
+      watcher = undefined;
+      execFileSync('rm', ['-rf', abs('docs')]);
+    }
   });
 });
 
