@@ -30,6 +30,15 @@ export function localNameFor(remoteName: string): { name: string; encoded: boole
   return { name, encoded: name !== remoteName };
 }
 
+/**
+ * A remote name as people are shown it where it cannot be a local name: each unpaired surrogate as its escape
+ * (`sur\ud800.txt`). Written out as UTF-8 (a terminal, the state DB), it became U+FFFD, one or three of them,
+ * and read as the name of a valid file that reads the same (black-box round 37a, F4).
+ */
+export function shownRemoteName(remoteName: string): string {
+  return remoteName.replace(/\p{Cs}/gu, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
 /** Splits 'report.final.pdf' into 'report.final' + '.pdf'; a leading dot ('.bashrc') is not an extension. */
 export function splitExtension(name: string): { stem: string; ext: string } {
   const dot = name.lastIndexOf('.');

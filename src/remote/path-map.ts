@@ -3,7 +3,7 @@
 // placed (broken tree, ignored path, invalid name) reported as unmappable instead of silently dropped.
 import type { RemoteDoc, RemoteFolder, RemoteObservation } from '../sync/model.js';
 import { joinRel, pathKey } from '../sync/path-key.js';
-import { localNameFor, withDupSuffix } from './names.js';
+import { localNameFor, shownRemoteName, withDupSuffix } from './names.js';
 import { utf8Length } from '../local/name-limits.js';
 
 export interface RemoteTreeInput {
@@ -100,7 +100,7 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
   const rejectSubtree = (folder: FolderIn, reason: string, at?: string, ignored = false): void => {
     if (settled.has(folder.id)) return;
     settled.add(folder.id);
-    const path = at === undefined ? undefined : joinRel(at, folder.name);
+    const path = at === undefined ? undefined : joinRel(at, shownRemoteName(folder.name));
     unmappable.push({ folderId: folder.id, name: folder.name, reason, ...(path !== undefined ? { path } : {}), ...(ignored ? { ignored } : {}) });
     for (const d of childDocs.get(folder.id) ?? []) rejectDoc(d, reason, path, ignored);
     for (const f of childFolders.get(folder.id) ?? []) rejectSubtree(f, reason, path, ignored);
@@ -110,7 +110,7 @@ export function mapRemoteTree(input: RemoteTreeInput): RemoteTreeMapping {
       documentId: d.documentId,
       name: d.fileName,
       reason,
-      ...(at !== undefined ? { path: joinRel(at, d.fileName) } : {}),
+      ...(at !== undefined ? { path: joinRel(at, shownRemoteName(d.fileName)) } : {}),
       ...(ignored ? { ignored } : {}),
     });
 

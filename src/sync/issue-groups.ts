@@ -132,14 +132,16 @@ export function issueGroupKey(i: Issue): string {
 
 /**
  * A name as a terminal line can show it: control characters (a newline or a tab in a file name, which a
- * service or `printf` can make) as escapes, so that one item stays on one line of `status` or of the log.
+ * service or `printf` can make) as escapes, so that one item stays on one line of `status` or of the log; an
+ * unpaired surrogate (not valid Unicode: a remote name can hold one) as its escape, not as U+FFFD.
  */
 export function printable(name: string): string {
-  return name.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
+  return name.replace(/[\u0000-\u001f\u007f-\u009f]|\p{Cs}/gu, (c) => {
     if (c === '\n') return '\\n';
     if (c === '\t') return '\\t';
     if (c === '\r') return '\\r';
-    return `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
+    const code = c.charCodeAt(0);
+    return code >= 0xd800 ? `\\u${code.toString(16)}` : `\\x${code.toString(16).padStart(2, '0')}`;
   });
 }
 

@@ -131,6 +131,9 @@ describe('names with control characters', () => {
   it('stay on one line of status: a newline, a tab and other control characters are shown escaped', () => {
     expect(printable('N/new\nline.txt')).toBe('N/new\\nline.txt');
     expect(printable('N/tab\tname\r.txt')).toBe('N/tab\\tname\\r.txt');
+    // An unpaired surrogate (a remote name can hold one) is shown escaped, not as U+FFFD; a valid pair is kept.
+    expect(printable('Docs/sur\ud800.txt')).toBe('Docs/sur\\ud800.txt');
+    expect(printable('Docs/\ud83d\ude00.txt')).toBe('Docs/\ud83d\ude00.txt');
     expect(printable('N/bell\u0007 del\u007f c1\u0085.txt')).toBe('N/bell\\x07 del\\x7f c1\\x85.txt');
     expect(printable('N/café ␁ ok.txt')).toBe('N/café ␁ ok.txt');
     const issues: Issue[] = [
