@@ -14,6 +14,7 @@ import { failpoint } from '../failpoints.js';
 import { sameStat, type FileStat } from '../sync/model.js';
 import { DAEMON_FILE_PREFIX, TEMP_PREFIX } from './ignore.js';
 import { fitName, MAX_PATH_BYTES, utf8Length } from './name-limits.js';
+import { copyRegularFile } from './open-for-read.js';
 import { LONG_PATHS_DIR, readsAsItself, RECORDS_DIR, recordNeeded, recordPathOf } from './trash-entries.js';
 
 export { TEMP_PREFIX };
@@ -216,7 +217,7 @@ function fsyncFd(fd: number): Promise<void> {
 async function copyDurably(src: string, dest: string, tmpDir = path.dirname(dest)): Promise<void> {
   const tmp = path.join(tmpDir, nextTempName());
   try {
-    await fsp.copyFile(src, tmp, fs.constants.COPYFILE_EXCL);
+    await copyRegularFile(src, tmp);
     await fsyncFile(tmp);
     try {
       await fsp.link(tmp, dest); // never over anything: EEXIST as the copy itself would have said

@@ -7,7 +7,6 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { sameStat, type FileStat } from '../sync/model.js';
-import { toFileStat } from './fs-ops.js';
 
 /**
  * O_NOFOLLOW: a symbolic link at the path fails (ELOOP) instead of being followed. O_NONBLOCK: a FIFO opens at
@@ -44,6 +43,21 @@ export async function openRegularFile(abs: string): Promise<fsp.FileHandle> {
 }
 
 /**
+ * Copies the regular file at src to a new file dest (COPYFILE_EXCL), never through a final symbolic link nor
+ * waiting on a FIFO: the file is opened first (openRegularFile), then copied from that open file through
+ * /proc/self/fd (the very inode checked, whatever is at the path by then), or from src where /proc is missing.
+ */
+export async function copyRegularFile(src: string, dest: string): Promise<void> {
+  const handle = await openRegularFile(src);
+  try {
+    const opened = `/proc/self/fd/${handle.fd}`;
+    await fsp.copyFile(fs.existsSync(opened) ? opened : src, dest, fs.constants.COPYFILE_EXCL);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
  * Opens abs for reading only when it is still the very file `expect` describes (its inode, size, mtime and
  * ctime, as sameStat compares them) and, where /proc shows it, the open file lies inside `root`: a parent
  * directory swapped for a symbolic link leads to another file, or outside the root. Returns the descriptor
@@ -54,7 +68,7 @@ export function openSameFileSync(abs: string, expect: FileStat, root: string): n
   try {
     const st = fs.fstatSync(fd);
     if (!st.isFile()) throw new NotTheFileError(abs, 'it is not a regular file any more');
-    if (!sameStat(toFileStat(st), expect)) throw new NotTheFileError(abs, 'it is not the file that was read (replaced, or reached through a symbolic link now)');
+    if (!sameStat({ size: st.size, mtimeMs: st.mtimeMs, inode: st.ino, ctimeMs: st.ctimeMs }, expect)) throw new NotTheFileError(abs, 'it is not the file that was read (replaced, or reached through a symbolic link now)');
     const opened = openedPath(fd);
     if (opened !== null && !insideRealRoot(root, opened)) throw new NotTheFileError(abs, 'its path leads outside the sync root through a symbolic link now');
     return fd;

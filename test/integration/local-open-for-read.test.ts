@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { toFileStat } from '../../src/local/fs-ops.js';
 import { hashFile } from '../../src/local/hash.js';
-import { NotTheFileError, openRegularFile, openSameFileSync } from '../../src/local/open-for-read.js';
+import { copyRegularFile, NotTheFileError, openRegularFile, openSameFileSync } from '../../src/local/open-for-read.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -95,5 +95,26 @@ describe('openSameFileSync', () => {
     dirs.push(linkedRoot);
     const fd = openSameFileSync(path.join(linkedRoot, 'secret.txt'), planned, linkedRoot);
     fs.closeSync(fd);
+  });
+});
+
+describe('copyRegularFile (the trash and moves across disks)', () => {
+  it('copies a regular file, never over an existing one', async () => {
+    const { root } = tmp();
+    const src = path.join(root, 'Docs', 'a.txt');
+    fs.writeFileSync(src, 'abc');
+    await copyRegularFile(src, path.join(root, 'copy.txt'));
+    expect(fs.readFileSync(path.join(root, 'copy.txt'), 'utf8')).toBe('abc');
+    await expect(copyRegularFile(src, path.join(root, 'copy.txt'))).rejects.toMatchObject({ code: 'EEXIST' });
+  });
+  it('refuses a symbolic link (ELOOP) and a FIFO (ENOTREG, at once), copying nothing', async () => {
+    const { root, outside } = tmp();
+    const link = path.join(root, 'Docs', 'link.txt');
+    fs.symlinkSync(path.join(outside, 'secret.txt'), link);
+    await expect(copyRegularFile(link, path.join(root, 'c1'))).rejects.toMatchObject({ code: 'ELOOP' });
+    const fifo = path.join(root, 'Docs', 'fifo');
+    mkfifo(fifo);
+    await expect(copyRegularFile(fifo, path.join(root, 'c2'))).rejects.toMatchObject({ code: 'ENOTREG' });
+    expect(fs.existsSync(path.join(root, 'c1')) || fs.existsSync(path.join(root, 'c2'))).toBe(false);
   });
 });
