@@ -39,9 +39,16 @@ export class TokenProvider {
   async get(signal?: AbortSignal): Promise<string> {
     const c = this.cached;
     if (c && this.now() < c.refreshAt) return c.token;
-    this.inflight ??= this.refresh().finally(() => {
-      this.inflight = undefined;
-    });
+    signal?.throwIfAborted();
+    if (this.inflight === undefined) {
+      this.inflight = this.refresh().finally(() => {
+        this.inflight = undefined;
+      });
+      // Its failure reaches every caller still waiting; when all of them stopped waiting (each one's signal fired),
+      // nobody is left to take it, and it was an unhandled rejection that ended the process with a stack trace
+      // (`sync --dry-run` of a pair refused at start: black-box round 37b, F2).
+      this.inflight.catch(() => undefined);
+    }
     return (await untilAborted(this.inflight, signal)).token;
   }
 

@@ -254,6 +254,12 @@ describe('a pair pointed at another local folder', () => {
     const refused = await sync(ws);
     expect(refused.code, refused.stdout + refused.stderr).toBe(2);
     expect(refused.stderr).toContain(`If ${copy} is a copy of it, move ${ws.local} away first`);
+    // A dry run (what the hint's reader tries first) is refused alike: the same code, no stack trace of the token
+    // request its stop cancelled (black-box round 37b, F2: exit 1, "would change something", with a trace).
+    const dry = await sync(ws, ['--dry-run']);
+    expect(dry.stderr).not.toMatch(/ServiceError|    at /);
+    expect(dry.code, dry.stdout + dry.stderr).toBe(2);
+    expect(dry.stderr).toContain(`If ${copy} is a copy of it, move ${ws.local} away first`);
     // With the original moved away, the copy is the synced folder.
     fs.renameSync(ws.local, path.join(ws.dir, 'original'));
     const copied = await sync(ws);

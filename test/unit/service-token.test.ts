@@ -93,6 +93,31 @@ describe('TokenProvider', () => {
     await expect(tp.get(stop.signal)).resolves.toBe('tok-1'); // cached: an aborted signal does not matter then
   });
 
+  it('a token request that fails after every waiter stopped waiting is no unhandled rejection (round 37b, F2)', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const fails: Array<(err: Error) => void> = [];
+      const tp = new TokenProvider(() => new Promise((_resolve, reject) => void fails.push(reject)));
+      const stop = new AbortController();
+      const waiting = tp.get(stop.signal);
+      stop.abort(new Error('pair stopped'));
+      await expect(waiting).rejects.toThrow('pair stopped');
+      for (const fail of fails.splice(0)) fail(new Error('POST /connect/token was cancelled'));
+      await new Promise((r) => setTimeout(r, 5));
+      // A caller whose signal is already aborted is told so at once, and starts no token request (one started for
+      // it had no one to take its failure).
+      await expect(tp.get(stop.signal)).rejects.toThrow('pair stopped');
+      for (const fail of fails.splice(0)) fail(new Error('POST /connect/token was cancelled'));
+      await new Promise((r) => setTimeout(r, 20));
+      expect(unhandled).toEqual([]);
+      expect(fails).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('invalidate drops only the refused token', async () => {
     const idp = fakeIdp(3600);
     const tp = new TokenProvider(idp.fetch);
