@@ -137,6 +137,19 @@ export async function putStream(
     });
 }
 
+/**
+ * How long a PUT's answer may take beyond requestTimeout: undici starts its headers timer once the whole body is
+ * handed to the socket, and up to a few MiB of it (the kernel's send and receive buffers, a proxy's) may still
+ * be on the way then. On a slow uplink that outlasted the timeout on every attempt, each started again from the
+ * first byte (black-box round 37b, F3: 5 MB at 50 KB/s never arrived). Allowed: those bytes, at most 8 MiB, at
+ * a slow 32 KiB/s (4 minutes at most): a storage that never answers is still given up, just later.
+ */
+export function putAnswerAllowanceMs(size: number): number {
+  const IN_FLIGHT_MAX = 8 * 1024 * 1024;
+  const SLOW_BYTES_PER_S = 32 * 1024;
+  return Math.ceil((Math.min(size, IN_FLIGHT_MAX) / SLOW_BYTES_PER_S) * 1000);
+}
+
 /** putStream's PUT itself, in a transfer slot its caller holds. */
 async function putNow(
   core: HttpCore,
@@ -179,7 +192,7 @@ async function putNow(
         headers: { 'content-length': String(size), 'x-ms-blob-type': 'BlockBlob' },
         body: meter,
         signal,
-        headersTimeout: core.settings.requestTimeoutMs,
+        headersTimeout: core.settings.requestTimeoutMs + putAnswerAllowanceMs(size),
         bodyTimeout: core.settings.requestTimeoutMs,
       });
       status = res.statusCode;

@@ -1,7 +1,7 @@
 // The service client against small node:http stubs on 127.0.0.1, for edge cases a strict emulator does not
 // produce: HTML 502s, Retry-After dates, invalid JSON, walkthrough-only commits, 409 commits, odd token answers.
 import { createHash } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
+import http, { type ServerResponse } from 'node:http';
 import { Readable, Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -563,6 +563,34 @@ describe('transfers', () => {
       expect(p.headers['x-service-tenantid']).toBeUndefined();
       expect(p.headers['x-ms-blob-type']).toBe('BlockBlob');
       expect(p.headers['content-length']).toBe(String(content.length));
+    }
+  });
+
+  it('upload: a storage slow to take the body answers after requestTimeout, and the PUT still succeeds (round 37b, F3)', async () => {
+    // The storage takes nothing for 2.5 s (a slow uplink's queue), then the body, then answers. undici's headers
+    // timer runs while the socket is backed up and once the whole body is handed over: at requestTimeout (200 ms)
+    // every attempt failed with UND_ERR_HEADERS_TIMEOUT and started again from the first byte.
+    const storage = http.createServer((req, res) => {
+      req.pause();
+      const later = setTimeout(() => {
+        req.resume();
+        req.on('end', () => res.writeHead(201).end());
+      }, 2500);
+      req.on('close', () => clearTimeout(later));
+    });
+    await new Promise<void>((r) => storage.listen(0, '127.0.0.1', r));
+    try {
+      const port = (storage.address() as { port: number }).port;
+      let slots = 0;
+      const s = await stub((r) => (r.path.endsWith('/presignedupload') ? { status: 200, body: { presignedUrl: `http://127.0.0.1:${port}/u${++slots}?sig=1`, uploadId: `u${slots}` } } : undef));
+      const c = client(s.origin, { requestTimeoutMs: 200, retry: { maxAttempts: 2, baseDelayMs: 5, maxDelayMs: 10 } });
+      const content = Buffer.alloc(256 * 1024, 7);
+      const res = await c.uploadContent(() => Readable.from([content]), content.length);
+      expect(res).toMatchObject({ uploadId: 'u1', bytes: content.length });
+      expect(slots).toBe(1);
+    } finally {
+      storage.closeAllConnections();
+      await new Promise((r) => storage.close(r));
     }
   });
 
