@@ -19,8 +19,14 @@ export function describeAction(a: Action): string {
       return `move folder  ${a.from}/ -> ${a.to}/  (moved remotely, with ${a.files.length} synced ${a.files.length === 1 ? 'file' : 'files'})`;
     case 'trash-local':
       return `trash        ${a.relPath}  (${a.reason})`;
-    case 'conflict':
-      return `conflict     ${a.relPath}  (${a.policy}${a.policy === 'keep-both' ? `, local copy -> ${a.conflictPath}` : ''})`;
+    case 'conflict': {
+      const settled = `${a.policy}${a.policy === 'keep-both' ? `, local copy -> ${a.conflictPath}` : ''}`;
+      // No record of the last sync (a first sync, a lost state DB): the pass fetches the remote content and
+      // compares before it decides, which a dry run cannot. Listed as a conflict, every file of a tree restored
+      // after a lost state DB read as one to be copied aside (black-box round 37b, F4).
+      if (a.base === null) return `compare      ${a.relPath}  (no record of the last sync: fetched and compared; the same content is only recorded, different content is settled ${settled})`;
+      return `conflict     ${a.relPath}  (${settled})`;
+    }
     case 'adopt':
       return `record       ${[a.base, ...(a.alongside ?? [])].map((row) => row.relPath).join(', ')}  (${a.reason})`;
     case 'forget':

@@ -144,6 +144,27 @@ describe('binder-sync sync', () => {
     expect(readLocal(ws, 'T/x.txt')).toBe('x');
   });
 
+  it('dry-run with no record of the last sync (a lost state DB) lists files on both sides as compared, not as conflicts', async () => {
+    ws = await createWorkspace();
+    const c = ws.emulator.control;
+    const tab = c.createFolder(ws.binderId, { name: 'T' });
+    c.addDocument(ws.binderId, tab.id, 'same.txt', 'same');
+    c.addDocument(ws.binderId, tab.id, 'other.txt', 'remote');
+    expect((await sync(ws)).code).toBe(0);
+    writeLocal(ws, 'T/other.txt', 'local');
+    fs.rmSync(path.join(ws.stateDir, 'main'), { recursive: true });
+    const r = await sync(ws, ['--dry-run']);
+    expect(r.stdout).toMatch(/^ {2}compare +T\/same\.txt {2}\(no record of the last sync: fetched and compared; the same content is only recorded, different content is settled keep-both, local copy -> T\/same \(conflict .*\)\.txt\)$/m);
+    expect(r.stdout).toMatch(/^ {2}compare +T\/other\.txt /m);
+    expect(r.stdout).not.toMatch(/^ {2}conflict /m);
+    // The real pass does as said: the same file recorded, the different one kept both ways.
+    const real = await sync(ws);
+    expect(real.code, real.stdout + real.stderr).toBe(0);
+    expect(readLocal(ws, 'T/same.txt')).toBe('same');
+    expect(readLocal(ws, 'T/other.txt')).toBe('remote');
+    expect([...localTree(ws.local).keys()].filter((p) => p.startsWith('T/other (conflict '))).toHaveLength(1);
+  });
+
   it('dry-run after a sync leaves the state DB and the sync root exactly as they were', async () => {
     ws = await createWorkspace();
     const c = ws.emulator.control;
