@@ -340,17 +340,48 @@ function directoryCheck(subject: string, dir: string, stateDb: string | null): C
     if (ancestor === null || !isWritableDir(ancestor)) {
       return fail('does not exist and cannot be created', `make ${ancestor ?? 'its parent'} writable, or create the directory`);
     }
+    // Created in a folder of a full disk, it would fail at the first write (black-box round 37b, F8).
+    if (diskFull(ancestor)) return fail(`does not exist, and the disk of ${ancestor} is full`, 'free some space on that disk, or point the path at another one');
     return { outcome: 'PASS', subject, message: `${dir} does not exist yet; it will be created` };
   }
   if (!st.isDirectory()) return fail('is not a directory', 'point the path at a directory');
+  let entries: string[];
   try {
-    fs.readdirSync(dir);
+    entries = fs.readdirSync(dir);
   } catch (err) {
     return fail(`is not readable (${(err as NodeJS.ErrnoException).code ?? 'error'})`, `chmod u+rx ${dir}`);
   }
+  // An empty root of a pair that has synced files: an unmounted disk's mount point looks like this, and every
+  // pass stops at the local-root-empty gate (exit 4) until it is back (black-box round 37b, F9).
+  const synced = stateDb === null ? 0 : (StateStore.peekBaseCount(stateDb) ?? 0);
+  if (synced > 0 && entries.every((name) => name.startsWith(DAEMON_FILE_PREFIX))) {
+    return {
+      outcome: 'FAIL',
+      subject,
+      message: `${dir} is empty, but this pair has synced ${synced} file${synced === 1 ? '' : 's'}: passes stop at the safety gate (nothing is deleted)`,
+      hint: 'is the disk mounted? Once it is, the pair goes on by itself; if the folder was emptied on purpose, `binder-sync sync --force` goes on from there',
+      exit: ExitCode.blocked,
+    };
+  }
   const probe = probeWrite(dir);
-  if (probe !== null) return fail(`is not writable (${probe})`, `chmod u+w ${dir}, or run binder-sync as its owner`);
+  if (probe !== null) return fail(`is not writable (${probe})`, unwritableHint(probe, dir));
   return { outcome: 'PASS', subject, message: `${dir} is a readable and writable directory` };
+}
+
+/** What to do about a directory the probe could not write in, by why (chmod helps with permissions only). */
+function unwritableHint(code: string, dir: string): string {
+  if (code === 'ENOSPC' || code === 'EDQUOT') return 'its disk is full (or over quota): free some space on it';
+  if (code === 'EROFS') return 'it is on a read-only filesystem: remount it read-write, or point the path at another disk';
+  return `chmod u+w ${dir}, or run binder-sync as its owner`;
+}
+
+/** No block left for this user on the disk of `dir` (statfs); false when that cannot be told. */
+function diskFull(dir: string): boolean {
+  try {
+    return fs.statfsSync(dir).bavail === 0;
+  } catch {
+    return false;
+  }
 }
 
 /** Creates and removes `.binder-sync-probe-<random>` (a name the scanner ignores); null when it worked. */
@@ -359,7 +390,10 @@ function probeWrite(dir: string): string | null {
   try {
     fs.writeFileSync(file, 'probe', { flag: 'wx', mode: 0o600 });
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code ?? 'error';
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    // Created but not written (a full disk): not left behind (black-box round 37b, F8).
+    if (code !== 'EEXIST') fs.rmSync(file, { force: true });
+    return code;
   }
   try {
     fs.unlinkSync(file);

@@ -123,8 +123,8 @@ function rootLocked(root: string, other: RootHolder | null, what: string): Binde
     context: { localPath: root, ...(other ? { holder: other } : {}) },
     hint:
       'two processes syncing one folder (or one inside the other) with different stateDirs would upload every change ' +
-      'twice, or each other\'s files into their binders: stop the other one, or run both from one config (one stateDir: ' +
-      'the second then waits for the first; one config refuses overlapping roots). Nothing was changed.',
+      'twice, or each other\'s files into their binders: stop the other one, or run both pairs from one config (one ' +
+      'daemon then syncs them all; a config refuses overlapping roots). Nothing was changed.',
   });
 }
 

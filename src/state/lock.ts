@@ -71,7 +71,9 @@ export function acquireStateLock(stateDir: string): StateLock {
           code: 'STATE_LOCKED',
           retryable: false,
           context: { stateDir, pid },
-          hint: `stop the other instance first (it holds ${file}), or give this one another stateDir`,
+          // Not "another stateDir": for the same folders that is refused too (ROOT_LOCKED), whose hint sent the
+          // reader back here (black-box round 37b, F10).
+          hint: `stop the other instance first (it holds ${file}); while a daemon runs it syncs on its own (\`binder-sync status\` shows its passes), so a \`sync\` beside it is not needed. A second stateDir is only for pairs of other local folders`,
         });
       }
       // Stale: the owner died without releasing it. Remove and try again.

@@ -79,6 +79,38 @@ function content(seed: number, size: number): Buffer {
   return b;
 }
 
+describe('check on a full disk (black-box round 37b, F8)', () => {
+  it.skipIf(can.mount !== null)('says the disk is full (not chmod), leaves no probe file, and fails a stateDir to be created there', async () => {
+    ws = await createWorkspace();
+    const w = ws;
+    const disk = path.join(w.dir, 'disk');
+    fs.mkdirSync(disk);
+    const m = run('mount', ['-t', 'tmpfs', '-o', 'size=64k,mode=0755', 'tmpfs', disk]);
+    if (!m.ok) throw new Error(`mount failed: ${m.out}`);
+    cleanups.push(() => run('umount', ['-l', disk]));
+    // Filled to the last block.
+    const filler = path.join(disk, 'filler');
+    const fd = fs.openSync(filler, 'w');
+    try {
+      for (;;) fs.writeSync(fd, Buffer.alloc(4096, 1));
+    } catch (err) {
+      expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC');
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.mkdirSync(path.join(disk, 'state-here'));
+    w.writeConfig({}, { stateDir: path.join(disk, 'state-here') });
+    const r = await runCli(w, ['check', '--config', w.configFile]);
+    const stateLine = r.stdout.split('\n').find((l) => l.includes('state dir:')) ?? '';
+    expect(stateLine, r.stdout).toMatch(/^FAIL  state dir: .*state-here is not writable \(ENOSPC\) \(hint: its disk is full \(or over quota\): free some space on it\)$/);
+    expect(fs.readdirSync(path.join(disk, 'state-here'))).toEqual([]);
+    w.writeConfig({}, { stateDir: path.join(disk, 'state-new') });
+    const missing = await runCli(w, ['check', '--config', w.configFile]);
+    expect(missing.stdout.split('\n').find((l) => l.includes('state dir:')), missing.stdout).toMatch(/^FAIL  state dir: .*state-new does not exist, and the disk of .*disk is full/);
+    expect(missing.code).toBe(6);
+  });
+});
+
 describe('local failures', () => {
   it.skipIf(can.mount !== null)('disk full: the pass reports ENOSPC, leaves no partial file, and completes once there is room', async () => {
     ws = await createWorkspace();

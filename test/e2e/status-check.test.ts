@@ -617,6 +617,22 @@ describe('binder-sync check', () => {
     expect(line(r, 'local root (pair main)')).toMatch(/is missing, but this pair has synced before/);
   });
 
+  it('fails an empty root of a pair that has synced files (an unmounted disk\'s mount point), as the safety gate stops sync (black-box round 37b, F9)', async () => {
+    const ws = await workspace();
+    const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
+    ws.emulator.control.addDocument(ws.binderId, folder.id, 'a.txt', 'a');
+    ws.emulator.control.addDocument(ws.binderId, folder.id, 'b.txt', 'b');
+    expect((await sync(ws)).code).toBe(0);
+    expect((await check(ws)).code).toBe(0);
+    fs.rmSync(ws.local, { recursive: true });
+    fs.mkdirSync(ws.local);
+    const r = await check(ws);
+    expect(r.code, r.stdout).toBe(4);
+    expect(line(r, 'local root (pair main)')).toMatch(/^FAIL  local root \(pair main\): .*local is empty, but this pair has synced 2 files: passes stop at the safety gate \(nothing is deleted\) \(hint: is the disk mounted\?/);
+    const s = await sync(ws);
+    expect(s.code).toBe(4);
+  });
+
   it('reports a read-only client as a warning for a two-way pair, enough for a download pair, and a failure for an upload-only pair', async () => {
     const ws = await workspace({ readOnly: true });
     let r = await check(ws, { readOnly: true });
