@@ -93,7 +93,9 @@ describe('binder-sync run: operation', () => {
     // The reason is in the JSON log line, with its hint; no plain line on stderr breaks a `jq` over the journal.
     const refused = other.stdout.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as { msg: string; code?: string; hint?: string });
     expect(refused.find((l) => l.code === 'STATE_LOCKED')?.msg).toMatch(/^binder-sync daemon could not start: another binder-sync \(pid \d+\) is using the state directory/);
-    expect(refused.find((l) => l.code === 'STATE_LOCKED')?.hint).toBeDefined();
+    // Not "another stateDir": for the same folder that is refused too, with a hint that pointed back here (round 37b, F10).
+    expect(refused.find((l) => l.code === 'STATE_LOCKED')?.hint).toMatch(/^stop the other instance first .*it syncs on its own/);
+    expect(refused.find((l) => l.code === 'STATE_LOCKED')?.hint).not.toMatch(/give this one another stateDir/);
     expect(other.stderr).toBe('');
     // A start-up warning (a literal secret in a config others may read) is a JSON log line too.
     const openConfig = path.join(w.dir, 'open.yaml');
@@ -250,6 +252,7 @@ describe('binder-sync run: operation', () => {
     const other = await runCli(w, ['sync', '--config', otherConfig], { timeoutMs: 15_000 });
     expect(other.code, other.stderr).toBe(5);
     expect(other.stderr).toContain(`is being synced by another binder-sync process (pid ${d.child.pid}, pair main, stateDir ${w.stateDir})`);
+    expect(other.stderr).not.toMatch(/waits for the first/); // it does not: exit 5 at once (round 37b, F10)
     expect(fs.existsSync(path.join(w.dir, 'state-other', 'copy'))).toBe(false); // refused before any state was made
     await eventually(() => c.listDocuments(w.binderId).some((doc) => doc.fileName === 'new.txt'), 10_000, 'the daemon uploads the new file', d.tail);
     d.kill('SIGTERM');
