@@ -54,6 +54,14 @@ class CrashWorld {
   /** Contents of files whose 'replaced-by-remote-move' trash step a crash skipped (bug 3 below). */
   readonly orphaned = new Set<string>();
 
+  constructor() {
+    // An upload whose row waits in the outbox is synced at its path as far as the user's renames go.
+    this.w.pendingBase = (id) => {
+      const o = this.outbox.find((x) => x.documentId === id);
+      return o && { relPath: o.relPath, inode: o.local.inode };
+    };
+  }
+
   /**
    * recoverOutbox (src/sync/upload.ts): a committed upload's base row is written before the pass scans. The
    * emulator answers a second commit of an uploadId with the version, so the row is always found again.
@@ -447,6 +455,18 @@ const FOUND_HISTORIES: Array<{ why: string; policy: Policy; ops: Op[] }> = [
     ops: [
       { t: 'remote-add', folder: 0, name: 2, content: 0 }, { t: 'remote-add', folder: 0, name: 0, content: 1 }, { t: 'sync' },
       { t: 'swap-alike', pick: 0, other: 0 }, { t: 'remote-rename', pick: 9, name: 1 }, { t: 'crash', cuts: [0], torn: 0, variant: 0 },
+    ],
+  },
+  {
+    // As the case above, with the renamed document's row still in the outbox (its upload was committed, then the
+    // process killed) when the names are swapped alike and the service renames it again: the model missed the
+    // local rename there and called the new document a duplicate (seed -679490590).
+    why: 'a local rename of a file whose upload a crash left in the outbox, then renamed otherwise on the service',
+    policy: 'local-wins',
+    ops: [
+      { t: 'remote-add', folder: 1, name: 0, content: 0 }, { t: 'sync' }, { t: 'local-write', dir: 1, name: 1, content: 1 },
+      { t: 'crash', cuts: [0], torn: 0, variant: 1 }, { t: 'swap-alike', pick: 0, other: 0 }, { t: 'remote-rename', pick: 3, name: 2 },
+      { t: 'remote-add', folder: 0, name: 0, content: 0 },
     ],
   },
 ];

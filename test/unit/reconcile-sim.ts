@@ -57,6 +57,11 @@ export class SimWorld {
   readonly renamedLocally = new Set<string>();
   private n = 0;
   passes = 0;
+  /**
+   * The row a crashed pass left to be written at the next start (the crash simulation's outbox: an upload
+   * committed, its row not yet recorded), for the model's own bookkeeping (noteRenamedOnBothSides).
+   */
+  pendingBase?: (documentId: string) => { relPath: string; inode: number } | undefined;
   /** Directory moves run (tests check the generator reaches them). */
   dirMoves = 0;
 
@@ -81,7 +86,7 @@ export class SimWorld {
    * with its folder) is not renamed: it is followed (reconcile-view.ts ownFileMovedWithFolder).
    */
   private noteRenamedOnBothSides(d: SimDoc): void {
-    const b = this.base.get(d.id);
+    const b = this.base.get(d.id) ?? this.pendingBase?.(d.id);
     if (b === undefined || this.local.get(b.relPath)?.inode === b.inode) return;
     for (const [p, f] of this.local) if (f.inode === b.inode && baseNameOf(p) !== baseNameOf(b.relPath)) this.renamedLocally.add(f.content);
   }
