@@ -6,6 +6,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { BinderSyncError } from '../errors.js';
 import type { BaseEntry, Issue, RemoteFolder } from '../sync/model.js';
+import { damagedStateDbError, quickCheckFindings } from './integrity.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
 import { fullDiskNote, stateDirError } from './state-dir-error.js';
 
@@ -395,6 +396,16 @@ export class StateStore {
       if (mapped instanceof BinderSyncError) throw mapped;
       throw openFailed(file, err, ' read-only', 'check that the file exists and is readable by this user');
     }
+  }
+
+  /**
+   * Throws STATE_CORRUPT, naming `pair` and the file, when SQLite's quick_check finds damage anywhere in it (see
+   * integrity.ts): a pass may never read the damaged pages (the in-sync shortcut reads no base row), and `status`
+   * reads few of them (black-box round 37b, F5).
+   */
+  assertIntact(pair: string): void {
+    const findings = quickCheckFindings(this.db);
+    if (findings.length > 0) throw damagedStateDbError(pair, this.file, findings);
   }
 
   /**
