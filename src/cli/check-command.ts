@@ -14,6 +14,7 @@ import { inotifyWatchLimit, watchesNeeded } from '../local/watch-budget.js';
 import { createLogger, LOG_LEVEL_ENV, logLevelFromEnv } from '../log.js';
 import { ServiceError, type Binder, type ServiceClient } from '../service/index.js';
 import { serviceClientFor } from '../service/from-config.js';
+import { openForReading } from '../state/sibling-states.js';
 import { StateStore } from '../state/store.js';
 import { compileMetadataRules } from '../sync/metadata-rules.js';
 import { BASE_URL_404_HINT, LISTED_BINDER_404_HINT, stateBoundToOtherBinder } from '../sync/open-pair.js';
@@ -284,12 +285,37 @@ function localChecks(config: Config, add: (r: CheckResult) => void): void {
   if (owner !== null) add({ outcome: 'WARN', subject: 'state dir', message: `a binder-sync (pid ${owner}) is running on it; \`sync\` and \`run\` refuse to start (exit 5) until it stops` });
   for (const pair of config.pairs) {
     add(directoryCheck(`local root (pair ${pair.name})`, pair.localPath, path.join(config.stateDir, pair.name, 'state.db')));
-    const bound = stateBinding(config.stateDir, pair);
+    const damaged = stateDbIntegrity(config.stateDir, pair);
+    if (damaged !== null) add(damaged);
+    // A damaged DB is said once, by the line above, not again as a state that cannot be read.
+    const bound = damaged?.outcome === 'FAIL' ? null : stateBinding(config.stateDir, pair);
     if (bound !== null) add(bound);
   }
   // Watches count per user, so all pairs together.
   const needed = config.pairs.reduce((n, p) => n + watchesNeeded(p), 0);
   add({ subject: 'inotify watches', ...watchBudget(needed, inotifyWatchLimit()) });
+}
+
+/**
+ * The pair's state DB as SQLite's quick_check finds it: damage that `sync` and the daemon refuse when the pair opens
+ * (exit 6) is said here too (black-box round 37b, F5). Null when there is no state DB yet.
+ */
+function stateDbIntegrity(stateDir: string, pair: PairConfig): CheckResult | null {
+  const file = path.join(stateDir, pair.name, 'state.db');
+  if (!fs.existsSync(file)) return null;
+  const subject = `state DB (pair ${pair.name})`;
+  let store: StateStore | undefined;
+  try {
+    store = openForReading(file);
+    store.assertIntact(pair.name);
+  } catch (err) {
+    // One a first pass is creating right now holds nothing yet: nothing to check.
+    if (err instanceof BinderSyncError && err.code === 'STATE_NOT_CREATED') return null;
+    return failure(subject, err, ExitCode.local);
+  } finally {
+    store?.close();
+  }
+  return { outcome: 'PASS', subject, message: `${file} is intact (SQLite's quick_check)` };
 }
 
 /**

@@ -11,11 +11,14 @@ import { inotifyWatchLimit } from '../../src/local/watch-budget.js';
 import type { StatusDocument } from '../../src/cli/status-command.js';
 import { writeDaemonStatus } from '../../src/daemon/status-file.js';
 import { createWorkspace, readLocal, runCli, secretOf, sync, writeLocal, type CliResult, type Workspace } from './harness.js';
+import { msgHas, msgIs, startDaemonProcess, type DaemonProcess } from './run-helpers.js';
 
 const workspaces: Workspace[] = [];
 const children: ChildProcess[] = [];
+const daemons: DaemonProcess[] = [];
 
 afterEach(async () => {
+  for (const d of daemons.splice(0)) await d.dispose();
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   for (const ws of workspaces.splice(0)) await ws.close();
 });
@@ -432,6 +435,56 @@ describe('binder-sync status', () => {
     const again = new Database(dbFile, { readonly: true });
     expect(again.pragma('user_version', { simple: true })).toBe(99);
     again.close();
+  });
+
+  it('a state DB damaged inside (garbage over its base table, the length kept) is said by status, check and a no-change sync: exit 6, never "in sync" (black-box round 37b, F5)', async () => {
+    const ws = await workspace();
+    const folder = ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' });
+    for (const n of ['a', 'b', 'c']) ws.emulator.control.addDocument(ws.binderId, folder.id, `${n}.txt`, n);
+    expect((await sync(ws)).code).toBe(0);
+    const dbFile = path.join(ws.stateDir, 'main', 'state.db');
+    // Garbage over the base table's page, nothing running: the file keeps its length and its header.
+    const raw = new Database(dbFile, { readonly: true });
+    const root = raw.prepare("SELECT rootpage FROM sqlite_schema WHERE name = 'base'").pluck().get() as number;
+    const pageSize = raw.pragma('page_size', { simple: true }) as number;
+    raw.close();
+    const fd = fs.openSync(dbFile, 'r+');
+    fs.writeSync(fd, Buffer.alloc(pageSize, 'stray bytes '), 0, pageSize, (root - 1) * pageSize);
+    fs.closeSync(fd);
+    const damaged = `pair main: its state DB ${dbFile} is damaged (SQLite's quick_check: `;
+
+    const human = await status(ws);
+    expect(human.code, human.stdout + human.stderr).toBe(6);
+    expect(field(human.stdout, 'state')).toBe('error');
+    expect(field(human.stdout, 'state DB')).toContain(`UNREADABLE: ${damaged}`);
+    expect(field(human.stdout, 'state DB')).toMatch(/hint: restore it from a backup, or move it aside/);
+    const doc = JSON.parse((await status(ws, '--json')).stdout) as StatusDocument;
+    expect(doc.pairs[0]?.stateError).toContain(damaged);
+
+    const k = await check(ws);
+    expect(k.code, k.stdout).toBe(6);
+    expect(line(k, 'state DB (pair main)')).toMatch(/^FAIL  state DB \(pair main\): pair main: its state DB .* is damaged .*\(hint: restore it from a backup, or move it aside/);
+
+    // No change on either side: the pass would take the in-sync shortcut, which reads no base row.
+    const s = await sync(ws);
+    expect(s.code, s.stdout + s.stderr).toBe(6);
+    expect(s.stdout).not.toMatch(/in sync/);
+    expect(s.stderr).toContain(damaged);
+    expect(s.stderr).toMatch(/hint: restore it from a backup, or move it aside \(e\.g\. add \.broken/);
+
+    // The daemon refuses it when the pair opens, as `sync` does: no quiet pass over it.
+    const daemon = startDaemonProcess(ws);
+    daemons.push(daemon);
+    const refusal = await daemon.waitForLog(msgHas(damaged), 15_000, 'the refusal');
+    expect(refusal.level).toBeGreaterThanOrEqual(50);
+    expect(daemon.count(msgIs('quiet pass'))).toBe(0);
+    daemon.kill('SIGTERM');
+    await daemon.exited;
+
+    // Moved aside as the hint says, the next pass rebuilds the state by comparing content, and check passes again.
+    fs.renameSync(dbFile, `${dbFile}.broken`);
+    expect((await sync(ws)).code).toBe(0);
+    expect(line(await check(ws), 'state DB (pair main)')).toMatch(/^PASS  state DB \(pair main\): .* is intact/);
   });
 
   it('exits 2 on an invalid config', async () => {
