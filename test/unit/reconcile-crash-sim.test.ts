@@ -469,6 +469,20 @@ const FOUND_HISTORIES: Array<{ why: string; policy: Policy; ops: Op[] }> = [
       { t: 'remote-add', folder: 0, name: 0, content: 0 },
     ],
   },
+  {
+    // A download torn before its row; its file is then swapped by name with another (alike with the service's
+    // swap), so the intent finds other bytes and is void. Untracked, each file is compared where it lands, and the
+    // one that differs is kept both ways (the no-record rule): a copy of bytes a document has, by design; the model
+    // had called it a duplicate (seed 515930810).
+    why: 'an untracked file renamed locally is compared where it lands, kept both ways if it differs',
+    policy: 'keep-both',
+    ops: [
+      { t: 'remote-add', folder: 0, name: 1, content: 1 }, { t: 'crash', cuts: [0], torn: 2, variant: 0 },
+      { t: 'local-write', dir: 0, name: 2, content: 0 }, { t: 'remote-rename', pick: 0, name: 2 },
+      { t: 'remote-add', folder: 0, name: 1, content: 0 }, { t: 'swap-alike', pick: 0, other: 0 },
+      { t: 'local-write', dir: 0, name: 0, content: 0 },
+    ],
+  },
 ];
 
 describe('reconcile simulation with crashes: histories found by soak runs', () => {

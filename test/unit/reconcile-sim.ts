@@ -85,6 +85,13 @@ export class SimWorld {
    * document as any local rename does (renamedLocally). A file under its old name in another directory (moved
    * with its folder) is not renamed: it is followed (reconcile-view.ts ownFileMovedWithFolder).
    */
+  /** The document whose base row (or one a crash left pending) records this file at this path, if any. */
+  private trackedBy(relPath: string, f: SimFile): string | undefined {
+    const row = [...this.base.values()].find((b) => b.relPath === relPath && b.inode === f.inode);
+    if (row !== undefined) return row.documentId;
+    return [...this.docs.keys()].find((id) => { const b = this.pendingBase?.(id); return b !== undefined && b.relPath === relPath && b.inode === f.inode; });
+  }
+
   private noteRenamedOnBothSides(d: SimDoc): void {
     const b = this.base.get(d.id) ?? this.pendingBase?.(d.id);
     if (b === undefined || this.local.get(b.relPath)?.inode === b.inode) return;
@@ -245,7 +252,22 @@ export class SimWorld {
         const f1 = this.local.get(p1);
         const f2 = this.local.get(p2);
         if (!f1 || !f2) return;
+        // A file no row records (a download a crash tore before its row, its intent then void) is renamed as an
+        // untracked file: with no record, its content is compared with the document it lands beside (f1 with d1,
+        // f2 with d2) and kept both ways if it is none of that document's versions, by design (seed 515930810).
+        // One that holds a version of it is no copy to keep (a stale copy: seed 738816297), so not exempted.
+        for (const [p, f, d] of [[p1, f1, d1], [p2, f2, d2]] as const) {
+          if (this.trackedBy(p, f) === undefined && !d.versions.some((v) => v.content === f.content)) this.renamedLocally.add(f.content);
+        }
+        const rows = [this.trackedBy(p1, f1), this.trackedBy(p2, f2)];
         [d1.fileName, d2.fileName] = [d2.fileName, d1.fileName];
+        // A synced file moved where its own document is not now (the document's renames on the service since the
+        // last pass brought it elsewhere, back to its old name say): not alike, a local rename (seed 515930810).
+        const movedTo = [p2, p1];
+        rows.forEach((id, i) => {
+          const doc = id === undefined ? undefined : this.docs.get(id);
+          if (doc !== undefined && this.docPath(doc) !== movedTo[i]) this.renamedLocally.add([f1, f2][i]!.content);
+        });
         this.local.set(p1, this.relinked(f2));
         this.local.set(p2, this.relinked(f1));
         return;
