@@ -46,6 +46,8 @@ const schemas = {
     probability: z.number().min(0).max(1).optional(),
   }),
   searchLag: z.strictObject({ ms: z.number().min(0) }),
+  /** documentIds absent: every document's links; null: none any more. */
+  expiredLinks: z.strictObject({ documentIds: z.array(z.string()).nullable().optional() }),
   rateLimit: z.strictObject({ requestsPerSecond: z.number().positive(), burst: z.number().int().min(1).optional() }).nullable(),
 };
 
@@ -123,6 +125,7 @@ export function createControlHttp(control: EmulatorControl, credentials: () => E
     ['DELETE /ratelimit', async () => ok(control.setRateLimit(null))],
     ['POST /search-lag', async (req) => ok(control.setSearchLag((await body(req, schemas.searchLag)).ms))],
     ['POST /expire-tokens', async () => ok(control.expireTokens())],
+    ['POST /expired-download-links', async (req) => ok(control.expireDownloadLinks((await body(req, schemas.expiredLinks)).documentIds))],
     ['GET /counters', async () => ok(control.counters())],
     ['DELETE /counters', async () => ok(control.resetCounters())],
     ['GET /requests', async (_r, _p, url) => ok(control.lastRequests(Number(url.searchParams.get('n') ?? '50')))],

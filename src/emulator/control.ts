@@ -108,6 +108,9 @@ export function createControl(store: Store, view: ViewContext, faults: FaultInje
       store.tokenGeneration++;
       store.changed();
     },
+    expireDownloadLinks(documentIds) {
+      view.expiredLinks = documentIds === null ? null : documentIds === undefined ? 'all' : new Set(documentIds);
+    },
     counters: () => log.counters(),
     resetCounters: () => log.reset(),
     lastRequests: (n) => log.last(n),

@@ -73,6 +73,7 @@ export async function startEmulator(opts: EmulatorOptions = {}, hooks: EmulatorH
     signer,
     origin: 'http://127.0.0.1',
     downloadUrlLifetimeMs: (opts.downloadUrlLifetimeSeconds ?? 300) * 1000,
+    expiredLinks: null,
     topLevelParentId: opts.topLevelParentId ?? 'null',
   };
   const api = createApiHandlers(store, signer, view, {

@@ -280,6 +280,12 @@ export interface EmulatorControl {
   /** Makes search (POST /documents) lag behind commits by `ms` (0: none): see Store.searchLagMs. */
   setSearchLag(ms: number): void;
   expireTokens(): void;
+  /**
+   * Download links of these documents (every document when none are given) are issued already expired, so
+   * storage refuses each with 403, as when the service's clock runs behind storage's or a proxy rewrites the
+   * links; null ends it. Not saved with a dataDir.
+   */
+  expireDownloadLinks(documentIds?: readonly string[] | null): void;
   counters(): Record<RouteName, number>;
   resetCounters(): void;
   lastRequests(n: number): RequestRecord[];

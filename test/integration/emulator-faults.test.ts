@@ -152,6 +152,30 @@ describe('emulator faults and rate limit', () => {
     expect(await status('/binders')).toBe(200);
   });
 
+  it('expireDownloadLinks issues links already expired, which storage refuses (403), for the named documents or all', async () => {
+    const other = emu.control.addDocument(emu.control.getDocument(docId).binderId, emu.control.getDocument(docId).folderId, 'other.txt', 'other');
+    const fetchVia = async (doc: string, version: string) => {
+      const link = (await (await get(`/documents/${doc}/versions/${version}/raw`)).body.json()) as { url: string; expiresAt: string };
+      const res = await request(link.url);
+      const text = await res.body.text();
+      return { past: Date.parse(link.expiresAt) < Date.now(), status: res.statusCode, text };
+    };
+    try {
+      emu.control.expireDownloadLinks([docId]);
+      const refused = await fetchVia(docId, versionId);
+      expect(refused).toMatchObject({ past: true, status: 403 });
+      expect(refused.text).toMatch(/expired/);
+      expect(await fetchVia(other.document.id, other.version.id)).toMatchObject({ past: false, status: 200, text: 'other' });
+      emu.control.expireDownloadLinks();
+      expect(await fetchVia(other.document.id, other.version.id)).toMatchObject({ past: true, status: 403 });
+      emu.control.expireDownloadLinks(null);
+      expect(await fetchVia(docId, versionId)).toMatchObject({ past: false, status: 200 });
+    } finally {
+      emu.control.expireDownloadLinks(null);
+      emu.control.deleteDocument(other.document.id);
+    }
+  });
+
   it('counts requests per route and records recent requests without query strings', async () => {
     emu.control.resetCounters();
     await status('/binders');
@@ -233,6 +257,19 @@ describe('emulator control over HTTP', () => {
     expect((await control('POST', '/search-lag', { ms: -1 })).status).toBe(400);
     expect((await control('POST', '/search-lag', { ms: 60_000 })).status).toBe(200);
     expect((await control('POST', '/search-lag', { ms: 0 })).status).toBe(200);
+    // Download links issued already expired: for every document, then none.
+    const b = emu.control.createBinder({ name: 'Links' }).id;
+    const d = emu.control.addDocument(b, emu.control.createFolder(b, { name: 'T' }).id, 'l.txt', 'l');
+    const h2 = { authorization: `Bearer ${await tokenOf(emu)}`, 'x-service-tenantid': emu.credentials.tenantId };
+    const storageStatus = async () => {
+      const link = (await (await fetch(`${emu.baseUrl}/documents/${d.document.id}/versions/${d.version.id}/raw`, { headers: h2 })).json()) as { url: string };
+      return (await fetch(link.url)).status;
+    };
+    expect((await control('POST', '/expired-download-links', {})).status).toBe(200);
+    expect(await storageStatus()).toBe(403);
+    expect((await control('POST', '/expired-download-links', { documentIds: null })).status).toBe(200);
+    expect(await storageStatus()).toBe(200);
+    expect((await control('POST', '/expired-download-links', { documentIds: 'all' })).status).toBe(400);
   });
 
   it('refuses bad control input with problem details', async () => {
