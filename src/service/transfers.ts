@@ -301,6 +301,14 @@ export interface DownloadOptions {
   windDown?: AbortSignal;
 }
 
+/**
+ * Fresh links storage may refuse (403: expired, or a signature it does not take) before a download gives up. One
+ * refusal is routine (a link that expired in the queue: the next one is fresh); a fresh one refused again means
+ * storage refuses every link (a clock off, a proxy), which more links in the same seconds do not mend: each cost a
+ * link request and a storage GET, six times over (black-box round 37b, F7). The caller holds the item back.
+ */
+export const MAX_LINK_REFUSALS = 3;
+
 export async function downloadToStream(
   core: HttpCore,
   getLink: () => Promise<DownloadLink>,
@@ -310,22 +318,34 @@ export async function downloadToStream(
   const signal = core.joinSignal(opts.signal);
   let link: DownloadLink | undefined;
   let needNewLink = true;
+  let refusals = 0;
+  // Set once two links in a row arrived already past their expiresAt: our clock is off, and asking twice for
+  // every later link would only double the requests.
+  let clockOff = false;
   return core.withRetry(GET_REQUEST, signal, () =>
     core.transferQueue
       .add(
         async () => {
           if (opts.windDown?.aborted === true) throw abortedError(GET_REQUEST);
           // The link is fetched inside the transfer slot, so it is fresh when used even after a long queue wait.
-          if (needNewLink || !link || linkExpired(link)) {
+          if (needNewLink || !link || (!clockOff && linkExpired(link))) {
             link = await getLink();
             // Already past expiresAt on arrival: ask once more; if that one is "expired" too, our clock is
             // probably off, so use it and let storage decide (a 403 then costs one attempt).
-            if (linkExpired(link)) link = await getLink();
+            if (!clockOff && linkExpired(link)) {
+              link = await getLink();
+              clockOff = linkExpired(link);
+            }
             needNewLink = false;
           }
-          return streamLink(core, link.url, dest, signal, opts, () => {
-            needNewLink = true;
-          });
+          try {
+            return await streamLink(core, link.url, dest, signal, opts, () => {
+              needNewLink = true;
+            });
+          } catch (err) {
+            if (err instanceof ServiceError && err.code === 'STORAGE_LINK_EXPIRED' && ++refusals >= MAX_LINK_REFUSALS) throw markFinal(err);
+            throw err;
+          }
         },
         { signal },
       )
