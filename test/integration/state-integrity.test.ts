@@ -6,9 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BinderSyncError } from '../../src/errors.js';
 import { StateStore } from '../../src/state/store.js';
 import type { BaseEntry } from '../../src/sync/model.js';
+import { caught } from './caught.js';
 
 let tmp: string;
 let dbFile: string;
@@ -55,16 +55,6 @@ function garbageOverBaseRoot(): void {
     fs.closeSync(fd);
   }
   expect(fs.statSync(dbFile).size).toBe(size); // the length is kept: the cut-short check cannot tell
-}
-
-function caught(fn: () => unknown): BinderSyncError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(BinderSyncError);
-    return err as BinderSyncError;
-  }
-  throw new Error('expected a throw');
 }
 
 describe('a state DB damaged inside, its length kept', () => {

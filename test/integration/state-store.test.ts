@@ -9,6 +9,7 @@ import { BinderSyncError } from '../../src/errors.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../../src/state/migrations.js';
 import { PAGE_CACHE_KIB, StateStore } from '../../src/state/store.js';
 import type { BaseEntry, Issue, RemoteFolder } from '../../src/sync/model.js';
+import { caught } from './caught.js';
 
 let tmp: string;
 let dbFile: string;
@@ -51,16 +52,6 @@ function writeDbBeforeCtimes(): Omit<BaseEntry, 'ctimeMs'> {
   ).run(old);
   raw.close();
   return old;
-}
-
-function caught(fn: () => unknown): BinderSyncError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(BinderSyncError);
-    return err as BinderSyncError;
-  }
-  throw new Error('expected a throw');
 }
 
 beforeEach(() => {
