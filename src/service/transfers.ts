@@ -23,10 +23,13 @@ export class HashMeter extends Transform {
     // 1 MiB, and a smaller buffer would stop the stream after every chunk.
     super({ highWaterMark: 1 << 20 });
   }
+  /** Called with the running byte count after each chunk (AnswerDeadline times the end of the body with it). */
+  onProgress: ((bytes: number) => void) | undefined;
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.bytes += chunk.length;
     this.hash.update(chunk);
     this.onBytes?.(chunk.length);
+    this.onProgress?.(this.bytes);
     cb(null, chunk);
   }
   digest(): string {
@@ -137,17 +140,56 @@ export async function putStream(
     });
 }
 
+/** At most this much of a PUT's body is taken to be still on its way once all of it is handed to the socket. */
+const IN_FLIGHT_MAX = 4 * 1024 * 1024;
+/** The slowest uplink allowed for: those bytes at this rate (64 s at most). */
+const SLOW_BYTES_PER_S = 64 * 1024;
+
 /**
  * How long a PUT's answer may take beyond requestTimeout: undici starts its headers timer once the whole body is
- * handed to the socket, and up to a few MiB of it (the kernel's send and receive buffers, a proxy's) may still
- * be on the way then. On a slow uplink that outlasted the timeout on every attempt, each started again from the
- * first byte (black-box round 37b, F3: 5 MB at 50 KB/s never arrived). Allowed: those bytes, at most 8 MiB, at
- * a slow 32 KiB/s (4 minutes at most): a storage that never answers is still given up, just later.
+ * handed to the socket, and up to a few MiB of it (the kernel's buffers, a proxy's) may still be on the way then.
+ * On a slow uplink that outlasted the timeout on every attempt, each started again from the first byte (black-box
+ * round 37b, F3: 5 MB at 50 KB/s never arrived). Allowed: those bytes at the rate the end of the body went out
+ * (`bytesPerS`, measured by AnswerDeadline), never slower than 64 KiB/s. Without a rate, the slow rate: the
+ * bound undici is given. A storage that takes a large body at once and never answers is given up after about
+ * requestTimeout, as before (round 37c, F3: 267 s per attempt with the slow rate alone).
  */
-export function putAnswerAllowanceMs(size: number): number {
-  const IN_FLIGHT_MAX = 8 * 1024 * 1024;
-  const SLOW_BYTES_PER_S = 32 * 1024;
-  return Math.ceil((Math.min(size, IN_FLIGHT_MAX) / SLOW_BYTES_PER_S) * 1000);
+export function putAnswerAllowanceMs(size: number, bytesPerS?: number): number {
+  return Math.ceil((Math.min(size, IN_FLIGHT_MAX) / Math.max(SLOW_BYTES_PER_S, bytesPerS ?? 0)) * 1000);
+}
+
+/**
+ * The deadline of a PUT's answer, from the moment its whole body was handed over: requestTimeout plus
+ * putAnswerAllowanceMs at the rate its last quarter (at least 1 MiB) went out. Only a body larger than what the
+ * buffers hold tells the path's rate (a smaller one may be taken in at once, whatever the uplink): such a one
+ * keeps undici's bound. `signal` fires at the deadline.
+ */
+class AnswerDeadline {
+  private readonly ac = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private tailFrom: number | undefined;
+  private cleared = false;
+  readonly signal = this.ac.signal;
+
+  constructor(meter: HashMeter, size: number, timeoutMs: number) {
+    if (size <= IN_FLIGHT_MAX) return;
+    const tail = Math.max(1024 * 1024, Math.floor(size / 4));
+    meter.onProgress = (bytes) => {
+      if (this.tailFrom === undefined && bytes >= size - tail) this.tailFrom = performance.now();
+    };
+    meter.once('end', () => {
+      if (this.cleared) return; // answered before the body was all taken (an early refusal)
+      const seconds = this.tailFrom === undefined ? 0 : (performance.now() - this.tailFrom) / 1000;
+      const rate = seconds > 0 ? tail / seconds : undefined;
+      this.timer = setTimeout(() => this.ac.abort(), timeoutMs + putAnswerAllowanceMs(size, rate));
+      this.timer.unref();
+    });
+  }
+
+  clear(): void {
+    this.cleared = true;
+    clearTimeout(this.timer);
+  }
 }
 
 /** putStream's PUT itself, in a transfer slot its caller holds. */
@@ -184,6 +226,7 @@ async function putNow(
     if (core.uploadBudget === null) pipeline(source, meter).catch(() => undefined);
     else pipeline(source, new ThrottleStream(core.uploadBudget), meter).catch(() => undefined);
     let status: number | undefined;
+    const deadline = new AnswerDeadline(meter, size, core.settings.requestTimeoutMs);
     try {
       const res = await undiciRequest(url, {
         dispatcher: core.agent,
@@ -191,7 +234,7 @@ async function putNow(
         // Storage is called without Authorization and without the tenant header (spec 4.8, 5.3).
         headers: { 'content-length': String(size), 'x-ms-blob-type': 'BlockBlob' },
         body: meter,
-        signal,
+        signal: AbortSignal.any([signal, deadline.signal]),
         headersTimeout: core.settings.requestTimeoutMs + putAnswerAllowanceMs(size),
         bodyTimeout: core.settings.requestTimeoutMs,
       });
@@ -207,6 +250,10 @@ async function putNow(
     } catch (err) {
       meter.destroy();
       if (err instanceof ServiceError) throw err;
+      if (deadline.signal.aborted && !signal.aborted) {
+        // No answer by the deadline once the body was handed over: as undici's own headers timeout says it.
+        throw networkError(PUT_REQUEST, Object.assign(new Error('Headers Timeout Error'), { code: 'UND_ERR_HEADERS_TIMEOUT' }), core.secrets(), where);
+      }
       if (signal.aborted || (isAbortError(err) && sourceError === undefined)) throw abortedError(PUT_REQUEST);
       const code = (err as { code?: unknown }).code;
       // The caller's own verdict on its source (the file changed while it was read): said as it is, not retried.
@@ -223,6 +270,7 @@ async function putNow(
       }
       throw networkError(PUT_REQUEST, err, core.secrets(), where);
     } finally {
+      deadline.clear();
       // The URL without its query string (the signature): origin and path only.
       core.log.debug({ method: 'PUT', path: redactUrl(hopUrl), status, ms: Math.round(performance.now() - started), bytes: meter.bytes }, 'storage request');
     }

@@ -594,6 +594,27 @@ describe('transfers', () => {
     }
   });
 
+  it('upload: a storage that takes a large body at once and never answers is given up after about requestTimeout (round 37c, F3)', async () => {
+    // The body went out fast, so the path is fast: nothing of it can still be on its way, and no allowance for a
+    // slow uplink is due (with the slow rate alone each attempt waited over a minute here).
+    const storage = http.createServer((req) => req.resume());
+    await new Promise<void>((r) => storage.listen(0, '127.0.0.1', r));
+    try {
+      const port = (storage.address() as { port: number }).port;
+      const s = await stub((r) => (r.path.endsWith('/presignedupload') ? { status: 200, body: { presignedUrl: `http://127.0.0.1:${port}/u1?sig=1`, uploadId: 'u1' } } : undef));
+      const c = client(s.origin, { requestTimeoutMs: 300, retry: { maxAttempts: 1, baseDelayMs: 5, maxDelayMs: 10 } });
+      const content = Buffer.alloc(12 * 1024 * 1024, 7);
+      const started = Date.now();
+      const err = (await c.uploadContent(() => Readable.from([content]), content.length).catch((e: unknown) => e)) as ServiceError;
+      expect(err).toMatchObject({ code: 'SERVICE_NETWORK', retryable: true });
+      expect(err.message).toContain('UND_ERR_HEADERS_TIMEOUT');
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      storage.closeAllConnections();
+      await new Promise((r) => storage.close(r));
+    }
+  }, 30_000);
+
   it('upload: a failing local stream is UPLOAD_SOURCE_FAILED and takes no second slot', async () => {
     const s = await stub((r) => (r.path.endsWith('/presignedupload') ? { status: 200, body: { presignedUrl: `${s.origin}/storage/u1?sig=1`, uploadId: 'u1' } } : r.path.startsWith('/storage') ? { status: 201 } : undef));
     const c = client(s.origin);
