@@ -379,8 +379,9 @@ function directoryCheck(subject: string, dir: string, stateDb: string | null): C
   }
   // An empty root of a pair that has synced files: an unmounted disk's mount point looks like this, and every
   // pass stops at the local-root-empty gate (exit 4) until it is back (black-box round 37b, F9).
-  const synced = stateDb === null ? 0 : (StateStore.peekBaseCount(stateDb) ?? 0);
-  if (synced > 0 && entries.every((name) => name.startsWith(DAEMON_FILE_PREFIX))) {
+  const empty = entries.every((name) => name.startsWith(DAEMON_FILE_PREFIX));
+  const synced = stateDb === null || !empty ? 0 : (StateStore.peekBaseCount(stateDb) ?? 0);
+  if (synced > 0) {
     return {
       outcome: 'FAIL',
       subject,

@@ -346,7 +346,9 @@ export class StateStore {
     if (!fs.existsSync(file)) return null;
     let store: StateStore | undefined;
     try {
-      store = StateStore.openReadOnly(file);
+      // In memory when there is no WAL: a read-only open of the file makes -wal and -shm beside it, and `check`
+      // must leave the stateDir as it found it.
+      store = StateStore.openReadOnly(file, { inMemory: !fs.existsSync(`${file}-wal`) });
       return store.countBase();
     } catch {
       return null;
