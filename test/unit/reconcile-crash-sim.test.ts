@@ -483,6 +483,18 @@ const FOUND_HISTORIES: Array<{ why: string; policy: Policy; ops: Op[] }> = [
       { t: 'local-write', dir: 0, name: 0, content: 0 },
     ],
   },
+  {
+    // A download torn before its row is swapped by name alike with a synced file (so its intent is void), then the
+    // service renames it again before a pass: an untracked file renamed locally otherwise than its document, a new
+    // document by design; the model had called it a duplicate (seed -1453885755).
+    why: 'an untracked copy of a document renamed locally, then renamed otherwise on the service',
+    policy: 'remote-wins',
+    ops: [
+      { t: 'remote-add', folder: 0, name: 1, content: 0 }, { t: 'crash', cuts: [1], torn: 0, variant: 0 },
+      { t: 'remote-add', folder: 0, name: 0, content: 1 }, { t: 'crash', cuts: [0], torn: 0, variant: 0 },
+      { t: 'swap-alike', pick: 0, other: 0 }, { t: 'remote-rename', pick: 3, name: 2 },
+    ],
+  },
 ];
 
 describe('reconcile simulation with crashes: histories found by soak runs', () => {

@@ -62,6 +62,8 @@ export class SimWorld {
    * committed, its row not yet recorded), for the model's own bookkeeping (noteRenamedOnBothSides).
    */
   pendingBase?: (documentId: string) => { relPath: string; inode: number } | undefined;
+  /** Untracked files a swap alike put beside the document whose bytes they hold, by document, until a pass. */
+  private readonly untrackedAlike = new Map<string, string>();
   /** Directory moves run (tests check the generator reaches them). */
   dirMoves = 0;
 
@@ -93,6 +95,8 @@ export class SimWorld {
   }
 
   private noteRenamedOnBothSides(d: SimDoc): void {
+    const untracked = this.untrackedAlike.get(d.id);
+    if (untracked !== undefined) this.renamedLocally.add(untracked);
     const b = this.base.get(d.id) ?? this.pendingBase?.(d.id);
     if (b === undefined || this.local.get(b.relPath)?.inode === b.inode) return;
     for (const [p, f] of this.local) if (f.inode === b.inode && baseNameOf(p) !== baseNameOf(b.relPath)) this.renamedLocally.add(f.content);
@@ -257,7 +261,11 @@ export class SimWorld {
         // f2 with d2) and kept both ways if it is none of that document's versions, by design (seed 515930810).
         // One that holds a version of it is no copy to keep (a stale copy: seed 738816297), so not exempted.
         for (const [p, f, d] of [[p1, f1, d1], [p2, f2, d2]] as const) {
-          if (this.trackedBy(p, f) === undefined && !d.versions.some((v) => v.content === f.content)) this.renamedLocally.add(f.content);
+          if (this.trackedBy(p, f) !== undefined) continue;
+          if (!d.versions.some((v) => v.content === f.content)) this.renamedLocally.add(f.content);
+          // Holding its document's bytes it is that document's, as the next pass finds by comparing; until then a
+          // rename of the document on the service is one the local rename does not match (seed -1453885755).
+          else this.untrackedAlike.set(d.id, f.content);
         }
         const rows = [this.trackedBy(p1, f1), this.trackedBy(p2, f2)];
         [d1.fileName, d2.fileName] = [d2.fileName, d1.fileName];
@@ -296,6 +304,7 @@ export class SimWorld {
     const plan0 = withheldForAmbiguousNames(reconcile(this.base, local, remote, ctx), remote);
     const plan = plan0.blocked ? withheldForAmbiguousNames(reconcile(this.base, local, remote, { ...ctx, force: true }), remote) : plan0;
     for (const group of plan.groups) this.runGroup(group);
+    this.untrackedAlike.clear(); // compared and recorded by this pass
     const kept = this.reachable();
     for (const c of before) if (!kept.has(c)) throw new Error(`content lost in pass ${this.passes}: ${c}`);
     return plan;
