@@ -402,10 +402,14 @@ function unwritableHint(code: string, dir: string): string {
   return `chmod u+w ${dir}, or run binder-sync as its owner`;
 }
 
-/** No block left for this user on the disk of `dir` (statfs); false when that cannot be told. */
+/**
+ * No block left for this user on the disk of `dir` (statfs); false when that cannot be told. Root may still write
+ * into the blocks the filesystem reserves (bfree), which an unprivileged user may not (bavail).
+ */
 function diskFull(dir: string): boolean {
   try {
-    return fs.statfsSync(dir).bavail === 0;
+    const st = fs.statfsSync(dir);
+    return (process.getuid?.() === 0 ? st.bfree : st.bavail) === 0;
   } catch {
     return false;
   }

@@ -30,9 +30,9 @@ const spare: Buffer[] = [];
  */
 export async function hashFile(absPath: string, signal?: AbortSignal): Promise<FileHash> {
   signal?.throwIfAborted();
-  const handle = await openRegularFile(absPath);
+  const { handle, size } = await openRegularFile(absPath);
   try {
-    return await hashOpenFile(handle.fd, signal, fs.fstatSync(handle.fd).size >= WORKER_MIN_BYTES);
+    return await hashOpenFile(handle.fd, signal, size >= WORKER_MIN_BYTES);
   } finally {
     await handle.close();
   }

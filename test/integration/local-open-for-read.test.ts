@@ -32,8 +32,9 @@ describe('openRegularFile / hashFile', () => {
   it('a regular file opens and hashes', async () => {
     const { root } = tmp();
     fs.writeFileSync(path.join(root, 'Docs', 'a.txt'), 'abc');
-    const h = await openRegularFile(path.join(root, 'Docs', 'a.txt'));
-    await h.close();
+    const { handle, size } = await openRegularFile(path.join(root, 'Docs', 'a.txt'));
+    await handle.close();
+    expect(size).toBe(3);
     expect((await hashFile(path.join(root, 'Docs', 'a.txt'))).sha256).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
   it('a symbolic link is not followed (ELOOP), even to a file', async () => {
