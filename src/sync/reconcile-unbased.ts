@@ -22,7 +22,8 @@ export interface PassState {
   /** Base documents that no longer hold a local file at their key (a rename cycle was broken there). */
   vacated: Set<string>;
   /** Files whose base row is forgotten in group `group` but which stay on disk, waiting for a remote claim. */
-  orphans: Map<PathKey, { file: LocalFile; group: number; documentId: string }>;
+  /** `detail`: why the file could not go up (said when no document claims it). */
+  orphans: Map<PathKey, { file: LocalFile; group: number; documentId: string; detail: string }>;
   /** Base documents this pass forgets because their local file was deleted (localDeletePolicy forget). */
   forgetting: Set<string>;
 }

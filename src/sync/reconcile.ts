@@ -93,7 +93,7 @@ export function reconcile(
   for (const issue of unmappableIssues(remote.unmappable, base)) s.out.issue(issue);
   planBaseEntries(s);
   for (const [key, o] of s.orphans)
-    if (!s.consumedLocal.has(key)) collision(s, o.file.relPath, 'a synced remote document already uses this path', o.documentId);
+    if (!s.consumedLocal.has(key)) collision(s, o.file.relPath, o.detail, o.documentId);
   for (const doc of view.docs) if (!base.has(doc.documentId)) planRemoteNew(s, doc);
   for (const file of view.localFiles) planLocalNew(s, file);
   planFolders(s);
@@ -255,15 +255,30 @@ function planBase(s: PassState, b: BaseEntry): boolean {
     stranger = file;
     file = alike;
     l = s.view.contentState(b, alike);
-  } else if (l === 'deleted' && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction !== 'upload') {
+  } else if ((l === 'deleted' || notOwnFile(b, file)) && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction !== 'upload') {
     // Renamed on both sides to names that differ only in case (or Unicode form): the remote name wins, as the
     // local rename cannot be sent; the file is moved to it like any followed rename (black-box round 30b, F9).
     // Likewise b's file found in its folder's new place under its old name (ownFileMovedWithFolder), when the
     // document's new path is free (or held by a row still to leave it): else the file stays a new local file.
+    // Another file made at the old path since (`mkdir A; echo > A/a.txt` after `mv A S`) is then a stranger's,
+    // kept as a new local file; read as b's edit, b's own file went up as a second document (crash-sim soak
+    // seed 1758635529).
     const own = s.view.ownFileRenamedLoosely(b, doc) ?? movedWithFolderTo(s, b, doc);
     if (own && !s.consumedLocal.has(own.key)) {
+      if (l !== 'deleted') stranger = file;
       file = own;
       l = s.view.contentState(b, own);
+    }
+  }
+  // Found by neither its inode nor a loose name: b's file by its place, a name in its folder's new place
+  // (ReconcileView.ownFileByPlace). An unchanged copy left at the old path goes to the trash first.
+  let oldCopy: LocalFile | undefined;
+  if (doc && !vacated && (file === undefined || file.key === b.key) && (l === 'deleted' || l === 'unchanged') && (r === 'moved' || r === 'moved-modified')) {
+    const placed = placedFile(s, b, doc);
+    if (placed) {
+      oldCopy = file;
+      file = placed;
+      l = s.view.contentState(b, placed);
     }
   }
   const cell = `${l}/${r}` as Cell;
@@ -292,7 +307,7 @@ function planBase(s: PassState, b: BaseEntry): boolean {
       break;
     case 'unchanged/moved': case 'unchanged/moved-modified': case 'modified/moved': case 'modified/moved-modified':
     case 'deleted/moved': case 'deleted/moved-modified':
-      done = followRemoteMove(s, b, l, r === 'moved-modified', file, must(doc), stranger);
+      done = followRemoteMove(s, b, l, r === 'moved-modified', file, must(doc), stranger, oldCopy);
       break;
     case 'unchanged/deleted': case 'modified/deleted':
       remoteDeleted(s, b, l === 'modified', must(file));
@@ -317,10 +332,25 @@ function planBase(s: PassState, b: BaseEntry): boolean {
   return done;
 }
 
+/** A file at b's path that is another file than b's (both inodes known and different). */
+function notOwnFile(b: BaseEntry, file: LocalFile | undefined): boolean {
+  return file !== undefined && b.inode !== 0 && file.inode !== 0 && file.inode !== b.inode;
+}
+
 /** b's file moved with its folder (ReconcileView.ownFileMovedWithFolder), if it can simply be moved on to doc's path. */
 function movedWithFolderTo(s: PassState, b: BaseEntry, doc: RemoteDoc): LocalFile | undefined {
   const file = s.view.ownFileMovedWithFolder(b);
   if (file === undefined) return undefined;
+  const occ = occupancy(s, doc.key, b).kind;
+  return occ === 'free' || occ === 'defer' ? file : undefined;
+}
+
+/** b's file by its place (ReconcileView.ownFileByPlace), if it is at doc's path or can be moved on to it. */
+function placedFile(s: PassState, b: BaseEntry, doc: RemoteDoc): LocalFile | undefined {
+  if (s.ctx.direction === 'upload') return undefined;
+  const file = s.view.ownFileByPlace(b);
+  if (file === undefined || s.consumedLocal.has(file.key)) return undefined;
+  if (file.key === doc.key) return file;
   const occ = occupancy(s, doc.key, b).kind;
   return occ === 'free' || occ === 'defer' ? file : undefined;
 }
@@ -427,7 +457,7 @@ function bothChanged(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc
  * the content change; a local delete is treated as "restore at the new path" (the remote change wins).
  */
 function followRemoteMove(
-  s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc, stranger?: LocalFile,
+  s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc, stranger?: LocalFile, oldCopy?: LocalFile,
 ): boolean {
   if (s.ctx.direction === 'upload') {
     uploadModeRemoteMove(s, b, l, remoteModified, file, doc);
@@ -442,7 +472,7 @@ function followRemoteMove(
   // b's own file is at the new path already (renamed alike): nothing moves, the row follows it, once the entry
   // that held the path (if any) has left it.
   if (file !== undefined && file.key === doc.key) {
-    followedLocally(s, b, doc, file, occ.after, stranger);
+    followedLocally(s, b, doc, file, occ.after, stranger, oldCopy);
     return true;
   }
   if (occ.kind === 'unbased-local') {
@@ -450,9 +480,10 @@ function followRemoteMove(
     return true;
   }
   const actions = file
-    ? [moveLocal(file, doc), ...contentStepsAt(s, b, movedTo(file, doc), l === 'modified', remoteModified, doc)]
+    ? [...trashedFirst(b, oldCopy), moveLocal(file, doc), ...contentStepsAt(s, b, movedTo(file, doc), l === 'modified', remoteModified, doc)]
     : [download(doc, null, 'remote-modified')];
-  commitBase(s, b, actions, true, occ.after);
+  if (stranger !== undefined) keepAsLocalFile(s, b, stranger, actions, 'new-local', occ.after);
+  else commitBase(s, b, actions, true, occ.after);
   return true;
 }
 
@@ -511,8 +542,20 @@ function renamedAlikeLocally(b: BaseEntry, there: LocalFile): boolean {
   return b.inode !== 0 && there.inode === b.inode && there.sha256 !== null;
 }
 
-/** `stranger`: a file at b's old path that is not b's; kept there as a new local file once b's row has left. */
-function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: LocalFile, after?: number, stranger?: LocalFile): void {
+/**
+ * An unchanged copy of b's content left at b's old path when b's file is found elsewhere by its place: trashed
+ * first (its content is a remote version), so that a crash after it leaves b "deleted locally", which finds
+ * the file by its place again.
+ */
+function trashedFirst(b: BaseEntry, oldCopy: LocalFile | undefined): Action[] {
+  return oldCopy === undefined ? [] : [trashLocal(oldCopy, b.documentId, 'replaced-by-remote-move')];
+}
+
+/**
+ * `stranger`: a file at b's old path that is not b's; kept there as a new local file once b's row has left.
+ * `oldCopy`: an unchanged copy of b's content there (trashedFirst).
+ */
+function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: LocalFile, after?: number, stranger?: LocalFile, oldCopy?: LocalFile): void {
   s.consumedLocal.add(there.key);
   s.consumedDocs.add(doc.documentId);
   const steps = contentStepsAt(s, b, there, there.sha256 !== b.sha256, doc.versionId !== b.versionId, doc);
@@ -522,7 +565,7 @@ function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: Loca
     base: { ...b, ...statOf(there), relPath: there.relPath, key: there.key, fileName: doc.fileName, folderId: doc.folderId },
     reason: 'renamed-alike',
   };
-  const own = steps.length > 0 ? steps : [adopt];
+  const own = [...trashedFirst(b, oldCopy), ...(steps.length > 0 ? steps : [adopt])];
   if (stranger !== undefined) keepAsLocalFile(s, b, stranger, own, 'new-local', after);
   else commitBase(s, b, own, true, after);
 }
@@ -536,11 +579,11 @@ function keepAsLocalFile(
   s: PassState, b: BaseEntry, file: LocalFile, before: Action[], reason: 'new-local' | 'recreate-remote-deleted', after?: number,
 ): void {
   const kept = planLocalFile(s, file, reason, b);
-  const orphan = kept.issue?.code === 'path-collision';
+  const orphan = kept.issue?.code === 'path-collision' ? kept.issue : null;
   if (kept.issue && !orphan) s.out.issue({ ...kept.issue, documentId: b.documentId });
   const g = s.out.commit(b.key, [...before, ...kept.actions], after);
   if (g === null) collision(s, b.relPath, 'another change in this pass writes the same path', b.documentId);
-  else if (orphan) s.orphans.set(b.key, { file, group: g, documentId: b.documentId });
+  else if (orphan) s.orphans.set(b.key, { file, group: g, documentId: b.documentId, detail: orphan.detail });
 }
 
 /** Upload mode never changes local files: a remote rename is reported, local content is still pushed. */

@@ -495,6 +495,30 @@ const FOUND_HISTORIES: Array<{ why: string; policy: Policy; ops: Op[] }> = [
       { t: 'swap-alike', pick: 0, other: 0 }, { t: 'remote-rename', pick: 3, name: 2 },
     ],
   },
+  {
+    // A synced file's folder renamed alike on both sides (`mv A S`, the same rename on the service) after its
+    // document was renamed there (a.txt -> b.txt), then a new A/a.txt made at the old path. The new file was read
+    // as the document's edit (moved to S/b.txt and uploaded as its version), and the document's own file, found at
+    // S/a.txt, went up as a second document (seed 1758635529). The own file (its inode, in its folder's new place)
+    // is followed; the new file is a stranger's, a new local file.
+    why: 'a file made at the old path of a folder renamed alike is not the moved file\'s edit',
+    policy: 'keep-both',
+    ops: [
+      { t: 'local-write', dir: 0, name: 0, content: 1 }, { t: 'sync' }, { t: 'remote-rename', pick: 0, name: 1 },
+      { t: 'rename-folder-alike', folder: 0, name: 2 }, { t: 'local-write', dir: 0, name: 0, content: 0 },
+    ],
+  },
+  {
+    // A download torn before its row (its file in place, the intent then void), moved with its directory renamed
+    // alike on both sides, then the document moved on the service: an untracked file moved locally, a new document
+    // by design (SimWorld 'rename-folder-alike'); the model had called it a duplicate (seed -592517535).
+    why: 'an untracked file moved with a directory renamed alike is a new local file',
+    policy: 'remote-wins',
+    ops: [
+      { t: 'remote-add', folder: 2, name: 0, content: 1 }, { t: 'crash', cuts: [0], torn: 2, variant: 0 },
+      { t: 'rename-folder-alike', folder: 0, name: 2 }, { t: 'remote-move', pick: 0, folder: 0 },
+    ],
+  },
 ];
 
 describe('reconcile simulation with crashes: histories found by soak runs', () => {

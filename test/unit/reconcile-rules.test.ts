@@ -696,14 +696,102 @@ describe('remote moves onto occupied paths', () => {
         expect(p.issues).toEqual([]);
       });
     }
-    it('another inode, or the new name taken by a new local file: a new local file, as before (nothing is moved)', () => {
-      const other = movedWithFolder('h1', 'v1', 4242);
-      expect(summarizeGroups(plan(other).groups).flat().join('\n')).toContain('upload papers/a.txt -> new:');
+    it('another inode (saved by an editor that writes a new file): found by its place, followed all the same', () => {
+      const p = plan(movedWithFolder('h2', 'v1', 4242));
+      expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([
+        ['move papers/a.txt -> papers/b.txt', 'upload papers/b.txt -> d1:f1/b.txt local-modified replaces=d1'],
+      ]);
+      expect(p.issues).toEqual([]);
+    });
+    it('a new file made at the old path since (mkdir docs; echo > docs/a.txt): a stranger\'s, the moved file followed all the same', () => {
+      const w = movedWithFolder('h1', 'v1');
+      w.file('docs/a.txt', 'h9');
+      const p = plan(w);
+      // Not d1's edit (never its version, nor moved to its path): a new file, which goes into the folder's new
+      // place once the name there is free (the next pass), said as such meanwhile.
+      expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([['move papers/a.txt -> papers/b.txt']]);
+      expect(p.issues).toEqual([{ relPath: 'docs/a.txt', documentId: 'd1', code: 'path-collision', detail: 'its remote folder is now "papers", where something of this name already is' }]);
+    });
+    it('the new name taken by a new local file: a new local file, as before (nothing is moved)', () => {
       const taken = movedWithFolder('h1', 'v1');
       taken.file('papers/b.txt', 'h3');
       const steps = summarizeGroups(plan(taken).groups).flat().join('\n');
       expect(steps).not.toMatch(/^move /m);
       expect(steps).toContain('upload papers/a.txt -> new:');
+    });
+  });
+  describe('a file found by its place: its folder renamed alike on both sides, the file saved since as a new file (black-box round 37c, F1/F2)', () => {
+    // Folder f1 was "docs" and is "papers" now, d1 (docs/a.txt) still in it. Locally docs/ was renamed to papers/
+    // too, and a.txt then saved by `sed -i` (a new inode, 4242): no inode says it is d1's file, its place does.
+    function renamedAlike(localSha: string, version: string, over: { oldCopy?: string; inode?: number } = {}): World {
+      const w = new World(false).folder('f0', 'keep').folder('f1', 'papers').dir('papers');
+      w.synced('d0', 'keep/k.txt', 'f0');
+      w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+      if (over.oldCopy !== undefined) w.file('docs/a.txt', over.oldCopy);
+      w.file('papers/a.txt', localSha, { inode: over.inode ?? 4242 });
+      w.doc('d1', 'papers/a.txt', version, 'f1');
+      return w;
+    }
+    const steps = (w: World, over?: Parameters<typeof ctxOf>[0]) => summarizeGroups(plan(w, over).groups).map((g) => g.map((x) => x.split(' expect')[0]!));
+    const rows: Array<[string, string, string, string[]]> = [
+      ['edited', 'h2', 'v1', ['upload papers/a.txt -> d1:f1/a.txt local-modified replaces=d1']],
+      ['unchanged (copied back, same bytes)', 'h1', 'v1', ['adopt d1 renamed-alike']],
+      ['remote edited', 'h1', 'v2', ['download papers/a.txt d1@v2']],
+      ['both edited', 'h2', 'v2', ['conflict papers/a.txt d1@v2 base=d1 keep-both copy=papers/a (conflict T).txt upload-copy=true']],
+    ];
+    for (const [name, localSha, version, expected] of rows) {
+      it(`${name}: the file is d1's, compared with its base (no conflict copy of its own file)`, () => {
+        const w = renamedAlike(localSha, version);
+        expect(steps(w)).toEqual([expected]);
+        expect(plan(w).issues).toEqual([]);
+      });
+    }
+    it("d1's content left unchanged at the old path (a copy the daemon restored meanwhile) goes to the trash first", () => {
+      const w = renamedAlike('h2', 'v1', { oldCopy: 'h1' });
+      expect(summarizeGroups(plan(w).groups)).toEqual([[
+        `trash docs/a.txt d1 expect=${Object.values(statFor('h1')).join(':')} replaced-by-remote-move`,
+        'upload papers/a.txt -> d1:f1/a.txt local-modified replaces=d1',
+      ]]);
+    });
+    it('after a crash that ran the trash step only, the next pass finds the file by its place again', () => {
+      expect(steps(renamedAlike('h2', 'v1'))).toEqual([['upload papers/a.txt -> d1:f1/a.txt local-modified replaces=d1']]);
+    });
+    it('download mode: the edit is said, not uploaded, and the row follows the file', () => {
+      const w = renamedAlike('h2', 'v1');
+      const p = plan(w, { direction: 'download' });
+      expect(summarizeGroups(p.groups)).toEqual([['adopt d1 renamed-alike']]);
+      expect(p.issues.map((i) => `${i.relPath} ${i.code}`)).toEqual(['papers/a.txt local-change-not-uploaded']);
+    });
+    it('stays a conflict with no base when anything says the file is not d1\'s', () => {
+      const noBase = ['conflict papers/a.txt d1@v1 base=none keep-both copy=papers/a (conflict T).txt upload-copy=true'];
+      const cases: Array<[string, World, Parameters<typeof ctxOf>[0]?]> = [
+        ["d1's file edited at its old path", renamedAlike('h2', 'v1', { oldCopy: 'h3' })],
+        ['no inode known for the file', renamedAlike('h2', 'v1', { inode: 0 })],
+        ['the file is another synced file (its inode), moved there', (() => {
+          const w = renamedAlike('h2', 'v1', { inode: statFor('h-d0').inode });
+          w.file('keep/k.txt', 'h-d0', { inode: 99 });
+          return w;
+        })()],
+      ];
+      for (const [why, w, over] of cases) {
+        const p = steps(w, over).flat();
+        expect(p, why).toContain(noBase[0]);
+        expect(p.some((x) => x.startsWith('upload papers/a.txt -> d1:')), why).toBe(false);
+      }
+    });
+    it('not when another document is listed at that place, or the folder did not move, or the pair only uploads', () => {
+      const other = renamedAlike('h2', 'v1');
+      other.doc('d1', 'elsewhere/a.txt', 'v1', 'f9');
+      other.folder('f9', 'elsewhere').doc('d9', 'papers/a.txt', 'v1', 'f1');
+      expect(steps(other).flat()).toContain('conflict papers/a.txt d9@v1 base=none keep-both copy=papers/a (conflict T).txt upload-copy=true');
+      // The folder stayed where it was (docs): a file of d1's name in another directory is nobody's by place.
+      const stayed = new World(false).folder('f1', 'docs').folder('f2', 'papers').dir('docs');
+      stayed.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+      stayed.file('papers/a.txt', 'h2', { inode: 4242 });
+      stayed.doc('d1', 'papers/a.txt', 'v1', 'f2');
+      expect(steps(stayed).flat()).toContain('conflict papers/a.txt d1@v1 base=none keep-both copy=papers/a (conflict T).txt upload-copy=true');
+      const upload = steps(renamedAlike('h2', 'v1'), { direction: 'upload' }).flat();
+      expect(upload.some((x) => x.startsWith('upload papers/a.txt -> d1:') || x.startsWith('adopt'))).toBe(false);
     });
   });
   it('a chain of renames runs in one group, the path freed first', () => {

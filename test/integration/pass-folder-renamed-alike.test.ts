@@ -1,0 +1,132 @@
+// A folder renamed alike on both sides (the user's `mv` here, the same rename on the service), then a file in it
+// saved by a program that writes a new file (`sed -i`: a new inode). Real passes, real state DB, the emulator on
+// loopback, the real sed. The file is the document's by its place: its edit is the document's next version, not
+// a keep-both conflict copy nor a second document (black-box round 37c, F1/F2).
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { listTrashEntries } from '../../src/local/trash-entries.js';
+import { runPass } from '../../src/sync/pass.js';
+import { openTestPair, type TestPair } from './pass-fixture.js';
+
+let emu: Emulator;
+
+beforeAll(async () => {
+  emu = await startEmulator({ quiet: true });
+});
+
+afterAll(async () => {
+  await emu?.close();
+});
+
+/** Folder Docs/F with x.txt and z.txt, synced by a first pass. */
+async function synced(name: string): Promise<{ p: TestPair; folder: string; x: string; at: (rel: string) => string }> {
+  const p = await openTestPair(emu, name);
+  const c = emu.control;
+  const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+  const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
+  const x = c.addDocument(p.binderId, folder, 'x.txt', 'original x\n').document.id;
+  c.addDocument(p.binderId, folder, 'z.txt', 'untouched z\n');
+  expect((await runPass(p.rt)).converged).toBe(true);
+  return { p, folder, x, at: (rel) => path.join(p.local, ...rel.split('/')) };
+}
+
+/** Every version's content of a document, oldest first. */
+function versions(documentId: string): string[] {
+  return emu.control.listVersions(documentId).map((v) => emu.control.readContent(documentId, v.id).toString('utf8'));
+}
+
+/** Local files under dir, "rel: content", sorted. */
+function filesUnder(dir: string): string[] {
+  return (fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as fs.Dirent[])
+    .filter((e) => e.isFile())
+    .map((e) => `${path.relative(dir, path.join(e.parentPath, e.name)).split(path.sep).join('/')}: ${fs.readFileSync(path.join(e.parentPath, e.name), 'utf8').trim()}`)
+    .sort();
+}
+
+/** Document names of the binder, "folder-path/name", sorted. */
+function remoteNames(binderId: string): string[] {
+  const folders = new Map(emu.control.listFolders(binderId).map((f) => [f.id, f]));
+  const pathOf = (id: string | null): string => {
+    const f = id === null ? undefined : folders.get(id);
+    return f === undefined ? '' : `${pathOf(f.parentId)}${f.name}/`;
+  };
+  return emu.control.listDocuments(binderId).map((d) => `${pathOf(d.folderId)}${d.fileName}`).sort();
+}
+
+function sedInPlace(file: string): void {
+  const before = fs.lstatSync(file).ino;
+  execFileSync('sed', ['-i', 's/original/edited with sed/', file]);
+  expect(fs.lstatSync(file).ino).not.toBe(before); // sed -i writes a new file and renames it over the old one
+}
+
+it('renamed alike, then saved by sed -i before the next pass: the edit is the next version, no conflict copy', async () => {
+  const { p, folder, x, at } = await synced('alike-sed');
+  try {
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    emu.control.renameFolder(folder, 'G');
+    sedInPlace(at('Docs/G/x.txt'));
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.issues).toEqual([]);
+    expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
+    expect(r.converged).toBe(true);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
+
+it('the document renamed on the service too: the file moves to the new name and its edit is that document\'s next version', async () => {
+  const { p, folder, x, at } = await synced('alike-sed-renamed');
+  try {
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    emu.control.renameFolder(folder, 'G');
+    emu.control.renameDocument(x, 'y.txt');
+    sedInPlace(at('Docs/G/x.txt'));
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.converged).toBe(true);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/y.txt', 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['G/y.txt: edited with sed x', 'G/z.txt: untouched z']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
+
+it('renamed here first (the old folder restored by a pass), edited, then renamed alike on the service: the restored copies go to the trash, the edit is the next version', async () => {
+  const { p, folder, x, at } = await synced('alike-restored');
+  try {
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    const first = await runPass(p.rt);
+    // The service cannot rename: the old paths are restored, the new folder's files wait for a remote folder.
+    expect(first.issues.filter((i) => i.code === 'waiting-for-remote-folder').map((i) => i.relPath).sort()).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: original x', 'F/z.txt: untouched z', 'G/x.txt: original x', 'G/z.txt: untouched z']);
+    sedInPlace(at('Docs/G/x.txt'));
+    emu.control.renameFolder(folder, 'G');
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.issues).toEqual([]);
+    expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
+    expect(r.converged).toBe(true);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
+    // The restored copies are in the trash, not lost.
+    const trashed = listTrashEntries(p.rt.trash.dir).entries.map((e) => `${e.originalPath}: ${fs.readFileSync(path.join(p.rt.trash.dir, e.entry), 'utf8').trim()}`).sort();
+    expect(trashed).toEqual(['Docs/F/x.txt: original x', 'Docs/F/z.txt: untouched z']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
