@@ -6,7 +6,7 @@ import { WAITING_PREFIX, type Issue } from './model.js';
  * Issues that follow from the user's own configuration and leave nothing pending: a pass with only these
  * still counts as "in sync" (exit 0), and the daemon logs them at info, not warn.
  */
-export const INFORMATIONAL_ISSUES: ReadonlySet<Issue['code']> = new Set(['local-delete-not-propagated', 'ignored']);
+export const INFORMATIONAL_ISSUES: ReadonlySet<Issue['code']> = new Set(['local-delete-not-propagated', 'ignored', 'upload-only']);
 /**
  * Issues the daemon logs at info, not warn: the informational ones, and a file still being written (it is not
  * in sync yet, so it still counts against convergence, but the next pass looks again by itself).
@@ -35,6 +35,7 @@ const ISSUE_ORDER: ReadonlyArray<Issue['code']> = [
   'waiting-for-remote-folder',
   'changing',
   'local-delete-not-propagated',
+  'upload-only',
   'ignored',
 ];
 

@@ -337,6 +337,11 @@ export interface Issue {
     | 'local-delete-not-propagated'
     | 'local-change-not-uploaded'
     | 'remote-change-not-downloaded'
+    /**
+     * A remote change (a document only the service has, a new version, a rename) that an upload-only pair does not
+     * download, by its configuration: informational, as the pair publishes the local side and nothing is pending.
+     */
+    | 'upload-only'
     | 'name-not-representable'
     /**
      * A remote item the listing placed under a folder it did not list (or listed twice, or in a cycle): most often

@@ -218,6 +218,9 @@ export function planRemoteNew(s: PassState, doc: RemoteDoc): void {
     const file = s.view.local.files.get(doc.key);
     const free = file && !s.view.baseByKey.has(doc.key) && !s.consumedLocal.has(doc.key) && !s.view.isUnknown(doc.key);
     if (file && free) commitOrCollide(s, doc.key, [unbasedPair(s, file, doc)], doc);
+    // A document only the service has (a colleague's, in a shared binder) is no business of a pair that publishes
+    // its folder: informational, so that it does not keep every pass "not in sync" (black-box round 37b, F1).
+    else if (file === undefined) collision(s, doc.relPath, 'direction is upload: documents only the service has are not downloaded', doc.documentId, 'upload-only');
     else collision(s, doc.relPath, 'direction is upload: remote changes are not downloaded', doc.documentId, 'remote-change-not-downloaded');
     return;
   }

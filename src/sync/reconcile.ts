@@ -431,7 +431,7 @@ function keepOrAdopt(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc
 
 function pullRemoteChange(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {
   if (s.ctx.direction === 'upload') {
-    issue(s, doc.relPath, 'remote-change-not-downloaded', 'direction is upload: the remote change is not downloaded', b.documentId);
+    issue(s, doc.relPath, 'upload-only', 'direction is upload: the remote change is not downloaded', b.documentId);
     return;
   }
   commitBase(s, b, [download(doc, statOf(file), 'remote-modified')], false);
@@ -594,7 +594,7 @@ function uploadModeRemoteMove(
     localDeleteNotPropagated(s, b);
     return;
   }
-  issue(s, doc.relPath, 'remote-change-not-downloaded', `direction is upload: the remote rename of "${b.relPath}" is not applied locally`, b.documentId);
+  issue(s, doc.relPath, 'upload-only', `direction is upload: the remote rename of "${b.relPath}" is not applied locally`, b.documentId);
   if (l === 'modified' && file) {
     commitBase(s, b, [upload(file, versionOf(doc), remoteModified ? 'local-wins' : 'local-modified', b.documentId)], false);
   }

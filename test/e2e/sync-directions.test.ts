@@ -78,12 +78,16 @@ describe('direction: upload', () => {
     c.addVersion(a.id, 'a remote edit');
     writeLocal(ws, 'T/b.txt', 'b local edit');
     c.deleteDocument(d.id);
+    // A colleague's document in the shared binder, which this pair never had.
+    c.addDocument(ws.binderId, tab.id, 'theirs.txt', 'a colleague\'s');
     const snapshot = localSnapshot(ws.local);
 
     const r = await syncJson(ws);
-    // The remote edit is not downloaded and is reported, so the pair is not in sync.
-    expect(r.code, explain(r)).toBe(1);
-    expect(issueCodes(r)).toContain('remote-change-not-downloaded T/a.txt');
+    // The remote edit and the colleague's document are not downloaded, and said so, as notes: by the pair's
+    // direction, nothing is pending, so the pass exits 0 (exit 1 on every run made the code useless to a cron job).
+    expect(r.code, explain(r)).toBe(0);
+    expect(issueCodes(r)).toEqual(expect.arrayContaining(['upload-only T/a.txt', 'upload-only T/theirs.txt']));
+    expect(fs.existsSync(path.join(ws.local, 'T', 'theirs.txt'))).toBe(false);
     expect(localSnapshot(ws.local)).toEqual(snapshot);
     expect(readLocal(ws, 'T/a.txt')).toBe('a base');
 
@@ -96,7 +100,7 @@ describe('direction: upload', () => {
     expect(recreated.folderId).toBe(tab.id);
     expect(remoteText(ws, recreated.id)).toBe('c base');
     expect(versionContents(ws, a.id)).toEqual(['a base', 'a remote edit']);
-    expect([...docsByName(ws).keys()].sort()).toEqual(['a.txt', 'b.txt', 'c.txt']);
+    expect([...docsByName(ws).keys()].sort()).toEqual(['a.txt', 'b.txt', 'c.txt', 'theirs.txt']);
 
     // A second pass uploads nothing more and still leaves local files alone.
     const again = await syncJson(ws);

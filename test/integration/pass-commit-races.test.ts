@@ -387,7 +387,7 @@ describe('an upload-only pair whose local file holds a version between its base 
       expect(p.rt.store.getBase(doc.id)?.versionId).toBe(emu.control.listVersions(doc.id)[1]!.id);
       // Then v3 is a remote change this pair does not download, said as such, and nothing is sent.
       const next = await runPass(p.rt);
-      expect(next.issues).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', code: 'remote-change-not-downloaded' })]);
+      expect(next.issues).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', code: 'upload-only' })]);
       expect(contents(doc.id)).toHaveLength(3);
       // An edit made after it still goes up, on top.
       fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'edited here\n');

@@ -106,7 +106,7 @@ describe('a search index lagging behind commits', () => {
       fs.utimesSync(file, yesterday, yesterday);
       await runPass(p.rt); // recorded as holding the first version, not uploaded
       const r = await runPass(p.rt);
-      expect(r.issues.map((i) => i.code)).toEqual(['remote-change-not-downloaded']);
+      expect(r.issues.map((i) => i.code)).toEqual(['upload-only']);
     } finally {
       await p.close();
     }

@@ -337,7 +337,7 @@ describe('new remote documents and folders', () => {
     ]);
     const up = plan(w, { direction: 'upload' });
     expect(up.groups).toEqual([]);
-    expect(codes(up)).toEqual(['remote-change-not-downloaded docs/sub/x.txt']);
+    expect(codes(up)).toEqual(['upload-only docs/sub/x.txt']);
   });
   it('a folder that synced files lay under, missing locally, is re-created as the answer to a local delete', () => {
     const w = world().folder('f1', 'docs').folder('f2', 'docs/sub', 'f1').folder('f3', 'docs/sub/deep', 'f2');

@@ -60,7 +60,7 @@ const R_ALL: R[] = ['unchanged', 'modified', 'moved', 'moved-modified', 'deleted
 
 for (const dir of ['both', 'download', 'upload'] as const) {
   const localWrites = dir !== 'upload';
-  const notDown = ['remote-change-not-downloaded'];
+  const notDown = ['upload-only']; // informational: by the pair's direction, nothing pending
   // unchanged local
   ROWS.push({ dir, l: 'unchanged', r: 'unchanged', groups: [] });
   ROWS.push(localWrites
