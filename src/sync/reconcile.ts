@@ -258,12 +258,14 @@ function planBase(s: PassState, b: BaseEntry): boolean {
   } else if ((l === 'deleted' || notOwnFile(b, file)) && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction !== 'upload') {
     // Renamed on both sides to names that differ only in case (or Unicode form): the remote name wins, as the
     // local rename cannot be sent; the file is moved to it like any followed rename (black-box round 30b, F9).
-    // Likewise b's file found in its folder's new place under its old name (ownFileMovedWithFolder), when the
-    // document's new path is free (or held by a row still to leave it): else the file stays a new local file.
+    // Likewise b's file found in its folder's new place under its old name (ownFileMovedWithFolder): moved on to
+    // the document's new path, or, where a new local file holds that path, trashed when unchanged (a remote
+    // version) while that file is compared with the document. Left a new local file, its bytes went up as a
+    // second document (crash-sim soak seed -211469890).
     // Another file made at the old path since (`mkdir A; echo > A/a.txt` after `mv A S`) is then a stranger's,
     // kept as a new local file; read as b's edit, b's own file went up as a second document (crash-sim soak
     // seed 1758635529).
-    const own = s.view.ownFileRenamedLoosely(b, doc) ?? movedWithFolderTo(s, b, doc);
+    const own = s.view.ownFileRenamedLoosely(b, doc) ?? s.view.ownFileMovedWithFolder(b);
     if (own && !s.consumedLocal.has(own.key)) {
       if (l !== 'deleted') stranger = file;
       file = own;
@@ -335,14 +337,6 @@ function planBase(s: PassState, b: BaseEntry): boolean {
 /** A file at b's path that is another file than b's (both inodes known and different). */
 function notOwnFile(b: BaseEntry, file: LocalFile | undefined): boolean {
   return file !== undefined && b.inode !== 0 && file.inode !== 0 && file.inode !== b.inode;
-}
-
-/** b's file moved with its folder (ReconcileView.ownFileMovedWithFolder), if it can simply be moved on to doc's path. */
-function movedWithFolderTo(s: PassState, b: BaseEntry, doc: RemoteDoc): LocalFile | undefined {
-  const file = s.view.ownFileMovedWithFolder(b);
-  if (file === undefined) return undefined;
-  const occ = occupancy(s, doc.key, b).kind;
-  return occ === 'free' || occ === 'defer' ? file : undefined;
 }
 
 /** b's file by its place (ReconcileView.ownFileByPlace), if it is at doc's path or can be moved on to it. */
@@ -466,7 +460,8 @@ function followRemoteMove(
   const occ = occupancy(s, doc.key, b);
   if (occ.kind === 'defer') return false;
   if (occ.kind === 'blocked') {
-    issue(s, b.relPath, occ.code, `cannot follow the remote rename to "${doc.relPath}": ${occ.detail}`, b.documentId);
+    // Said at the file's path: b's own file may have been found elsewhere (moved with its folder).
+    issue(s, file?.relPath ?? b.relPath, occ.code, `cannot follow the remote rename to "${doc.relPath}": ${occ.detail}`, b.documentId);
     return true;
   }
   // b's own file is at the new path already (renamed alike): nothing moves, the row follows it, once the entry

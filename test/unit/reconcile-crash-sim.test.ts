@@ -519,6 +519,20 @@ const FOUND_HISTORIES: Array<{ why: string; policy: Policy; ops: Op[] }> = [
       { t: 'rename-folder-alike', folder: 0, name: 2 }, { t: 'remote-move', pick: 0, folder: 0 },
     ],
   },
+  {
+    // A document renamed on the service (a.txt -> c) onto a name a new local file has in its folder, then the folder
+    // renamed alike on both sides (B -> S): the document's own file, at S/a.txt, was left a new local file (the
+    // rename could not be followed onto S/c) and uploaded as a second document (seed -211469890). Unchanged, it is
+    // trashed (a remote version) while S/c is compared with the document.
+    why: "a document's file moved with its folder, its new name taken locally, is not uploaded again",
+    policy: 'remote-wins',
+    ops: [
+      { t: 'remote-add', folder: 0, name: 0, content: 0 }, { t: 'local-write', dir: 1, name: 0, content: 1 },
+      { t: 'remote-add', folder: 0, name: 1, content: 0 }, { t: 'sync' }, { t: 'local-write', dir: 1, name: 2, content: 0 },
+      { t: 'remote-rename', pick: 10, name: 2 }, { t: 'rename-folder-alike', folder: 1, name: 2 },
+      { t: 'local-rename', pick: 0, dir: 0, name: 0 },
+    ],
+  },
 ];
 
 describe('reconcile simulation with crashes: histories found by soak runs', () => {

@@ -181,8 +181,11 @@ function checkInvariants(w: World, ctx: ReconcileContext, plan: Plan): string | 
       // The same rename made on both sides: the file is the document's own, unchanged content. An adopt that
       // records it here, or a download of the document's newer version over it, syncs it. Names swapped alike
       // (a rename cycle) are one adopt whose other rows go `alongside` (one transaction): each row counts.
+      // A document's own unchanged file, moved with its folder, trashed when the document's new name is taken
+      // locally (its content is a remote version): synced as well.
       const adopted = (a: Action) => (a.kind === 'adopt' && [a.base, ...(a.alongside ?? [])].some((row) => row.key === f.key && row.sha256 === f.sha256))
-        || (a.kind === 'download' && a.key === f.key && base.get(a.doc.documentId)?.sha256 === f.sha256);
+        || (a.kind === 'download' && a.key === f.key && base.get(a.doc.documentId)?.sha256 === f.sha256)
+        || (a.kind === 'trash-local' && a.key === f.key && a.reason === 'replaced-by-remote-move' && base.get(a.documentId)?.sha256 === f.sha256);
       const handled = all.some((a) => (a.kind === 'upload' || a.kind === 'conflict') ? a.key === f.key : (a.kind === 'move-local' && pathKey(a.from, false) === f.key)
         || (a.kind === 'move-dir-local' && f.key.startsWith(`${a.fromKey}/`)) || adopted(a))
         || plan.issues.some((i) => pathKey(i.relPath, false) === f.key);

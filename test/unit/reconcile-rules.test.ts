@@ -712,12 +712,20 @@ describe('remote moves onto occupied paths', () => {
       expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([['move papers/a.txt -> papers/b.txt']]);
       expect(p.issues).toEqual([{ relPath: 'docs/a.txt', documentId: 'd1', code: 'path-collision', detail: 'its remote folder is now "papers", where something of this name already is' }]);
     });
-    it('the new name taken by a new local file: a new local file, as before (nothing is moved)', () => {
+    it('the new name taken by a new local file: that file is compared with the document, the unchanged own file trashed (not uploaded again)', () => {
       const taken = movedWithFolder('h1', 'v1');
       taken.file('papers/b.txt', 'h3');
-      const steps = summarizeGroups(plan(taken).groups).flat().join('\n');
+      expect(summarizeGroups(plan(taken).groups)).toEqual([[
+        `trash papers/a.txt d1 expect=${Object.values(statFor('h1')).join(':')} replaced-by-remote-move`,
+        'conflict papers/b.txt d1@v1 base=none keep-both copy=papers/b (conflict T).txt upload-copy=true',
+      ]]);
+      // Edited, the own file is kept as a new file (its bytes are no document's), nothing is moved onto b.txt.
+      const edited = movedWithFolder('h2', 'v1');
+      edited.file('papers/b.txt', 'h3');
+      const steps = summarizeGroups(plan(edited).groups).flat().join('\n');
       expect(steps).not.toMatch(/^move /m);
       expect(steps).toContain('upload papers/a.txt -> new:');
+      expect(steps).toContain('conflict papers/b.txt d1@v1 base=none');
     });
   });
   describe('a file found by its place: its folder renamed alike on both sides, the file saved since as a new file (black-box round 37c, F1/F2)', () => {
