@@ -62,11 +62,17 @@ function sedInPlace(file: string): void {
   expect(fs.lstatSync(file).ino).not.toBe(before); // sed -i writes a new file and renames it over the old one
 }
 
-it('renamed alike, then saved by sed -i before the next pass: the edit is the next version, no conflict copy', async () => {
-  const { p, folder, x, at } = await synced('alike-sed');
+// [what the service did besides the folder's rename, the document's name after it]
+const ALIKE_CASES: Array<[string, string | null]> = [
+  ['renamed alike, then saved by sed -i before the next pass: the edit is the next version, no conflict copy', null],
+  ["the document renamed on the service too: the file moves to the new name and its edit is that document's next version", 'y.txt'],
+];
+it.each(ALIKE_CASES)('%s', async (_name, renamedTo) => {
+  const { p, folder, x, at } = await synced(`alike-sed-${renamedTo ?? 'same'}`);
   try {
     fs.renameSync(at('Docs/F'), at('Docs/G'));
     emu.control.renameFolder(folder, 'G');
+    if (renamedTo !== null) emu.control.renameDocument(x, renamedTo);
     sedInPlace(at('Docs/G/x.txt'));
     p.rt.cache.foldersAt = 0;
     const r = await runPass(p.rt);
@@ -74,29 +80,10 @@ it('renamed alike, then saved by sed -i before the next pass: the edit is the ne
     expect(r.issues).toEqual([]);
     expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
     expect(r.converged).toBe(true);
+    const name = renamedTo ?? 'x.txt';
     expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
-    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
-    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
-    expect((await runPass(p.rt)).plan.groups).toEqual([]);
-  } finally {
-    await p.close();
-  }
-});
-
-it('the document renamed on the service too: the file moves to the new name and its edit is that document\'s next version', async () => {
-  const { p, folder, x, at } = await synced('alike-sed-renamed');
-  try {
-    fs.renameSync(at('Docs/F'), at('Docs/G'));
-    emu.control.renameFolder(folder, 'G');
-    emu.control.renameDocument(x, 'y.txt');
-    sedInPlace(at('Docs/G/x.txt'));
-    p.rt.cache.foldersAt = 0;
-    const r = await runPass(p.rt);
-    expect(r.execution?.failures).toEqual([]);
-    expect(r.converged).toBe(true);
-    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
-    expect(remoteNames(p.binderId)).toEqual(['Docs/G/y.txt', 'Docs/G/z.txt']);
-    expect(filesUnder(at('Docs'))).toEqual(['G/y.txt: edited with sed x', 'G/z.txt: untouched z']);
+    expect(remoteNames(p.binderId)).toEqual([`Docs/G/${name}`, 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual([`G/${name}: edited with sed x`, 'G/z.txt: untouched z']);
     expect((await runPass(p.rt)).plan.groups).toEqual([]);
   } finally {
     await p.close();
