@@ -460,8 +460,11 @@ function followRemoteMove(
   const occ = occupancy(s, doc.key, b);
   if (occ.kind === 'defer') return false;
   if (occ.kind === 'blocked') {
-    // Said at the file's path: b's own file may have been found elsewhere (moved with its folder).
-    issue(s, file?.relPath ?? b.relPath, occ.code, `cannot follow the remote rename to "${doc.relPath}": ${occ.detail}`, b.documentId);
+    // Said at b's path, and at its own file's where that was found elsewhere (moved with its folder): a file at
+    // b's path then waits for b's row to leave it.
+    const detail = `cannot follow the remote rename to "${doc.relPath}": ${occ.detail}`;
+    issue(s, b.relPath, occ.code, detail, b.documentId);
+    if (file !== undefined && file.key !== b.key) issue(s, file.relPath, occ.code, detail, b.documentId);
     return true;
   }
   // b's own file is at the new path already (renamed alike): nothing moves, the row follows it, once the entry
@@ -471,7 +474,7 @@ function followRemoteMove(
     return true;
   }
   if (occ.kind === 'unbased-local') {
-    remoteMoveOntoLocalFile(s, b, l, file, doc, occ.file, occ.after);
+    remoteMoveOntoLocalFile(s, b, l, file, doc, occ.file, occ.after, stranger);
     return true;
   }
   const actions = file
@@ -512,18 +515,17 @@ function localChangeKept(s: PassState, b: BaseEntry, file: LocalFile, doc: Remot
  * remote version) or kept as a new local file when modified.
  */
 function remoteMoveOntoLocalFile(
-  s: PassState, b: BaseEntry, l: LocalState, file: LocalFile | undefined, doc: RemoteDoc, there: LocalFile, after?: number,
+  s: PassState, b: BaseEntry, l: LocalState, file: LocalFile | undefined, doc: RemoteDoc, there: LocalFile, after?: number, stranger?: LocalFile,
 ): void {
   const claim = unbasedPair(s, there, doc);
   // Unchanged old copy: trash it FIRST. Its base row stays until the claim records the document at its new
   // path, so a crash between the two steps leaves "deleted locally, moved remotely" (planned the same way
   // again), never an untracked old copy that would be uploaded as a second document.
   const actions: Action[] = file && l === 'unchanged' ? [trashLocal(file, b.documentId, 'replaced-by-remote-move'), claim] : [claim];
-  if (file && l === 'modified') {
-    keepAsLocalFile(s, b, file, actions, 'new-local', after); // the modified file stays at the old path
-    return;
-  }
-  commitBase(s, b, actions, true, after);
+  // A modified file stays where it is, and so does a stranger's file at b's path: new local files.
+  const kept = [...(file && l === 'modified' ? [file] : []), ...(stranger ? [stranger] : [])];
+  if (kept.length > 0) keepAsLocalFile(s, b, kept, actions, 'new-local', after);
+  else commitBase(s, b, actions, true, after);
 }
 
 /**
@@ -566,19 +568,20 @@ function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: Loca
 }
 
 /**
- * Commits `before` plus the steps that turn b's file into a file of its own (new document, or a report).
- * When another synced document is being renamed onto that path, the file is left as an orphan for that
- * document to claim as a conflict in this same pass; reported afterwards if nobody does.
+ * Commits `before` plus the steps that turn each file into a file of its own (new document, or a report): b's
+ * file, and a stranger's file at b's path when b's own was found elsewhere. When another synced document is
+ * being renamed onto b's path, the file there is left as an orphan for that document to claim as a conflict in
+ * this same pass; reported afterwards if nobody does.
  */
 function keepAsLocalFile(
-  s: PassState, b: BaseEntry, file: LocalFile, before: Action[], reason: 'new-local' | 'recreate-remote-deleted', after?: number,
+  s: PassState, b: BaseEntry, files: LocalFile | LocalFile[], before: Action[], reason: 'new-local' | 'recreate-remote-deleted', after?: number,
 ): void {
-  const kept = planLocalFile(s, file, reason, b);
-  const orphan = kept.issue?.code === 'path-collision' ? kept.issue : null;
-  if (kept.issue && !orphan) s.out.issue({ ...kept.issue, documentId: b.documentId });
-  const g = s.out.commit(b.key, [...before, ...kept.actions], after);
+  const plans = (Array.isArray(files) ? files : [files]).map((file) => ({ file, kept: planLocalFile(s, file, reason, b) }));
+  const orphan = plans.find((p) => p.file.key === b.key && p.kept.issue?.code === 'path-collision');
+  for (const { kept } of plans) if (kept.issue && kept !== orphan?.kept) s.out.issue({ ...kept.issue, documentId: b.documentId });
+  const g = s.out.commit(b.key, [...before, ...plans.flatMap((p) => p.kept.actions)], after);
   if (g === null) collision(s, b.relPath, 'another change in this pass writes the same path', b.documentId);
-  else if (orphan) s.orphans.set(b.key, { file, group: g, documentId: b.documentId, detail: orphan.detail });
+  else if (orphan) s.orphans.set(b.key, { file: orphan.file, group: g, documentId: b.documentId, detail: orphan.kept.issue?.detail ?? '' });
 }
 
 /** Upload mode never changes local files: a remote rename is reported, local content is still pushed. */

@@ -210,6 +210,34 @@ function checkInvariants(w: World, ctx: ReconcileContext, plan: Plan): string | 
 // States the invariants failed on in soak runs (shrunk by fast-check), kept as fixed cases. `why` says what it caught.
 const FOUND_STATES: Array<{ why: string; state: State }> = [
   {
+    // d0's own file (its inode) is in its folder's new place (A/S/a.txt), a stranger's file at its old path; the
+    // document's rename cannot be followed (folder B unreadable): said at both paths (seed -475899623).
+    why: "a stranger's file at the old path of a file moved with its folder is said when the rename waits",
+    state: {
+      base: [{ path: 'a.txt', sha: 's3' }],
+      local: [{ path: 'a.txt', sha: 's1', touched: false }, { path: 'A/S/a.txt', sha: 's3', touched: false }],
+      problems: [{ path: 'B', reason: 'unreadable' }],
+      remote: [{ mode: 'moved', path: 'B/a.txt' }],
+      remoteNew: [], folderB: false, folderC: false, renamed: 'none',
+      ctx: { direction: 'both', conflictPolicy: 'keep-both', localDeletePolicy: 'restore', force: false, maxDeleteShare: 0.25 },
+      reverse: false,
+    },
+  },
+  {
+    // The same, with the document's new path held by a new local file (compared with the document): the
+    // stranger at the old path stays a new local file too.
+    why: "a stranger's file at the old path of a file moved with its folder is kept when the new path is taken",
+    state: {
+      base: [{ path: 'a.txt', sha: 's1' }],
+      local: [{ path: 'A/S/a.txt', sha: 's1', touched: false }, { path: 'C/a.txt', sha: 's3', touched: false }, { path: 'a.txt', sha: 's2', touched: false }],
+      problems: [],
+      remote: [{ mode: 'moved', path: 'C/a.txt' }],
+      remoteNew: [], folderB: false, folderC: false, renamed: 'none',
+      ctx: { direction: 'both', conflictPolicy: 'keep-both', localDeletePolicy: 'restore', force: false, maxDeleteShare: 0.25 },
+      reverse: false,
+    },
+  },
+  {
     // d0 (C/a.txt) and d3 (A/b.txt) swapped paths on both sides: the plan is one adopt moving both rows with their
     // files (renamed-alike), which syncs A/b.txt; the invariant looked only at the adopt's first row, not at the
     // rows alongside it (seed 890515221; a model bug, the plan was right).
