@@ -9,7 +9,7 @@ import { isEnumerated, matchingSorted, pageOf, parsePageQuery } from './search.j
 import type { Signer } from './signing.js';
 import { GLOBAL_BINDER, GLOBAL_TAB, type Store } from './store.js';
 import type { BinderRecord, DocumentRecord, DocumentView, MetadataElement, MetadataValue } from './types.js';
-import { binderView, documentView, downloadUrl, folderView, versionView, type ViewContext } from './views.js';
+import { binderView, documentView, downloadUrl, folderView, uploadUrlLifetimeMs, versionView, type ViewContext } from './views.js';
 
 export interface ApiSettings {
   bindersShape: 'array' | 'items';
@@ -123,7 +123,7 @@ export function createApiHandlers(store: Store, signer: Signer, view: ViewContex
 
     async presignedupload(req) {
       const caller = auth(req, { tenantHeader: 'optional', write: true });
-      const upload = store.issueUpload(caller.tenantId, settings.uploadUrlLifetimeMs);
+      const upload = store.issueUpload(caller.tenantId, uploadUrlLifetimeMs(view, settings.uploadUrlLifetimeMs));
       const presignedUrl = signer.presign('PUT', view.origin, `/storage/uploads/${upload.id}`, upload.expiresAtMs);
       return json(200, { presignedUrl, uploadId: upload.id });
     },

@@ -48,6 +48,8 @@ const schemas = {
   searchLag: z.strictObject({ ms: z.number().min(0) }),
   /** documentIds absent: every document's links; null: none any more. */
   expiredLinks: z.strictObject({ documentIds: z.array(z.string()).nullable().optional() }),
+  /** slots absent: every presigned upload URL from now on; a number: that many; null: none any more. */
+  expiredUploadUrls: z.strictObject({ slots: z.number().int().min(1).nullable().optional() }),
   rateLimit: z.strictObject({ requestsPerSecond: z.number().positive(), burst: z.number().int().min(1).optional() }).nullable(),
 };
 
@@ -126,6 +128,7 @@ export function createControlHttp(control: EmulatorControl, credentials: () => E
     ['POST /search-lag', async (req) => ok(control.setSearchLag((await body(req, schemas.searchLag)).ms))],
     ['POST /expire-tokens', async () => ok(control.expireTokens())],
     ['POST /expired-download-links', async (req) => ok(control.expireDownloadLinks((await body(req, schemas.expiredLinks)).documentIds))],
+    ['POST /expired-upload-urls', async (req) => ok(control.expireUploadUrls((await body(req, schemas.expiredUploadUrls)).slots))],
     ['GET /counters', async () => ok(control.counters())],
     ['DELETE /counters', async () => ok(control.resetCounters())],
     ['GET /requests', async (_r, _p, url) => ok(control.lastRequests(Number(url.searchParams.get('n') ?? '50')))],

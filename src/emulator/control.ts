@@ -111,6 +111,10 @@ export function createControl(store: Store, view: ViewContext, faults: FaultInje
     expireDownloadLinks(documentIds) {
       view.expiredLinks = documentIds === null ? null : documentIds === undefined ? 'all' : new Set(documentIds);
     },
+    expireUploadUrls(slots) {
+      if (slots !== undefined && slots !== null && !(Number.isInteger(slots) && slots >= 1)) throw new HttpProblem(400, 'slots must be a whole number, at least 1');
+      view.expiredUploadUrls = slots === undefined ? 'all' : slots;
+    },
     counters: () => log.counters(),
     resetCounters: () => log.reset(),
     lastRequests: (n) => log.last(n),

@@ -74,6 +74,7 @@ export async function startEmulator(opts: EmulatorOptions = {}, hooks: EmulatorH
     origin: 'http://127.0.0.1',
     downloadUrlLifetimeMs: (opts.downloadUrlLifetimeSeconds ?? 300) * 1000,
     expiredLinks: null,
+    expiredUploadUrls: null,
     topLevelParentId: opts.topLevelParentId ?? 'null',
   };
   const api = createApiHandlers(store, signer, view, {

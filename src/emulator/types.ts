@@ -286,6 +286,13 @@ export interface EmulatorControl {
    * links; null ends it. Not saved with a dataDir.
    */
   expireDownloadLinks(documentIds?: readonly string[] | null): void;
+  /**
+   * Presigned upload URLs are issued already expired, so storage refuses the PUT to each with 403, as when the
+   * service's clock runs behind storage's or a proxy rewrites the URLs: every one from now on (none given), or the
+   * next `slots` ones; null ends it. The slot stays unused (a PUT to it is refused, not spent). Not saved with a
+   * dataDir.
+   */
+  expireUploadUrls(slots?: number | null): void;
   counters(): Record<RouteName, number>;
   resetCounters(): void;
   lastRequests(n: number): RequestRecord[];

@@ -14,6 +14,11 @@ export interface ViewContext {
    * service whose clock runs behind storage's: storage refuses each link with its 403 (expireDownloadLinks).
    */
   expiredLinks: ReadonlySet<string> | 'all' | null;
+  /**
+   * Presigned upload URLs issued already expired ('all': every one; a number: that many more; null: none), as by a
+   * service whose clock runs behind storage's: storage refuses the PUT to each with its 403 (expireUploadUrls).
+   */
+  expiredUploadUrls: number | 'all' | null;
   topLevelParentId: 'null' | 'absent' | 'binderId';
 }
 
@@ -45,6 +50,16 @@ export function documentView(d: DocumentRecord): DocumentView {
     ],
     latestVersionId: d.latestVersionId,
   };
+}
+
+/**
+ * How long the next presigned upload URL lives: `lifetimeMs`, or already past while expireUploadUrls holds (which
+ * spends one of its count).
+ */
+export function uploadUrlLifetimeMs(ctx: ViewContext, lifetimeMs: number): number {
+  if (ctx.expiredUploadUrls === null) return lifetimeMs;
+  if (ctx.expiredUploadUrls !== 'all') ctx.expiredUploadUrls = ctx.expiredUploadUrls > 1 ? ctx.expiredUploadUrls - 1 : null;
+  return -5_000;
 }
 
 export function downloadUrl(ctx: ViewContext, v: VersionRecord): { url: string; expiresAt: string } {

@@ -176,6 +176,39 @@ describe('emulator faults and rate limit', () => {
     }
   });
 
+  it('expireUploadUrls issues presigned upload URLs already expired, which storage refuses (403), for all or the next few', async () => {
+    const slot = async () => (await (await get('/documents/uploads/personalstorage/presignedupload')).body.json()) as { presignedUrl: string; uploadId: string };
+    const put = async (url: string) => {
+      const res = await request(url, { method: 'PUT', body: 'bytes', headers: { 'x-ms-blob-type': 'BlockBlob' } });
+      return { status: res.statusCode, text: await res.body.text() };
+    };
+    try {
+      emu.control.expireUploadUrls(2);
+      const first = await slot();
+      const refused = await put(first.presignedUrl);
+      expect(refused.status).toBe(403);
+      expect(refused.text).toMatch(/expired/);
+      expect((await put((await slot()).presignedUrl)).status).toBe(403);
+      expect((await put((await slot()).presignedUrl)).status).toBe(201); // the two were spent
+      emu.control.expireUploadUrls();
+      expect((await put((await slot()).presignedUrl)).status).toBe(403);
+      expect((await put((await slot()).presignedUrl)).status).toBe(403);
+      emu.control.expireUploadUrls(null);
+      expect((await put((await slot()).presignedUrl)).status).toBe(201);
+      // Nothing was stored under a refused slot: there is nothing to commit.
+      const { binderId, folderId } = emu.control.getDocument(docId);
+      const commit = await request(`${emu.baseUrl}/documents/drives/binders/${binderId}/${folderId}/upload`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ fileName: 'never.txt', version: '1', uploadId: first.uploadId, additionalMetadata: [] }),
+      });
+      expect(commit.statusCode).toBe(409);
+      expect(await commit.body.text()).toMatch(/PUT the bytes/);
+    } finally {
+      emu.control.expireUploadUrls(null);
+    }
+  });
+
   it('counts requests per route and records recent requests without query strings', async () => {
     emu.control.resetCounters();
     await status('/binders');
@@ -270,6 +303,19 @@ describe('emulator control over HTTP', () => {
     expect((await control('POST', '/expired-download-links', { documentIds: null })).status).toBe(200);
     expect(await storageStatus()).toBe(200);
     expect((await control('POST', '/expired-download-links', { documentIds: 'all' })).status).toBe(400);
+    // Presigned upload URLs issued already expired: the next one, then none.
+    const uploadStatus = async () => {
+      const slot = (await (await fetch(`${emu.baseUrl}/documents/uploads/personalstorage/presignedupload`, { headers: h2 })).json()) as { presignedUrl: string };
+      return (await fetch(slot.presignedUrl, { method: 'PUT', body: 'x' })).status;
+    };
+    expect((await control('POST', '/expired-upload-urls', { slots: 1 })).status).toBe(200);
+    expect(await uploadStatus()).toBe(403);
+    expect(await uploadStatus()).toBe(201);
+    expect((await control('POST', '/expired-upload-urls', {})).status).toBe(200);
+    expect(await uploadStatus()).toBe(403);
+    expect((await control('POST', '/expired-upload-urls', { slots: null })).status).toBe(200);
+    expect(await uploadStatus()).toBe(201);
+    expect((await control('POST', '/expired-upload-urls', { slots: 0 })).status).toBe(400);
   });
 
   it('refuses bad control input with problem details', async () => {
