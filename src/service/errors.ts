@@ -15,7 +15,8 @@ export type ServiceErrorCode =
   | 'SERVICE_NETWORK' // connection refused/reset, timeout, truncated or unparseable body
   | 'SERVICE_INVALID_RESPONSE' // a 2xx whose body does not match the schema
   | 'COMMIT_CONFLICT' // 409 on commit: uploadId already committed (or content missing); reconcile
-  | 'STORAGE_LINK_EXPIRED' // storage kept answering 403 to fresh download links / upload slots
+  | 'STORAGE_LINK_EXPIRED' // storage answered 403 to a download link (expired, or a signature it does not take)
+  | 'STORAGE_SLOT_EXPIRED' // storage answered 403 to the PUT to an upload slot's presigned URL (likewise)
   | 'TRANSFER_INTERRUPTED' // a download failed after bytes reached dest: restart with a fresh dest
   | 'TRANSFER_INCOMPLETE' // byte count differs from Content-Length: restart with a fresh dest
   | 'UPLOAD_SOURCE_FAILED' // the local stream failed or had another size than announced

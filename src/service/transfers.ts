@@ -66,7 +66,7 @@ async function storageFailure(core: HttpCore, request: string, urls: readonly st
   const retryable = storageRetryable(res.statusCode);
   if (res.statusCode === 403 || retryable !== err.retryable) {
     const e = new ServiceError(err.message, {
-      code: res.statusCode === 403 ? 'STORAGE_LINK_EXPIRED' : err.code,
+      code: res.statusCode === 403 ? (request === PUT_REQUEST ? 'STORAGE_SLOT_EXPIRED' : 'STORAGE_LINK_EXPIRED') : err.code,
       retryable,
       request,
       status: res.statusCode,
@@ -291,8 +291,19 @@ export interface UploadOptions {
 }
 
 /**
+ * Fresh presigned URLs storage may refuse (403: expired, or a signature it does not take) before a transfer gives
+ * up: download links (downloadToStream) and upload slots (uploadWithSlots) alike. One refusal is routine (a URL
+ * that expired in the queue: the next one is fresh); a fresh one refused again means storage refuses every URL (a
+ * clock off, a proxy), which more URLs in the same seconds do not mend: a download cost a link request and a
+ * storage GET six times over (black-box round 37b, F7), an upload a slot and the whole file sent, six times over.
+ * The caller holds the item back (sync/refused-urls.ts).
+ */
+export const MAX_URL_REFUSALS = 3;
+
+/**
  * The whole upload: slot -> onSlot(uploadId) (persisted by the caller BEFORE any byte moves) -> PUT. A failed
- * PUT burns the one-shot slot, so each retry takes a new slot (onSlot again) and re-opens the stream.
+ * PUT burns the one-shot slot, so each retry takes a new slot (onSlot again) and re-opens the stream. After
+ * MAX_URL_REFUSALS slots storage refused, it gives up (STORAGE_SLOT_EXPIRED, retryable for a later pass).
  */
 export async function uploadWithSlots(
   core: HttpCore,
@@ -302,6 +313,7 @@ export async function uploadWithSlots(
   opts: UploadOptions,
 ): Promise<{ uploadId: string; sha256: string; bytes: number }> {
   const signal = core.joinSignal(opts.signal);
+  let refusals = 0;
   return core.withRetry(PUT_REQUEST, signal, () =>
     core.transferQueue
       .add(
@@ -311,8 +323,13 @@ export async function uploadWithSlots(
           // (spec 4.7), and one taken before a wait behind other transfers may have expired by the PUT.
           const slot = await getSlot();
           await opts.onSlot?.(slot.uploadId);
-          const r = await putNow(core, slot.presignedUrl, open, size, signal, opts.onBytes);
-          return { uploadId: slot.uploadId, ...r };
+          try {
+            const r = await putNow(core, slot.presignedUrl, open, size, signal, opts.onBytes);
+            return { uploadId: slot.uploadId, ...r };
+          } catch (err) {
+            if (err instanceof ServiceError && err.code === 'STORAGE_SLOT_EXPIRED' && ++refusals >= MAX_URL_REFUSALS) throw markFinal(err);
+            throw err;
+          }
         },
         { signal },
       )
@@ -349,14 +366,6 @@ export interface DownloadOptions {
   windDown?: AbortSignal;
 }
 
-/**
- * Fresh links storage may refuse (403: expired, or a signature it does not take) before a download gives up. One
- * refusal is routine (a link that expired in the queue: the next one is fresh); a fresh one refused again means
- * storage refuses every link (a clock off, a proxy), which more links in the same seconds do not mend: each cost a
- * link request and a storage GET, six times over (black-box round 37b, F7). The caller holds the item back.
- */
-export const MAX_LINK_REFUSALS = 3;
-
 export async function downloadToStream(
   core: HttpCore,
   getLink: () => Promise<DownloadLink>,
@@ -391,7 +400,7 @@ export async function downloadToStream(
               needNewLink = true;
             });
           } catch (err) {
-            if (err instanceof ServiceError && err.code === 'STORAGE_LINK_EXPIRED' && ++refusals >= MAX_LINK_REFUSALS) throw markFinal(err);
+            if (err instanceof ServiceError && err.code === 'STORAGE_LINK_EXPIRED' && ++refusals >= MAX_URL_REFUSALS) throw markFinal(err);
             throw err;
           }
         },

@@ -862,7 +862,7 @@ function baseFromDownload(doc: RemoteDoc, relPath: string, key: string, stat: Fi
   };
 }
 
-const SERVICE_WIDE = new Set(['SERVICE_UNAVAILABLE', 'SERVICE_NETWORK', 'SERVICE_RATE_LIMITED', 'AUTH_FAILED', 'SERVICE_UNAUTHORIZED', 'STORAGE_LINK_EXPIRED']);
+const SERVICE_WIDE = new Set(['SERVICE_UNAVAILABLE', 'SERVICE_NETWORK', 'SERVICE_RATE_LIMITED', 'AUTH_FAILED', 'SERVICE_UNAUTHORIZED', 'STORAGE_LINK_EXPIRED', 'STORAGE_SLOT_EXPIRED']);
 
 /** A failure that says "the service", not "this file": outage, network, auth, rate limit. */
 function isServiceWide(err: unknown): boolean {

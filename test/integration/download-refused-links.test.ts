@@ -35,7 +35,7 @@ it('a download whose every link storage refuses stops after three refused links,
   const requests = c.lastRequests(200);
   const refusedGets = requests.filter((r) => r.route === 'storage-get' && r.status === 403).length;
   const refusedLinks = requests.filter((r) => r.route === 'downloadlink' && r.path.includes(refused.version.id)).length;
-  expect(refusedGets).toBe(3); // MAX_LINK_REFUSALS
+  expect(refusedGets).toBe(3); // MAX_URL_REFUSALS
   // The first link arrived past its expiresAt, so one more was asked for; that one too: the clock is off, and
   // each later attempt asks for one link only.
   expect(refusedLinks).toBe(4);

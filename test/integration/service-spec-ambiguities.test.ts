@@ -237,7 +237,7 @@ describe('upload slot lifetime (spec 4.7: the URL is one-shot; its lifetime is n
   // Download links were fetched inside the transfer slot ("fresh when used"), but upload slots before the PUT
   // waited for a transfer slot. With more uploads than transfer slots, a slot handed out early expired while it
   // waited; the retry took a new slot and waited at the back again, until the retry budget was spent and the
-  // upload failed (403, STORAGE_LINK_EXPIRED).
+  // upload failed (403, STORAGE_SLOT_EXPIRED).
   it('uploads queued behind slow transfers do not fail on slots that expired while waiting', async () => {
     const SLOT_TTL_MS = 250;
     const PUT_MS = 400;
