@@ -140,7 +140,7 @@ export async function openPair(
       failuresLogged: new Map(),
       refusedUploads: loadRefusedUploads(store, configDigest(pair, caseInsensitive), Date.now()),
       unreplaceable: new Map(),
-      refusedLinks: new Map(),
+      refusedUrls: new Map(),
       putBackLookedAt: new Map(),
       olderListingSaid: false,
       unbasedHashes: new Map(),

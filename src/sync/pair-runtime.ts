@@ -9,7 +9,7 @@ import type { RawListing, RemoteListing } from '../remote/listing.js';
 import type { ServiceClient } from '../service/index.js';
 import type { StateStore } from '../state/store.js';
 import type { MetadataResolver } from './metadata-rules.js';
-import type { RefusedLinks } from './refused-links.js';
+import type { RefusedUrls } from './refused-urls.js';
 import type { UnreplaceableDownloads } from './unreplaceable.js';
 import type { Issue, LocalObservation } from './model.js';
 import type { Refusal } from './refused-uploads.js';
@@ -69,8 +69,11 @@ export interface PairRuntime {
   refusedUploads: Map<string, Refusal>;
   /** Downloads that could not put the file in place (immutable file...), held back for a while: unreplaceable.ts. */
   unreplaceable: UnreplaceableDownloads;
-  /** Downloads whose links storage kept refusing (403: a clock off, a proxy), held back for a while: refused-links.ts. */
-  refusedLinks: RefusedLinks;
+  /**
+   * Downloads and uploads whose presigned URLs storage kept refusing (403: a clock off, a proxy), held back for a
+   * while: refused-urls.ts.
+   */
+  refusedUrls: RefusedUrls;
   /**
    * A download-only pair's files put back with an old time that were none of their document's earlier versions,
    * by path key (plan-filters.ts withheldAsLookedAt): not looked at again until the file or the document changes.

@@ -28,7 +28,7 @@ import type { PairRuntime } from './pair-runtime.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 import { expireRefusals, saveRefusedUploads } from './refused-uploads.js';
 import { folderCheckIn, rememberUnreplaceable, withheldAsUnreplaceable, type TrashCheck } from './unreplaceable.js';
-import { holdRanOut, rememberRefusedLinks, withheldAsRefusedLinks } from './refused-links.js';
+import { holdRanOut, rememberRefusedUrls, withheldAsRefusedUrls } from './refused-urls.js';
 import { downloadOnly, noteWriteAccess, probeReadOnly, READ_ONLY_REASON, relPathOfTrial, pickTrialUpload, withoutGroup, WRITE_ACCESS_RECHECK_MS } from './write-access.js';
 
 /**
@@ -201,9 +201,9 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     rt.cache.quiet = false;
     rt.log.info('checking write access again (access granted since then is picked up now)');
   }
-  // A download held since storage refused its links is tried again once its hold runs out: planned again, which a
-  // quiet poll (both sides as before) would skip (refused-links.ts).
-  if (!dryRun && holdRanOut(rt.refusedLinks, now().getTime())) rt.cache.quiet = false;
+  // A download or upload held since storage refused its URLs is tried again once its hold runs out: planned again,
+  // which a quiet poll (both sides as before) would skip (refused-urls.ts).
+  if (!dryRun && holdRanOut(rt.refusedUrls, now().getTime())) rt.cache.quiet = false;
   const subtrees = localSubtrees(rt, opts);
   // A poll with no local hint while the local observation is parked: the tree is scanned (whole) only if the
   // remote side turns out to have changed.
@@ -352,7 +352,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   // refused before, files still being written, and answers to a local delete seen a moment ago.
   const planFor = (c: ReconcileContext) => {
     const planned = withheldForIgnoredOccupants(reconcile(base, local, listing.observation, c), rt.ignore, (rel) => fs.lstatSync(path.join(rt.pair.localPath, rel), { throwIfNoEntry: false }) !== undefined);
-    const held = withheldAsRefusedLinks(
+    const held = withheldAsRefusedUrls(
       withheldAsUnreplaceable(
         withheldForUnfinishedUploads(withheldAsRefused(withheldForMetadata(withheldForAmbiguousNames(withheldAsLookedAt(planned, rt.putBackLookedAt), listing.observation), rt.metadata), rt.refusedUploads), heldUploads, rt.caseInsensitive),
         rt.unreplaceable,
@@ -360,7 +360,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
         trashCanTake(rt),
         folderCheckIn(rt.pair.localPath),
       ),
-      rt.refusedLinks,
+      rt.refusedUrls,
       now().getTime(),
     );
     const writing = deferRecentlyWritten(held, opts.minFileAgeMs ?? 0, now().getTime());
@@ -455,7 +455,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     recordEditsOfDeleted(rt, plan, report.execution, now());
     const refused = rememberRefused(rt, plan, report.execution, now().getTime());
     rememberUnreplaceable(rt.unreplaceable, plan, report.execution.failures, now().getTime(), folderCheckIn(rt.pair.localPath));
-    const linksRefused = rememberRefusedLinks(rt.refusedLinks, plan, report.execution, now().getTime());
+    const urlsRefused = rememberRefusedUrls(rt.refusedUrls, plan, report.execution, now().getTime());
     const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx, rt.metadata);
     const replaced = rememberPutBackLooks(rt, report.execution);
     if (replaced.size > 0) {
@@ -464,11 +464,11 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
       report.plan = plan;
       report.issues = plan.issues;
     }
-    if (refused.length > 0 || keptLocal.length > 0 || linksRefused.length > 0) {
+    if (refused.length > 0 || keptLocal.length > 0 || urlsRefused.length > 0) {
       // Said this pass as every later pass says it (withheldAsRefused, planLocalFile): an item not synced, not the
       // pair's error. A download-only pair's conflict copy exited 0 in its pass and 1 in the next (round 11, F5).
-      // A download held for its refused links (refused-links.ts) stays "not synced" through each retry: said once.
-      plan = { ...plan, issues: [...plan.issues, ...refused, ...keptLocal, ...linksRefused] };
+      // A step held for its refused URLs (refused-urls.ts) stays "not synced" through each retry: said once.
+      plan = { ...plan, issues: [...plan.issues, ...refused, ...keptLocal, ...urlsRefused] };
       report.plan = plan;
       report.issues = plan.issues;
     }

@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { parseConfigText } from '../../src/config/load.js';
 import type { Emulator } from '../../src/emulator/index.js';
 import { ServiceClient } from '../../src/service/index.js';
+import type { ServiceSettings } from '../../src/service/settings.js';
 import { openPair } from '../../src/sync/open-pair.js';
 import type { PairRuntime } from '../../src/sync/pair-runtime.js';
 
@@ -18,8 +19,11 @@ export interface TestPair {
   close(): Promise<void>;
 }
 
-/** `pairYaml`: more keys of the pair, as YAML flow entries (e.g. `trashRetentionDays: 10`). */
-export async function openTestPair(emu: Emulator, name: string, pairYaml = ''): Promise<TestPair> {
+/**
+ * `pairYaml`: more keys of the pair, as YAML flow entries (e.g. `trashRetentionDays: 10`); `service`: client
+ * settings the config has no key for (the retry policy's waits).
+ */
+export async function openTestPair(emu: Emulator, name: string, pairYaml = '', service: Partial<ServiceSettings> = {}): Promise<TestPair> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`));
   const binderId = emu.control.createBinder({ name }).id;
   const c = emu.credentials;
@@ -27,7 +31,7 @@ export async function openTestPair(emu: Emulator, name: string, pairYaml = ''): 
 stateDir: ./state
 pairs: [{ name: p, localPath: ./local, binderId: ${binderId}${pairYaml === '' ? '' : `, ${pairYaml}`} }]`;
   const config = parseConfigText(yaml, { baseDir: dir, env: {} }).config;
-  const client = new ServiceClient(config.service);
+  const client = new ServiceClient({ ...config.service, ...service });
   const rt = await openPair(config.pairs[0]!, config.stateDir, client, pino({ level: 'silent' }));
   return {
     rt,

@@ -98,7 +98,7 @@ it('a download whose links storage refuses is held (1 min, then 2), other docume
   expect(done.execution?.failures ?? []).toEqual([]);
   expect(read('Docs/refused.txt')).toBe('v2');
   expect(held(done)).toEqual([]);
-  expect(pair.rt.refusedLinks.size).toBe(0);
+  expect(pair.rt.refusedUrls.size).toBe(0);
 
   // Said once at warn as not synced, through every retry, and once as no longer blocked.
   expect(lines.filter((l) => l.msg.startsWith('not synced: Docs/refused.txt'))).toHaveLength(1);
