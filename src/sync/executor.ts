@@ -21,6 +21,7 @@ import type { ExecutorDeps } from './executor-deps.js';
 import { putBackWithOldTime, sameStat, statOf, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { uploadLocalFile, versionHolds } from './upload.js';
+import { changedAt } from './plan-filters.js';
 import { versionsBefore, versionsBetween } from './version-order.js';
 
 export interface ActionFailure {
@@ -328,18 +329,33 @@ function followUpOf(a: Extract<Action, { kind: 'upload' }>, base: BaseEntry): Ac
  * lost (black-box round 35b, F3). Refused as a change under way (LOCAL_CHANGED, postponed): each pass looks again,
  * before any transfer, and the step goes once the program has closed the file.
  */
-function refuseWhileOpenForWriting(d: ExecutorDeps, relPath: string, what: string): void {
+function refuseWhileOpenForWriting(d: ExecutorDeps, relPath: string, what: string, why = 'what it writes later would be lost'): void {
   const abs = resolveInside(d.root, relPath);
   const writers = d.openWriters?.(abs) ?? [];
   if (writers.length === 0) return;
   const who = writers.map((w) => `${w.command === '' ? 'a program' : w.command} (pid ${w.pid})`).join(', ');
-  const heldOpen = `not ${what}: ${who} has it open for writing, and what it writes later would be lost`;
+  const heldOpen = `not ${what}: ${who} has it open for writing, and ${why}`;
   throw new BinderSyncError(`${relPath}: ${heldOpen}`, {
     code: 'LOCAL_CHANGED',
     retryable: true,
     context: { path: abs, openForWriting: writers.map((w) => w.pid), heldOpen },
     hint: 'it is done once that program closes the file (each pass looks again); to have it now, stop the program',
   });
+}
+
+/**
+ * A file changed less than this long ago that another program holds open for writing is still being written: a
+ * writer that stalls longer than the quiet period (`tar x` from a slow pipe, `rsync --inplace --bwlimit`, a copy
+ * from a slow disk) had its half-written file uploaded as a version, and a restore from a backup that finished
+ * then was taken for a stale copy and replaced by that half (black-box round 38a, F1). A program that holds a file
+ * open but has not written it for this long (a logger between lines) does not keep it from going up.
+ */
+export const BEING_WRITTEN_MS = 60_000;
+
+/** The upload (or conflict) of a file a program is still writing waits (refuseWhileOpenForWriting). */
+function refuseWhileBeingWritten(d: ExecutorDeps, relPath: string, local: LocalFile): void {
+  if (d.now().getTime() - changedAt(local) >= BEING_WRITTEN_MS) return;
+  refuseWhileOpenForWriting(d, relPath, 'uploaded yet', 'changed it less than a minute ago: it goes up once the program closes it, or leaves it unchanged for a minute');
 }
 
 /** Runs one step (see StepOutcome). */
@@ -351,6 +367,7 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
       await download(a, d, report);
       return;
     case 'upload': {
+      refuseWhileBeingWritten(d, a.relPath, a.local);
       if (await restoredEarlierVersion(a, d, report)) {
         report.restoredStale = (report.restoredStale ?? 0) + 1;
         return { notDone: true };
@@ -411,6 +428,7 @@ async function runAction(a: Action, d: ExecutorDeps, report: ExecutionReport): P
     case 'conflict':
       // keep-both renames the local file (the same inode: a program's later writes go on into the conflict copy).
       if (a.policy === 'remote-wins') refuseWhileOpenForWriting(d, a.relPath, 'replaced by the remote version');
+      refuseWhileBeingWritten(d, a.relPath, a.local);
       await resolveConflict(a, d, report);
       return;
     case 'adopt': {

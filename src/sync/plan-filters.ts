@@ -47,7 +47,7 @@ const CLOCK_AHEAD_TOLERANCE_MS = 60_000;
  * `tar x`, `cp -p` or `touch -d` set to any date, the future included (a file from another clock would wait
  * until then). A stat without a ctime (0) falls back to the mtime.
  */
-function changedAt(f: LocalFile): number {
+export function changedAt(f: LocalFile): number {
   return f.ctimeMs > 0 ? f.ctimeMs : f.mtimeMs;
 }
 

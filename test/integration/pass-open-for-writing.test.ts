@@ -88,6 +88,44 @@ describe.skipIf(!linux)('a file another program holds open for writing', () => {
     }
   });
 
+  // Black-box round 38a, F1: a restore whose writer stalled longer than the quiet period (tar from a slow pipe,
+  // rsync --inplace --bwlimit) had its half-written file uploaded as a version, and the finished restore was then
+  // taken for a stale copy and replaced by that half.
+  it('is not uploaded while the program writing it holds it open (changed within a minute); once closed, it goes up whole, once', async () => {
+    const p = await openTestPair(emu, 'open-for-writing-upload');
+    try {
+      const c = emu.control;
+      const folder = c.createFolder(p.binderId, { name: 'Docs' });
+      const { document } = c.addDocument(p.binderId, folder.id, 'restore.bin', 'version 1, synced\n');
+      await runPass(p.rt);
+      const file = path.join(p.local, 'Docs', 'restore.bin');
+      // A writer that truncated the file, wrote half of it, and stalls (as `tar x` does on a slow pipe).
+      const writer = spawn('sh', ['-c', 'exec 3>"$1"; printf "first half, " >&3; echo ready; exec sleep 60', 'sh', file], { stdio: ['ignore', 'pipe', 'inherit'] });
+      await new Promise<void>((resolve) => writer.stdout!.once('data', () => resolve()));
+      try {
+        c.resetCounters();
+        const held = await runPass(p.rt);
+        expect(held.execution?.failures.map((f) => [f.code, f.postponed])).toEqual([['LOCAL_CHANGED', true]]);
+        expect(held.execution?.failures[0]?.message).toMatch(/^Docs\/restore\.bin: not uploaded yet: sleep \(pid \d+\) has it open for writing, and changed it less than a minute ago/);
+        // Refused before any transfer (the one slot asked for is the pass's first look at its write access).
+        expect([c.counters()['storage-put'], c.counters().commit]).toEqual([0, 0]);
+        expect(c.listVersions(document.id)).toHaveLength(1);
+        // A holder that has not written the file for a minute (a logger between lines) does not hold it back.
+        const later = await runPass(p.rt, { now: () => new Date(Date.now() + 61_000) });
+        expect(later.execution?.failures).toEqual([]);
+        expect(c.listVersions(document.id)).toHaveLength(2);
+        fs.appendFileSync(file, 'second half\n');
+      } finally {
+        await stop(writer);
+      }
+      const after = await runPass(p.rt);
+      expect(after.execution?.failures).toEqual([]);
+      expect(c.listVersions(document.id).map((v) => c.readContent(document.id, v.id).toString())).toEqual(['version 1, synced\n', 'first half, ', 'first half, second half\n']);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('is not moved to the trash when its document is deleted on the service while it is held', async () => {
     const p = await openTestPair(emu, 'open-for-writing-trash');
     try {
