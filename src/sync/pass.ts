@@ -15,6 +15,7 @@ import { LAST_PASS_STOPPED, stoppedByShutdown } from './stopped-steps.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { newLocalNotUploaded, type Action, type BaseEntry, type Issue, type LocalObservation, type Plan, type ReconcileContext, type RemoteObservation } from './model.js';
 import { INFORMATIONAL_ISSUES } from './issue-groups.js';
+import { transfersIn, type Pending } from './pending.js';
 import { parentOf, pathKey } from './path-key.js';
 import { reconcile } from './reconcile.js';
 import { conflictTag } from './reconcile-builder.js';
@@ -140,6 +141,8 @@ export interface PassReport {
   converged: boolean;
   /** Local files left for a later pass because they were still being written (see minFileAgeMs). */
   deferred: string[];
+  /** The transfers of the steps deferred (pending.ts counts them as pending). */
+  deferredTransfers?: Pending;
   /** When a deferred file is old enough to be looked at again (ms from the end of this pass), else null. */
   recheckInMs: number | null;
   /**
@@ -366,9 +369,12 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     const writing = deferRecentlyWritten(held, opts.minFileAgeMs ?? 0, now().getTime());
     const deleting = deferFreshDeletes(writing.plan, rt.missingSince, opts.minFileAgeMs ?? 0, now().getTime());
     const rechecks = [writing.recheckInMs, deleting.recheckInMs].filter((ms) => ms !== null);
+    const before = transfersIn(held.groups);
+    const after = transfersIn(deleting.plan.groups);
     return {
       plan: deleting.plan,
       deferred: [...writing.deferred, ...deleting.deferred],
+      deferredTransfers: { uploads: before.uploads - after.uploads, downloads: before.downloads - after.downloads },
       recheckInMs: rechecks.length > 0 ? Math.min(...rechecks) : null,
     };
   };
@@ -416,6 +422,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     durationMs: 0,
     converged: false,
     deferred: deferral.deferred,
+    deferredTransfers: deferral.deferredTransfers,
     recheckInMs,
     blockedAgain: !dryRun && plan.blocked !== null && rt.lastGate === plan.blocked.code,
   };
