@@ -55,6 +55,8 @@ describe('a file restored from a backup with its old time', () => {
       expect(said).toHaveLength(1);
       expect(said[0]?.outcome).toMatch(/earlier version of the document with an older time \(restored from a backup\?\): replaced by the latest/);
       expect(fs.readFileSync(said[0]!.conflictPath!, 'utf8')).toBe('yesterday');
+      // Listed by `status` (the conflict history), as a conflict is.
+      expect(p.rt.store.listConflicts().map((x) => [x.relPath, x.policy, x.conflictPath])).toEqual([['Docs/a.txt', 'earlier-version', said[0]!.conflictPath]]);
       expect((await runPass(p.rt)).converged).toBe(true);
 
       // The same content with a new time is a revert meant as such: uploaded as the next version.
@@ -163,6 +165,7 @@ describe('a file restored from a backup with its old time', () => {
       expect(texts(doc!.id)).toEqual(['first', 'second']);
       expect(fs.readFileSync(path.join(p.local, 'Docs', 'a.txt'), 'utf8')).toBe('first');
       expect(r.execution?.conflicts[0]?.outcome).toMatch(/not uploaded over the newer ones; change its content to upload it/);
+      expect(p.rt.store.listConflicts().map((x) => [x.relPath, x.policy])).toEqual([['Docs/a.txt', 'earlier-version']]);
     } finally {
       await p.close();
     }
