@@ -41,8 +41,6 @@ export class ReconcileView {
   private unmappableById: Map<string, RemoteObservation['unmappable'][number]> | null = null;
   /** Local files that are a synced document's own file renamed alike on both sides, by key (built on first use). */
   private renamedAlikeByKey: Map<PathKey, BaseEntry> | null = null;
-  /** Base rows by their file's inode (built on first use). */
-  private rowsByInode: Map<number, BaseEntry[]> | null = null;
 
   constructor(
     readonly base: ReadonlyMap<string, BaseEntry>,
@@ -190,39 +188,26 @@ export class ReconcileView {
   }
 
   /**
-   * b's file recognised by its place, not its inode: b's folder was renamed or moved on the service, a file of b's
-   * name sits in the folder's new place locally with no row, no other synced file's inode and no other document
-   * listed there, and b's old path holds nothing or b's content unchanged (a copy the daemon restored while the
-   * directory was renamed here only, or `cp -r`). The directory was renamed alike on both sides, and the file
-   * saved since by an editor that writes a new file (`sed -i`, vim's rename of a backup): read as a stranger's,
-   * its edit became a keep-both conflict copy, or a second document when the document was renamed too (black-box
-   * round 37c, F1/F2). Compared with its base, an edit at worst, as with the inode rule: the document's content
-   * stays in its version history, and an unchanged old copy goes to the trash. Undefined when none.
+   * b's file recognised by its place, not its inode: b's folder was renamed or moved on the service, b's old
+   * directory is gone here, and a file of b's name sits in the folder's new place with no row and no other document
+   * listed there. The directory was renamed alike on both sides, and the file saved since by an editor that writes
+   * a new file (`sed -i`, vim's rename of a backup): read as a stranger's, its edit became a keep-both conflict copy,
+   * or a second document when the document was renamed too (black-box round 37c, F2). Compared with its base, an
+   * edit at worst, as with the inode rule: the document's content stays in its version history. (Another synced
+   * file's inode there says nothing: `sed -i` on several files hands each freed inode to the next one's new file.)
+   * Not while b's old path or directory is there: a copy the daemon restored there meanwhile (the rename made here
+   * first) may have taken a colleague's newer version since, which the file at the new place never saw: compared as
+   * b's edit, it went up over that version with no conflict (black-box round 38b, F1). Undefined when none.
    */
   ownFileByPlace(b: BaseEntry): LocalFile | undefined {
     const folder = this.remote.folders.get(b.folderId);
     if (!this.followsRenames || folder === undefined || folder.key === '' || folder.key === parentOf(b.key)) return undefined;
+    if (this.localState(b) !== 'deleted' || this.local.dirs.has(parentOf(b.key)) || this.local.files.has(b.key)) return undefined;
     const key = `${folder.key}/${baseNameOf(b.key)}`;
     if (this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);
-    // Without an inode the file could be another synced file's, moved there: not b's by place.
-    if (there === undefined || there.sha256 === null || there.inode === 0) return undefined;
-    if ((this.docsByKey.get(key) ?? []).some((d) => d.documentId !== b.documentId)) return undefined;
-    this.rowsByInode ??= this.indexInodes();
-    if ((this.rowsByInode.get(there.inode) ?? []).some((r) => r !== b)) return undefined;
-    const old = this.localState(b);
-    return old === 'deleted' || old === 'unchanged' ? there : undefined;
-  }
-
-  private indexInodes(): Map<number, BaseEntry[]> {
-    const out = new Map<number, BaseEntry[]>();
-    for (const b of this.bases) {
-      if (b.inode === 0) continue;
-      const list = out.get(b.inode);
-      if (list) list.push(b);
-      else out.set(b.inode, [b]);
-    }
-    return out;
+    if (there === undefined || there.sha256 === null) return undefined;
+    return (this.docsByKey.get(key) ?? []).some((d) => d.documentId !== b.documentId) ? undefined : there;
   }
 
   /**

@@ -255,7 +255,7 @@ function planBase(s: PassState, b: BaseEntry): boolean {
     stranger = file;
     file = alike;
     l = s.view.contentState(b, alike);
-  } else if ((l === 'deleted' || notOwnFile(b, file)) && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction !== 'upload') {
+  } else if ((l === 'deleted' || (l !== 'unknown' && notOwnFile(b, file))) && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction !== 'upload') {
     // Renamed on both sides to names that differ only in case (or Unicode form): the remote name wins, as the
     // local rename cannot be sent; the file is moved to it like any followed rename (black-box round 30b, F9).
     // Likewise b's file found in its folder's new place under its old name (ownFileMovedWithFolder): moved on to
@@ -273,12 +273,10 @@ function planBase(s: PassState, b: BaseEntry): boolean {
     }
   }
   // Found by neither its inode nor a loose name: b's file by its place, a name in its folder's new place
-  // (ReconcileView.ownFileByPlace). An unchanged copy left at the old path goes to the trash first.
-  let oldCopy: LocalFile | undefined;
-  if (doc && !vacated && (file === undefined || file.key === b.key) && (l === 'deleted' || l === 'unchanged') && (r === 'moved' || r === 'moved-modified')) {
+  // (ReconcileView.ownFileByPlace).
+  if (doc && !vacated && file === undefined && l === 'deleted' && (r === 'moved' || r === 'moved-modified')) {
     const placed = placedFile(s, b, doc);
     if (placed) {
-      oldCopy = file;
       file = placed;
       l = s.view.contentState(b, placed);
     }
@@ -309,7 +307,7 @@ function planBase(s: PassState, b: BaseEntry): boolean {
       break;
     case 'unchanged/moved': case 'unchanged/moved-modified': case 'modified/moved': case 'modified/moved-modified':
     case 'deleted/moved': case 'deleted/moved-modified':
-      done = followRemoteMove(s, b, l, r === 'moved-modified', file, must(doc), stranger, oldCopy);
+      done = followRemoteMove(s, b, l, r === 'moved-modified', file, must(doc), stranger);
       break;
     case 'unchanged/deleted': case 'modified/deleted':
       remoteDeleted(s, b, l === 'modified', must(file));
@@ -451,7 +449,7 @@ function bothChanged(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc
  * the content change; a local delete is treated as "restore at the new path" (the remote change wins).
  */
 function followRemoteMove(
-  s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc, stranger?: LocalFile, oldCopy?: LocalFile,
+  s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc, stranger?: LocalFile,
 ): boolean {
   if (s.ctx.direction === 'upload') {
     uploadModeRemoteMove(s, b, l, remoteModified, file, doc);
@@ -470,7 +468,7 @@ function followRemoteMove(
   // b's own file is at the new path already (renamed alike): nothing moves, the row follows it, once the entry
   // that held the path (if any) has left it.
   if (file !== undefined && file.key === doc.key) {
-    followedLocally(s, b, doc, file, occ.after, stranger, oldCopy);
+    followedLocally(s, b, doc, file, occ.after, stranger);
     return true;
   }
   if (occ.kind === 'unbased-local') {
@@ -478,7 +476,7 @@ function followRemoteMove(
     return true;
   }
   const actions = file
-    ? [...trashedFirst(b, oldCopy), moveLocal(file, doc), ...contentStepsAt(s, b, movedTo(file, doc), l === 'modified', remoteModified, doc)]
+    ? [moveLocal(file, doc), ...contentStepsAt(s, b, movedTo(file, doc), l === 'modified', remoteModified, doc)]
     : [download(doc, null, 'remote-modified')];
   if (stranger !== undefined) keepAsLocalFile(s, b, stranger, actions, 'new-local', occ.after);
   else commitBase(s, b, actions, true, occ.after);
@@ -539,30 +537,22 @@ function renamedAlikeLocally(b: BaseEntry, there: LocalFile): boolean {
   return b.inode !== 0 && there.inode === b.inode && there.sha256 !== null;
 }
 
-/**
- * An unchanged copy of b's content left at b's old path when b's file is found elsewhere by its place: trashed
- * first (its content is a remote version), so that a crash after it leaves b "deleted locally", which finds
- * the file by its place again.
- */
-function trashedFirst(b: BaseEntry, oldCopy: LocalFile | undefined): Action[] {
-  return oldCopy === undefined ? [] : [trashLocal(oldCopy, b.documentId, 'replaced-by-remote-move')];
-}
-
-/**
- * `stranger`: a file at b's old path that is not b's; kept there as a new local file once b's row has left.
- * `oldCopy`: an unchanged copy of b's content there (trashedFirst).
- */
-function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: LocalFile, after?: number, stranger?: LocalFile, oldCopy?: LocalFile): void {
+/** `stranger`: a file at b's old path that is not b's; kept there as a new local file once b's row has left. */
+function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: LocalFile, after?: number, stranger?: LocalFile): void {
   s.consumedLocal.add(there.key);
   s.consumedDocs.add(doc.documentId);
-  const steps = contentStepsAt(s, b, there, there.sha256 !== b.sha256, doc.versionId !== b.versionId, doc);
-  // Nothing to transfer: the base row alone moves to the file's new path.
+  const edited = s.view.contentState(b, there) === 'modified';
+  const steps = contentStepsAt(s, b, there, edited, doc.versionId !== b.versionId, doc);
+  // Nothing to transfer: the base row alone moves to the file's new path. An edit this pair does not upload (a
+  // download-only pair) keeps the base's stat and hash, so that it is still seen as an edit: with the file's stat
+  // and the old hash, the next pass read it as unchanged, said "in sync", and a newer remote version replaced the
+  // edit with no conflict copy (black-box round 38b, F2).
   const adopt: Action = {
     kind: 'adopt',
-    base: { ...b, ...statOf(there), relPath: there.relPath, key: there.key, fileName: doc.fileName, folderId: doc.folderId },
+    base: { ...b, ...(edited ? {} : statOf(there)), relPath: there.relPath, key: there.key, fileName: doc.fileName, folderId: doc.folderId },
     reason: 'renamed-alike',
   };
-  const own = [...trashedFirst(b, oldCopy), ...(steps.length > 0 ? steps : [adopt])];
+  const own = steps.length > 0 ? steps : [adopt];
   if (stranger !== undefined) keepAsLocalFile(s, b, stranger, own, 'new-local', after);
   else commitBase(s, b, own, true, after);
 }

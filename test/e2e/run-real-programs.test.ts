@@ -137,33 +137,6 @@ describe.each(['auto', 'chokidar'] as const)('binder-sync run (watcher %s) with 
   });
 });
 
-describe('binder-sync run (default watcher) with a folder renamed alike on both sides', () => {
-  // Black-box round 37c, F1: the folder renamed here first (the daemon restores the old one, as the service cannot
-  // rename), a file in the new one edited with vim, then the same rename made on the service. The edit became a
-  // keep-both conflict copy and the file was reset to the old version; it is the document's next version.
-  it.skipIf(!has('vim'))('mv, a vim edit, then the same rename on the service: the edit is the next version, no conflict copy, the restored copies go', async () => {
-    const { w, d, folderId } = await started('auto');
-    const c = w.emulator.control;
-    const f = c.createFolder(w.binderId, { name: 'F', parentId: folderId });
-    const x = c.addDocument(w.binderId, f.id, 'x.txt', 'original x\n').document;
-    c.addDocument(w.binderId, f.id, 'z.txt', 'untouched z\n');
-    const at = (rel: string) => path.join(w.local, 'Docs', rel);
-    await eventually(() => fs.existsSync(at('F/x.txt')) && fs.existsSync(at('F/z.txt')), 20_000, 'the folder downloaded', d.tail);
-    execFileSync('mv', [at('F'), at('G')]);
-    await eventually(() => fs.existsSync(at('F/x.txt')) && fs.existsSync(at('F/z.txt')), 20_000, 'the old folder restored', d.tail);
-    execFileSync('vim', ['-u', 'NONE', '-N', '-n', '-es', '-c', '%s/original/edited in vim/', '-c', 'wq', at('G/x.txt')], { stdio: 'ignore', timeout: 10_000 });
-    c.renameFolder(f.id, 'G');
-    const edited = sha256('edited in vim x\n');
-    await eventually(() => remoteVersions(w).get('x.txt')?.at(-1) === edited && !fs.existsSync(at('F')), 30_000, 'the edit uploaded, the old folder gone', d.tail);
-    await sleep(2_500);
-    expect([...remoteVersions(w).keys()].sort(), d.tail()).toEqual(['x.txt', 'z.txt']);
-    expect(remoteVersions(w).get('x.txt')).toEqual([sha256('original x\n'), edited]);
-    expect(c.getDocument(x.id).folderId).toBe(f.id);
-    expect(fs.readdirSync(at('G')).sort()).toEqual(['x.txt', 'z.txt']);
-    expect(fs.readFileSync(at('G/x.txt'), 'utf8')).toBe('edited in vim x\n');
-  });
-});
-
 describe('binder-sync run (default watcher) with folders removed and made again', () => {
   it('rm -r then mkdir -p of a synced folder tree: files written into it later still upload at once', async () => {
     const { w, d, folderId } = await started('auto');

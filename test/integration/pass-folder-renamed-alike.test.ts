@@ -7,7 +7,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { listTrashEntries } from '../../src/local/trash-entries.js';
 import { runPass } from '../../src/sync/pass.js';
 import { openTestPair, type TestPair } from './pass-fixture.js';
 
@@ -90,7 +89,7 @@ it.each(ALIKE_CASES)('%s', async (_name, renamedTo) => {
   }
 });
 
-it('renamed here first (the old folder restored by a pass), edited, then renamed alike on the service: the restored copies go to the trash, the edit is the next version', async () => {
+it("renamed here first (the old folder restored by a pass, a colleague's version downloaded into it), edited, then renamed alike on the service: the edit is kept both ways, the colleague's version stays the latest (black-box round 38b, F1)", async () => {
   const { p, folder, x, at } = await synced('alike-restored');
   try {
     fs.renameSync(at('Docs/F'), at('Docs/G'));
@@ -98,20 +97,24 @@ it('renamed here first (the old folder restored by a pass), edited, then renamed
     // The service cannot rename: the old paths are restored, the new folder's files wait for a remote folder.
     expect(first.issues.filter((i) => i.code === 'waiting-for-remote-folder').map((i) => i.relPath).sort()).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
     expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: original x', 'F/z.txt: untouched z', 'G/x.txt: original x', 'G/z.txt: untouched z']);
-    sedInPlace(at('Docs/G/x.txt'));
+    emu.control.addVersion(x, "a colleague's x\n");
+    await runPass(p.rt);
+    expect(fs.readFileSync(at('Docs/F/x.txt'), 'utf8')).toBe("a colleague's x\n");
+    sedInPlace(at('Docs/G/x.txt')); // edited from the original, never having seen the colleague's version
     emu.control.renameFolder(folder, 'G');
     p.rt.cache.foldersAt = 0;
     const r = await runPass(p.rt);
     expect(r.execution?.failures).toEqual([]);
-    expect(r.issues).toEqual([]);
-    expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
     expect(r.converged).toBe(true);
-    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
-    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
-    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
-    // The restored copies are in the trash, not lost.
-    const trashed = listTrashEntries(p.rt.trash.dir).entries.map((e) => `${e.originalPath}: ${fs.readFileSync(path.join(p.rt.trash.dir, e.entry), 'utf8').trim()}`).sort();
-    expect(trashed).toEqual(['Docs/F/x.txt: original x', 'Docs/F/z.txt: untouched z']);
+    // Not uploaded over the colleague's version as if edited from it: kept both ways, nothing superseded unsaid.
+    expect(versions(x)).toEqual(['original x\n', "a colleague's x\n"]);
+    const names = remoteNames(p.binderId);
+    expect(names.filter((n) => !n.includes('(conflict'))).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
+    expect(names.filter((n) => n.includes('(conflict'))).toHaveLength(1);
+    const local = filesUnder(at('Docs'));
+    expect(local).toContain("G/x.txt: a colleague's x");
+    expect(local.filter((l) => l.includes('(conflict')).map((l) => l.split(': ')[1])).toEqual(['edited with sed x']);
+    expect(fs.existsSync(at('Docs/F'))).toBe(false);
     expect((await runPass(p.rt)).plan.groups).toEqual([]);
   } finally {
     await p.close();
