@@ -242,7 +242,7 @@ function planBase(s: PassState, b: BaseEntry): boolean {
   // An entry whose file was trashed to break a rename cycle is planned as "locally deleted".
   const vacated = s.vacated.has(b.documentId);
   let l = vacated ? 'deleted' : s.view.localState(b);
-  const r = s.view.remoteState(b);
+  let r = s.view.remoteState(b);
   // 'deleted' with a file at the key: that file is another document's, renamed there alike (localState).
   let file = l === 'deleted' ? undefined : s.view.local.files.get(b.key);
   const doc = s.view.remote.docs.get(b.documentId);
@@ -270,6 +270,17 @@ function planBase(s: PassState, b: BaseEntry): boolean {
       if (l !== 'deleted') stranger = file;
       file = own;
       l = s.view.contentState(b, own);
+    }
+  }
+  // The document is still listed at b's path, but in another folder of that name (b's folder renamed away, another
+  // renamed to its old name) while b's own file moved with b's folder here: the file follows the document, as for a
+  // remote move. Restored instead, the own file went up as a second document (crash-sim soak seed -543948209).
+  if (l === 'deleted' && !vacated && doc && (r === 'unchanged' || r === 'modified') && s.ctx.direction !== 'upload') {
+    const own = s.view.ownFileMovedWithFolder(b);
+    if (own && !s.consumedLocal.has(own.key)) {
+      file = own;
+      l = s.view.contentState(b, own);
+      r = r === 'modified' ? 'moved-modified' : 'moved';
     }
   }
   // Found by neither its inode nor a loose name: b's file by its place, a name in its folder's new place

@@ -533,6 +533,19 @@ const FOUND_HISTORIES: Array<{ why: string; policy: Policy; ops: Op[] }> = [
       { t: 'local-rename', pick: 0, dir: 0, name: 0 },
     ],
   },
+  {
+    // A folder renamed alike on both sides (B -> S), the document then moved on the service to folder A, which is
+    // renamed to B: the document is listed at its old path again, in another folder, while its own file moved with
+    // folder B to S/a.txt. The old path was restored with a download, and the own file went up as a second document
+    // (seed -543948209). The file follows its document back, as for a remote move.
+    why: "a document listed at its old path in another folder, its own file moved with its folder, follows it back",
+    policy: 'local-wins',
+    ops: [
+      { t: 'remote-add', folder: 1, name: 0, content: 1 }, { t: 'crash', cuts: [3], torn: 0, variant: 0 },
+      { t: 'rename-folder-alike', folder: 1, name: 2 }, { t: 'remote-move', pick: 0, folder: 0 },
+      { t: 'remote-rename-folder', folder: 0, name: 1 },
+    ],
+  },
 ];
 
 describe('reconcile simulation with crashes: histories found by soak runs', () => {
