@@ -91,6 +91,17 @@ export function occupancy(s: PassState, key: PathKey, self: BaseEntry | null): O
   }
   const file = view.local.files.get(key);
   if (file && holder !== self) {
+    // Another document's own file, moved with its folder, that moves on in this pass to a free path (a chain of
+    // renames in a folder renamed alike, `y -> w` then `x -> y`): free once it has (as for a row leaving its path).
+    // Compared with self's document instead, it was kept both ways as a duplicate (black-box round 38b, F4).
+    const mover = view.movingWithFolderAt(key);
+    if (mover !== undefined && mover !== self) {
+      const after = out.releasedBy(key);
+      if (after !== undefined) return { kind: 'free', after };
+      const to = view.remote.docs.get(mover.documentId)?.key;
+      const clear = to !== undefined && !view.local.files.has(to) && !view.baseByKey.has(to) && !out.isClaimed(to);
+      if (clear && !s.decided.has(mover.documentId)) return { kind: 'defer' };
+    }
     if (s.consumedLocal.has(key)) return { kind: 'blocked', code: 'path-collision', detail: 'the local file there is already claimed' };
     return { kind: 'unbased-local', file };
   }

@@ -41,6 +41,8 @@ export class ReconcileView {
   private unmappableById: Map<string, RemoteObservation['unmappable'][number]> | null = null;
   /** Local files that are a synced document's own file renamed alike on both sides, by key (built on first use). */
   private renamedAlikeByKey: Map<PathKey, BaseEntry> | null = null;
+  /** Local files that are a synced document's own file moved with its folder, to be moved on, by key (first use). */
+  private movedWithFolderByKey: Map<PathKey, BaseEntry> | null = null;
 
   constructor(
     readonly base: ReadonlyMap<string, BaseEntry>,
@@ -185,6 +187,23 @@ export class ReconcileView {
     if (key === b.key || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);
     return there !== undefined && there.inode === b.inode && there.sha256 !== null ? there : undefined;
+  }
+
+  /**
+   * The synced document whose own file, moved with its folder (ownFileMovedWithFolder), sits at `key` and is to move
+   * on to where its document is now (renamed on the service too): a file that leaves this path in this pass.
+   */
+  movingWithFolderAt(key: PathKey): BaseEntry | undefined {
+    if (this.movedWithFolderByKey === null) {
+      this.movedWithFolderByKey = new Map();
+      for (const b of this.followsRenames ? this.bases : []) {
+        if (this.local.files.get(b.key)?.inode === b.inode || this.isUnknown(b.key)) continue;
+        const own = this.ownFileMovedWithFolder(b);
+        const doc = this.remote.docs.get(b.documentId);
+        if (own !== undefined && doc !== undefined && doc.key !== own.key && !this.movedWithFolderByKey.has(own.key)) this.movedWithFolderByKey.set(own.key, b);
+      }
+    }
+    return this.movedWithFolderByKey.get(key);
   }
 
   /**

@@ -8,6 +8,7 @@ import type {
   Issue,
   LocalFile,
   LocalObservation,
+  PathKey,
   Plan,
   ReconcileContext,
   RemoteDoc,
@@ -360,7 +361,7 @@ function placedFile(s: PassState, b: BaseEntry, doc: RemoteDoc): LocalFile | und
 
 /** Commits one entry's steps (as its own group, or after the group that frees its target). */
 /** Commits b's actions at its key; false when another change of this pass holds the key (reported). */
-function commitBase(s: PassState, b: BaseEntry, actions: Action[], releasesKey: boolean, after?: number): boolean {
+function commitBase(s: PassState, b: BaseEntry, actions: Action[], releasesKey: boolean, after?: number, alsoFrees?: PathKey): boolean {
   const g = s.out.commit(b.key, actions, after);
   if (g === null) {
     if (actions.length > 0) collision(s, b.relPath, 'another change in this pass writes the same path', b.documentId);
@@ -368,6 +369,7 @@ function commitBase(s: PassState, b: BaseEntry, actions: Action[], releasesKey: 
   }
   // A second row on a key (see leftItsKey) frees nothing there: the row that holds the key stays.
   if (releasesKey && s.view.baseByKey.get(b.key) === b) s.out.release(b.key, g);
+  if (alsoFrees !== undefined) s.out.release(alsoFrees, g);
   return true;
 }
 
@@ -490,7 +492,8 @@ function followRemoteMove(
     ? [moveLocal(file, doc), ...contentStepsAt(s, b, movedTo(file, doc), l === 'modified', remoteModified, doc)]
     : [download(doc, null, 'remote-modified')];
   if (stranger !== undefined) keepAsLocalFile(s, b, stranger, actions, 'new-local', occ.after);
-  else commitBase(s, b, actions, true, occ.after);
+  // A file moved on from where it was found (its folder's new place) frees that path for another's move there.
+  else commitBase(s, b, actions, true, occ.after, file !== undefined && file.key !== b.key ? file.key : undefined);
   return true;
 }
 

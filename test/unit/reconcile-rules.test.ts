@@ -714,6 +714,19 @@ describe('remote moves onto occupied paths', () => {
       expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([['move papers/a.txt -> papers/b.txt']]);
       expect(p.issues).toEqual([{ relPath: 'docs/a.txt', documentId: 'd1', code: 'path-collision', detail: 'its remote folder is now "papers", where something of this name already is' }]);
     });
+    it('a chain of renames on the service (y -> w, then x -> y): each file moves on in turn, no conflict, no copy (black-box round 38b, F4)', () => {
+      const w = new World(false).folder('f0', 'keep').folder('f1', 'papers').dir('papers');
+      w.synced('d0', 'keep/k.txt', 'f0');
+      w.baseRow('dx', 'docs/x.txt', 'v1', 'f1', 'hx');
+      w.baseRow('dy', 'docs/y.txt', 'v1', 'f1', 'hy');
+      w.file('papers/x.txt', 'hx');
+      w.file('papers/y.txt', 'hy');
+      w.doc('dy', 'papers/w.txt', 'v1', 'f1');
+      w.doc('dx', 'papers/y.txt', 'v1', 'f1');
+      const p = plan(w);
+      expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([['move papers/y.txt -> papers/w.txt', 'move papers/x.txt -> papers/y.txt']]);
+      expect(p.issues).toEqual([]);
+    });
     it('the new name taken by a new local file: that file is compared with the document, the unchanged own file trashed (not uploaded again)', () => {
       const taken = movedWithFolder('h1', 'v1');
       taken.file('papers/b.txt', 'h3');
