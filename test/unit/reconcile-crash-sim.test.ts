@@ -87,6 +87,10 @@ class CrashWorld {
         const to = this.w.local.get(i.base.relPath);
         if (!to || to.inode !== i.inode) continue;
         if (this.w.local.get(i.from)?.inode === i.inode) this.w.local.delete(i.from);
+        // The old link a torn move left, moved since by the user's rename of its directory: the intent cannot find
+        // it, and it is a second name of the file, a new document as any hard link made by hand (seeds -49949213,
+        // 746753561).
+        else for (const [p, f] of this.w.local) if (f.inode === i.inode && p !== i.base.relPath) this.w.renamedLocally.add(f.content);
         const holder = [...this.w.base.values()].find((b) => b.key === i.base.key);
         if (!holder || holder.documentId === i.base.documentId) this.w.base.set(i.base.documentId, i.base);
       }
@@ -544,6 +548,29 @@ const FOUND_HISTORIES: Array<{ why: string; policy: Policy; ops: Op[] }> = [
       { t: 'remote-add', folder: 1, name: 0, content: 1 }, { t: 'crash', cuts: [3], torn: 0, variant: 0 },
       { t: 'rename-folder-alike', folder: 1, name: 2 }, { t: 'remote-move', pick: 0, folder: 0 },
       { t: 'remote-rename-folder', folder: 0, name: 1 },
+    ],
+  },
+  {
+    // A move torn between its link and its unlink (the file at both paths), then the old path's directory renamed
+    // alike on both sides before the restart: the intent finds the file at its new path but not the old link, which
+    // the rename took along; a second name of the file, uploaded as a new document by design (seed -49949213).
+    why: "a torn move's old link moved by the user's rename is a new local file",
+    policy: 'local-wins',
+    ops: [
+      { t: 'local-write', dir: 0, name: 0, content: 1 }, { t: 'crash', cuts: [3], torn: 0, variant: 0 },
+      { t: 'remote-move', pick: 0, folder: 1 }, { t: 'crash', cuts: [0], torn: 0, variant: 0 },
+      { t: 'rename-folder-alike', folder: 0, name: 2 }, { t: 'crash', cuts: [0], torn: 0, variant: 0 },
+    ],
+  },
+  {
+    // The same with a sub-folder (A/S renamed A/A) and a local rename after it (seed 746753561).
+    why: "a torn move's old link moved by the user's rename of a sub-folder is a new local file",
+    policy: 'remote-wins',
+    ops: [
+      { t: 'local-write', dir: 2, name: 0, content: 1 }, { t: 'local-write', dir: 0, name: 0, content: 0 },
+      { t: 'crash', cuts: [0], torn: 4, variant: 1 }, { t: 'crash', cuts: [3], torn: 0, variant: 0 },
+      { t: 'remote-move', pick: 3, folder: 1 }, { t: 'crash', cuts: [0], torn: 0, variant: 0 },
+      { t: 'rename-folder-alike', folder: 2, name: 0 }, { t: 'local-rename', pick: 0, dir: 0, name: 0 },
     ],
   },
 ];
