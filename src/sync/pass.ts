@@ -462,7 +462,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     recordEditsOfDeleted(rt, plan, report.execution, now());
     const refused = rememberRefused(rt, plan, report.execution, now().getTime());
     rememberUnreplaceable(rt.unreplaceable, plan, report.execution.failures, now().getTime(), folderCheckIn(rt.pair.localPath));
-    const urlsRefused = rememberRefusedUrls(rt.refusedUrls, plan, report.execution, now().getTime());
+    const urlsRefused = rememberRefusedUrls(rt.refusedUrls, plan, report.execution, now().getTime(), rt.caseInsensitive);
     const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx, rt.metadata);
     const replaced = rememberPutBackLooks(rt, report.execution);
     if (replaced.size > 0) {

@@ -11,6 +11,7 @@
 // tries once per run (the client gives up after a few URLs, service/transfers.ts MAX_URL_REFUSALS).
 import type { ExecutionReport } from './executor.js';
 import type { Action, Issue, Plan } from './model.js';
+import { pathKey } from './path-key.js';
 import { contentIdOf, keepItems } from './plan-filters.js';
 
 /** Failure codes that hold a step back, by which way storage refused the step's content. */
@@ -89,7 +90,7 @@ function issueOf(m: RefusedUrl): Issue {
  * that went through; after a pass the service stopped early (ExecutionReport.stoppedBy), a step that did not fail
  * may not have run, and its entry is kept.
  */
-export function rememberRefusedUrls(memo: RefusedUrls, plan: Plan, execution: Pick<ExecutionReport, 'failures' | 'stoppedBy'>, at: number): Issue[] {
+export function rememberRefusedUrls(memo: RefusedUrls, plan: Plan, execution: Pick<ExecutionReport, 'failures' | 'stoppedBy'>, at: number, caseInsensitive = false): Issue[] {
   const failed = new Map(execution.failures.filter((f) => f.kind === 'download' || f.kind === 'upload' || f.kind === 'conflict').map((f) => [f.relPath, f]));
   const stopped = execution.stoppedBy !== null && execution.stoppedBy !== undefined;
   const issues: Issue[] = [];
@@ -101,11 +102,16 @@ export function rememberRefusedUrls(memo: RefusedUrls, plan: Plan, execution: Pi
         if (f !== undefined || !stopped) memo.delete(a.key);
         continue;
       }
-      const subject = subjectOf(a);
-      const before = memo.get(a.key);
+      // A keep-both conflict whose copy's upload storage refused: the copy, now a new local file at its own path,
+      // is what waits (said there, and held as that file's upload: it was said at the original path, which holds
+      // the remote version by then, and tried once more at the next pass: black-box round 38b, F5c).
+      const copy = a.kind === 'conflict' && a.policy === 'keep-both' && a.uploadConflictCopy && HELD_CODES.get(f.code) === 'upload';
+      const key = copy ? pathKey(a.conflictPath, caseInsensitive) : a.key;
+      const subject = copy ? contentIdOf(a.local) : subjectOf(a);
+      const before = memo.get(key);
       const again = before !== undefined && before.subject === subject && before.code === f.code;
-      const held: RefusedUrl = { relPath: a.relPath, documentId: documentIdOf(a), subject, code: f.code, at, tries: again ? before.tries + 1 : 1 };
-      memo.set(a.key, held);
+      const held: RefusedUrl = { relPath: copy ? a.conflictPath : a.relPath, documentId: copy ? null : documentIdOf(a), subject, code: f.code, at, tries: again ? before.tries + 1 : 1 };
+      memo.set(key, held);
       issues.push(issueOf(held));
     }
   }

@@ -125,6 +125,14 @@ describe('uploads whose presigned URLs storage refused', () => {
     expect(withheldAsRefusedUrls(plan(upload('big.bin', null, 6)), big, 1_000).groups).toHaveLength(1);
   });
 
+  it("a keep-both conflict whose copy's upload was refused: said at the copy, and the copy's upload (the next pass's new file) is held", () => {
+    const memo: RefusedUrls = new Map();
+    const keepBoth: Action = { ...conflict('c.txt'), policy: 'keep-both', uploadConflictCopy: true } as Action;
+    const said = rememberRefusedUrls(memo, plan(keepBoth), ran([failure('c.txt', 'STORAGE_SLOT_EXPIRED', 'conflict')]), 0);
+    expect(said.map((i) => [i.relPath, i.code])).toEqual([['c.txt (conflict)', 'local-change-not-uploaded']]);
+    expect(withheldAsRefusedUrls(plan(upload('c.txt (conflict)')), memo, 1_000).groups).toHaveLength(0);
+    expect(withheldAsRefusedUrls(plan(upload('c.txt (conflict)', 'bbb')), memo, 1_000).groups).toHaveLength(1);
+  });
   it('a refusal of one direction does not pass for the other: a conflict whose upload was refused is said as an upload', () => {
     const memo: RefusedUrls = new Map();
     const said = rememberRefusedUrls(memo, plan(conflict('c.txt')), ran([failure('c.txt', 'STORAGE_SLOT_EXPIRED', 'conflict')]), 0);
