@@ -41,6 +41,8 @@ export class ReconcileView {
   private unmappableById: Map<string, RemoteObservation['unmappable'][number]> | null = null;
   /** Local files that are a synced document's own file renamed alike on both sides, by key (built on first use). */
   private renamedAlikeByKey: Map<PathKey, BaseEntry> | null = null;
+  /** Base rows by the directory key they lie in (built on first use). */
+  private rowsByDir: Map<PathKey, BaseEntry[]> | null = null;
   /** Local files that are a synced document's own file moved with its folder, to be moved on, by key (first use). */
   private movedWithFolderByKey: Map<PathKey, BaseEntry> | null = null;
 
@@ -136,9 +138,29 @@ export class ReconcileView {
       if (ids.size !== 1) return null;
       const folder = this.remote.folders.get([...ids][0]!);
       if (folder === undefined || folder.key === k) return null;
+      // The directory itself moved there too (its synced files, by their inodes, are in the folder's new place): a
+      // directory here now is a new one, whose files wait for a folder of their own. Followed, a new file in it was
+      // said as colliding with the moved file of its name (black-box round 38b, F5a).
+      if (this.movedAlongFrom(k)) return null;
       return folder.key + dirKey.slice(k.length);
     }
     return null;
+  }
+
+  /** Whether a synced file of directory `dirKey` (its inode) is found where its folder or its document is now. */
+  private movedAlongFrom(dirKey: PathKey): boolean {
+    this.rowsByDir ??= this.indexRowsByDir();
+    return (this.rowsByDir.get(dirKey) ?? []).some((b) => this.ownFileMovedWithFolder(b) !== undefined || this.ownFileRenamedAlike(b) !== undefined);
+  }
+
+  private indexRowsByDir(): Map<PathKey, BaseEntry[]> {
+    const out = new Map<PathKey, BaseEntry[]>();
+    for (const b of this.bases) {
+      const list = out.get(parentOf(b.key));
+      if (list) list.push(b);
+      else out.set(parentOf(b.key), [b]);
+    }
+    return out;
   }
 
   /**

@@ -709,10 +709,11 @@ describe('remote moves onto occupied paths', () => {
       const w = movedWithFolder('h1', 'v1');
       w.file('docs/a.txt', 'h9');
       const p = plan(w);
-      // Not d1's edit (never its version, nor moved to its path): a new file, which goes into the folder's new
-      // place once the name there is free (the next pass), said as such meanwhile.
+      // Not d1's edit (never its version, nor moved to its path): a new file in a new directory (the old one moved to
+      // papers/ with its files), which waits for a remote folder of its own, said so from the first pass (black-box
+      // round 38b, F5a: it was said as colliding with the moved file, then as waiting).
       expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([['move papers/a.txt -> papers/b.txt']]);
-      expect(p.issues).toEqual([{ relPath: 'docs/a.txt', documentId: 'd1', code: 'path-collision', detail: 'its remote folder is now "papers", where something of this name already is' }]);
+      expect(p.issues).toEqual([{ relPath: 'docs/a.txt', documentId: 'd1', code: 'waiting-for-remote-folder', detail: 'no remote folder for "docs" yet; the service cannot create folders' }]);
     });
     it('a chain of renames on the service (y -> w, then x -> y): each file moves on in turn, no conflict, no copy (black-box round 38b, F4)', () => {
       const w = new World(false).folder('f0', 'keep').folder('f1', 'papers').dir('papers');
