@@ -36,5 +36,11 @@ export function pendingOf(r: Pick<PassReport, 'plan' | 'execution' | 'deferredTr
   // Uploads that turned out to be earlier versions put back from a backup are done too, though not as uploads.
   const restored = r.execution?.restoredStale ?? 0;
   const later = r.deferredTransfers ?? { uploads: 0, downloads: 0 };
-  return { uploads: Math.max(0, left('upload') - restored) + later.uploads, downloads: left('download') + left('conflict') + later.downloads };
+  // A conflict that failed at its upload (storage refused the URLs) has fetched the remote side: what is left of it
+  // is an upload (black-box round 38b, F5c: status said "1 download" for a document already downloaded).
+  const uploadLeft = (r.execution?.failures ?? []).filter((f) => f.kind === 'conflict' && f.code === 'STORAGE_SLOT_EXPIRED').length;
+  return {
+    uploads: Math.max(0, left('upload') - restored) + later.uploads + uploadLeft,
+    downloads: Math.max(0, left('download') + left('conflict') - uploadLeft) + later.downloads,
+  };
 }

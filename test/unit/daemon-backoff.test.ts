@@ -116,6 +116,14 @@ describe('pass report reading', () => {
     expect(pendingOf(report(groups, {}, true))).toEqual({ uploads: 2, downloads: 2 });
   });
 
+  it('counts a conflict that failed at its upload (storage refused the URLs) as an upload left, not a download', () => {
+    const r = report([[action('conflict')], [action('download')]], { download: 1 });
+    r.execution!.failures = [{ kind: 'conflict', relPath: 'conflict.txt', code: 'STORAGE_SLOT_EXPIRED', retryable: true, message: 'refused' }];
+    expect(pendingOf(r)).toEqual({ uploads: 1, downloads: 0 });
+    r.execution!.failures = [{ kind: 'conflict', relPath: 'conflict.txt', code: 'STORAGE_LINK_EXPIRED', retryable: true, message: 'refused' }];
+    expect(pendingOf(r)).toEqual({ uploads: 0, downloads: 1 });
+  });
+
   it('counts what a safety gate held back as pending (a blocked plan has no groups)', () => {
     const blocked = report([], {}, true);
     blocked.plan.blocked = { code: 'max-delete', message: 'too many', held: { upload: 1, 'trash-local': 25, download: 3, conflict: 1 } };
