@@ -176,6 +176,12 @@ export interface ReconcileContext {
    * or moved on the service), with that folder's id: where a new file left in one of them goes (followed-folders.ts).
    */
   followedFolders?: ReadonlyMap<PathKey, string>;
+  /**
+   * Documents whose file this process put back at its path because it was missing locally (restore-local-delete:
+   * the base's own version), with that version: a file renamed away here is then known to hold that version or an
+   * edit of it (ReconcileView.ownFileByPlace). Kept in memory only.
+   */
+  restoredVersions?: ReadonlyMap<string, string>;
 }
 
 /** How a waiting-for-remote-folder detail begins; the folder named after it is what issue-groups.ts groups by. */

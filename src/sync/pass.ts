@@ -463,6 +463,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     const refused = rememberRefused(rt, plan, report.execution, now().getTime());
     rememberUnreplaceable(rt.unreplaceable, plan, report.execution.failures, now().getTime(), folderCheckIn(rt.pair.localPath));
     const urlsRefused = rememberRefusedUrls(rt.refusedUrls, plan, report.execution, now().getTime(), rt.caseInsensitive);
+    rememberRestored(rt.restoredVersions, plan, report.execution);
     const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx, rt.metadata);
     const replaced = rememberPutBackLooks(rt, report.execution);
     if (replaced.size > 0) {
@@ -674,6 +675,7 @@ function reconcileContext(rt: PairRuntime, now: () => Date, force: boolean): Rec
     forgottenContent: rt.store.loadForgottenContent(),
     ignoredLocally: (relPath) => rt.ignore.ignores(relPath, false),
     followedFolders: loadFollowedFolders(rt.store, now().getTime()),
+    restoredVersions: rt.restoredVersions,
   };
 }
 
@@ -922,6 +924,14 @@ function nothingToDo(
     blockedAgain: false,
     folderTreeFrom: o.treeWalkedAt !== null ? null : (rt.store.getMeta(TREE_WALKED_AT) ?? null),
   };
+}
+
+/** The documents this pass put back at their path (restore-local-delete downloads that went through), by version. */
+function rememberRestored(memo: Map<string, string>, plan: Plan, execution: ExecutionReport): void {
+  const failed = new Set(execution.failures.map((f) => f.relPath));
+  for (const g of plan.groups) {
+    for (const a of g) if (a.kind === 'download' && a.reason === 'restore-local-delete' && !failed.has(a.relPath)) memo.set(a.doc.documentId, a.doc.versionId);
+  }
 }
 
 /**

@@ -54,6 +54,8 @@ export class ReconcileView {
     private readonly followedFolders?: ReadonlyMap<PathKey, string>,
     /** False in an upload-only pair, which follows no remote rename (ownFileRenamedAlike finds nothing). */
     private readonly followsRenames = true,
+    /** ReconcileContext.restoredVersions. */
+    private readonly restoredVersions?: ReadonlyMap<string, string>,
   ) {
     this.bases = [...base.values()].sort((a, b) => cmp(a.key, b.key) || cmp(a.documentId, b.documentId));
     // Two base rows on one key: a crash between two steps of one group (a row written onto a key that another
@@ -238,12 +240,18 @@ export class ReconcileView {
    * file's inode there says nothing: `sed -i` on several files hands each freed inode to the next one's new file.)
    * Not while b's old path or directory is there: a copy the daemon restored there meanwhile (the rename made here
    * first) may have taken a colleague's newer version since, which the file at the new place never saw: compared as
-   * b's edit, it went up over that version with no conflict (black-box round 38b, F1). Undefined when none.
+   * b's edit, it went up over that version with no conflict (black-box round 38b, F1). Unless that copy is the one
+   * this process restored, unchanged, and b is still at the version it restored (the base's own version when the
+   * file went missing: the version the file renamed away holds or was edited from): with the daemon running, the
+   * common order of events (the rename made here, then on the service) made every edit a conflict copy (round 38c).
+   * Undefined when none.
    */
   ownFileByPlace(b: BaseEntry): LocalFile | undefined {
     const folder = this.remote.folders.get(b.folderId);
     if (!this.followsRenames || folder === undefined || folder.key === '' || folder.key === parentOf(b.key)) return undefined;
-    if (this.localState(b) !== 'deleted' || this.local.dirs.has(parentOf(b.key)) || this.local.files.has(b.key)) return undefined;
+    const copy = this.local.files.get(b.key);
+    const restoredCopy = copy !== undefined && copy.inode === b.inode && this.restoredVersions?.get(b.documentId) === b.versionId && this.localState(b) === 'unchanged';
+    if (!restoredCopy && (this.localState(b) !== 'deleted' || this.local.dirs.has(parentOf(b.key)) || copy !== undefined)) return undefined;
     const key = `${folder.key}/${baseNameOf(b.key)}`;
     if (this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);

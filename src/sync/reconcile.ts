@@ -78,7 +78,7 @@ export function reconcile(
   remote: RemoteObservation,
   ctx: ReconcileContext,
 ): Plan {
-  const view = new ReconcileView(base, local, remote, ctx.ignoredLocally, ctx.followedFolders, ctx.direction !== 'upload');
+  const view = new ReconcileView(base, local, remote, ctx.ignoredLocally, ctx.followedFolders, ctx.direction !== 'upload', ctx.restoredVersions);
   const s: PassState = {
     view,
     ctx,
@@ -285,10 +285,12 @@ function planBase(s: PassState, b: BaseEntry): boolean {
     }
   }
   // Found by neither its inode nor a loose name: b's file by its place, a name in its folder's new place
-  // (ReconcileView.ownFileByPlace).
-  if (doc && !vacated && file === undefined && l === 'deleted' && (r === 'moved' || r === 'moved-modified')) {
+  // (ReconcileView.ownFileByPlace). The copy this process restored at the old path goes to the trash first.
+  let oldCopy: LocalFile | undefined;
+  if (doc && !vacated && (file === undefined || file.key === b.key) && (l === 'deleted' || l === 'unchanged') && (r === 'moved' || r === 'moved-modified')) {
     const placed = placedFile(s, b, doc);
     if (placed) {
+      oldCopy = file;
       file = placed;
       l = s.view.contentState(b, placed);
     }
@@ -319,7 +321,7 @@ function planBase(s: PassState, b: BaseEntry): boolean {
       break;
     case 'unchanged/moved': case 'unchanged/moved-modified': case 'modified/moved': case 'modified/moved-modified':
     case 'deleted/moved': case 'deleted/moved-modified':
-      done = followRemoteMove(s, b, l, r === 'moved-modified', file, must(doc), stranger);
+      done = followRemoteMove(s, b, l, r === 'moved-modified', file, must(doc), stranger, oldCopy);
       break;
     case 'unchanged/deleted': case 'modified/deleted':
       remoteDeleted(s, b, l === 'modified', must(file));
@@ -462,7 +464,7 @@ function bothChanged(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc
  * the content change; a local delete is treated as "restore at the new path" (the remote change wins).
  */
 function followRemoteMove(
-  s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc, stranger?: LocalFile,
+  s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc, stranger?: LocalFile, oldCopy?: LocalFile,
 ): boolean {
   if (s.ctx.direction === 'upload') {
     uploadModeRemoteMove(s, b, l, remoteModified, file, doc);
@@ -481,7 +483,7 @@ function followRemoteMove(
   // b's own file is at the new path already (renamed alike): nothing moves, the row follows it, once the entry
   // that held the path (if any) has left it.
   if (file !== undefined && file.key === doc.key) {
-    followedLocally(s, b, doc, file, occ.after, stranger);
+    followedLocally(s, b, doc, file, occ.after, stranger, oldCopy);
     return true;
   }
   if (occ.kind === 'unbased-local') {
@@ -489,7 +491,7 @@ function followRemoteMove(
     return true;
   }
   const actions = file
-    ? [moveLocal(file, doc), ...contentStepsAt(s, b, movedTo(file, doc), l === 'modified', remoteModified, doc)]
+    ? [...trashedFirst(b, oldCopy), moveLocal(file, doc), ...contentStepsAt(s, b, movedTo(file, doc), l === 'modified', remoteModified, doc)]
     : [download(doc, null, 'remote-modified')];
   if (stranger !== undefined) keepAsLocalFile(s, b, stranger, actions, 'new-local', occ.after);
   // A file moved on from where it was found (its folder's new place) frees that path for another's move there.
@@ -551,8 +553,20 @@ function renamedAlikeLocally(b: BaseEntry, there: LocalFile): boolean {
   return b.inode !== 0 && there.inode === b.inode && there.sha256 !== null;
 }
 
-/** `stranger`: a file at b's old path that is not b's; kept there as a new local file once b's row has left. */
-function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: LocalFile, after?: number, stranger?: LocalFile): void {
+/**
+ * The unchanged copy this process restored at b's old path, when b's file is found elsewhere by its place: trashed
+ * first (its content is b's version), so that a crash after it leaves b "deleted locally", which finds the file by
+ * its place again.
+ */
+function trashedFirst(b: BaseEntry, oldCopy: LocalFile | undefined): Action[] {
+  return oldCopy === undefined ? [] : [trashLocal(oldCopy, b.documentId, 'replaced-by-remote-move')];
+}
+
+/**
+ * `stranger`: a file at b's old path that is not b's; kept there as a new local file once b's row has left.
+ * `oldCopy`: the copy restored there (trashedFirst).
+ */
+function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: LocalFile, after?: number, stranger?: LocalFile, oldCopy?: LocalFile): void {
   s.consumedLocal.add(there.key);
   s.consumedDocs.add(doc.documentId);
   const edited = s.view.contentState(b, there) === 'modified';
@@ -566,7 +580,7 @@ function followedLocally(s: PassState, b: BaseEntry, doc: RemoteDoc, there: Loca
     base: { ...b, ...(edited ? {} : statOf(there)), relPath: there.relPath, key: there.key, fileName: doc.fileName, folderId: doc.folderId },
     reason: 'renamed-alike',
   };
-  const own = steps.length > 0 ? steps : [adopt];
+  const own = [...trashedFirst(b, oldCopy), ...(steps.length > 0 ? steps : [adopt])];
   if (stranger !== undefined) keepAsLocalFile(s, b, stranger, own, 'new-local', after);
   else commitBase(s, b, own, true, after);
 }

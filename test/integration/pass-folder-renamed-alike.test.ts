@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { listTrashEntries } from '../../src/local/trash-entries.js';
 import { runPass } from '../../src/sync/pass.js';
 import { openTestPair, type TestPair } from './pass-fixture.js';
 
@@ -115,6 +116,30 @@ it("renamed here first (the old folder restored by a pass, a colleague's version
     expect(local).toContain("G/x.txt: a colleague's x");
     expect(local.filter((l) => l.includes('(conflict')).map((l) => l.split(': ')[1])).toEqual(['edited with sed x']);
     expect(fs.existsSync(at('Docs/F'))).toBe(false);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
+
+it('renamed here first (the old folder restored by a pass of this process), edited, then renamed alike on the service: the edit is the next version, the restored copies go to the trash (round 38c)', async () => {
+  const { p, folder, x, at } = await synced('alike-restored-same-version');
+  try {
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    await runPass(p.rt);
+    expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: original x', 'F/z.txt: untouched z', 'G/x.txt: original x', 'G/z.txt: untouched z']);
+    sedInPlace(at('Docs/G/x.txt'));
+    emu.control.renameFolder(folder, 'G');
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
+    expect(r.converged).toBe(true);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
+    const trashed = listTrashEntries(p.rt.trash.dir).entries.map((e) => e.originalPath).sort();
+    expect(trashed).toEqual(['Docs/F/x.txt', 'Docs/F/z.txt']);
     expect((await runPass(p.rt)).plan.groups).toEqual([]);
   } finally {
     await p.close();

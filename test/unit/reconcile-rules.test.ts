@@ -777,6 +777,19 @@ describe('remote moves onto occupied paths', () => {
         'conflict papers/a.txt d1@v1 base=none keep-both copy=papers/a (conflict T).txt upload-copy=true',
       ]]);
     });
+    it('the copy this process restored at the old path, unchanged, the row still at the version it restored: trashed first, the file is the document\'s (round 38c)', () => {
+      const w = renamedAlike('h2', 'v1', { oldCopy: 'h1' });
+      const restored = (version: string) => ({ restoredVersions: new Map([['d1', version]]) });
+      expect(summarizeGroups(plan(w, restored('v1')).groups)).toEqual([[
+        `trash docs/a.txt d1 expect=${Object.values(statFor('h1')).join(':')} replaced-by-remote-move`,
+        'upload papers/a.txt -> d1:f1/a.txt local-modified replaces=d1',
+      ]]);
+      // The row took another version since (a colleague's, downloaded into the copy): compared, kept both ways.
+      expect(steps(w, restored('v0')).flat()).toContain('conflict papers/a.txt d1@v1 base=none keep-both copy=papers/a (conflict T).txt upload-copy=true');
+      // The restored copy edited since: b's own file is that copy, the other a stranger's.
+      const edited = renamedAlike('h2', 'v1', { oldCopy: 'h3' });
+      expect(steps(edited, restored('v1')).flat().some((x) => x.startsWith('upload papers/a.txt -> d1:'))).toBe(false);
+    });
     it('not while the old directory is there (the file deleted from it, a file of its name made in the new place)', () => {
       const w = renamedAlike('h2', 'v1');
       w.dir('docs');
