@@ -18,10 +18,9 @@ import { downloadToTemp, type DownloadedTemp } from './download.js';
 import { FolderRecheck } from './name-recheck.js';
 import { recordDirMoveIntent, recordDownloadIntent, recordMoveIntent, recordPlainMoveIntent } from './intents.js';
 import type { ExecutorDeps } from './executor-deps.js';
-import { putBackWithOldTime, sameStat, statOf, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
+import { changedAt, putBackWithOldTime, sameStat, statOf, type Action, type ActionKind, type BaseEntry, type FileStat, type LocalFile, type Plan, type RemoteDoc } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { uploadLocalFile, versionHolds } from './upload.js';
-import { changedAt } from './plan-filters.js';
 import { versionsBefore, versionsBetween } from './version-order.js';
 
 export interface ActionFailure {

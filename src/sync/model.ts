@@ -43,6 +43,15 @@ export function putBackWithOldTime(local: FileStat, base: FileStat | undefined):
 }
 
 /** The stat fields alone (a LocalFile or a BaseEntry carries more). */
+/**
+ * When the file last changed: its ctime, which every write sets to the kernel's clock. Not its mtime, which
+ * `tar x`, `cp -p` or `touch -d` set to any date, the future included (a file from another clock would wait
+ * until then). A stat without a ctime (0) falls back to the mtime.
+ */
+export function changedAt(f: FileStat): number {
+  return f.ctimeMs > 0 ? f.ctimeMs : f.mtimeMs;
+}
+
 export function statOf(f: FileStat): FileStat {
   return { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs };
 }

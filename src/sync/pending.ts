@@ -7,14 +7,18 @@ export interface Pending {
   downloads: number;
 }
 
+/** A download-only pair's look at a file put back with an old time is no transfer (done or not, none is left). */
+function isLook(a: Action): boolean {
+  return a.kind === 'download' && a.reason === 'earlier-version-put-back';
+}
+
 /** The transfers in these groups. A conflict counts as a download: resolving it always starts by fetching. */
 export function transfersIn(groups: readonly (readonly Action[])[]): Pending {
   const out: Pending = { uploads: 0, downloads: 0 };
   for (const group of groups) {
     for (const a of group) {
       if (a.kind === 'upload') out.uploads++;
-      // A download-only pair's look at a file put back with an old time is no transfer (done or not, none is left).
-      else if ((a.kind === 'download' && a.reason !== 'earlier-version-put-back') || a.kind === 'conflict') out.downloads++;
+      else if ((a.kind === 'download' && !isLook(a)) || a.kind === 'conflict') out.downloads++;
     }
   }
   return out;
@@ -29,8 +33,7 @@ export function transfersIn(groups: readonly (readonly Action[])[]): Pending {
  */
 export function pendingOf(r: Pick<PassReport, 'plan' | 'execution' | 'deferredTransfers'>): Pending {
   const planned: Partial<Record<ActionKind, number>> = { ...r.plan.blocked?.held };
-  // A download-only pair's look at a file put back with an old time is no transfer (done or not, none is left).
-  for (const group of r.plan.groups) for (const a of group) if (!(a.kind === 'download' && a.reason === 'earlier-version-put-back')) planned[a.kind] = (planned[a.kind] ?? 0) + 1;
+  for (const group of r.plan.groups) for (const a of group) if (!isLook(a)) planned[a.kind] = (planned[a.kind] ?? 0) + 1;
   const done = r.execution?.done ?? {};
   const left = (k: ActionKind) => Math.max(0, (planned[k] ?? 0) - (done[k] ?? 0));
   // Uploads that turned out to be earlier versions put back from a backup are done too, though not as uploads.

@@ -2,7 +2,7 @@
 // local file they read has stopped changing. No I/O; the clock is a parameter.
 import type { IgnoreMatcher } from '../local/ignore.js';
 import type { MetadataResolver } from './metadata-rules.js';
-import type { Action, Issue, LocalFile, Plan, RemoteObservation, UploadTarget } from './model.js';
+import { changedAt, type Action, type Issue, type LocalFile, type Plan, type RemoteObservation, type UploadTarget } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 import { writesOf } from './reconcile-builder.js';
 import type { HeldUpload } from './upload.js';
@@ -42,14 +42,6 @@ export function keepItems(groups: Action[][], keep: (steps: Action[]) => boolean
 /** How far ahead of the clock a change time may be and still count as recent (see deferRecentlyWritten). */
 const CLOCK_AHEAD_TOLERANCE_MS = 60_000;
 
-/**
- * When the file last changed: its ctime, which every write sets to the kernel's clock. Not its mtime, which
- * `tar x`, `cp -p` or `touch -d` set to any date, the future included (a file from another clock would wait
- * until then). A stat without a ctime (0) falls back to the mtime.
- */
-export function changedAt(f: LocalFile): number {
-  return f.ctimeMs > 0 ? f.ctimeMs : f.mtimeMs;
-}
 
 /**
  * Drops the groups that would read a local file changed less than minAgeMs ago (uploads and conflicts): a file

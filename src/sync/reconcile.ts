@@ -353,7 +353,6 @@ function notOwnFile(b: BaseEntry, file: LocalFile | undefined): boolean {
 
 /** b's file by its place (ReconcileView.ownFileByPlace), if it is at doc's path or can be moved on to it. */
 function placedFile(s: PassState, b: BaseEntry, doc: RemoteDoc): LocalFile | undefined {
-  if (s.ctx.direction === 'upload') return undefined;
   const file = s.view.ownFileByPlace(b);
   if (file === undefined || s.consumedLocal.has(file.key)) return undefined;
   if (file.key === doc.key) return file;
@@ -361,7 +360,6 @@ function placedFile(s: PassState, b: BaseEntry, doc: RemoteDoc): LocalFile | und
   return occ === 'free' || occ === 'defer' ? file : undefined;
 }
 
-/** Commits one entry's steps (as its own group, or after the group that frees its target). */
 /** Commits b's actions at its key; false when another change of this pass holds the key (reported). */
 function commitBase(s: PassState, b: BaseEntry, actions: Action[], releasesKey: boolean, after?: number, alsoFrees?: PathKey): boolean {
   const g = s.out.commit(b.key, actions, after);
