@@ -126,6 +126,38 @@ describe.skipIf(!linux)('a file another program holds open for writing', () => {
     }
   });
 
+  it('nor settled as a conflict while it is being written, when the service has a new version too; once closed, both are kept', async () => {
+    const p = await openTestPair(emu, 'open-for-writing-conflict');
+    try {
+      const c = emu.control;
+      const folder = c.createFolder(p.binderId, { name: 'Docs' });
+      const { document } = c.addDocument(p.binderId, folder.id, 'both.txt', 'version 1\n');
+      await runPass(p.rt);
+      const file = path.join(p.local, 'Docs', 'both.txt');
+      const writer = spawn('sh', ['-c', 'exec 3>"$1"; printf "half of mine" >&3; echo ready; exec sleep 60', 'sh', file], { stdio: ['ignore', 'pipe', 'inherit'] });
+      await new Promise<void>((resolve) => writer.stdout!.once('data', () => resolve()));
+      try {
+        c.addVersion(document.id, "a colleague's\n");
+        c.resetCounters();
+        const held = await runPass(p.rt);
+        expect(held.plan.groups.flat().map((a) => a.kind)).toEqual(['conflict']);
+        expect(held.execution?.failures.map((f) => [f.kind, f.code, f.postponed])).toEqual([['conflict', 'LOCAL_CHANGED', true]]);
+        expect(held.execution?.failures[0]?.message).toMatch(/not uploaded yet: sleep \(pid \d+\) has it open for writing/);
+        expect([c.counters()['storage-get'], c.counters()['storage-put'], c.counters().commit]).toEqual([0, 0, 0]);
+        fs.appendFileSync(file, ', the rest\n');
+      } finally {
+        await stop(writer);
+      }
+      const after = await runPass(p.rt);
+      expect(after.execution?.failures).toEqual([]);
+      expect(fs.readFileSync(file, 'utf8')).toBe("a colleague's\n");
+      const copies = fs.readdirSync(path.join(p.local, 'Docs')).filter((n) => n.includes('(conflict'));
+      expect(copies.map((n) => fs.readFileSync(path.join(p.local, 'Docs', n), 'utf8'))).toEqual(['half of mine, the rest\n']);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('is not moved to the trash when its document is deleted on the service while it is held', async () => {
     const p = await openTestPair(emu, 'open-for-writing-trash');
     try {
