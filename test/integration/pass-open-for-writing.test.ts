@@ -23,8 +23,16 @@ afterAll(async () => {
 
 /** A shell holding `file` open: for appending (`>>`) or for reading (`<`), until killed. */
 async function holder(file: string, mode: '>>' | '<'): Promise<ChildProcess> {
-  const child = spawn('sh', ['-c', `exec 3${mode}"$1"; echo ready; exec sleep 60`, 'sh', file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return started(spawn('sh', ['-c', `exec 3${mode}"$1"; echo ready; exec sleep 60`, 'sh', file], { stdio: ['ignore', 'pipe', 'inherit'] }));
+}
+
+/**
+ * Once the child said "ready" and has become `sleep` (its `exec` may lag the echo: a look between the two saw the
+ * command still named `sh`, which failed a CI run).
+ */
+async function started(child: ChildProcess): Promise<ChildProcess> {
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+  for (let i = 0; i < 200 && fs.readFileSync(`/proc/${child.pid}/comm`, 'utf8').trim() !== 'sleep'; i++) await new Promise((r) => setTimeout(r, 10));
   return child;
 }
 
@@ -100,8 +108,7 @@ describe.skipIf(!linux)('a file another program holds open for writing', () => {
       await runPass(p.rt);
       const file = path.join(p.local, 'Docs', 'restore.bin');
       // A writer that truncated the file, wrote half of it, and stalls (as `tar x` does on a slow pipe).
-      const writer = spawn('sh', ['-c', 'exec 3>"$1"; printf "first half, " >&3; echo ready; exec sleep 60', 'sh', file], { stdio: ['ignore', 'pipe', 'inherit'] });
-      await new Promise<void>((resolve) => writer.stdout!.once('data', () => resolve()));
+      const writer = await started(spawn('sh', ['-c', 'exec 3>"$1"; printf "first half, " >&3; echo ready; exec sleep 60', 'sh', file], { stdio: ['ignore', 'pipe', 'inherit'] }));
       try {
         c.resetCounters();
         const held = await runPass(p.rt);
@@ -134,8 +141,7 @@ describe.skipIf(!linux)('a file another program holds open for writing', () => {
       const { document } = c.addDocument(p.binderId, folder.id, 'both.txt', 'version 1\n');
       await runPass(p.rt);
       const file = path.join(p.local, 'Docs', 'both.txt');
-      const writer = spawn('sh', ['-c', 'exec 3>"$1"; printf "half of mine" >&3; echo ready; exec sleep 60', 'sh', file], { stdio: ['ignore', 'pipe', 'inherit'] });
-      await new Promise<void>((resolve) => writer.stdout!.once('data', () => resolve()));
+      const writer = await started(spawn('sh', ['-c', 'exec 3>"$1"; printf "half of mine" >&3; echo ready; exec sleep 60', 'sh', file], { stdio: ['ignore', 'pipe', 'inherit'] }));
       try {
         c.addVersion(document.id, "a colleague's\n");
         c.resetCounters();
