@@ -188,7 +188,7 @@ export interface ReconcileContext {
   /**
    * Documents whose file this process put back at its path because it was missing locally (restore-local-delete:
    * the base's own version), with that version: a file renamed away here is then known to hold that version or an
-   * edit of it (ReconcileView.ownFileByPlace). Kept in memory only.
+   * edit of it (ReconcileView.ownFileByPlace). Kept in the state DB (restored-versions.ts).
    */
   restoredVersions?: ReadonlyMap<string, string>;
 }

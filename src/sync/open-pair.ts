@@ -141,7 +141,6 @@ export async function openPair(
       refusedUploads: loadRefusedUploads(store, configDigest(pair, caseInsensitive), Date.now()),
       unreplaceable: new Map(),
       refusedUrls: new Map(),
-      restoredVersions: new Map(),
       putBackLookedAt: new Map(),
       olderListingSaid: false,
       unbasedHashes: new Map(),

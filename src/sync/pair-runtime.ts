@@ -74,8 +74,6 @@ export interface PairRuntime {
    * while: refused-urls.ts.
    */
   refusedUrls: RefusedUrls;
-  /** Documents a pass of this process restored at their path, with the version (ReconcileContext.restoredVersions). */
-  restoredVersions: Map<string, string>;
   /**
    * A download-only pair's files put back with an old time that were none of their document's earlier versions,
    * by path key (plan-filters.ts withheldAsLookedAt): not looked at again until the file or the document changes.

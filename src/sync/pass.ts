@@ -24,6 +24,7 @@ import { contentIdOf, deferFreshDeletes, deferRecentlyWritten, putBackLook, want
 import { recoverOutbox, type OutboxRecovery } from './upload.js';
 import { settleBuriedChecks } from './buried-edit.js';
 import { loadFollowedFolders, rememberFollowedFolders } from './followed-folders.js';
+import { loadRestoredVersions, rememberRestoredVersions, type Restored } from './restored-versions.js';
 import { ensureRoot, keepStateDbInPlace, readMetadataElementsAgain, STATE_SERVICE } from './open-pair.js';
 import type { PairRuntime } from './pair-runtime.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
@@ -463,7 +464,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     const refused = rememberRefused(rt, plan, report.execution, now().getTime());
     rememberUnreplaceable(rt.unreplaceable, plan, report.execution.failures, now().getTime(), folderCheckIn(rt.pair.localPath));
     const urlsRefused = rememberRefusedUrls(rt.refusedUrls, plan, report.execution, now().getTime(), rt.caseInsensitive);
-    rememberRestored(rt.restoredVersions, plan, report.execution);
+    rememberRestoredVersions(rt.store, restoredBy(plan, report.execution));
     const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx, rt.metadata);
     const replaced = rememberPutBackLooks(rt, report.execution);
     if (replaced.size > 0) {
@@ -675,7 +676,7 @@ function reconcileContext(rt: PairRuntime, now: () => Date, force: boolean): Rec
     forgottenContent: rt.store.loadForgottenContent(),
     ignoredLocally: (relPath) => rt.ignore.ignores(relPath, false),
     followedFolders: loadFollowedFolders(rt.store, now().getTime()),
-    restoredVersions: rt.restoredVersions,
+    restoredVersions: loadRestoredVersions(rt.store),
   };
 }
 
@@ -927,11 +928,13 @@ function nothingToDo(
 }
 
 /** The documents this pass put back at their path (restore-local-delete downloads that went through), by version. */
-function rememberRestored(memo: Map<string, string>, plan: Plan, execution: ExecutionReport): void {
+function restoredBy(plan: Plan, execution: ExecutionReport): Map<string, Restored> {
   const failed = new Set(execution.failures.map((f) => f.relPath));
+  const restored = new Map<string, Restored>();
   for (const g of plan.groups) {
-    for (const a of g) if (a.kind === 'download' && a.reason === 'restore-local-delete' && !failed.has(a.relPath)) memo.set(a.doc.documentId, a.doc.versionId);
+    for (const a of g) if (a.kind === 'download' && a.reason === 'restore-local-delete' && !failed.has(a.relPath)) restored.set(a.doc.documentId, { versionId: a.doc.versionId, relPath: a.relPath });
   }
+  return restored;
 }
 
 /**

@@ -241,7 +241,7 @@ export class ReconcileView {
    * Not while b's old path or directory is there: a copy the daemon restored there meanwhile (the rename made here
    * first) may have taken a colleague's newer version since, which the file at the new place never saw: compared as
    * b's edit, it went up over that version with no conflict (black-box round 38b, F1). Unless that copy is the one
-   * this process restored, unchanged, and b is still at the version it restored (the base's own version when the
+   * a pass restored (restored-versions.ts), unchanged, and b is still at the version it restored (the base's own version when the
    * file went missing: the version the file renamed away holds or was edited from): with the daemon running, the
    * common order of events (the rename made here, then on the service) made every edit a conflict copy (round 38c).
    * Undefined when none.

@@ -285,7 +285,7 @@ function planBase(s: PassState, b: BaseEntry): boolean {
     }
   }
   // Found by neither its inode nor a loose name: b's file by its place, a name in its folder's new place
-  // (ReconcileView.ownFileByPlace). The copy this process restored at the old path goes to the trash first.
+  // (ReconcileView.ownFileByPlace). The copy a pass restored at the old path goes to the trash first.
   let oldCopy: LocalFile | undefined;
   if (doc && !vacated && (file === undefined || file.key === b.key) && (l === 'deleted' || l === 'unchanged') && (r === 'moved' || r === 'moved-modified')) {
     const placed = placedFile(s, b, doc);
@@ -552,7 +552,7 @@ function renamedAlikeLocally(b: BaseEntry, there: LocalFile): boolean {
 }
 
 /**
- * The unchanged copy this process restored at b's old path, when b's file is found elsewhere by its place: trashed
+ * The unchanged copy a pass restored at b's old path, when b's file is found elsewhere by its place: trashed
  * first (its content is b's version), so that a crash after it leaves b "deleted locally", which finds the file by
  * its place again.
  */

@@ -16,6 +16,8 @@ export interface TestPair {
   binderId: string;
   /** The sync root. */
   local: string;
+  /** Closes the state DB and opens the pair again, as a restarted process does; `rt` is the new runtime. */
+  reopen(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -32,15 +34,20 @@ stateDir: ./state
 pairs: [{ name: p, localPath: ./local, binderId: ${binderId}${pairYaml === '' ? '' : `, ${pairYaml}`} }]`;
   const config = parseConfigText(yaml, { baseDir: dir, env: {} }).config;
   const client = new ServiceClient({ ...config.service, ...service });
-  const rt = await openPair(config.pairs[0]!, config.stateDir, client, pino({ level: 'silent' }));
-  return {
-    rt,
+  const open = () => openPair(config.pairs[0]!, config.stateDir, client, pino({ level: 'silent' }));
+  const pair: TestPair = {
+    rt: await open(),
     binderId,
     local: path.join(dir, 'local'),
+    async reopen() {
+      pair.rt.store.close();
+      pair.rt = await open();
+    },
     async close() {
-      rt.store.close();
+      pair.rt.store.close();
       await client.close();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+  return pair;
 }

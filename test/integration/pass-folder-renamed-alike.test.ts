@@ -145,3 +145,31 @@ it('renamed here first (the old folder restored by a pass of this process), edit
     await p.close();
   }
 });
+
+it('the same with a restart between the restore and the rename on the service: what a pass restored is in the state DB (round 38c, after a restart)', async () => {
+  const { p, folder, x, at } = await synced('alike-restored-restart');
+  try {
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    await runPass(p.rt);
+    expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: original x', 'F/z.txt: untouched z', 'G/x.txt: original x', 'G/z.txt: untouched z']);
+    expect(Object.keys(JSON.parse(p.rt.store.getMeta('restoredVersions') ?? '{}') as object).length).toBe(2);
+    await p.reopen();
+    sedInPlace(at('Docs/G/x.txt'));
+    emu.control.renameFolder(folder, 'G');
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
+    expect(r.converged).toBe(true);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
+    const trashed = listTrashEntries(p.rt.trash.dir).entries.map((e) => e.originalPath).sort();
+    expect(trashed).toEqual(['Docs/F/x.txt', 'Docs/F/z.txt']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+    // Both rows moved on (x to its next version, z to the folder's new place): nothing is remembered any more.
+    expect(p.rt.store.getMeta('restoredVersions')).toBeUndefined();
+  } finally {
+    await p.close();
+  }
+});
