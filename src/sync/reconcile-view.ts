@@ -52,7 +52,7 @@ export class ReconcileView {
     readonly remote: RemoteObservation,
     private readonly ignoredLocally?: (relPath: string) => boolean,
     private readonly followedFolders?: ReadonlyMap<PathKey, string>,
-    /** False in an upload-only pair, which follows no remote rename (ownFileRenamedAlike finds nothing). */
+    /** False in an upload-only pair, which follows no remote rename: no file moves on with its folder (movingWithFolderAt). */
     private readonly followsRenames = true,
     /** ReconcileContext.restoredVersions. */
     private readonly restoredVersions?: ReadonlyMap<string, string>,
@@ -248,7 +248,7 @@ export class ReconcileView {
    */
   ownFileByPlace(b: BaseEntry): LocalFile | undefined {
     const folder = this.remote.folders.get(b.folderId);
-    if (!this.followsRenames || folder === undefined || folder.key === '' || folder.key === parentOf(b.key)) return undefined;
+    if (folder === undefined || folder.key === '' || folder.key === parentOf(b.key)) return undefined;
     const copy = this.local.files.get(b.key);
     const restoredCopy = copy !== undefined && copy.inode === b.inode && this.restoredVersions?.get(b.documentId) === b.versionId && this.localState(b) === 'unchanged';
     if (!restoredCopy && (this.localState(b) !== 'deleted' || this.local.dirs.has(parentOf(b.key)) || copy !== undefined)) return undefined;
@@ -275,7 +275,8 @@ export class ReconcileView {
   renamedAlikeAt(key: PathKey): BaseEntry | undefined {
     if (this.renamedAlikeByKey === null) {
       this.renamedAlikeByKey = new Map();
-      for (const b of this.followsRenames ? this.bases : []) {
+      // Also in an upload-only pair: a rename made alike on both sides moves nothing, the row just follows the file.
+      for (const b of this.bases) {
         const doc = this.remote.docs.get(b.documentId);
         // b's old path must have been looked at: a file the scan could not see there may still be b's.
         if (doc === undefined || doc.key === b.key || b.inode === 0 || this.isUnknown(b.key) || this.local.files.get(b.key)?.inode === b.inode) continue;

@@ -273,6 +273,16 @@ function planBase(s: PassState, b: BaseEntry): boolean {
       l = s.view.contentState(b, own);
     }
   }
+  // An upload-only pair follows no remote rename, but where the user moved b's file alike (its folder renamed here
+  // as on the service, the document perhaps renamed too), the row follows the file, which stays where it is: read
+  // as a new file colliding with its own document, it was said as such and b as deleted here (black-box round 38b, F5b).
+  if (l === 'deleted' && !alike && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction === 'upload') {
+    const own = s.view.ownFileMovedWithFolder(b);
+    if (own && !s.consumedLocal.has(own.key)) {
+      file = own;
+      l = s.view.contentState(b, own);
+    }
+  }
   // The document is still listed at b's path, but in another folder of that name (b's folder renamed away, another
   // renamed to its old name) while b's own file moved with b's folder here: the file follows the document, as for a
   // remote move. Restored instead, the own file went up as a second document (crash-sim soak seed -543948209).
@@ -351,11 +361,12 @@ function notOwnFile(b: BaseEntry, file: LocalFile | undefined): boolean {
   return file !== undefined && b.inode !== 0 && file.inode !== 0 && file.inode !== b.inode;
 }
 
-/** b's file by its place (ReconcileView.ownFileByPlace), if it is at doc's path or can be moved on to it. */
+/** b's file by its place (ReconcileView.ownFileByPlace), if it is at doc's path or can be moved on to it (or stays). */
 function placedFile(s: PassState, b: BaseEntry, doc: RemoteDoc): LocalFile | undefined {
   const file = s.view.ownFileByPlace(b);
   if (file === undefined || s.consumedLocal.has(file.key)) return undefined;
-  if (file.key === doc.key) return file;
+  // An upload-only pair moves nothing: the row follows the file where it is (followedInUploadPair).
+  if (file.key === doc.key || s.ctx.direction === 'upload') return file;
   const occ = occupancy(s, doc.key, b).kind;
   return occ === 'free' || occ === 'defer' ? file : undefined;
 }
@@ -464,10 +475,7 @@ function bothChanged(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc
 function followRemoteMove(
   s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc, stranger?: LocalFile, oldCopy?: LocalFile,
 ): boolean {
-  if (s.ctx.direction === 'upload') {
-    uploadModeRemoteMove(s, b, l, remoteModified, file, doc);
-    return true;
-  }
+  if (s.ctx.direction === 'upload') return uploadModeRemoteMove(s, b, l, remoteModified, file, doc, stranger);
   const occ = occupancy(s, doc.key, b);
   if (occ.kind === 'defer') return false;
   if (occ.kind === 'blocked') {
@@ -602,16 +610,49 @@ function keepAsLocalFile(
 
 /** Upload mode never changes local files: a remote rename is reported, local content is still pushed. */
 function uploadModeRemoteMove(
-  s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc,
-): void {
+  s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile | undefined, doc: RemoteDoc, stranger?: LocalFile,
+): boolean {
   if (l === 'deleted') {
     localDeleteNotPropagated(s, b);
-    return;
+    return true;
   }
+  if (file !== undefined && file.key !== b.key) return followedInUploadPair(s, b, l, remoteModified, file, doc, stranger);
   issue(s, doc.relPath, 'upload-only', `direction is upload: the remote rename of "${b.relPath}" is not applied locally`, b.documentId);
   if (l === 'modified' && file) {
     commitBase(s, b, [upload(file, versionOf(doc), remoteModified ? 'local-wins' : 'local-modified', b.documentId)], false);
   }
+  return true;
+}
+
+/**
+ * An upload-only pair, b's own file moved here as its document was on the service (renamed alike, or with its
+ * folder): the row follows the file, nothing moves. An edit goes up as the document's next version; a remote
+ * rename or version this pair does not apply is said as an upload-only note. False while the path waits for
+ * another row to leave it.
+ */
+function followedInUploadPair(s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile, doc: RemoteDoc, stranger?: LocalFile): boolean {
+  const occ = occupancy(s, file.key, b);
+  if (occ.kind === 'defer') return false;
+  if (occ.kind === 'blocked') {
+    // Said at both paths, as for a followed rename: a file at b's path waits for b's row to leave it.
+    const detail = `cannot record "${file.relPath}" as the document's file: ${occ.detail}`;
+    issue(s, b.relPath, occ.code, detail, b.documentId);
+    issue(s, file.relPath, occ.code, detail, b.documentId);
+    return true;
+  }
+  s.consumedLocal.add(file.key);
+  s.consumedDocs.add(doc.documentId);
+  if (file.key !== doc.key) issue(s, doc.relPath, 'upload-only', `direction is upload: the remote rename of "${b.relPath}" is not applied locally`, b.documentId);
+  const steps: Action[] = [];
+  if (l === 'modified') steps.push(upload(file, versionOf(doc), remoteModified ? 'local-wins' : 'local-modified', b.documentId));
+  else {
+    if (remoteModified) issue(s, doc.relPath, 'upload-only', 'direction is upload: the remote change is not downloaded', b.documentId);
+    // The row keeps b's version (the file's content): only its place changes.
+    steps.push({ kind: 'adopt', base: { ...b, ...statOf(file), relPath: file.relPath, key: file.key, fileName: doc.fileName, folderId: doc.folderId }, reason: 'renamed-alike' });
+  }
+  if (stranger !== undefined) keepAsLocalFile(s, b, stranger, steps, 'new-local', occ.after);
+  else commitBase(s, b, steps, true, occ.after);
+  return true;
 }
 
 /**

@@ -173,3 +173,41 @@ it('the same with a restart between the restore and the rename on the service: w
     await p.close();
   }
 });
+
+// [how the file is edited, the document's name on the service after the rename]
+const UPLOAD_CASES: Array<[string, string | null]> = [
+  ['sed -i', null],
+  ['sed -i', 'y.txt'],
+  ['in place', 'y.txt'],
+];
+it.each(UPLOAD_CASES)("an upload-only pair, the folder renamed alike, the file edited (%s), the document's name after: %s: one pass records it and uploads the edit, no second document (black-box round 38b, F5b)", async (how, renamedTo) => {
+  const p = await openTestPair(emu, `alike-upload-${how.replace(/\W/g, '')}-${renamedTo ?? 'same'}`, 'direction: upload');
+  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  try {
+    const c = emu.control;
+    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+    const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
+    fs.mkdirSync(at('Docs/F'), { recursive: true });
+    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
+    fs.writeFileSync(at('Docs/F/z.txt'), 'untouched z\n');
+    expect((await runPass(p.rt)).converged).toBe(true);
+    const x = c.listDocuments(p.binderId).find((d) => d.fileName === 'x.txt')!.id;
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    emu.control.renameFolder(folder, 'G');
+    if (renamedTo !== null) emu.control.renameDocument(x, renamedTo);
+    if (how === 'sed -i') sedInPlace(at('Docs/G/x.txt'));
+    else fs.writeFileSync(at('Docs/G/x.txt'), 'edited with sed x\n');
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.issues.map((i) => `${i.relPath} ${i.code}`)).toEqual(renamedTo === null ? [] : [`Docs/G/${renamedTo} upload-only`]);
+    expect(r.converged).toBe(true);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(remoteNames(p.binderId)).toEqual([`Docs/G/${renamedTo ?? 'x.txt'}`, 'Docs/G/z.txt']);
+    // An upload-only pair changes no local file.
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});

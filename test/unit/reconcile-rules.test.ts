@@ -821,7 +821,7 @@ describe('remote moves onto occupied paths', () => {
         expect(p.some((x) => x.startsWith('upload papers/a.txt -> d1:')), why).toBe(false);
       }
     });
-    it('not when another document is listed at that place, or the folder did not move, or the pair only uploads', () => {
+    it('not when another document is listed at that place, or the folder did not move', () => {
       const other = renamedAlike('h2', 'v1');
       other.doc('d1', 'elsewhere/a.txt', 'v1', 'f9');
       other.folder('f9', 'elsewhere').doc('d9', 'papers/a.txt', 'v1', 'f1');
@@ -832,8 +832,33 @@ describe('remote moves onto occupied paths', () => {
       stayed.file('papers/a.txt', 'h2', { inode: 4242 });
       stayed.doc('d1', 'papers/a.txt', 'v1', 'f2');
       expect(steps(stayed).flat()).toContain('conflict papers/a.txt d1@v1 base=none keep-both copy=papers/a (conflict T).txt upload-copy=true');
-      const upload = steps(renamedAlike('h2', 'v1'), { direction: 'upload' }).flat();
-      expect(upload.some((x) => x.startsWith('upload papers/a.txt -> d1:') || x.startsWith('adopt'))).toBe(false);
+    });
+    it("an upload-only pair: the row follows the file, which stays; its edit is the document's next version (black-box round 38b, F5b)", () => {
+      const p = plan(renamedAlike('h2', 'v1'), { direction: 'upload' });
+      expect(summarizeGroups(p.groups)).toEqual([['upload papers/a.txt -> d1:f1/a.txt local-modified replaces=d1']]);
+      expect(p.issues).toEqual([]);
+      // Unchanged: only the row moves, at the document's version.
+      const same = plan(renamedAlike('h1', 'v1'), { direction: 'upload' });
+      expect(summarizeGroups(same.groups)).toEqual([['adopt d1 renamed-alike']]);
+      const a = same.groups[0]![0]!;
+      expect(a.kind === 'adopt' && a.base).toMatchObject({ relPath: 'papers/a.txt', versionId: 'v1', sha256: 'h1' });
+      expect(same.issues).toEqual([]);
+      // A remote version this pair does not download: the row keeps the file's version, the new one is noted.
+      const remote = plan(renamedAlike('h1', 'v2'), { direction: 'upload' });
+      expect(summarizeGroups(remote.groups)).toEqual([['adopt d1 renamed-alike']]);
+      expect(remote.groups[0]![0]!.kind === 'adopt' && remote.groups[0]![0]!.base.versionId).toBe('v1');
+      expect(remote.issues.map((i) => `${i.relPath} ${i.code}`)).toEqual(['papers/a.txt upload-only']);
+      // Both edited: the local content goes on top, as an upload-only pair's conflicts do.
+      expect(steps(renamedAlike('h2', 'v2'), { direction: 'upload' })).toEqual([['upload papers/a.txt -> d1:f1/a.txt local-wins replaces=d1']]);
+    });
+    it('an upload-only pair, the folder renamed alike and the document renamed on the service too: the row follows the file by its inode, the rename is noted', () => {
+      const w = new World(false).folder('f1', 'papers').dir('papers');
+      w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+      w.file('papers/a.txt', 'h2', { inode: statFor('h1').inode });
+      w.doc('d1', 'papers/b.txt', 'v1', 'f1');
+      const p = plan(w, { direction: 'upload' });
+      expect(steps(w, { direction: 'upload' })).toEqual([['upload papers/a.txt -> d1:f1/b.txt local-modified replaces=d1']]);
+      expect(p.issues.map((i) => `${i.relPath} ${i.code}`)).toEqual(['papers/b.txt upload-only']);
     });
   });
   it('a chain of renames runs in one group, the path freed first', () => {
