@@ -220,6 +220,12 @@ function renameCycleFrom(s: PassState, start: BaseEntry, waiting: ReadonlySet<st
  * document now is (nothing is lost), the cycle is reported, and the next pass finds b unchanged.
  */
 function breakCycle(s: PassState, b: BaseEntry): void {
+  // An upload-only pair moves no file: its rows follow files renamed alike (names swapped alike on both sides), so
+  // b's path is free for the row of the file there; nothing local is trashed (a change of the local side).
+  if (s.ctx.direction === 'upload') {
+    s.vacated.add(b.documentId);
+    return;
+  }
   const l = s.view.localState(b);
   const file = s.view.local.files.get(b.key);
   const doc = must(s.view.remote.docs.get(b.documentId));
@@ -511,9 +517,14 @@ function followRemoteMove(
  * next version (or is reported when this pair does not upload). None when neither side changed the content.
  */
 function contentStepsAt(s: PassState, b: BaseEntry, at: LocalFile, edited: boolean, remoteModified: boolean, doc: RemoteDoc): Action[] {
+  if (!edited && remoteModified && s.ctx.direction === 'upload') {
+    // Names swapped alike in an upload-only pair (followSwapAlike): no download, as for any remote change.
+    issue(s, doc.relPath, 'upload-only', 'direction is upload: the remote change is not downloaded', b.documentId);
+    return [];
+  }
   if (!edited) return remoteModified ? [download(doc, statOf(at), 'remote-modified')] : [];
   if (remoteModified) return [conflict(at, doc, b, s.ctx, s.out.conflictPathFor(at.relPath))];
-  if (s.ctx.direction === 'both') return [upload(at, versionOf(doc), 'local-modified', b.documentId)];
+  if (s.ctx.direction !== 'download') return [upload(at, versionOf(doc), 'local-modified', b.documentId)];
   return localChangeKept(s, b, at, doc);
 }
 

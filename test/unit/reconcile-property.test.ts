@@ -287,14 +287,30 @@ const FOUND_STATES: Array<{ why: string; state: State }> = [
     },
   },
   {
-    // An upload-only pair follows no remote rename, so d4's file renamed alike to B/b.txt is not followed there:
-    // it is no reason to read B/b.txt as not d1's (d1 planned as deleted, the file at B/b.txt left unsaid).
-    why: 'an upload-only pair reads a file renamed alike as the edit of the row at its path, as before',
+    // d4's file renamed alike to B/b.txt, where d1's row is, in an upload-only pair: once such a pair read it as
+    // not d1's without following it (d1 planned as deleted, the file at B/b.txt left unsaid). Since round 38b F5b
+    // the pair's row follows a file renamed alike: the file is d4's, d1 is a local delete, said so.
+    why: 'an upload-only pair: a file renamed alike onto another row\'s path is followed or said, never left unsaid',
     state: {
       base: [{ path: 'A/b.txt', sha: 's1' }, { path: 'B/b.txt', sha: 's2' }, { path: 'C/a.txt', sha: 's1' }, { path: 'A/a.txt', sha: 's1' }, { path: 'B/a.txt', sha: 's1' }],
       local: [{ path: 'B/b.txt', sha: 's1', touched: false }],
       problems: [],
       remote: [{ mode: 'same', path: 'A/a.txt' }, { mode: 'gone', path: 'A/a.txt' }, { mode: 'same', path: 'A/a.txt' }, { mode: 'same', path: 'A/a.txt' }, { mode: 'moved', path: 'B/b.txt' }],
+      remoteNew: [], folderB: false, folderC: false, renamed: 'none',
+      ctx: { direction: 'upload', conflictPolicy: 'keep-both', localDeletePolicy: 'restore', force: false, maxDeleteShare: 0.25 },
+      reverse: false,
+    },
+  },
+  {
+    // Names swapped alike (d2's file at A/S/a.txt, d3's at A/b.txt, the same renames on the service) in an
+    // upload-only pair: the rows follow the files in one step; d2's remote version, which such a pair does not
+    // download, was planned as a download (soak seed -1304179557, after round 38b F5b).
+    why: 'an upload-only pair follows names swapped alike without a download',
+    state: {
+      base: [{ path: 'A/a.txt', sha: 's1' }, { path: 'B/a.txt', sha: 's1' }, { path: 'A/b.txt', sha: 's2' }, { path: 'A/S/a.txt', sha: 's3' }],
+      local: [{ path: 'A/b.txt', sha: 's3', touched: false }, { path: 'A/S/a.txt', sha: 's2', touched: false }],
+      problems: [],
+      remote: [{ mode: 'same', path: 'A/a.txt' }, { mode: 'same', path: 'A/a.txt' }, { mode: 'moved-modified', path: 'A/S/a.txt' }, { mode: 'moved', path: 'A/b.txt' }, { mode: 'same', path: 'A/a.txt' }],
       remoteNew: [], folderB: false, folderC: false, renamed: 'none',
       ctx: { direction: 'upload', conflictPolicy: 'keep-both', localDeletePolicy: 'restore', force: false, maxDeleteShare: 0.25 },
       reverse: false,
