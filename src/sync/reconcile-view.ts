@@ -222,7 +222,8 @@ export class ReconcileView {
       this.movedWithFolderByKey = new Map();
       for (const b of this.followsRenames ? this.bases : []) {
         if (this.local.files.get(b.key)?.inode === b.inode || this.isUnknown(b.key)) continue;
-        const own = this.ownFileMovedWithFolder(b);
+        // By its inode, or by its place (saved by `sed -i` since: round 38c, M4).
+        const own = this.ownFileMovedWithFolder(b) ?? this.ownFileByPlace(b);
         const doc = this.remote.docs.get(b.documentId);
         if (own !== undefined && doc !== undefined && doc.key !== own.key && !this.movedWithFolderByKey.has(own.key)) this.movedWithFolderByKey.set(own.key, b);
       }
@@ -247,6 +248,16 @@ export class ReconcileView {
    * Undefined when none.
    */
   ownFileByPlace(b: BaseEntry): LocalFile | undefined {
+    const there = this.placeOf(b);
+    if (there === undefined) return undefined;
+    // Another document listed there is that file's owner, unless its own file is found elsewhere (a chain of
+    // renames in a folder renamed alike: `y -> w`, `x -> y` on the service, x's file at x.txt, y's saved by
+    // `sed -i` at y.txt): y's edit became a conflict copy, w.txt stayed at y's original (black-box round 38c, M4).
+    return (this.docsByKey.get(there.key) ?? []).some((d) => d.documentId !== b.documentId && !this.ownFileElsewhere(d, there.key)) ? undefined : there;
+  }
+
+  /** The file of b's name in its folder's new place, where b's old path and directory are gone (see ownFileByPlace). */
+  private placeOf(b: BaseEntry): LocalFile | undefined {
     const folder = this.remote.folders.get(b.folderId);
     if (folder === undefined || folder.key === '' || folder.key === parentOf(b.key)) return undefined;
     const copy = this.local.files.get(b.key);
@@ -255,8 +266,15 @@ export class ReconcileView {
     const key = `${folder.key}/${baseNameOf(b.key)}`;
     if (this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);
-    if (there === undefined || there.sha256 === null) return undefined;
-    return (this.docsByKey.get(key) ?? []).some((d) => d.documentId !== b.documentId) ? undefined : there;
+    return there === undefined || there.sha256 === null ? undefined : there;
+  }
+
+  /** Is synced document d's own file found somewhere other than `key`: at its row's path, or moved with its folder, by inode, or by its place? */
+  private ownFileElsewhere(d: RemoteDoc, key: PathKey): boolean {
+    const row = this.base.get(d.documentId);
+    if (row === undefined) return false;
+    const own = (row.inode !== 0 && this.local.files.get(row.key)?.inode === row.inode ? this.local.files.get(row.key) : undefined) ?? this.ownFileMovedWithFolder(row) ?? this.placeOf(row);
+    return own !== undefined && own.key !== key;
   }
 
   /**

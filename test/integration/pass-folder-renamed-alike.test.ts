@@ -211,3 +211,32 @@ it.each(UPLOAD_CASES)("an upload-only pair, the folder renamed alike, the file e
     await p.close();
   }
 });
+
+it.each(['y', 'x and y'])('a chain of renames in the folder renamed alike (y -> w, then x -> y on the service), %s saved by sed -i: each edit is its own document\'s next version, no copy (round 38c, M4)', async (edited) => {
+  const { p, folder, x, at } = await synced(`alike-chain-${edited.replace(/\W/g, '')}`);
+  try {
+    const c = emu.control;
+    const y = c.addDocument(p.binderId, folder, 'y.txt', 'original y\n').document.id;
+    expect((await runPass(p.rt)).converged).toBe(true);
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    c.renameFolder(folder, 'G');
+    c.renameDocument(y, 'w.txt');
+    c.renameDocument(x, 'y.txt');
+    sedInPlace(at('Docs/G/y.txt'));
+    if (edited === 'x and y') sedInPlace(at('Docs/G/x.txt'));
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.issues).toEqual([]);
+    expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
+    expect(r.converged).toBe(true);
+    expect(versions(y)).toEqual(['original y\n', 'edited with sed y\n']);
+    expect(versions(x)).toEqual(edited === 'y' ? ['original x\n'] : ['original x\n', 'edited with sed x\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/w.txt', 'Docs/G/y.txt', 'Docs/G/z.txt']);
+    const xNow = edited === 'y' ? 'original x' : 'edited with sed x';
+    expect(filesUnder(at('Docs'))).toEqual(['G/w.txt: edited with sed y', `G/y.txt: ${xNow}`, 'G/z.txt: untouched z']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});

@@ -728,6 +728,38 @@ describe('remote moves onto occupied paths', () => {
       expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([['move papers/y.txt -> papers/w.txt', 'move papers/x.txt -> papers/y.txt']]);
       expect(p.issues).toEqual([]);
     });
+    it('the same chain with the files saved by sed -i since (new inodes): each found by its place, each edit its own document\'s next version (round 38c, M4)', () => {
+      // [x's file, y's file]: an edited file has a new inode (sed -i), an unchanged one keeps its own.
+      const cases: Array<[string, string, string[]]> = [
+        ['hx', 'hy2', ['move papers/y.txt -> papers/w.txt', 'upload papers/w.txt -> dy:f1/w.txt local-modified replaces=dy', 'move papers/x.txt -> papers/y.txt']],
+        ['hx2', 'hy2', ['move papers/y.txt -> papers/w.txt', 'upload papers/w.txt -> dy:f1/w.txt local-modified replaces=dy', 'move papers/x.txt -> papers/y.txt', 'upload papers/y.txt -> dx:f1/y.txt local-modified replaces=dx']],
+      ];
+      for (const [xSha, ySha, expected] of cases) {
+        const w = new World(false).folder('f0', 'keep').folder('f1', 'papers').dir('papers');
+        w.synced('d0', 'keep/k.txt', 'f0');
+        w.baseRow('dx', 'docs/x.txt', 'v1', 'f1', 'hx');
+        w.baseRow('dy', 'docs/y.txt', 'v1', 'f1', 'hy');
+        w.file('papers/x.txt', xSha);
+        w.file('papers/y.txt', ySha);
+        w.doc('dy', 'papers/w.txt', 'v1', 'f1');
+        w.doc('dx', 'papers/y.txt', 'v1', 'f1');
+        const p = plan(w);
+        expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0])), `x ${xSha}, y ${ySha}`).toEqual([expected]);
+        expect(p.issues).toEqual([]);
+      }
+    });
+    it('not when the document listed at the place has no file of its own elsewhere: the file there may be its', () => {
+      const w = new World(false).folder('f0', 'keep').folder('f1', 'papers').dir('papers');
+      w.synced('d0', 'keep/k.txt', 'f0');
+      w.baseRow('dx', 'docs/x.txt', 'v1', 'f1', 'hx');
+      w.baseRow('dy', 'docs/y.txt', 'v1', 'f1', 'hy');
+      w.file('papers/y.txt', 'hy2');
+      w.doc('dy', 'papers/w.txt', 'v1', 'f1');
+      w.doc('dx', 'papers/y.txt', 'v1', 'f1');
+      const steps = summarizeGroups(plan(w).groups).flat().join('\n');
+      expect(steps).not.toContain('upload papers/w.txt -> dy:');
+      expect(steps).not.toMatch(/^move papers\/y.txt -> papers\/w.txt/m);
+    });
     it('the new name taken by a new local file: that file is compared with the document, the unchanged own file trashed (not uploaded again)', () => {
       const taken = movedWithFolder('h1', 'v1');
       taken.file('papers/b.txt', 'h3');
