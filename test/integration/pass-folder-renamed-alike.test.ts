@@ -56,6 +56,16 @@ function remoteNames(binderId: string): string[] {
   return emu.control.listDocuments(binderId).map((d) => `${pathOf(d.folderId)}${d.fileName}`).sort();
 }
 
+/** A pass after the service's changes (the folder tree read again) that must converge cleanly: no failed step, no issue, no conflict. */
+async function cleanPass(p: TestPair): Promise<void> {
+  p.rt.cache.foldersAt = 0;
+  const r = await runPass(p.rt);
+  expect(r.execution?.failures).toEqual([]);
+  expect(r.issues).toEqual([]);
+  expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
+  expect(r.converged).toBe(true);
+}
+
 function sedInPlace(file: string): void {
   const before = fs.lstatSync(file).ino;
   execFileSync('sed', ['-i', 's/original/edited with sed/', file]);
@@ -74,12 +84,7 @@ it.each(ALIKE_CASES)('%s', async (_name, renamedTo) => {
     emu.control.renameFolder(folder, 'G');
     if (renamedTo !== null) emu.control.renameDocument(x, renamedTo);
     sedInPlace(at('Docs/G/x.txt'));
-    p.rt.cache.foldersAt = 0;
-    const r = await runPass(p.rt);
-    expect(r.execution?.failures).toEqual([]);
-    expect(r.issues).toEqual([]);
-    expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
-    expect(r.converged).toBe(true);
+    await cleanPass(p);
     const name = renamedTo ?? 'x.txt';
     expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
     expect(remoteNames(p.binderId)).toEqual([`Docs/G/${name}`, 'Docs/G/z.txt']);
@@ -122,38 +127,15 @@ it("renamed here first (the old folder restored by a pass, a colleague's version
   }
 });
 
-it('renamed here first (the old folder restored by a pass of this process), edited, then renamed alike on the service: the edit is the next version, the restored copies go to the trash (round 38c)', async () => {
-  const { p, folder, x, at } = await synced('alike-restored-same-version');
+it.each([false, true])('renamed here first (the old folder restored by a pass), edited, then renamed alike on the service: the edit is the next version, the restored copies go to the trash (round 38c); a restart in between: %s', async (restart) => {
+  const { p, folder, x, at } = await synced(`alike-restored-same-version-${restart}`);
   try {
     fs.renameSync(at('Docs/F'), at('Docs/G'));
     await runPass(p.rt);
     expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: original x', 'F/z.txt: untouched z', 'G/x.txt: original x', 'G/z.txt: untouched z']);
-    sedInPlace(at('Docs/G/x.txt'));
-    emu.control.renameFolder(folder, 'G');
-    p.rt.cache.foldersAt = 0;
-    const r = await runPass(p.rt);
-    expect(r.execution?.failures).toEqual([]);
-    expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
-    expect(r.converged).toBe(true);
-    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
-    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
-    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
-    const trashed = listTrashEntries(p.rt.trash.dir).entries.map((e) => e.originalPath).sort();
-    expect(trashed).toEqual(['Docs/F/x.txt', 'Docs/F/z.txt']);
-    expect((await runPass(p.rt)).plan.groups).toEqual([]);
-  } finally {
-    await p.close();
-  }
-});
-
-it('the same with a restart between the restore and the rename on the service: what a pass restored is in the state DB (round 38c, after a restart)', async () => {
-  const { p, folder, x, at } = await synced('alike-restored-restart');
-  try {
-    fs.renameSync(at('Docs/F'), at('Docs/G'));
-    await runPass(p.rt);
-    expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: original x', 'F/z.txt: untouched z', 'G/x.txt: original x', 'G/z.txt: untouched z']);
+    // What a pass restored is kept in the state DB, so that a restarted process knows it too.
     expect(Object.keys(JSON.parse(p.rt.store.getMeta('restoredVersions') ?? '{}') as object).length).toBe(2);
-    await p.reopen();
+    if (restart) await p.reopen();
     sedInPlace(at('Docs/G/x.txt'));
     emu.control.renameFolder(folder, 'G');
     p.rt.cache.foldersAt = 0;
@@ -224,12 +206,7 @@ it.each(['y', 'x and y'])('a chain of renames in the folder renamed alike (y -> 
     c.renameDocument(x, 'y.txt');
     sedInPlace(at('Docs/G/y.txt'));
     if (edited === 'x and y') sedInPlace(at('Docs/G/x.txt'));
-    p.rt.cache.foldersAt = 0;
-    const r = await runPass(p.rt);
-    expect(r.execution?.failures).toEqual([]);
-    expect(r.issues).toEqual([]);
-    expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
-    expect(r.converged).toBe(true);
+    await cleanPass(p);
     expect(versions(y)).toEqual(['original y\n', 'edited with sed y\n']);
     expect(versions(x)).toEqual(edited === 'y' ? ['original x\n'] : ['original x\n', 'edited with sed x\n']);
     expect(remoteNames(p.binderId)).toEqual(['Docs/G/w.txt', 'Docs/G/y.txt', 'Docs/G/z.txt']);

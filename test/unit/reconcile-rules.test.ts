@@ -715,15 +715,24 @@ describe('remote moves onto occupied paths', () => {
       expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([['move papers/a.txt -> papers/b.txt']]);
       expect(p.issues).toEqual([{ relPath: 'docs/a.txt', documentId: 'd1', code: 'waiting-for-remote-folder', detail: 'no remote folder for "docs" yet; the service cannot create folders' }]);
     });
-    it('a chain of renames on the service (y -> w, then x -> y): each file moves on in turn, no conflict, no copy (black-box round 38b, F4)', () => {
+    /**
+     * Folder f1 was "docs" and is "papers" now, renamed alike here; on the service y.txt became w.txt, then x.txt
+     * y.txt. Local files at papers/x.txt and papers/y.txt with the given content (undefined: none); an edited file
+     * has a new inode (saved by `sed -i`), an unchanged one its own.
+     */
+    function chainInRenamedFolder(xSha: string | undefined, ySha: string): World {
       const w = new World(false).folder('f0', 'keep').folder('f1', 'papers').dir('papers');
       w.synced('d0', 'keep/k.txt', 'f0');
       w.baseRow('dx', 'docs/x.txt', 'v1', 'f1', 'hx');
       w.baseRow('dy', 'docs/y.txt', 'v1', 'f1', 'hy');
-      w.file('papers/x.txt', 'hx');
-      w.file('papers/y.txt', 'hy');
+      if (xSha !== undefined) w.file('papers/x.txt', xSha);
+      w.file('papers/y.txt', ySha);
       w.doc('dy', 'papers/w.txt', 'v1', 'f1');
       w.doc('dx', 'papers/y.txt', 'v1', 'f1');
+      return w;
+    }
+    it('a chain of renames on the service (y -> w, then x -> y): each file moves on in turn, no conflict, no copy (black-box round 38b, F4)', () => {
+      const w = chainInRenamedFolder('hx', 'hy');
       const p = plan(w);
       expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([['move papers/y.txt -> papers/w.txt', 'move papers/x.txt -> papers/y.txt']]);
       expect(p.issues).toEqual([]);
@@ -735,28 +744,14 @@ describe('remote moves onto occupied paths', () => {
         ['hx2', 'hy2', ['move papers/y.txt -> papers/w.txt', 'upload papers/w.txt -> dy:f1/w.txt local-modified replaces=dy', 'move papers/x.txt -> papers/y.txt', 'upload papers/y.txt -> dx:f1/y.txt local-modified replaces=dx']],
       ];
       for (const [xSha, ySha, expected] of cases) {
-        const w = new World(false).folder('f0', 'keep').folder('f1', 'papers').dir('papers');
-        w.synced('d0', 'keep/k.txt', 'f0');
-        w.baseRow('dx', 'docs/x.txt', 'v1', 'f1', 'hx');
-        w.baseRow('dy', 'docs/y.txt', 'v1', 'f1', 'hy');
-        w.file('papers/x.txt', xSha);
-        w.file('papers/y.txt', ySha);
-        w.doc('dy', 'papers/w.txt', 'v1', 'f1');
-        w.doc('dx', 'papers/y.txt', 'v1', 'f1');
+        const w = chainInRenamedFolder(xSha, ySha);
         const p = plan(w);
         expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0])), `x ${xSha}, y ${ySha}`).toEqual([expected]);
         expect(p.issues).toEqual([]);
       }
     });
     it('not when the document listed at the place has no file of its own elsewhere: the file there may be its', () => {
-      const w = new World(false).folder('f0', 'keep').folder('f1', 'papers').dir('papers');
-      w.synced('d0', 'keep/k.txt', 'f0');
-      w.baseRow('dx', 'docs/x.txt', 'v1', 'f1', 'hx');
-      w.baseRow('dy', 'docs/y.txt', 'v1', 'f1', 'hy');
-      w.file('papers/y.txt', 'hy2');
-      w.doc('dy', 'papers/w.txt', 'v1', 'f1');
-      w.doc('dx', 'papers/y.txt', 'v1', 'f1');
-      const steps = summarizeGroups(plan(w).groups).flat().join('\n');
+      const steps = summarizeGroups(plan(chainInRenamedFolder(undefined, 'hy2')).groups).flat().join('\n');
       expect(steps).not.toContain('upload papers/w.txt -> dy:');
       expect(steps).not.toMatch(/^move papers\/y.txt -> papers\/w.txt/m);
     });
