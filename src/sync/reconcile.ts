@@ -167,9 +167,15 @@ function followSwapAlike(s: PassState, still: readonly BaseEntry[]): boolean {
     if (cycle === null) continue;
     const docs = cycle.map((b) => must(s.view.remote.docs.get(b.documentId)));
     const files = docs.map((d) => s.view.local.files.get(d.key));
-    const alike = cycle.every((b, i) => {
+    const byInode = cycle.map((b, i) => files[i] !== undefined && renamedAlikeLocally(b, files[i]));
+    // A file with none of the cycle's inodes, where the others are theirs by inode, is its document's own file
+    // saved since by a program that writes a new file (`mv a t; mv b a; mv t b`, then `sed -i a`): what else the
+    // swap left there; an edit at worst, as with the place rule (the content stays in the version history). Read
+    // as a stranger's, its edit became a keep-both conflict copy (black-box round 37c, F2's rename cycles).
+    const inodes = new Set(cycle.map((b) => b.inode));
+    const alike = byInode.some(Boolean) && cycle.every((_, i) => {
       const there = files[i];
-      return there !== undefined && !s.consumedLocal.has(there.key) && renamedAlikeLocally(b, there);
+      return there !== undefined && !s.consumedLocal.has(there.key) && there.sha256 !== null && (byInode[i] || (there.inode !== 0 && !inodes.has(there.inode)));
     });
     if (!alike) continue;
     const rows = cycle.map((b, i) => {

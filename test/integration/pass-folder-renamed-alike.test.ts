@@ -217,3 +217,27 @@ it.each(['y', 'x and y'])('a chain of renames in the folder renamed alike (y -> 
     await p.close();
   }
 });
+
+it('names swapped alike on both sides (mv x t; mv z x; mv t z, the same on the service), then one saved by sed -i: its edit is its document\'s next version, no copy (round 37c F2\'s swaps)', async () => {
+  const { p, x, at } = await synced('swap-alike-sed');
+  try {
+    const c = emu.control;
+    const z = c.listDocuments(p.binderId).find((d) => d.fileName === 'z.txt')!.id;
+    fs.renameSync(at('Docs/F/x.txt'), at('Docs/F/t.txt'));
+    fs.renameSync(at('Docs/F/z.txt'), at('Docs/F/x.txt'));
+    fs.renameSync(at('Docs/F/t.txt'), at('Docs/F/z.txt'));
+    c.renameDocument(x, 't.txt');
+    c.renameDocument(z, 'x.txt');
+    c.renameDocument(x, 'z.txt');
+    fs.writeFileSync(at('Docs/F/x.txt'), 'untouched z, with an original line\n');
+    sedInPlace(at('Docs/F/x.txt')); // z's file, now at x.txt
+    await cleanPass(p);
+    expect(versions(z)).toEqual(['untouched z\n', 'untouched z, with an edited with sed line\n']);
+    expect(versions(x)).toEqual(['original x\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/F/x.txt', 'Docs/F/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: untouched z, with an edited with sed line', 'F/z.txt: original x']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});

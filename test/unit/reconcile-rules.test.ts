@@ -979,20 +979,27 @@ describe('remote moves onto occupied paths', () => {
       expect(summarizeGroups(p.groups)).toEqual([['adopt dA,dB,dC renamed-alike']]);
       expect(rowsOf(p).map((r) => `${r.documentId} ${r.relPath}`)).toEqual(['dA docs/b.txt', 'dB docs/c.txt', 'dC docs/a.txt']);
     });
-    it('one file not alike (another inode where its document went): the alike one is followed, the other compared', () => {
+    it("one file with another inode where its document went (saved by sed -i since): the other's by inode, so this one is its document's, its edit the next version (round 37c F2's swaps)", () => {
       const w = swappedAlike('hA', 'hB');
       w.file('docs/a.txt', 'hB', { inode: 4242 });
       const p = plan(w);
-      // dA's own file (its inode) is at its new path, b.txt: followed. The file at a.txt is not dA's, so not dA's
-      // edit: dB, whose row is vacated (its file is not found), is compared with it there, as with any local file
-      // at a document's path (identical content: recorded, nothing sent). This used to break the cycle at dA
-      // and upload the file at a.txt as dA's next version, the other document's bytes (crash-sim soak seed
-      // -1397763815: a conflict copy, a second document, followed).
-      expect(summarizeGroups(p.groups)).toEqual([[
-        'adopt dA renamed-alike',
-        'conflict docs/a.txt dB@v1 base=none keep-both copy=docs/a (conflict T).txt upload-copy=true',
-      ]]);
+      // dA's own file (its inode) is at its new path, b.txt; what the swap left at a.txt is dB's. Compared with
+      // dA instead, it was the other document's bytes as dA's next version (crash-sim soak seed -1397763815),
+      // then a keep-both conflict copy of dB's own edit.
+      expect(summarizeGroups(p.groups)).toEqual([['adopt dA,dB renamed-alike']]);
       expect(codes(p)).toEqual([]);
+      const edited = swappedAlike('hA', 'hB');
+      edited.file('docs/a.txt', 'hB2', { inode: 4242 });
+      expect(summarizeGroups(plan(edited).groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([[
+        'adopt dA,dB renamed-alike',
+        'upload docs/a.txt -> dB:f1/a.txt local-modified replaces=dB',
+      ]]);
+    });
+    it('not when no file of the cycle is where its document went by its inode: each file is its path\'s (the service swapped the names, the files were edited here)', () => {
+      const w = swappedAlike('hA2', 'hB2');
+      w.file('docs/b.txt', 'hA2', { inode: 4243 });
+      w.file('docs/a.txt', 'hB2', { inode: 4242 });
+      expect(summarizeGroups(plan(w).groups).flat().some((x) => x.startsWith('adopt'))).toBe(false);
     });
   });
   it('remote delete + new doc at the same path: trash, then download, in one group', () => {
