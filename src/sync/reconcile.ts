@@ -250,15 +250,25 @@ function breakCycle(s: PassState, b: BaseEntry): void {
 
 type Cell = `${LocalState}/${RemoteState}`;
 
-/** Decides one base entry. Returns false when it must wait for another entry (see planBaseEntries). */
-function planBase(s: PassState, b: BaseEntry): boolean {
+/**
+ * Where b's own file is, and so b's local and remote states: at b's path, or found elsewhere (renamed alike,
+ * moved with its folder, by its place), with the file left at b's path that is not b's (`stranger`) and the
+ * copy a pass restored there (`oldCopy`).
+ */
+interface Located {
+  l: LocalState;
+  r: RemoteState;
+  file: LocalFile | undefined;
+  stranger?: LocalFile;
+  oldCopy?: LocalFile;
+}
+
+function locateOwnFile(s: PassState, b: BaseEntry, doc: RemoteDoc | undefined, vacated: boolean): Located {
   // An entry whose file was trashed to break a rename cycle is planned as "locally deleted".
-  const vacated = s.vacated.has(b.documentId);
   let l = vacated ? 'deleted' : s.view.localState(b);
   let r = s.view.remoteState(b);
   // 'deleted' with a file at the key: that file is another document's, renamed there alike (localState).
   let file = l === 'deleted' ? undefined : s.view.local.files.get(b.key);
-  const doc = s.view.remote.docs.get(b.documentId);
   // Renamed on both sides alike: b's own file (its inode) is at the document's new path, and is followed there,
   // also once b was vacated to break a rename cycle. A file still at b's old path is then not b's (another file
   // renamed or written there): once b's row has left, a new local file, as any local rename makes one.
@@ -317,6 +327,14 @@ function planBase(s: PassState, b: BaseEntry): boolean {
       l = s.view.contentState(b, placed);
     }
   }
+  return { l, r, file, stranger, oldCopy };
+}
+
+/** Decides one base entry. Returns false when it must wait for another entry (see planBaseEntries). */
+function planBase(s: PassState, b: BaseEntry): boolean {
+  const vacated = s.vacated.has(b.documentId);
+  const doc = s.view.remote.docs.get(b.documentId);
+  const { l, r, file, stranger, oldCopy } = locateOwnFile(s, b, doc, vacated);
   const cell = `${l}/${r}` as Cell;
   let done = true;
   switch (cell) {
