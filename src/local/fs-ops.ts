@@ -11,7 +11,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
-import { sameStat, type FileStat } from '../sync/model.js';
+import { fileStatOf, sameStat, type FileStat } from '../sync/model.js';
 import { DAEMON_FILE_PREFIX, TEMP_PREFIX } from './ignore.js';
 import { fitName, MAX_PATH_BYTES, utf8Length } from './name-limits.js';
 import { copyRegularFile } from './open-for-read.js';
@@ -20,7 +20,7 @@ import { LONG_PATHS_DIR, readsAsItself, RECORDS_DIR, recordNeeded, recordPathOf 
 export { TEMP_PREFIX };
 
 export function toFileStat(st: fs.Stats): FileStat {
-  return { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino, ctimeMs: st.ctimeMs };
+  return fileStatOf(st);
 }
 
 /**

@@ -120,9 +120,9 @@ export async function scanLocal(opts: ScanOptions): Promise<LocalObservation> {
       if (before !== undefined && sameStat(stat, before)) {
         // Every field in one literal (no spread): a spread object gets out-of-line property storage, ~40
         // bytes more per file for as long as the daemon keeps this observation.
-        files.set(key, { relPath, key, size: stat.size, mtimeMs: stat.mtimeMs, inode: stat.inode, ctimeMs: stat.ctimeMs, sha256: before.sha256 });
+        files.set(key, { relPath, key, size: stat.size, mtimeMs: stat.mtimeMs, inode: stat.inode, ctimeMs: stat.ctimeMs, bornMs: stat.bornMs ?? 0, sha256: before.sha256 });
       } else if (lazyFrom !== undefined && stat.size >= lazyFrom && (before === undefined || before.sha256 === null)) {
-        files.set(key, { relPath, key, size: stat.size, mtimeMs: stat.mtimeMs, inode: stat.inode, ctimeMs: stat.ctimeMs, sha256: null });
+        files.set(key, { relPath, key, size: stat.size, mtimeMs: stat.mtimeMs, inode: stat.inode, ctimeMs: stat.ctimeMs, bornMs: stat.bornMs ?? 0, sha256: null });
       } else {
         toHash.push({ relPath, key, stat });
       }
@@ -174,7 +174,7 @@ async function hashAll(
         problem(item.relPath, item.key, 'changing', CHANGED_WHILE_READ);
         continue;
       }
-      files.set(item.key, { relPath: item.relPath, key: item.key, size: item.stat.size, mtimeMs: item.stat.mtimeMs, inode: item.stat.inode, ctimeMs: item.stat.ctimeMs, sha256 });
+      files.set(item.key, { relPath: item.relPath, key: item.key, size: item.stat.size, mtimeMs: item.stat.mtimeMs, inode: item.stat.inode, ctimeMs: item.stat.ctimeMs, bornMs: item.stat.bornMs ?? 0, sha256 });
     }
   };
   const n = Math.max(1, Math.min(opts.hashConcurrency ?? 4, queue.length));

@@ -6,7 +6,7 @@ import { createHash, hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BinderSyncError } from '../errors.js';
-import type { FileStat, LocalProblem, PathKey } from '../sync/model.js';
+import { fileStatOf, type FileStat, type LocalProblem, type PathKey } from '../sync/model.js';
 import { joinRel, pathKey } from '../sync/path-key.js';
 import { DAEMON_FILE_PREFIX, type IgnoreMatcher } from './ignore.js';
 
@@ -29,7 +29,7 @@ export function errnoOf(err: unknown): string | undefined {
 }
 
 export function statOf(st: fs.Stats): FileStat {
-  return { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino, ctimeMs: st.ctimeMs };
+  return fileStatOf(st);
 }
 
 /**

@@ -147,6 +147,13 @@ export const MIGRATIONS: readonly string[] = [
     DELETE FROM superseded_versions WHERE document_id = NEW.document_id AND version_id = NEW.version_id;
   END;
   `,
+  // 8: each file's birth time (FileStat.bornMs), where the filesystem reports one: a new file handed a freed inode
+  // number (ext4 does at once: `sed -i a b`) is then not taken for a synced file moved there. 0 in rows written
+  // before, and on filesystems without birth times: the inode alone decides, as before.
+  `
+  ALTER TABLE base ADD COLUMN born_ms REAL NOT NULL DEFAULT 0;
+  ALTER TABLE outbox ADD COLUMN born_ms REAL NOT NULL DEFAULT 0;
+  `,
 ];
 
 /** The schema version this build writes. */

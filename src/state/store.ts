@@ -25,6 +25,8 @@ export interface NewOutbox {
   mtimeMs: number;
   inode: number;
   ctimeMs: number;
+  /** FileStat.bornMs; absent or 0 when not known. */
+  bornMs?: number;
   versionLabel: string;
   reason: string;
 }
@@ -87,8 +89,17 @@ export interface ConflictRow extends NewConflict {
 export const PAGE_CACHE_KIB = 2000;
 
 const BASE_COLUMNS =
-  'document_id, version_id, version_label, folder_id, file_name, rel_path, key, sha256, size, mtime_ms, inode, ctime_ms';
-type BaseRaw = [string, string, string | null, string, string, string, string, string, number, number, number, number];
+  'document_id, version_id, version_label, folder_id, file_name, rel_path, key, sha256, size, mtime_ms, inode, ctime_ms, born_ms';
+type BaseRaw = [string, string, string | null, string, string, string, string, string, number, number, number, number, number];
+
+/**
+ * The columns a base row is read from: a DB of an older schema (read by `status` as it is, without migrating it,
+ * beside a daemon not yet restarted after an upgrade) gives 0 for the ones it lacks (ctime_ms, born_ms).
+ */
+function baseColumnsOf(db: Database.Database): string {
+  const has = new Set((db.pragma('table_info(base)') as Array<{ name: string }>).map((c) => c.name));
+  return BASE_COLUMNS.split(', ').map((c) => (has.has(c) ? c : `0 AS ${c}`)).join(', ');
+}
 
 function baseFromRaw(r: BaseRaw): BaseEntry {
   return {
@@ -104,6 +115,7 @@ function baseFromRaw(r: BaseRaw): BaseEntry {
     mtimeMs: r[9],
     inode: r[10],
     ctimeMs: r[11],
+    ...(r[12] > 0 ? { bornMs: r[12] } : {}),
   };
 }
 
@@ -119,6 +131,7 @@ interface OutboxDb {
   mtime_ms: number;
   inode: number;
   ctime_ms: number;
+  born_ms: number;
   version_label: string;
   reason: string;
   stage: OutboxStage;
@@ -141,6 +154,7 @@ function outboxFromDb(r: OutboxDb): OutboxRow {
     mtimeMs: r.mtime_ms,
     inode: r.inode,
     ctimeMs: r.ctime_ms,
+    bornMs: r.born_ms ?? 0,
     versionLabel: r.version_label,
     reason: r.reason,
     stage: r.stage,
@@ -206,24 +220,24 @@ export class StateStore {
     // Prepared once, on first use: every hot path is a single prepared statement. Lazily, so that `status`
     // can read a DB of an older schema (openReadOnly) whose tables lack columns it never asks for.
     this.stmts = preparedOnFirstUse({
-      loadBase: () => db.prepare(`SELECT ${BASE_COLUMNS} FROM base`).raw(true),
+      loadBase: () => db.prepare(`SELECT ${baseColumnsOf(db)} FROM base`).raw(true),
       countBase: () => db.prepare('SELECT COUNT(*) FROM base').pluck(true),
-      getBase: () => db.prepare(`SELECT ${BASE_COLUMNS} FROM base WHERE document_id = ?`).raw(true),
-      getBaseByKey: () => db.prepare(`SELECT ${BASE_COLUMNS} FROM base WHERE key = ? ORDER BY document_id LIMIT 1`).raw(true),
+      getBase: () => db.prepare(`SELECT ${baseColumnsOf(db)} FROM base WHERE document_id = ?`).raw(true),
+      getBaseByKey: () => db.prepare(`SELECT ${baseColumnsOf(db)} FROM base WHERE key = ? ORDER BY document_id LIMIT 1`).raw(true),
       putBase: () => db.prepare(
-        `INSERT INTO base (${BASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO base (${BASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT(document_id) DO UPDATE SET version_id = excluded.version_id,
            version_label = excluded.version_label, folder_id = excluded.folder_id,
            file_name = excluded.file_name, rel_path = excluded.rel_path, key = excluded.key,
            sha256 = excluded.sha256, size = excluded.size, mtime_ms = excluded.mtime_ms, inode = excluded.inode,
-           ctime_ms = excluded.ctime_ms`,
+           ctime_ms = excluded.ctime_ms, born_ms = excluded.born_ms`,
       ),
       deleteBase: () => db.prepare('DELETE FROM base WHERE document_id = ?'),
       addOutbox: () => db.prepare(
         `INSERT INTO outbox (rel_path, key, document_id, folder_id, file_name, sha256, size, mtime_ms, inode,
-           ctime_ms, version_label, reason, stage, created_at, updated_at)
+           ctime_ms, born_ms, version_label, reason, stage, created_at, updated_at)
          VALUES (@relPath, @key, @documentId, @folderId, @fileName, @sha256, @size, @mtimeMs, @inode, @ctimeMs,
-           @versionLabel, @reason, 'planned', @now, @now)`,
+           @bornMs, @versionLabel, @reason, 'planned', @now, @now)`,
       ),
       setOutboxStage: () => db.prepare(
         `UPDATE outbox SET stage = @stage, upload_id = COALESCE(@uploadId, upload_id), sha256 = COALESCE(@sha256, sha256),
@@ -548,7 +562,7 @@ export class StateStore {
   putBase(e: BaseEntry): void {
     this.stmts.putBase.run(
       e.documentId, e.versionId, e.versionLabel, e.folderId, e.fileName, e.relPath, e.key, e.sha256,
-      e.size, e.mtimeMs, e.inode, e.ctimeMs,
+      e.size, e.mtimeMs, e.inode, e.ctimeMs, e.bornMs ?? 0,
     );
   }
 
@@ -560,7 +574,7 @@ export class StateStore {
 
   /** Records a planned upload (stage 'planned') and returns its id. */
   addOutbox(o: NewOutbox): number {
-    const info = this.stmts.addOutbox.run({ ...o, now: new Date().toISOString() });
+    const info = this.stmts.addOutbox.run({ ...o, bornMs: o.bornMs ?? 0, now: new Date().toISOString() });
     return Number(info.lastInsertRowid);
   }
 

@@ -3,7 +3,7 @@
 // expected the stat the scan saw, so without this each of them would find "changed since the plan" and fail,
 // leaving the work to the next pass. Only a step that expected exactly the stat the move verified is carried
 // over to the stat the move left; any other expectation is kept, and still refuses a file edited meanwhile.
-import { sameStat, type Action, type FileStat } from './model.js';
+import { sameStat, statOf, type Action, type FileStat } from './model.js';
 
 export interface SettledMove {
   /** The path the file was moved to. */
@@ -17,7 +17,7 @@ export interface SettledMove {
 /** `a` with its expectation of the moved file updated to the stat the move left. */
 export function expectingMovedFile(a: Action, m: SettledMove): Action {
   const carried = (stat: FileStat): FileStat | null =>
-    sameStat(stat, m.before) ? { size: m.after.size, mtimeMs: m.after.mtimeMs, inode: m.after.inode, ctimeMs: m.after.ctimeMs } : null;
+    sameStat(stat, m.before) ? statOf(m.after) : null;
   switch (a.kind) {
     case 'upload':
     case 'conflict': {

@@ -884,6 +884,7 @@ function baseFromDownload(doc: RemoteDoc, relPath: string, key: string, stat: Fi
     mtimeMs: stat.mtimeMs,
     inode: stat.inode,
     ctimeMs: stat.ctimeMs,
+    ...(stat.bornMs ? { bornMs: stat.bornMs } : {}),
     sha256,
   };
 }

@@ -17,6 +17,29 @@ export interface FileStat {
    * recorded before the state DB kept it, see sameStat).
    */
   ctimeMs: number;
+  /**
+   * Birth time, where the filesystem reports one (ext4, btrfs, xfs): kept by a rename, new for every new file. It
+   * tells a file moved elsewhere from a new file that was handed its inode number (sameFile). Absent or 0: not known.
+   */
+  bornMs?: number;
+}
+
+/** A FileStat from an fs.Stats (or anything with its fields); the birth time only where the filesystem gives one. */
+export function fileStatOf(st: { size: number; mtimeMs: number; ino: number; ctimeMs: number; birthtimeMs: number }): FileStat {
+  const out: FileStat = { size: st.size, mtimeMs: st.mtimeMs, inode: st.ino, ctimeMs: st.ctimeMs };
+  if (st.birthtimeMs > 0) out.bornMs = st.birthtimeMs;
+  return out;
+}
+
+/**
+ * Is `file` the very file `recorded` was: the same inode, and the same birth time where both are known? By its
+ * inode alone a new file could pass for a synced file moved there: ext4 hands a freed inode number to the next new
+ * file at once, and `sed -i a.txt b.txt` frees a.txt's as it renames its temp file over it, just before it makes
+ * b.txt's temp file (black-box round 39b: an upload-only pair followed such a file and put one document's edit
+ * into another; a two-way pair planned a conflict, or with a chain of renames a wrong document's version).
+ */
+export function sameFile(recorded: FileStat, file: FileStat): boolean {
+  return recorded.inode !== 0 && file.inode === recorded.inode && (!recorded.bornMs || !file.bornMs || recorded.bornMs === file.bornMs);
 }
 
 /**
@@ -53,7 +76,9 @@ export function changedAt(f: FileStat): number {
 }
 
 export function statOf(f: FileStat): FileStat {
-  return { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs };
+  const out: FileStat = { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs };
+  if (f.bornMs) out.bornMs = f.bornMs;
+  return out;
 }
 
 /** A local file as observed by the scanner, with its content hash. */

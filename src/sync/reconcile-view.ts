@@ -12,7 +12,7 @@ import type {
 } from './model.js';
 import { looseName } from './plan-filters.js';
 import { cmp } from './reconcile-builder.js';
-import { sameStat } from './model.js';
+import { sameFile, sameStat } from './model.js';
 import { baseNameOf, parentOf } from './path-key.js';
 
 export type LocalState = 'unchanged' | 'modified' | 'deleted' | 'unknown';
@@ -80,7 +80,7 @@ export class ReconcileView {
 
   /** How strongly row b holds its key (see the constructor): 2 its file is there, 1 its document is listed there. */
   private claimOnKey(b: BaseEntry): number {
-    if (b.inode !== 0 && this.local.files.get(b.key)?.inode === b.inode) return 2;
+    if (this.atOwnPath(b)) return 2;
     return this.remote.docs.get(b.documentId)?.key === b.key ? 1 : 0;
   }
 
@@ -175,6 +175,12 @@ export class ReconcileView {
     return this.docsByFolderName.has(nameKey(folderId, fileName));
   }
 
+  /** Is b's own file (model.ts sameFile) still at b's path? */
+  private atOwnPath(b: BaseEntry): boolean {
+    const file = this.local.files.get(b.key);
+    return file !== undefined && sameFile(b, file);
+  }
+
   /**
    * b's own file (its inode), renamed locally to a path that differs from its document's new remote path only in
    * case or Unicode form (`file.txt` became `File.txt` here and `FILE.txt` on the service; a folder likewise). A
@@ -194,7 +200,7 @@ export class ReconcileView {
         else this.unbasedByLoosePath.set(loose, [f]);
       }
     }
-    return this.unbasedByLoosePath.get(looseName(doc.relPath))?.find((f) => f.inode === b.inode && f.key !== doc.key);
+    return this.unbasedByLoosePath.get(looseName(doc.relPath))?.find((f) => sameFile(b, f) && f.key !== doc.key);
   }
 
   /**
@@ -210,7 +216,7 @@ export class ReconcileView {
     const key = `${folder.key}/${baseNameOf(b.key)}`;
     if (key === b.key || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);
-    return there !== undefined && there.inode === b.inode && there.sha256 !== null ? there : undefined;
+    return there !== undefined && sameFile(b, there) && there.sha256 !== null ? there : undefined;
   }
 
   /**
@@ -221,7 +227,7 @@ export class ReconcileView {
     if (this.movedWithFolderByKey === null) {
       this.movedWithFolderByKey = new Map();
       for (const b of this.followsRenames ? this.bases : []) {
-        if (this.local.files.get(b.key)?.inode === b.inode || this.isUnknown(b.key)) continue;
+        if (this.atOwnPath(b) || this.isUnknown(b.key)) continue;
         // By its inode, or by its place (saved by `sed -i` since: round 38c, M4).
         const own = this.ownFileMovedWithFolder(b) ?? this.ownFileByPlace(b);
         const doc = this.remote.docs.get(b.documentId);
@@ -261,7 +267,7 @@ export class ReconcileView {
     const folder = this.remote.folders.get(b.folderId);
     if (folder === undefined || folder.key === '' || folder.key === parentOf(b.key)) return undefined;
     const copy = this.local.files.get(b.key);
-    const restoredCopy = copy !== undefined && copy.inode === b.inode && this.restoredVersions?.get(b.documentId) === b.versionId && this.localState(b) === 'unchanged';
+    const restoredCopy = copy !== undefined && sameFile(b, copy) && this.restoredVersions?.get(b.documentId) === b.versionId && this.localState(b) === 'unchanged';
     if (!restoredCopy && (this.localState(b) !== 'deleted' || this.local.dirs.has(parentOf(b.key)) || copy !== undefined)) return undefined;
     const key = `${folder.key}/${baseNameOf(b.key)}`;
     if (this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
@@ -273,7 +279,7 @@ export class ReconcileView {
   private ownFileElsewhere(d: RemoteDoc, key: PathKey): boolean {
     const row = this.base.get(d.documentId);
     if (row === undefined) return false;
-    const own = (row.inode !== 0 && this.local.files.get(row.key)?.inode === row.inode ? this.local.files.get(row.key) : undefined) ?? this.ownFileMovedWithFolder(row) ?? this.placeOf(row);
+    const own = (this.atOwnPath(row) ? this.local.files.get(row.key) : undefined) ?? this.ownFileMovedWithFolder(row) ?? this.placeOf(row);
     return own !== undefined && own.key !== key;
   }
 
@@ -297,11 +303,12 @@ export class ReconcileView {
       for (const b of this.bases) {
         const doc = this.remote.docs.get(b.documentId);
         // b's old path must have been looked at: a file the scan could not see there may still be b's.
-        if (doc === undefined || doc.key === b.key || b.inode === 0 || this.isUnknown(b.key) || this.local.files.get(b.key)?.inode === b.inode) continue;
+        if (doc === undefined || doc.key === b.key || b.inode === 0 || this.isUnknown(b.key) || this.atOwnPath(b)) continue;
         const there = this.local.files.get(doc.key);
-        if (there === undefined || there.inode !== b.inode || there.sha256 === null || this.renamedAlikeByKey.has(doc.key)) continue;
+        if (there === undefined || !sameFile(b, there) || there.sha256 === null || this.renamedAlikeByKey.has(doc.key)) continue;
         // An inode both rows had (hard links, a reused number): the file is the one of the row at its path.
-        if (this.baseByKey.get(doc.key)?.inode !== there.inode) this.renamedAlikeByKey.set(doc.key, b);
+        const held = this.baseByKey.get(doc.key);
+        if (held === undefined || !sameFile(held, there)) this.renamedAlikeByKey.set(doc.key, b);
       }
     }
     return this.renamedAlikeByKey.get(key);
@@ -351,7 +358,7 @@ export class ReconcileView {
     // on the service): not this document's content. Read as its edit, that file became this document's next
     // version or its conflict copy, a second document of bytes the service has (soak seeds 878923488, -713498096).
     const other = this.renamedAlikeAt(b.key);
-    if (other !== undefined && other !== b && file.inode !== b.inode) return 'deleted';
+    if (other !== undefined && other !== b && !sameFile(b, file)) return 'deleted';
     return this.contentState(b, file);
   }
 

@@ -14,7 +14,7 @@ import type {
   RemoteDoc,
   RemoteObservation,
 } from './model.js';
-import { notUploadingBecause, putBackWithOldTime, statOf } from './model.js';
+import { notUploadingBecause, putBackWithOldTime, sameFile, statOf } from './model.js';
 import { parentOf } from './path-key.js';
 import { PlanBuilder } from './reconcile-builder.js';
 import { foldDirMoves } from './reconcile-dir-moves.js';
@@ -172,10 +172,9 @@ function followSwapAlike(s: PassState, still: readonly BaseEntry[]): boolean {
     // saved since by a program that writes a new file (`mv a t; mv b a; mv t b`, then `sed -i a`): what else the
     // swap left there; an edit at worst, as with the place rule (the content stays in the version history). Read
     // as a stranger's, its edit became a keep-both conflict copy (black-box round 37c, F2's rename cycles).
-    const inodes = new Set(cycle.map((b) => b.inode));
     const alike = byInode.some(Boolean) && cycle.every((_, i) => {
       const there = files[i];
-      return there !== undefined && !s.consumedLocal.has(there.key) && there.sha256 !== null && (byInode[i] || (there.inode !== 0 && !inodes.has(there.inode)));
+      return there !== undefined && !s.consumedLocal.has(there.key) && there.sha256 !== null && (byInode[i] || (there.inode !== 0 && !cycle.some((c) => sameFile(c, there))));
     });
     if (!alike) continue;
     const rows = cycle.map((b, i) => {
@@ -388,7 +387,7 @@ function planBase(s: PassState, b: BaseEntry): boolean {
 
 /** A file at b's path that is another file than b's (both inodes known and different). */
 function notOwnFile(b: BaseEntry, file: LocalFile | undefined): boolean {
-  return file !== undefined && b.inode !== 0 && file.inode !== 0 && file.inode !== b.inode;
+  return file !== undefined && b.inode !== 0 && file.inode !== 0 && !sameFile(b, file);
 }
 
 /** b's file by its place (ReconcileView.ownFileByPlace), if it is at doc's path or can be moved on to it (or stays). */
@@ -464,8 +463,10 @@ function localEditWaits(s: PassState, b: BaseEntry): void {
 
 function keepOrAdopt(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {
   const changed: string[] = [];
-  // Compared field by field, not with sameStat: a row without a ctime (0) takes the file's here.
-  if (file.size !== b.size || file.mtimeMs !== b.mtimeMs || file.inode !== b.inode || file.ctimeMs !== b.ctimeMs) changed.push('local-stat');
+  // Compared field by field, not with sameStat: a row without a ctime (0) takes the file's here, and so does a row
+  // without a birth time (written before schema 8), so that sameFile can tell a reused inode from then on.
+  const born = !!file.bornMs && file.bornMs !== b.bornMs;
+  if (file.size !== b.size || file.mtimeMs !== b.mtimeMs || file.inode !== b.inode || file.ctimeMs !== b.ctimeMs || born) changed.push('local-stat');
   if (file.relPath !== b.relPath) changed.push('local-name');
   if (doc.fileName !== b.fileName || doc.folderId !== b.folderId) changed.push('remote-name');
   if (changed.length === 0) return;
@@ -591,7 +592,7 @@ function remoteMoveOntoLocalFile(
  * remote content stays in the version history. Without a hash or an inode it stays a conflict.
  */
 function renamedAlikeLocally(b: BaseEntry, there: LocalFile): boolean {
-  return b.inode !== 0 && there.inode === b.inode && there.sha256 !== null;
+  return sameFile(b, there) && there.sha256 !== null;
 }
 
 /**

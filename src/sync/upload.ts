@@ -101,6 +101,7 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
     mtimeMs: req.local.mtimeMs,
     inode: req.local.inode,
     ctimeMs: req.local.ctimeMs,
+    ...(req.local.bornMs ? { bornMs: req.local.bornMs } : {}),
     versionLabel,
     reason: req.reason,
   }));
@@ -703,6 +704,7 @@ function finishOutbox(d: ExecutorDeps, row: OutboxRow, version: DocumentVersion)
     mtimeMs: row.mtimeMs,
     inode: row.inode,
     ctimeMs: row.ctimeMs,
+    ...(row.bornMs ? { bornMs: row.bornMs } : {}),
     sha256: row.sha256,
   };
   d.store.transaction(() => {

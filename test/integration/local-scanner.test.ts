@@ -80,8 +80,12 @@ describe('scanLocal', () => {
       mtimeMs: st.mtimeMs,
       inode: st.ino,
       ctimeMs: st.ctimeMs,
+      bornMs: st.birthtimeMs, // 0 where the filesystem keeps none
       sha256: sha('first quarter'),
     });
+    // A rename keeps the birth time (it is how a moved file is told from a new one given its inode number).
+    fs.renameSync(path.join(root, 'Reports/2026/q1.txt'), path.join(root, 'Reports/q1.txt'));
+    expect((await scan()).obs.files.get('Reports/q1.txt')).toMatchObject({ inode: st.ino, bornMs: st.birthtimeMs });
     expect(obs.files.get('zero.bin')?.sha256).toBe(sha(''));
     expect([...obs.dirs.values()].sort()).toEqual(['Empty', 'Reports', 'Reports/2026', 'node_modules_like', 'node_modules_like/deep']);
     expect(obs.problems).toEqual([]);

@@ -99,11 +99,25 @@ describe('open and migrations', () => {
     const ro = StateStore.openReadOnly(dbFile); // status beside a daemon not yet restarted after the upgrade
     expect(ro.countBase()).toBe(1);
     expect(ro.listOutbox()).toEqual([]);
+    // Its rows too (status counts those an ignore rule hides): the columns of later schemas read as 0.
+    expect(ro.loadBase().get('doc-1')).toEqual({ ...old, ctimeMs: 0 });
     ro.close();
     const s = openStore();
     expect(s.getBase('doc-1')).toEqual({ ...old, ctimeMs: 0 });
     s.putBase(base(2));
     expect(s.getBase('doc-2')).toEqual(base(2));
+  });
+
+  it("keeps a file's birth time where it is known, and none where it is not (schema 8)", () => {
+    const s = openStore();
+    s.putBase(base(3, { bornMs: 1_700_000_000_123.456 }));
+    s.putBase(base(4));
+    expect(s.getBase('doc-3')).toEqual(base(3, { bornMs: 1_700_000_000_123.456 }));
+    expect(s.getBase('doc-4')).toEqual(base(4));
+    expect(s.getBase('doc-4')).not.toHaveProperty('bornMs');
+    const { documentId: _d, versionId: _v, versionLabel: _l, ...row } = base(5, { bornMs: 42.5 });
+    s.addOutbox({ ...row, documentId: null, versionLabel: '1', reason: 'new-local' });
+    expect(s.listOutbox()[0]?.bornMs).toBe(42.5);
   });
 
   it('refuses a DB written by a newer schema version', () => {

@@ -932,6 +932,42 @@ describe('remote moves onto occupied paths', () => {
     expect(summarizeGroups(p.groups)).toEqual([['upload docs/a.txt -> dA:f1/b.txt local-modified replaces=dA']]);
     expect(codes(p)).toEqual(['path-collision docs/a.txt', 'path-collision docs/b.txt']);
   });
+  describe('a new file handed a freed inode number is no synced file moved there (its birth time differs: black-box round 39b)', () => {
+    // dX (docs/x.txt, inode 77, born at 1000) was renamed to w.txt on the service; a file at docs/w.txt has inode 77.
+    function reused(born: number | undefined, direction: 'both' | 'upload' = 'both'): string[] {
+      const w = world();
+      w.baseRow('dX', 'docs/x.txt', 'v1', 'f1', 'hX', { inode: 77, bornMs: 1000 });
+      w.file('docs/w.txt', 'hW', born === undefined ? { inode: 77 } : { inode: 77, bornMs: born });
+      w.doc('dX', 'docs/w.txt', 'v1', 'f1');
+      return summarizeGroups(plan(w, { direction }).groups).flat().map((x) => x.split(' expect')[0]!);
+    }
+    it('the same birth time (or none known): the file is dX\'s, renamed alike, its edit dX\'s next version', () => {
+      for (const born of [1000, undefined]) expect(reused(born), String(born)).toContain('upload docs/w.txt -> dX:f1/w.txt local-modified replaces=dX');
+      expect(reused(1000, 'upload')).toContain('upload docs/w.txt -> dX:f1/w.txt local-modified replaces=dX');
+    });
+    it('another birth time: a new file, compared with dX, never sent as its edit', () => {
+      const steps = reused(2000);
+      expect(steps.some((x) => x.startsWith('upload docs/w.txt -> dX:') || x.startsWith('adopt'))).toBe(false);
+      expect(steps).toContain('conflict docs/w.txt dX@v1 base=none keep-both copy=docs/w (conflict T).txt upload-copy=true');
+      // An upload-only pair compares it too (then settles local-wins), instead of following it as dX's file.
+      expect(reused(2000, 'upload').some((x) => x.startsWith('adopt'))).toBe(false);
+    });
+    it('a row without a birth time (written before the state DB kept one) takes the file\'s, nothing else', () => {
+      const w = world();
+      w.baseRow('dX', 'docs/x.txt', 'v1', 'f1', 'hX');
+      w.file('docs/x.txt', 'hX', { bornMs: 1234.5 });
+      w.doc('dX', 'docs/x.txt', 'v1', 'f1');
+      const p = plan(w);
+      expect(summarizeGroups(p.groups)).toEqual([['adopt dX local-stat']]);
+      const a = p.groups[0]![0]!;
+      expect(a.kind === 'adopt' && a.base.bornMs).toBe(1234.5);
+      const known = world();
+      known.baseRow('dX', 'docs/x.txt', 'v1', 'f1', 'hX', { bornMs: 1234.5 });
+      known.file('docs/x.txt', 'hX', { bornMs: 1234.5 });
+      known.doc('dX', 'docs/x.txt', 'v1', 'f1');
+      expect(plan(known).groups).toEqual([]);
+    });
+  });
   describe('names swapped alike on both sides (each file, by its inode, where its document now is)', () => {
     /** Remote: dA -> b.txt, dB -> a.txt; locally the same (`mv a t; mv b a; mv t b`), contents as given. */
     function swappedAlike(shaAtB: string, shaAtA: string): World {

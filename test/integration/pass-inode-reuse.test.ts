@@ -1,0 +1,102 @@
+// A new file handed a freed inode number is no synced file moved there. ext4 gives a freed inode number to the next
+// new file at once: `sed -i a b` renames its temp file over a (freeing a's old inode) just before it makes b's temp
+// file, which gets that number. By the inode alone, b's new file read as a's document's own file moved to b: its
+// edit went into the other document (black-box round 39b, F1/F2/F8). The birth time (statx) tells them apart.
+// Real passes, real sed, a real state DB, the emulator on loopback.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { runPass } from '../../src/sync/pass.js';
+import { openTestPair, type TestPair } from './pass-fixture.js';
+
+let emu: Emulator;
+
+beforeAll(async () => {
+  emu = await startEmulator({ quiet: true });
+});
+
+afterAll(async () => {
+  await emu?.close();
+});
+
+/** Does the filesystem of the temp dir report birth times? Without them the inode alone decides (documented). */
+function birthTimesKnown(): boolean {
+  const probe = fs.mkdtempSync(path.join(os.tmpdir(), 'born-'));
+  try {
+    fs.writeFileSync(path.join(probe, 'f'), 'x');
+    return fs.statSync(path.join(probe, 'f')).birthtimeMs > 0;
+  } finally {
+    fs.rmSync(probe, { recursive: true, force: true });
+  }
+}
+
+function versions(documentId: string): string[] {
+  return emu.control.listVersions(documentId).map((v) => emu.control.readContent(documentId, v.id).toString('utf8').trim());
+}
+
+/** Folder Docs/F with the given files ("name" -> "T<NAME>: <name> original"), synced by a first pass; their ids. */
+async function synced(p: TestPair, names: string[], uploadPair: boolean): Promise<{ folder: string; ids: Map<string, string>; at: (rel: string) => string }> {
+  const c = emu.control;
+  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+  const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
+  const text = (n: string) => `T${n.toUpperCase()}: ${n} original\n`;
+  if (uploadPair) {
+    fs.mkdirSync(at('Docs/F'), { recursive: true });
+    for (const n of names) fs.writeFileSync(at(`Docs/F/${n}.txt`), text(n));
+  } else for (const n of names) c.addDocument(p.binderId, folder, `${n}.txt`, text(n));
+  expect((await runPass(p.rt)).converged).toBe(true);
+  const ids = new Map(c.listDocuments(p.binderId).map((d) => [d.fileName.replace('.txt', ''), d.id]));
+  return { folder, ids, at };
+}
+
+function sed(dir: string, files: string[]): void {
+  execFileSync('sed', ['-i', 's/original/edit/', ...files], { cwd: dir });
+}
+
+it.skipIf(!birthTimesKnown())('upload-only pair, a chain of renames on the service in a folder renamed alike, sed -i over both files: each edit is its own document\'s next version (round 39b, F2)', async () => {
+  const p = await openTestPair(emu, 'reuse-upload-chain', 'direction: upload');
+  try {
+    const { folder, ids, at } = await synced(p, ['x', 'y'], true);
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    emu.control.renameFolder(folder, 'G');
+    emu.control.renameDocument(ids.get('y')!, 'w.txt');
+    emu.control.renameDocument(ids.get('x')!, 'y.txt');
+    sed(at('Docs/G'), ['x.txt', 'y.txt']); // y.txt's new file gets x.txt's old inode (where the filesystem reuses it)
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.converged).toBe(true);
+    expect(versions(ids.get('x')!)).toEqual(['TX: x original', 'TX: x edit']);
+    expect(versions(ids.get('y')!)).toEqual(['TY: y original', 'TY: y edit']);
+    expect(emu.control.listDocuments(p.binderId)).toHaveLength(2);
+  } finally {
+    await p.close();
+  }
+});
+
+it.skipIf(!birthTimesKnown())('two-way pair, a chain of three renames on the service (c -> w, b -> c, a -> b), sed -i a b c here: each edit follows its own document (round 39b, F8)', async () => {
+  const p = await openTestPair(emu, 'reuse-two-way-chain');
+  try {
+    const { ids, at } = await synced(p, ['a', 'b', 'c'], false);
+    emu.control.renameDocument(ids.get('c')!, 'w.txt');
+    emu.control.renameDocument(ids.get('b')!, 'c.txt');
+    emu.control.renameDocument(ids.get('a')!, 'b.txt');
+    sed(at('Docs/F'), ['a.txt', 'b.txt', 'c.txt']);
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.converged).toBe(true);
+    expect(versions(ids.get('a')!)).toEqual(['TA: a original', 'TA: a edit']);
+    expect(versions(ids.get('b')!)).toEqual(['TB: b original', 'TB: b edit']);
+    expect(versions(ids.get('c')!)).toEqual(['TC: c original', 'TC: c edit']);
+    expect(emu.control.listDocuments(p.binderId)).toHaveLength(3);
+    const local = fs.readdirSync(at('Docs/F')).sort().map((n) => `${n}: ${fs.readFileSync(at(`Docs/F/${n}`), 'utf8').trim()}`);
+    expect(local).toEqual(['b.txt: TA: a edit', 'c.txt: TB: b edit', 'w.txt: TC: c edit']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
