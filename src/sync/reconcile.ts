@@ -679,13 +679,11 @@ function followedInUploadPair(s: PassState, b: BaseEntry, l: LocalState, remoteM
   s.consumedLocal.add(file.key);
   s.consumedDocs.add(doc.documentId);
   if (file.key !== doc.key) issue(s, doc.relPath, 'upload-only', `direction is upload: the remote rename of "${b.relPath}" is not applied locally`, b.documentId);
-  const steps: Action[] = [];
-  if (l === 'modified') steps.push(upload(file, versionOf(doc), remoteModified ? 'local-wins' : 'local-modified', b.documentId));
-  else {
-    if (remoteModified) issue(s, doc.relPath, 'upload-only', 'direction is upload: the remote change is not downloaded', b.documentId);
-    // The row keeps b's version (the file's content): only its place changes.
-    steps.push({ kind: 'adopt', base: { ...b, ...statOf(file), relPath: file.relPath, key: file.key, fileName: doc.fileName, folderId: doc.folderId }, reason: 'renamed-alike' });
-  }
+  // An edit goes up; over a remote version too, as a conflict this pair settles local-wins: compared first (equal
+  // bytes make no version) and listed (black-box round 39b, F3: a plain upload did neither). A remote version of an
+  // unchanged file is noted. Otherwise the row alone follows the file, at b's version (the file's content).
+  const content = contentStepsAt(s, b, file, l === 'modified', remoteModified, doc);
+  const steps: Action[] = content.length > 0 ? content : [{ kind: 'adopt', base: { ...b, ...statOf(file), relPath: file.relPath, key: file.key, fileName: doc.fileName, folderId: doc.folderId }, reason: 'renamed-alike' }];
   if (stranger !== undefined) keepAsLocalFile(s, b, stranger, steps, 'new-local', occ.after);
   else commitBase(s, b, steps, true, occ.after);
   return true;

@@ -241,3 +241,32 @@ it('names swapped alike on both sides (mv x t; mv z x; mv t z, the same on the s
     await p.close();
   }
 });
+
+it.each([['another edit', 'edited here x\n'], ['the same bytes', 'edited there x\n']])("an upload-only pair, the folder renamed alike, a colleague's version and %s here: compared and settled as a conflict, local-wins, listed; equal bytes make no version (black-box round 39b, F3)", async (_what, mine) => {
+  const p = await openTestPair(emu, `alike-upload-conflict-${mine.length}`, 'direction: upload');
+  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  try {
+    const c = emu.control;
+    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+    const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
+    fs.mkdirSync(at('Docs/F'), { recursive: true });
+    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
+    expect((await runPass(p.rt)).converged).toBe(true);
+    const x = c.listDocuments(p.binderId)[0]!.id;
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    c.renameFolder(folder, 'G');
+    c.addVersion(x, 'edited there x\n');
+    fs.writeFileSync(at('Docs/G/x.txt'), mine);
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.converged).toBe(true);
+    const same = mine === 'edited there x\n';
+    expect(versions(x)).toEqual(same ? ['original x\n', 'edited there x\n'] : ['original x\n', 'edited there x\n', mine]);
+    if (!same) expect(p.rt.store.listConflicts().map((k) => k.relPath)).toEqual(['Docs/G/x.txt']);
+    expect(filesUnder(at('Docs'))).toEqual([`G/x.txt: ${mine.trim()}`]);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});

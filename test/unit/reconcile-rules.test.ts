@@ -875,8 +875,9 @@ describe('remote moves onto occupied paths', () => {
       expect(summarizeGroups(remote.groups)).toEqual([['adopt d1 renamed-alike']]);
       expect(remote.groups[0]![0]!.kind === 'adopt' && remote.groups[0]![0]!.base.versionId).toBe('v1');
       expect(remote.issues.map((i) => `${i.relPath} ${i.code}`)).toEqual(['papers/a.txt upload-only']);
-      // Both edited: the local content goes on top, as an upload-only pair's conflicts do.
-      expect(steps(renamedAlike('h2', 'v2'), { direction: 'upload' })).toEqual([['upload papers/a.txt -> d1:f1/a.txt local-wins replaces=d1']]);
+      // Both edited: a conflict, settled as an upload-only pair's are (compared first, then local-wins, listed), not a
+      // plain upload that made a duplicate version of equal bytes and no record (black-box round 39b, F3).
+      expect(steps(renamedAlike('h2', 'v2'), { direction: 'upload' })).toEqual([['conflict papers/a.txt d1@v2 base=d1 local-wins copy=papers/a (conflict T).txt upload-copy=false keep-local']]);
     });
     it('an upload-only pair, the folder renamed alike and the document renamed on the service too: the row follows the file by its inode, the rename is noted', () => {
       const w = new World(false).folder('f1', 'papers').dir('papers');
