@@ -297,8 +297,11 @@ function locateOwnFile(s: PassState, b: BaseEntry, doc: RemoteDoc | undefined, v
   // An upload-only pair follows no remote rename, but where the user moved b's file alike (its folder renamed here
   // as on the service, the document perhaps renamed too), the row follows the file, which stays where it is: read
   // as a new file colliding with its own document, it was said as such and b as deleted here (black-box round 38b, F5b).
+  // So is a file with no row at the document's new path, where b's is gone (renamed alike, then saved by `sed -i`:
+  // another inode): such a pair compares it with the document all the same, a pass later, after saying b "no longer
+  // synced" and the file a path-collision (round 39b, F10). An edit at worst, as with the place rule.
   if (l === 'deleted' && !alike && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction === 'upload') {
-    const own = s.view.ownFileMovedWithFolder(b);
+    const own = s.view.ownFileMovedWithFolder(b) ?? strangerFileAt(s, b, doc.key);
     if (own && !s.consumedLocal.has(own.key)) {
       file = own;
       l = s.view.contentState(b, own);
@@ -388,6 +391,13 @@ function planBase(s: PassState, b: BaseEntry): boolean {
 /** A file at b's path that is another file than b's (both inodes known and different). */
 function notOwnFile(b: BaseEntry, file: LocalFile | undefined): boolean {
   return file !== undefined && b.inode !== 0 && file.inode !== 0 && !sameFile(b, file);
+}
+
+/** The local file at `key` that no row holds, no other step claimed, and that is no other synced file (its inode). */
+function strangerFileAt(s: PassState, b: BaseEntry, key: PathKey): LocalFile | undefined {
+  const file = s.view.local.files.get(key);
+  if (file === undefined || s.view.baseByKey.has(key) || s.consumedLocal.has(key) || s.view.isUnknown(key)) return undefined;
+  return s.view.bases.some((o) => o !== b && sameFile(o, file)) ? undefined : file;
 }
 
 /** b's file by its place (ReconcileView.ownFileByPlace), if it is at doc's path or can be moved on to it (or stays). */

@@ -270,3 +270,26 @@ it.each([['another edit', 'edited here x\n'], ['the same bytes', 'edited there x
     await p.close();
   }
 });
+
+it('an upload-only pair, a file renamed alike (mv x.txt w.txt, the same on the service), then saved by sed -i: one pass makes its edit the next version (black-box round 39b, F10)', async () => {
+  const p = await openTestPair(emu, 'rename-alike-upload-sed', 'direction: upload');
+  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  try {
+    const c = emu.control;
+    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+    c.createFolder(p.binderId, { name: 'F', parentId: docs });
+    fs.mkdirSync(at('Docs/F'), { recursive: true });
+    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
+    expect((await runPass(p.rt)).converged).toBe(true);
+    const x = c.listDocuments(p.binderId)[0]!.id;
+    fs.renameSync(at('Docs/F/x.txt'), at('Docs/F/w.txt'));
+    c.renameDocument(x, 'w.txt');
+    sedInPlace(at('Docs/F/w.txt'));
+    await cleanPass(p);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/F/w.txt']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});

@@ -879,6 +879,23 @@ describe('remote moves onto occupied paths', () => {
       // plain upload that made a duplicate version of equal bytes and no record (black-box round 39b, F3).
       expect(steps(renamedAlike('h2', 'v2'), { direction: 'upload' })).toEqual([['conflict papers/a.txt d1@v2 base=d1 local-wins copy=papers/a (conflict T).txt upload-copy=false keep-local']]);
     });
+    it('an upload-only pair, a file renamed alike and saved by sed -i since (another inode): the file at the document\'s new path is its, in one pass (round 39b, F10)', () => {
+      const w = world();
+      w.baseRow('dX', 'docs/x.txt', 'v1', 'f1', 'hX');
+      w.file('docs/w.txt', 'hX2', { inode: 4242 });
+      w.doc('dX', 'docs/w.txt', 'v1', 'f1');
+      const p = plan(w, { direction: 'upload' });
+      expect(summarizeGroups(p.groups).map((g) => g.map((x) => x.split(' expect')[0]))).toEqual([['upload docs/w.txt -> dX:f1/w.txt local-modified replaces=dX']]);
+      expect(p.issues).toEqual([]);
+      // Not another synced file's (its inode): that one is its own row's, and b is deleted here, as before.
+      const other = world();
+      other.baseRow('dX', 'docs/x.txt', 'v1', 'f1', 'hX');
+      other.baseRow('dY', 'docs/y.txt', 'v1', 'f1', 'hY');
+      other.file('docs/w.txt', 'hY');
+      other.doc('dX', 'docs/w.txt', 'v1', 'f1');
+      other.doc('dY', 'docs/y.txt', 'v1', 'f1');
+      expect(summarizeGroups(plan(other, { direction: 'upload' }).groups).flat().some((x) => x.startsWith('upload docs/w.txt -> dX:'))).toBe(false);
+    });
     it('an upload-only pair, the folder renamed alike and the document renamed on the service too: the row follows the file by its inode, the rename is noted', () => {
       const w = new World(false).folder('f1', 'papers').dir('papers');
       w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
