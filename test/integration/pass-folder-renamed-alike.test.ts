@@ -293,3 +293,24 @@ it('an upload-only pair, a file renamed alike (mv x.txt w.txt, the same on the s
     await p.close();
   }
 });
+
+it('renamed here first (the old folder restored by a pass), edited, renamed alike on the service, and the pass that trashed the restored copy stopped before its upload (a crash): the next pass still makes the edit the next version (black-box round 39b, F9)', async () => {
+  const { p, folder, x, at } = await synced('alike-restored-crash');
+  try {
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    await runPass(p.rt);
+    sedInPlace(at('Docs/G/x.txt'));
+    emu.control.renameFolder(folder, 'G');
+    // What the crashed pass left: the restored copies trashed (their directory still there), the rows as they were.
+    fs.rmSync(at('Docs/F/x.txt'));
+    fs.rmSync(at('Docs/F/z.txt'));
+    await p.reopen();
+    await cleanPass(p);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});

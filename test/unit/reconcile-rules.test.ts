@@ -816,6 +816,11 @@ describe('remote moves onto occupied paths', () => {
       // The restored copy edited since: b's own file is that copy, the other a stranger's.
       const edited = renamedAlike('h2', 'v1', { oldCopy: 'h3' });
       expect(steps(edited, restored('v1')).flat().some((x) => x.startsWith('upload papers/a.txt -> d1:'))).toBe(false);
+      // The copy already trashed (a crash after that step), its directory still there: the file is the document's.
+      const trashed = renamedAlike('h2', 'v1');
+      trashed.dir('docs');
+      expect(steps(trashed, restored('v1'))).toEqual([['upload papers/a.txt -> d1:f1/a.txt local-modified replaces=d1']]);
+      expect(steps(trashed, restored('v0')).flat()).toContain('conflict papers/a.txt d1@v1 base=none keep-both copy=papers/a (conflict T).txt upload-copy=true');
     });
     it('not while the old directory is there (the file deleted from it, a file of its name made in the new place)', () => {
       const w = renamedAlike('h2', 'v1');
