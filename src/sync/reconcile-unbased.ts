@@ -98,14 +98,30 @@ export function occupancy(s: PassState, key: PathKey, self: BaseEntry | null): O
     if (mover !== undefined && mover !== self) {
       const after = out.releasedBy(key);
       if (after !== undefined) return { kind: 'free', after };
-      const to = view.remote.docs.get(mover.documentId)?.key;
-      const clear = to !== undefined && !view.local.files.has(to) && !view.baseByKey.has(to) && !out.isClaimed(to);
-      if (clear && !s.decided.has(mover.documentId)) return { kind: 'defer' };
+      if (!s.decided.has(mover.documentId) && moversClear(s, mover)) return { kind: 'defer' };
     }
     if (s.consumedLocal.has(key)) return { kind: 'blocked', code: 'path-collision', detail: 'the local file there is already claimed' };
     return { kind: 'unbased-local', file };
   }
   return { kind: 'free' };
+}
+
+/**
+ * Does the file `mover` (moved with its folder) find its way to where its document is now: a path with no file, no
+ * row and no claim, or one that the file there leaves in turn (a chain of renames of any length in a folder
+ * renamed alike: `c -> w`, `b -> c`, `a -> b`)? A cycle does not (black-box round 39b, F5: a chain of three was
+ * compared with the next document and kept both ways, a duplicate).
+ */
+function moversClear(s: PassState, mover: BaseEntry): boolean {
+  const { view, out } = s;
+  const seen = new Set<string>();
+  for (let m: BaseEntry | undefined = mover; m !== undefined && !seen.has(m.documentId); m = view.movingWithFolderAt(view.remote.docs.get(m.documentId)?.key ?? '')) {
+    seen.add(m.documentId);
+    const to = view.remote.docs.get(m.documentId)?.key;
+    if (to === undefined || view.baseByKey.has(to) || out.isClaimed(to)) return false;
+    if (!view.local.files.has(to) || out.releasedBy(to) !== undefined) return true;
+  }
+  return false;
 }
 
 export function collision(s: PassState, relPath: string, detail: string, documentId?: string, code: Issue['code'] = 'path-collision'): void {

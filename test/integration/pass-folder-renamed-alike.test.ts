@@ -314,3 +314,29 @@ it('renamed here first (the old folder restored by a pass), edited, renamed alik
     await p.close();
   }
 });
+
+it.each([[], ['a.txt', 'b.txt', 'c.txt']])('a chain of three renames in the folder renamed alike (c -> w, b -> c, a -> b on the service), sed -i over %j: each file follows its own document, no copy (black-box round 39b, F5)', async (...edited) => {
+  const p = await openTestPair(emu, `alike-chain3-${edited.length}`);
+  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  try {
+    const c = emu.control;
+    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+    const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
+    const ids = new Map(['a', 'b', 'c'].map((n) => [n, c.addDocument(p.binderId, folder, `${n}.txt`, `original ${n}\n`).document.id]));
+    expect((await runPass(p.rt)).converged).toBe(true);
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    c.renameFolder(folder, 'G');
+    c.renameDocument(ids.get('c')!, 'w.txt');
+    c.renameDocument(ids.get('b')!, 'c.txt');
+    c.renameDocument(ids.get('a')!, 'b.txt');
+    if (edited.length > 0) execFileSync('sed', ['-i', 's/original/edited with sed/', ...edited], { cwd: at('Docs/G') });
+    await cleanPass(p);
+    const now = (n: string) => (edited.length > 0 ? `edited with sed ${n}` : `original ${n}`);
+    for (const n of ['a', 'b', 'c']) expect(versions(ids.get(n)!)).toEqual(edited.length > 0 ? [`original ${n}\n`, `${now(n)}\n`] : [`original ${n}\n`]);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/b.txt', 'Docs/G/c.txt', 'Docs/G/w.txt']);
+    expect(filesUnder(at('Docs'))).toEqual([`G/b.txt: ${now('a')}`, `G/c.txt: ${now('b')}`, `G/w.txt: ${now('c')}`]);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});

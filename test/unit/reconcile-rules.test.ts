@@ -750,6 +750,27 @@ describe('remote moves onto occupied paths', () => {
         expect(p.issues).toEqual([]);
       }
     });
+    it('a chain of three (c -> w, b -> c, a -> b) moves each file on in turn, whatever its length (black-box round 39b, F5)', () => {
+      for (const edited of [false, true]) {
+        const w = new World(false).folder('f0', 'keep').folder('f1', 'papers').dir('papers');
+        w.synced('d0', 'keep/k.txt', 'f0');
+        for (const n of ['a', 'b', 'c']) {
+          w.baseRow(`d${n}`, `docs/${n}.txt`, 'v1', 'f1', `h${n}`);
+          // Edited by sed -i: another inode, found by its place.
+          w.file(`papers/${n}.txt`, edited ? `h${n}2` : `h${n}`);
+        }
+        w.doc('dc', 'papers/w.txt', 'v1', 'f1');
+        w.doc('db', 'papers/c.txt', 'v1', 'f1');
+        w.doc('da', 'papers/b.txt', 'v1', 'f1');
+        const p = plan(w);
+        const moves = ['move papers/c.txt -> papers/w.txt', 'move papers/b.txt -> papers/c.txt', 'move papers/a.txt -> papers/b.txt'];
+        const got = summarizeGroups(p.groups).flat().map((x) => x.split(' expect')[0]!);
+        expect(got.filter((x) => x.startsWith('move')), `edited ${edited}`).toEqual(moves);
+        expect(got.some((x) => x.startsWith('conflict')), `edited ${edited}`).toBe(false);
+        if (edited) expect(got.filter((x) => x.startsWith('upload')).length).toBe(3);
+        expect(p.issues).toEqual([]);
+      }
+    });
     it('not when the document listed at the place has no file of its own elsewhere: the file there may be its', () => {
       const steps = summarizeGroups(plan(chainInRenamedFolder(undefined, 'hy2')).groups).flat().join('\n');
       expect(steps).not.toContain('upload papers/w.txt -> dy:');
