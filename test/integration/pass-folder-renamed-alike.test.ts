@@ -315,7 +315,7 @@ it('renamed here first (the old folder restored by a pass), edited, renamed alik
   }
 });
 
-it.each([[], ['a.txt', 'b.txt', 'c.txt']])('a chain of three renames in the folder renamed alike (c -> w, b -> c, a -> b on the service), sed -i over %j: each file follows its own document, no copy (black-box round 39b, F5)', async (...edited) => {
+it.each([{ edited: [] as string[] }, { edited: ['a.txt', 'b.txt', 'c.txt'] }])('a chain of three renames in the folder renamed alike (c -> w, b -> c, a -> b on the service), sed -i over $edited: each file follows its own document, no copy (black-box round 39b, F5)', async ({ edited }) => {
   const p = await openTestPair(emu, `alike-chain3-${edited.length}`);
   const at = (rel: string) => path.join(p.local, ...rel.split('/'));
   try {
