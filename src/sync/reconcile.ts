@@ -301,7 +301,10 @@ function locateOwnFile(s: PassState, b: BaseEntry, doc: RemoteDoc | undefined, v
   // another inode): such a pair compares it with the document all the same, a pass later, after saying b "no longer
   // synced" and the file a path-collision (round 39b, F10). An edit at worst, as with the place rule.
   if (l === 'deleted' && !alike && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction === 'upload') {
-    const own = s.view.ownFileMovedWithFolder(b) ?? strangerFileAt(s, b, doc.key);
+    // The row-less file only where the document stayed in b's directory: where its folder moved, the file of b's
+    // name in the folder's new place is b's (the place rule below), and the one at the document's new name may be
+    // another document's edit (a chain of renames, round 39b F2).
+    const own = s.view.ownFileMovedWithFolder(b) ?? (parentOf(doc.key) === parentOf(b.key) ? strangerFileAt(s, b, doc.key) : undefined);
     if (own && !s.consumedLocal.has(own.key)) {
       file = own;
       l = s.view.contentState(b, own);
