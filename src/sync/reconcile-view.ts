@@ -227,9 +227,11 @@ export class ReconcileView {
     if (this.movedWithFolderByKey === null) {
       this.movedWithFolderByKey = new Map();
       for (const b of this.followsRenames ? this.bases : []) {
-        if (this.atOwnPath(b) || this.isUnknown(b.key)) continue;
-        // By its inode, or by its place (saved by `sed -i` since: round 38c, M4).
-        const own = this.ownFileMovedWithFolder(b) ?? this.ownFileByPlace(b);
+        if (this.isUnknown(b.key)) continue;
+        // By its inode, or by its place (saved by `sed -i` since: round 38c, M4). A file still at b's path is b's,
+        // unless it is the copy a pass restored there, which the file at the folder's new place supersedes (the
+        // rename made here first: black-box round 39b, F6).
+        const own = this.atOwnPath(b) ? this.ownFileByPlace(b) : (this.ownFileMovedWithFolder(b) ?? this.ownFileByPlace(b));
         const doc = this.remote.docs.get(b.documentId);
         if (own !== undefined && doc !== undefined && doc.key !== own.key && !this.movedWithFolderByKey.has(own.key)) this.movedWithFolderByKey.set(own.key, b);
       }

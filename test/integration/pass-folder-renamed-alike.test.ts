@@ -340,3 +340,28 @@ it.each([{ edited: [] as string[] }, { edited: ['a.txt', 'b.txt', 'c.txt'] }])('
     await p.close();
   }
 });
+
+it.each([{ edit: false }, { edit: true }])('renamed here first (the old folder restored by a pass), then alike on the service with a chain of renames (y -> w, x -> y), edited: $edit: each file follows its own document, the restored copies go to the trash (black-box round 39b, F6)', async ({ edit }) => {
+  const { p, folder, x, at } = await synced(`alike-restored-chain-${edit}`);
+  try {
+    const c = emu.control;
+    const y = c.addDocument(p.binderId, folder, 'y.txt', 'original y\n').document.id;
+    expect((await runPass(p.rt)).converged).toBe(true);
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    await runPass(p.rt);
+    expect(filesUnder(at('Docs/F'))).toEqual(['x.txt: original x', 'y.txt: original y', 'z.txt: untouched z']);
+    if (edit) execFileSync('sed', ['-i', 's/original/edited with sed/', 'x.txt', 'y.txt'], { cwd: at('Docs/G') });
+    c.renameFolder(folder, 'G');
+    c.renameDocument(y, 'w.txt');
+    c.renameDocument(x, 'y.txt');
+    await cleanPass(p);
+    const now = (n: string) => (edit ? `edited with sed ${n}` : `original ${n}`);
+    expect(versions(x)).toEqual(edit ? ['original x\n', 'edited with sed x\n'] : ['original x\n']);
+    expect(versions(y)).toEqual(edit ? ['original y\n', 'edited with sed y\n'] : ['original y\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/w.txt', 'Docs/G/y.txt', 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual([`G/w.txt: ${now('y')}`, `G/y.txt: ${now('x')}`, 'G/z.txt: untouched z']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
