@@ -98,7 +98,9 @@ export function occupancy(s: PassState, key: PathKey, self: BaseEntry | null): O
     if (mover !== undefined && mover !== self) {
       const after = out.releasedBy(key);
       if (after !== undefined) return { kind: 'free', after };
-      if (!s.decided.has(mover.documentId) && moversClear(s, mover)) return { kind: 'defer' };
+      // Also when the movers' way comes back to self's own file (names swapped on the service inside a folder
+      // renamed alike): all wait, and the pass breaks the cycle (breakCycle) as for rows (black-box round 39b, F7).
+      if (!s.decided.has(mover.documentId) && moversClear(s, mover, self)) return { kind: 'defer' };
     }
     if (s.consumedLocal.has(key)) return { kind: 'blocked', code: 'path-collision', detail: 'the local file there is already claimed' };
     return { kind: 'unbased-local', file };
@@ -109,13 +111,15 @@ export function occupancy(s: PassState, key: PathKey, self: BaseEntry | null): O
 /**
  * Does the file `mover` (moved with its folder) find its way to where its document is now: a path with no file, no
  * row and no claim, or one that the file there leaves in turn (a chain of renames of any length in a folder
- * renamed alike: `c -> w`, `b -> c`, `a -> b`)? A cycle does not (black-box round 39b, F5: a chain of three was
- * compared with the next document and kept both ways, a duplicate).
+ * renamed alike: `c -> w`, `b -> c`, `a -> b`), or that comes back to `self`'s own file (a cycle the pass breaks)?
+ * Another cycle does not (black-box round 39b, F5: a chain of three was compared with the next document and kept
+ * both ways, a duplicate).
  */
-function moversClear(s: PassState, mover: BaseEntry): boolean {
+function moversClear(s: PassState, mover: BaseEntry, self: BaseEntry | null): boolean {
   const { view, out } = s;
   const seen = new Set<string>();
   for (let m: BaseEntry | undefined = mover; m !== undefined && !seen.has(m.documentId); m = view.movingWithFolderAt(view.remote.docs.get(m.documentId)?.key ?? '')) {
+    if (m === self) return true;
     seen.add(m.documentId);
     const to = view.remote.docs.get(m.documentId)?.key;
     if (to === undefined || view.baseByKey.has(to) || out.isClaimed(to)) return false;

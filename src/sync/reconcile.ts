@@ -132,7 +132,7 @@ function planBaseEntries(s: PassState): void {
         continue;
       }
       const open = still.filter((b) => !s.vacated.has(b.documentId));
-      const next = open.find((b) => s.view.localState(b) !== 'modified') ?? open[0];
+      const next = open.find((b) => locateOwnFile(s, b, s.view.remote.docs.get(b.documentId), false).l !== 'modified') ?? open[0];
       if (!next) {
         for (const b of still) {
           s.decided.add(b.documentId);
@@ -231,16 +231,18 @@ function breakCycle(s: PassState, b: BaseEntry): void {
     s.vacated.add(b.documentId);
     return;
   }
-  const l = s.view.localState(b);
-  const file = s.view.local.files.get(b.key);
   const doc = must(s.view.remote.docs.get(b.documentId));
+  // b's own file wherever it is: at b's path, or moved with b's folder (names swapped on the service inside a
+  // folder renamed alike: the cycle runs through the files' new places, black-box round 39b, F7).
+  const { l, file } = locateOwnFile(s, b, doc, false);
   if (l === 'unchanged' && file) {
-    commitBase(s, b, [trashLocal(file, b.documentId, 'replaced-by-remote-move')], true);
+    commitBase(s, b, [trashLocal(file, b.documentId, 'replaced-by-remote-move')], true, undefined, file.key !== b.key ? file.key : undefined);
+    s.consumedLocal.add(file.key);
     s.vacated.add(b.documentId);
   } else if (l === 'deleted') {
     s.vacated.add(b.documentId);
   } else {
-    collision(s, b.relPath, `renamed remotely to "${doc.relPath}", which another synced file is leaving; local changes uploaded, retried next pass`, b.documentId);
+    collision(s, file?.relPath ?? b.relPath, `renamed remotely to "${doc.relPath}", which another synced file is leaving; local changes uploaded, retried next pass`, b.documentId);
     const reason = s.view.remoteState(b) === 'moved-modified' ? 'local-wins' : 'local-modified'; // remote keeps its version
     if (file && s.ctx.direction === 'both') commitBase(s, b, [upload(file, versionOf(doc), reason, b.documentId)], false);
     s.decided.add(b.documentId);

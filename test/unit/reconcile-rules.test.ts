@@ -771,6 +771,23 @@ describe('remote moves onto occupied paths', () => {
         expect(p.issues).toEqual([]);
       }
     });
+    it('names swapped on the service inside the folder renamed alike (a -> b, b -> a): the cycle is broken at an unchanged file, as for rows (black-box round 39b, F7)', () => {
+      const w = new World(false).folder('f0', 'keep').folder('f1', 'papers').dir('papers');
+      w.synced('d0', 'keep/k.txt', 'f0');
+      w.baseRow('da', 'docs/a.txt', 'v1', 'f1', 'ha');
+      w.baseRow('db', 'docs/b.txt', 'v1', 'f1', 'hb');
+      w.file('papers/a.txt', 'ha');
+      w.file('papers/b.txt', 'hb');
+      w.doc('da', 'papers/b.txt', 'v1', 'f1');
+      w.doc('db', 'papers/a.txt', 'v1', 'f1');
+      const p = plan(w);
+      expect(summarizeGroups(p.groups).flat().map((x) => x.split(' expect')[0])).toEqual([
+        'trash papers/a.txt da',
+        'move papers/b.txt -> papers/a.txt',
+        'download papers/b.txt da@v1',
+      ]);
+      expect(p.issues).toEqual([]);
+    });
     it('not when the document listed at the place has no file of its own elsewhere: the file there may be its', () => {
       const steps = summarizeGroups(plan(chainInRenamedFolder(undefined, 'hy2')).groups).flat().join('\n');
       expect(steps).not.toContain('upload papers/w.txt -> dy:');
