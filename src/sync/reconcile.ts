@@ -132,7 +132,7 @@ function planBaseEntries(s: PassState): void {
         continue;
       }
       const open = still.filter((b) => !s.vacated.has(b.documentId));
-      const next = open.find((b) => locateOwnFile(s, b, s.view.remote.docs.get(b.documentId), false).l !== 'modified') ?? open[0];
+      const next = open.find((b) => cycleFileOf(s, b).l !== 'modified') ?? open[0];
       if (!next) {
         for (const b of still) {
           s.decided.add(b.documentId);
@@ -232,9 +232,7 @@ function breakCycle(s: PassState, b: BaseEntry): void {
     return;
   }
   const doc = must(s.view.remote.docs.get(b.documentId));
-  // b's own file wherever it is: at b's path, or moved with b's folder (names swapped on the service inside a
-  // folder renamed alike: the cycle runs through the files' new places, black-box round 39b, F7).
-  const { l, file } = locateOwnFile(s, b, doc, false);
+  const { l, file } = cycleFileOf(s, b);
   if (l === 'unchanged' && file) {
     commitBase(s, b, [trashLocal(file, b.documentId, 'replaced-by-remote-move')], true, undefined, file.key !== b.key ? file.key : undefined);
     s.consumedLocal.add(file.key);
@@ -247,6 +245,19 @@ function breakCycle(s: PassState, b: BaseEntry): void {
     if (file && s.ctx.direction === 'both') commitBase(s, b, [upload(file, versionOf(doc), reason, b.documentId)], false);
     s.decided.add(b.documentId);
   }
+}
+
+/**
+ * The file a rename cycle is broken at for b, and its state: b's own file moved with b's folder, where b's path
+ * holds nothing (names swapped on the service inside a folder renamed alike: the cycle runs through the files' new
+ * places, black-box round 39b, F7); else whatever is at b's path.
+ */
+function cycleFileOf(s: PassState, b: BaseEntry): { l: LocalState; file: LocalFile | undefined } {
+  if (!s.view.local.files.has(b.key)) {
+    const located = locateOwnFile(s, b, s.view.remote.docs.get(b.documentId), false);
+    if (located.file !== undefined && located.file.key !== b.key) return { l: located.l, file: located.file };
+  }
+  return { l: s.view.localState(b), file: s.view.local.files.get(b.key) };
 }
 
 type Cell = `${LocalState}/${RemoteState}`;

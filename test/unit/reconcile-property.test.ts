@@ -316,6 +316,35 @@ const FOUND_STATES: Array<{ why: string; state: State }> = [
       reverse: false,
     },
   },
+  {
+    // A rename cycle of rows (d1 -> C/a.txt held by d3, d3 -> B/b.txt held by d1) with d1's own file moved with its
+    // folder to A/b.txt and a stranger's file at d1's path: broken by trashing the moved file, d1 was vacated and
+    // d3's download planned over the stranger's file (soak seed -824262299, after round 39b F7's change). The
+    // moved file breaks a cycle only where b's path holds nothing; else what is at b's path does, as before.
+    why: "a rename cycle is broken at a file moved with its folder only where the row's path is empty",
+    state: {
+      base: [{ path: 'a.txt', sha: 's1' }, { path: 'B/b.txt', sha: 's3' }, { path: 'A/a.txt', sha: 's1' }, { path: 'C/a.txt', sha: 's2' }],
+      local: [{ path: 'B/b.txt', sha: 's1', touched: false }, { path: 'A/b.txt', sha: 's3', touched: false }],
+      problems: [],
+      remote: [{ mode: 'same', path: 'A/a.txt' }, { mode: 'moved', path: 'C/a.txt' }, { mode: 'same', path: 'A/a.txt' }, { mode: 'moved-modified', path: 'B/b.txt' }, { mode: 'same', path: 'A/a.txt' }],
+      remoteNew: [], folderB: false, folderC: false, renamed: 'none',
+      ctx: { direction: 'both', conflictPolicy: 'keep-both', localDeletePolicy: 'restore', force: false, maxDeleteShare: 0.25 },
+      reverse: false,
+    },
+  },
+  {
+    // The same with a stranger's file at the path of a row whose own file moved to A/S (soak seed 1152940835).
+    why: "a rename cycle whose row's path holds a stranger's file is broken there, not at the moved file",
+    state: {
+      base: [{ path: 'A/b.txt', sha: 's1' }, { path: 'A/a.txt', sha: 's1' }, { path: 'A/S/a.txt', sha: 's3' }, { path: 'a.txt', sha: 's2' }],
+      local: [{ path: 'A/S/a.txt', sha: 's1', touched: false }, { path: 'A/a.txt', sha: 's3', touched: false }],
+      problems: [],
+      remote: [{ mode: 'same', path: 'A/a.txt' }, { mode: 'moved-modified', path: 'a.txt' }, { mode: 'moved-modified', path: 'A/a.txt' }, { mode: 'moved-modified', path: 'A/S/a.txt' }, { mode: 'same', path: 'A/a.txt' }],
+      remoteNew: [], folderB: false, folderC: false, renamed: 'none',
+      ctx: { direction: 'both', conflictPolicy: 'keep-both', localDeletePolicy: 'restore', force: false, maxDeleteShare: 0.25 },
+      reverse: false,
+    },
+  },
 ];
 
 describe('reconcile properties over states found by soak runs', () => {
