@@ -49,8 +49,20 @@ export interface ExecutorDeps {
    */
   failuresLogged?: Map<string, string>;
   /**
+   * Unfinished uploads (outbox rows, by id) whose commit the service kept refusing with a retryable answer, kept by
+   * a daemon across passes: not tried again until `until` (recoverOutbox's back-off).
+   */
+  commitHolds?: Map<number, CommitHold>;
+  /**
    * The programs holding the file at abs open for writing (local/open-writers.ts); executePlan looks at /proc once
    * per plan, when a step first needs it. Tests may give their own.
    */
   openWriters?: (abs: string) => Writer[];
+}
+
+/** An unfinished upload whose commit is not tried again before `until`; `tries`: refusals in a row; `error`: the last. */
+export interface CommitHold {
+  until: number;
+  tries: number;
+  error: unknown;
 }

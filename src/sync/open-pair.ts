@@ -138,6 +138,7 @@ export async function openPair(
       tempsCleaned: false,
       lastGate: null,
       failuresLogged: new Map(),
+      commitHolds: new Map(),
       refusedUploads: loadRefusedUploads(store, configDigest(pair, caseInsensitive), Date.now()),
       unreplaceable: new Map(),
       refusedUrls: new Map(),

@@ -9,6 +9,7 @@ import type { RawListing, RemoteListing } from '../remote/listing.js';
 import type { ServiceClient } from '../service/index.js';
 import type { StateStore } from '../state/store.js';
 import type { MetadataResolver } from './metadata-rules.js';
+import type { CommitHold } from './executor-deps.js';
 import type { RefusedUrls } from './refused-urls.js';
 import type { UnreplaceableDownloads } from './unreplaceable.js';
 import type { Issue, LocalObservation } from './model.js';
@@ -61,6 +62,8 @@ export interface PairRuntime {
   lastGate: string | null;
   /** Failed steps already logged at warn, by path (ExecutorDeps.failuresLogged): a repeat is logged at debug. */
   failuresLogged: Map<string, string>;
+  /** Unfinished uploads whose commit keeps being refused, not tried before their time (ExecutorDeps.commitHolds). */
+  commitHolds: Map<number, CommitHold>;
   /**
    * Uploads the service refused for good (400/422: a name or metadata it does not accept), by path key, with
    * the content then: not sent again until the file changes, the config changes or a day has passed; kept in

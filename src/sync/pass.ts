@@ -1098,6 +1098,7 @@ function executorDeps(rt: PairRuntime, opts: PassOptions, now: () => Date): Exec
     ...(opts.onBytes ? { onBytes: opts.onBytes } : {}),
     ...(opts.onActionDone ? { onActionDone: opts.onActionDone } : {}),
     failuresLogged: rt.failuresLogged,
+    commitHolds: rt.commitHolds,
   };
 }
 

@@ -192,6 +192,17 @@ export interface OutboxRecovery {
  * first commit is settled), the rest of the pair syncs (round 31a, F6: one commit the service kept failing with
  * a 500 stopped every download and upload of the binder). A bug (not the service's answer) still fails the pass.
  */
+/** The first refusal of a commit is tried again at the next pass; from the second on, after 1 min doubling to 15. */
+export const COMMIT_HOLD_FIRST_MS = 60_000;
+export const COMMIT_HOLD_MAX_MS = 15 * 60_000;
+
+function holdCommit(d: ExecutorDeps, rowId: number, error: unknown): void {
+  if (d.commitHolds === undefined) return;
+  const tries = (d.commitHolds.get(rowId)?.tries ?? 0) + 1;
+  const wait = tries < 2 ? 0 : Math.min(COMMIT_HOLD_MAX_MS, COMMIT_HOLD_FIRST_MS * 2 ** (tries - 2));
+  d.commitHolds.set(rowId, { until: d.now().getTime() + wait, tries, error });
+}
+
 export async function recoverOutbox(given: ExecutorDeps): Promise<OutboxRecovery> {
   // One folder listing serves the name checks of every row of a folder (a crash with many uploads in flight).
   const d: ExecutorDeps = given.folderRecheck ? given : { ...given, folderRecheck: new FolderRecheck(given.client, given.binderId) };
@@ -206,6 +217,14 @@ export async function recoverOutbox(given: ExecutorDeps): Promise<OutboxRecovery
     const first = out.held[0];
     if (first !== undefined) {
       out.held.push({ relPath: row.relPath, key: row.key, error: first.error, behind: first.behind ?? first.relPath });
+      continue;
+    }
+    // Refused again and again (a service that answers every commit 401, even with a fresh token): not asked on
+    // every poll, but after a minute, doubling to 15 (black-box round 33a F4: two commits and a token per poll).
+    // A file changed since is looked at at once (its row may go).
+    const hold = d.commitHolds?.get(row.id);
+    if (hold !== undefined && d.now().getTime() < hold.until && !fileChangedSince(d, row)) {
+      out.held.push({ relPath: row.relPath, key: row.key, error: hold.error });
       continue;
     }
     let outcome: CommitOutcome | { kind: 'dropped' };
@@ -223,6 +242,7 @@ export async function recoverOutbox(given: ExecutorDeps): Promise<OutboxRecovery
       if (!(err instanceof ServiceError)) throw err;
       if (err.retryable) {
         out.held.push({ relPath: row.relPath, key: row.key, error: err });
+        holdCommit(d, row.id, err);
         // Said at warn once; the same refusal on every later pass (a service that answers every commit 401) at
         // debug, as a repeated failed step is: it is the pair's lastError meanwhile (black-box round 33a, F4).
         const signature = `held commit ${err.code}`;
@@ -233,6 +253,7 @@ export async function recoverOutbox(given: ExecutorDeps): Promise<OutboxRecovery
       }
       outcome = { kind: 'refused', error: err };
     }
+    d.commitHolds?.delete(row.id);
     if (outcome.kind === 'dropped') {
       d.store.deleteOutbox(row.id);
       out.dropped++;

@@ -1,6 +1,7 @@
 // A service that answers every commit 401, even with a fresh token (black-box rounds 32b, F2 and 33a, F4): the
-// upload is kept in the outbox and its commit tried again each pass (the bytes are not sent again), the pair's
-// lastError says so (status showed "idle" and no error), and the held commit is said at warn once, not every pass.
+// upload is kept in the outbox and its commit tried again at the next pass, then after a minute doubling to 15 (the
+// bytes are not sent again), the pair's lastError says so (status showed "idle" and no error), and the held commit
+// is said at warn once, not every pass.
 // Real passes, real state DB, the emulator on loopback.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -33,17 +34,34 @@ it('every commit answered 401: kept and tried again, the pair\'s lastError, said
     expect(p.rt.store.listOutbox().map((r) => r.fileName)).toEqual(['new.txt']);
     const puts = c.counters()['storage-put'];
 
-    for (let pass = 0; pass < 3; pass++) {
-      const again = await runPass(p.rt);
+    // Tried again at the next pass, and then not on every poll but after a minute, doubling to 15 (black-box round
+    // 33a, F4: two commits and a token request per poll, for ever).
+    let clock = Date.now();
+    const at = () => new Date(clock);
+    const commits: number[] = [];
+    for (let pass = 0; pass < 4; pass++) {
+      const again = await runPass(p.rt, { now: at });
+      commits.push(c.counters().commit);
       expect(again.converged).toBe(false);
       expect(p.rt.store.getMeta('lastError')).toMatch(/^1 upload\(s\) left unfinished could not be committed; first: Docs\/new\.txt: the service did not accept .*HTTP 401/);
+      clock += 5_000;
     }
+    expect(commits[1]! - commits[0]!).toBeGreaterThan(0); // the second look
+    expect(commits[3]).toBe(commits[1]); // then held: no request in the minute after
+    clock += 60_000;
+    await runPass(p.rt, { now: at });
+    const third = c.counters().commit;
+    expect(third).toBeGreaterThan(commits[3]!); // tried again once the hold ran out
+    clock += 65_000;
+    await runPass(p.rt, { now: at });
+    expect(c.counters().commit).toBe(third); // the hold doubled: two minutes now
     expect(c.counters()['storage-put']).toBe(puts); // the bytes were not sent again
     const held = lines.filter((l) => l.relPath === 'Docs/new.txt' && /left unfinished could not be committed/.test(l.msg));
     expect(held.map((l) => l.level)).toEqual([40, 20, 20]);
 
     c.clearFaults();
-    expect((await runPass(p.rt)).converged).toBe(true);
+    clock += 200_000;
+    expect((await runPass(p.rt, { now: at })).converged).toBe(true);
     expect(p.rt.store.getMeta('lastError')).toBe('');
     const [doc] = c.listDocuments(p.binderId);
     expect(doc?.fileName).toBe('new.txt');
@@ -56,6 +74,10 @@ it('every commit answered 401: kept and tried again, the pair\'s lastError, said
     await runPass(p.rt);
     const later = lines.filter((l) => l.relPath === 'Docs/new.txt' && /left unfinished could not be committed/.test(l.msg));
     expect(later.map((l) => l.level)).toEqual([40, 20, 20, 40]);
+    // An edit of the held file is looked at at once, whatever the hold.
+    fs.writeFileSync(path.join(p.local, 'Docs', 'new.txt'), 'edited again');
+    c.clearFaults();
+    expect((await runPass(p.rt)).converged).toBe(true);
     c.clearFaults();
   } finally {
     await p.close();
