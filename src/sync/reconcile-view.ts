@@ -43,6 +43,8 @@ export class ReconcileView {
   private renamedAlikeByKey: Map<PathKey, BaseEntry> | null = null;
   /** Base rows by the directory key they lie in (built on first use). */
   private rowsByDir: Map<PathKey, BaseEntry[]> | null = null;
+  /** Base rows with a birth time, by inode (built on first use). */
+  private rowsByInode: Map<number, BaseEntry[]> | null = null;
   /** Local files that are a synced document's own file moved with its folder, to be moved on, by key (first use). */
   private movedWithFolderByKey: Map<PathKey, BaseEntry> | null = null;
 
@@ -278,7 +280,27 @@ export class ReconcileView {
     const key = `${folder.key}/${baseNameOf(b.key)}`;
     if (this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);
-    return there === undefined || there.sha256 === null ? undefined : there;
+    if (there === undefined || there.sha256 === null) return undefined;
+    // Another synced file by its inode and its birth time (a rename keeps both: names swapped alike on both sides):
+    // that file's, not b's. Its inode alone says nothing here (`sed -i` hands freed inode numbers on), so a row
+    // without a birth time does not refuse it (black-box round 39c, N-A: an upload-only pair gave b's name to the
+    // other document's file, and each document got the other's content).
+    return this.anotherRowsFile(b, there) ? undefined : there;
+  }
+
+  /** Is `file` another row's own file, by inode and birth time both (model.ts sameFile, with the birth times known)? */
+  private anotherRowsFile(b: BaseEntry, file: LocalFile): boolean {
+    if (!file.bornMs) return false;
+    if (this.rowsByInode === null) {
+      this.rowsByInode = new Map();
+      for (const row of this.bases) {
+        if (!row.bornMs) continue;
+        const list = this.rowsByInode.get(row.inode);
+        if (list) list.push(row);
+        else this.rowsByInode.set(row.inode, [row]);
+      }
+    }
+    return (this.rowsByInode.get(file.inode) ?? []).some((row) => row !== b && row.bornMs === file.bornMs);
   }
 
   /** Is synced document d's own file found somewhere other than `key`: at its row's path, or moved with its folder, by inode, or by its place? */

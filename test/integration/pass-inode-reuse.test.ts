@@ -100,3 +100,29 @@ it.skipIf(!birthTimesKnown())('two-way pair, a chain of three renames on the ser
     await p.close();
   }
 });
+
+it.each(['upload', 'both'] as const)("%s pair: names swapped alike inside a folder renamed alike, one file then saved by sed -i: no document gets the other's content (round 39c, N-A)", async (direction) => {
+  const p = await openTestPair(emu, `swap-in-renamed-folder-${direction}`, direction === 'upload' ? 'direction: upload' : '');
+  try {
+    const { folder, ids, at } = await synced(p, ['a', 'b'], direction === 'upload');
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    emu.control.renameFolder(folder, 'G');
+    fs.renameSync(at('Docs/G/a.txt'), at('Docs/G/t.txt'));
+    fs.renameSync(at('Docs/G/b.txt'), at('Docs/G/a.txt'));
+    fs.renameSync(at('Docs/G/t.txt'), at('Docs/G/b.txt'));
+    emu.control.renameDocument(ids.get('a')!, 't.txt');
+    emu.control.renameDocument(ids.get('b')!, 'a.txt');
+    emu.control.renameDocument(ids.get('a')!, 'b.txt');
+    sed(at('Docs/G'), ['b.txt']); // a's file, now at b.txt
+    p.rt.cache.foldersAt = 0;
+    for (let pass = 0; pass < 3; pass++) await runPass(p.rt);
+    // Each document holds only its own content, whatever else a pass said.
+    for (const n of ['a', 'b']) for (const v of versions(ids.get(n)!)) expect(v, `${n}: ${versions(ids.get(n)!).join(' | ')}`).toMatch(new RegExp(`^T${n.toUpperCase()}: `));
+    expect(versions(ids.get('b')!).at(-1)).toBe('TB: b original');
+    // The edit is a's next version (upload-only), or kept both ways (two-way: a conflict copy, as documented).
+    if (direction === 'upload') expect(versions(ids.get('a')!).at(-1)).toBe('TA: a edit');
+    else expect(emu.control.listDocuments(p.binderId).some((d) => versions(d.id).at(-1) === 'TA: a edit')).toBe(true);
+  } finally {
+    await p.close();
+  }
+});

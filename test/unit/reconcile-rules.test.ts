@@ -1029,6 +1029,23 @@ describe('remote moves onto occupied paths', () => {
       expect(plan(known).groups).toEqual([]);
     });
   });
+  it("names swapped alike inside a folder renamed alike, one file then saved by sed -i: no document takes the other's file by its name (black-box round 39c, N-A)", () => {
+    for (const direction of ['upload', 'both'] as const) {
+      const w = new World(false).folder('f0', 'keep').folder('f1', 'papers').dir('papers');
+      w.synced('d0', 'keep/k.txt', 'f0');
+      w.baseRow('dA', 'docs/a.txt', 'v1', 'f1', 'hA', { inode: 11, bornMs: 1011 });
+      w.baseRow('dB', 'docs/b.txt', 'v1', 'f1', 'hB', { inode: 12, bornMs: 1012 });
+      // a <-> b swapped here and on the service; b.txt (dA's file) saved by sed -i since: a new file.
+      w.file('papers/a.txt', 'hB', { inode: 12, bornMs: 1012 });
+      w.file('papers/b.txt', 'hA2', { inode: 13, bornMs: 1013 });
+      w.doc('dA', 'papers/b.txt', 'v1', 'f1');
+      w.doc('dB', 'papers/a.txt', 'v1', 'f1');
+      const steps = summarizeGroups(plan(w, { direction }).groups).flat().map((x) => x.split(' expect')[0]!);
+      // dB's own file (inode and birth time) is at a.txt: never dA's version.
+      expect(steps.some((x) => x.startsWith('upload papers/a.txt -> dA:')), `${direction}: ${steps.join('; ')}`).toBe(false);
+      expect(steps.some((x) => x.startsWith('upload papers/b.txt -> dB:')), `${direction}: ${steps.join('; ')}`).toBe(false);
+    }
+  });
   describe('names swapped alike on both sides (each file, by its inode, where its document now is)', () => {
     /** Remote: dA -> b.txt, dB -> a.txt; locally the same (`mv a t; mv b a; mv t b`), contents as given. */
     function swappedAlike(shaAtB: string, shaAtA: string): World {
