@@ -313,12 +313,18 @@ function locateOwnFile(s: PassState, b: BaseEntry, doc: RemoteDoc | undefined, v
   // So is a file with no row at the document's new path, where b's is gone (renamed alike, then saved by `sed -i`:
   // another inode): such a pair compares it with the document all the same, a pass later, after saying b "no longer
   // synced" and the file a path-collision (round 39b, F10). An edit at worst, as with the place rule.
-  if (l === 'deleted' && !alike && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction === 'upload') {
+  // A file at b's path that is another file (another inode) where the service put another document: the user's
+  // renames made alike and the files saved by `sed -i` since (`mv x w; mv y x`, the same on the service): with b's
+  // own file found at its document's new path, the one at b's path is a stranger's, kept as a new local file (the
+  // document listed there then compares it). Read as b's edit, y's edit went up as x's version (round 39c, N).
+  const strangerAtPath = l !== 'unknown' && l !== 'deleted' && notOwnFile(b, file) && (s.view.docsByKey.get(b.key) ?? []).some((d) => d.documentId !== b.documentId);
+  if ((l === 'deleted' || strangerAtPath) && !alike && !vacated && doc && (r === 'moved' || r === 'moved-modified') && s.ctx.direction === 'upload') {
     // The row-less file only where the document stayed in b's directory: where its folder moved, the file of b's
     // name in the folder's new place is b's (the place rule below), and the one at the document's new name may be
     // another document's edit (a chain of renames, round 39b F2).
     const own = s.view.ownFileMovedWithFolder(b) ?? (parentOf(doc.key) === parentOf(b.key) ? strangerFileAt(s, b, doc.key) : undefined);
     if (own && !s.consumedLocal.has(own.key)) {
+      if (l !== 'deleted') stranger = file;
       file = own;
       l = s.view.contentState(b, own);
     }

@@ -126,3 +126,23 @@ it.each(['upload', 'both'] as const)("%s pair: names swapped alike inside a fold
     await p.close();
   }
 });
+
+it("upload-only pair, a chain of renames made alike (mv x w; mv y x, the same on the service), sed -i over both: each edit reaches its own document, none the other (round 39c, N)", async () => {
+  const p = await openTestPair(emu, 'upload-chain-alike-sed', 'direction: upload');
+  try {
+    const { ids, at } = await synced(p, ['x', 'y'], true);
+    fs.renameSync(at('Docs/F/x.txt'), at('Docs/F/w.txt'));
+    fs.renameSync(at('Docs/F/y.txt'), at('Docs/F/x.txt'));
+    emu.control.renameDocument(ids.get('x')!, 'w.txt');
+    emu.control.renameDocument(ids.get('y')!, 'x.txt');
+    sed(at('Docs/F'), ['x.txt', 'w.txt']);
+    for (let pass = 0; pass < 3; pass++) await runPass(p.rt);
+    for (const n of ['x', 'y']) for (const v of versions(ids.get(n)!)) expect(v, `${n}: ${versions(ids.get(n)!).join(' | ')}`).toMatch(new RegExp(`^T${n.toUpperCase()}: `));
+    expect(versions(ids.get('x')!).at(-1)).toBe('TX: x edit');
+    expect(versions(ids.get('y')!).at(-1)).toBe('TY: y edit');
+    expect(emu.control.listDocuments(p.binderId)).toHaveLength(2);
+    expect((await runPass(p.rt)).converged).toBe(true);
+  } finally {
+    await p.close();
+  }
+});

@@ -1046,6 +1046,19 @@ describe('remote moves onto occupied paths', () => {
       expect(steps.some((x) => x.startsWith('upload papers/b.txt -> dB:')), `${direction}: ${steps.join('; ')}`).toBe(false);
     }
   });
+  it("an upload-only pair, a chain of renames made alike (mv x w; mv y x, the same on the service), both files then saved by sed -i: x's edit goes to x, y's never (black-box round 39c, N)", () => {
+    const w = world();
+    w.baseRow('dX', 'docs/x.txt', 'v1', 'f1', 'hX', { inode: 21, bornMs: 1021 });
+    w.baseRow('dY', 'docs/y.txt', 'v1', 'f1', 'hY', { inode: 22, bornMs: 1022 });
+    // x.txt holds y's edit (a new file), w.txt x's edit (a new file, given y's freed inode number).
+    w.file('docs/x.txt', 'hY2', { inode: 23, bornMs: 1023 });
+    w.file('docs/w.txt', 'hX2', { inode: 22, bornMs: 1024 });
+    w.doc('dX', 'docs/w.txt', 'v1', 'f1');
+    w.doc('dY', 'docs/x.txt', 'v1', 'f1');
+    const steps = summarizeGroups(plan(w, { direction: 'upload' }).groups).flat().map((x) => x.split(' expect')[0]!);
+    expect(steps).toContain('upload docs/w.txt -> dX:f1/w.txt local-modified replaces=dX');
+    expect(steps.some((x) => x.startsWith('upload docs/x.txt -> dX:')), steps.join('; ')).toBe(false);
+  });
   describe('names swapped alike on both sides (each file, by its inode, where its document now is)', () => {
     /** Remote: dA -> b.txt, dB -> a.txt; locally the same (`mv a t; mv b a; mv t b`), contents as given. */
     function swappedAlike(shaAtB: string, shaAtA: string): World {
