@@ -153,6 +153,8 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE base ADD COLUMN born_ms REAL NOT NULL DEFAULT 0;
   ALTER TABLE outbox ADD COLUMN born_ms REAL NOT NULL DEFAULT 0;
+  -- The in-sync mark would let the first pass skip reconcile, which is where the rows take their files' birth times.
+  DELETE FROM meta WHERE key = 'inSyncMark';
   `,
 ];
 

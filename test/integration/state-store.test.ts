@@ -108,6 +108,18 @@ describe('open and migrations', () => {
     expect(s.getBase('doc-2')).toEqual(base(2));
   });
 
+  it('drops the in-sync mark when it migrates to schema 8, so that the first pass reconciles and the rows take their birth times', () => {
+    fs.mkdirSync(path.dirname(dbFile), { recursive: true });
+    const raw = new Database(dbFile);
+    for (const m of MIGRATIONS.slice(0, 7)) raw.exec(m);
+    raw.pragma('user_version = 7');
+    raw.prepare("INSERT INTO meta (key, value) VALUES ('inSyncMark', 'a mark'), ('other', 'kept')").run();
+    raw.close();
+    const s = openStore();
+    expect(s.getMeta('inSyncMark')).toBeUndefined();
+    expect(s.getMeta('other')).toBe('kept');
+  });
+
   it("keeps a file's birth time where it is known, and none where it is not (schema 8)", () => {
     const s = openStore();
     s.putBase(base(3, { bornMs: 1_700_000_000_123.456 }));
