@@ -327,6 +327,12 @@ function locateOwnFile(s: PassState, b: BaseEntry, doc: RemoteDoc | undefined, v
       if (l !== 'deleted') stranger = file;
       file = own;
       l = s.view.contentState(b, own);
+    } else if (strangerAtPath && renamedHereToo(s, b)) {
+      // b's own file not found, but the local side made the service's renames too (a file of the chain is at its
+      // document's new path by inode): the file at b's path is the other document's, compared with it once b's
+      // row has gone (the next pass). Uploaded as b's edit, it was that document's content in b (round 39c, N-B).
+      l = 'deleted';
+      file = undefined;
     }
   }
   // The document is still listed at b's path, but in another folder of that name (b's folder renamed away, another
@@ -413,6 +419,18 @@ function planBase(s: PassState, b: BaseEntry): boolean {
 /** A file at b's path that is another file than b's (both inodes known and different). */
 function notOwnFile(b: BaseEntry, file: LocalFile | undefined): boolean {
   return file !== undefined && b.inode !== 0 && file.inode !== 0 && !sameFile(b, file);
+}
+
+/**
+ * Did the local side make the service's renames around b's path too: the row of a document now listed at b's path
+ * has, at its own path, another synced file renamed there alike (by inode)?
+ */
+function renamedHereToo(s: PassState, b: BaseEntry): boolean {
+  return (s.view.docsByKey.get(b.key) ?? []).some((d) => {
+    const row = d.documentId === b.documentId ? undefined : s.view.base.get(d.documentId);
+    const there = row === undefined ? undefined : s.view.renamedAlikeAt(row.key);
+    return there !== undefined && there !== row;
+  });
 }
 
 /** The local file at `key` that no row holds, no other step claimed, and that is no other synced file (its inode). */

@@ -1059,6 +1059,23 @@ describe('remote moves onto occupied paths', () => {
     expect(steps).toContain('upload docs/w.txt -> dX:f1/w.txt local-modified replaces=dX');
     expect(steps.some((x) => x.startsWith('upload docs/x.txt -> dX:')), steps.join('; ')).toBe(false);
   });
+  it("an upload-only pair, names rotated alike on both sides (a -> b, b -> c, c -> a), two files saved by sed -i since: no file goes up as another document's version (black-box round 39c, N-B)", () => {
+    const w = world();
+    w.baseRow('dA', 'docs/a.txt', 'v1', 'f1', 'hA', { inode: 31, bornMs: 1031 });
+    w.baseRow('dB', 'docs/b.txt', 'v1', 'f1', 'hB', { inode: 32, bornMs: 1032 });
+    w.baseRow('dC', 'docs/c.txt', 'v1', 'f1', 'hC', { inode: 33, bornMs: 1033 });
+    // a.txt: C's file, saved by sed -i; b.txt: A's own file (renamed alike); c.txt: B's file, saved by sed -i.
+    w.file('docs/a.txt', 'hC2', { inode: 34, bornMs: 1034 });
+    w.file('docs/b.txt', 'hA', { inode: 31, bornMs: 1031 });
+    w.file('docs/c.txt', 'hB2', { inode: 35, bornMs: 1035 });
+    w.doc('dA', 'docs/b.txt', 'v1', 'f1');
+    w.doc('dB', 'docs/c.txt', 'v1', 'f1');
+    w.doc('dC', 'docs/a.txt', 'v1', 'f1');
+    const steps = summarizeGroups(plan(w, { direction: 'upload' }).groups).flat().map((x) => x.split(' expect')[0]!);
+    for (const [file, owner] of [['a.txt', 'dC'], ['b.txt', 'dA'], ['c.txt', 'dB']]) {
+      expect(steps.filter((x) => x.startsWith(`upload docs/${file} -> `) && !x.startsWith(`upload docs/${file} -> ${owner}:`)), steps.join('; ')).toEqual([]);
+    }
+  });
   describe('names swapped alike on both sides (each file, by its inode, where its document now is)', () => {
     /** Remote: dA -> b.txt, dB -> a.txt; locally the same (`mv a t; mv b a; mv t b`), contents as given. */
     function swappedAlike(shaAtB: string, shaAtA: string): World {
