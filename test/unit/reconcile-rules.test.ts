@@ -1075,6 +1075,19 @@ describe('remote moves onto occupied paths', () => {
     for (const [file, owner] of [['a.txt', 'dC'], ['b.txt', 'dA'], ['c.txt', 'dB']]) {
       expect(steps.filter((x) => x.startsWith(`upload docs/${file} -> `) && !x.startsWith(`upload docs/${file} -> ${owner}:`)), steps.join('; ')).toEqual([]);
     }
+    // Not renamed here (each file where it was, two saved by sed -i), only on the service: each edit is its path's.
+    const inPlace = world();
+    inPlace.baseRow('dA', 'docs/a.txt', 'v1', 'f1', 'hA', { inode: 31, bornMs: 1031 });
+    inPlace.baseRow('dB', 'docs/b.txt', 'v1', 'f1', 'hB', { inode: 32, bornMs: 1032 });
+    inPlace.baseRow('dC', 'docs/c.txt', 'v1', 'f1', 'hC', { inode: 33, bornMs: 1033 });
+    inPlace.file('docs/a.txt', 'hA', { inode: 31, bornMs: 1031 });
+    inPlace.file('docs/b.txt', 'hB2', { inode: 34, bornMs: 1034 });
+    inPlace.file('docs/c.txt', 'hC2', { inode: 35, bornMs: 1035 });
+    inPlace.doc('dA', 'docs/b.txt', 'v1', 'f1');
+    inPlace.doc('dB', 'docs/c.txt', 'v1', 'f1');
+    inPlace.doc('dC', 'docs/a.txt', 'v1', 'f1');
+    const own = summarizeGroups(plan(inPlace, { direction: 'upload' }).groups).flat().map((x) => x.split(' expect')[0]!);
+    expect(own, own.join('; ')).toEqual(expect.arrayContaining(['upload docs/b.txt -> dB:f1/c.txt local-modified replaces=dB', 'upload docs/c.txt -> dC:f1/a.txt local-modified replaces=dC']));
   });
   describe('names swapped alike on both sides (each file, by its inode, where its document now is)', () => {
     /** Remote: dA -> b.txt, dB -> a.txt; locally the same (`mv a t; mv b a; mv t b`), contents as given. */
