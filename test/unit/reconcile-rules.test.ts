@@ -1059,34 +1059,27 @@ describe('remote moves onto occupied paths', () => {
     expect(steps).toContain('upload docs/w.txt -> dX:f1/w.txt local-modified replaces=dX');
     expect(steps.some((x) => x.startsWith('upload docs/x.txt -> dX:')), steps.join('; ')).toBe(false);
   });
-  it("an upload-only pair, names rotated alike on both sides (a -> b, b -> c, c -> a), two files saved by sed -i since: no file goes up as another document's version (black-box round 39c, N-B)", () => {
+  /**
+   * Rows dA a.txt, dB b.txt, dC c.txt (inodes 31-33, born 1031-1033); the service rotated the names (dA -> b.txt,
+   * dB -> c.txt, dC -> a.txt); local files as given: [path, sha, inode], the birth time 1000 + inode.
+   */
+  function rotated(files: Array<[string, string, number]>): string[] {
     const w = world();
-    w.baseRow('dA', 'docs/a.txt', 'v1', 'f1', 'hA', { inode: 31, bornMs: 1031 });
-    w.baseRow('dB', 'docs/b.txt', 'v1', 'f1', 'hB', { inode: 32, bornMs: 1032 });
-    w.baseRow('dC', 'docs/c.txt', 'v1', 'f1', 'hC', { inode: 33, bornMs: 1033 });
-    // a.txt: C's file, saved by sed -i; b.txt: A's own file (renamed alike); c.txt: B's file, saved by sed -i.
-    w.file('docs/a.txt', 'hC2', { inode: 34, bornMs: 1034 });
-    w.file('docs/b.txt', 'hA', { inode: 31, bornMs: 1031 });
-    w.file('docs/c.txt', 'hB2', { inode: 35, bornMs: 1035 });
+    for (const [n, i] of [['A', 31], ['B', 32], ['C', 33]] as const) w.baseRow(`d${n}`, `docs/${n.toLowerCase()}.txt`, 'v1', 'f1', `h${n}`, { inode: i, bornMs: 1000 + i });
+    for (const [file, sha, inode] of files) w.file(`docs/${file}`, sha, { inode, bornMs: 1000 + inode });
     w.doc('dA', 'docs/b.txt', 'v1', 'f1');
     w.doc('dB', 'docs/c.txt', 'v1', 'f1');
     w.doc('dC', 'docs/a.txt', 'v1', 'f1');
-    const steps = summarizeGroups(plan(w, { direction: 'upload' }).groups).flat().map((x) => x.split(' expect')[0]!);
+    return summarizeGroups(plan(w, { direction: 'upload' }).groups).flat().map((x) => x.split(' expect')[0]!);
+  }
+  it("an upload-only pair, names rotated alike on both sides (a -> b, b -> c, c -> a), two files saved by sed -i since: no file goes up as another document's version (black-box round 39c, N-B)", () => {
+    // a.txt: C's file, saved by sed -i; b.txt: A's own file (renamed alike); c.txt: B's file, saved by sed -i.
+    const steps = rotated([['a.txt', 'hC2', 34], ['b.txt', 'hA', 31], ['c.txt', 'hB2', 35]]);
     for (const [file, owner] of [['a.txt', 'dC'], ['b.txt', 'dA'], ['c.txt', 'dB']]) {
       expect(steps.filter((x) => x.startsWith(`upload docs/${file} -> `) && !x.startsWith(`upload docs/${file} -> ${owner}:`)), steps.join('; ')).toEqual([]);
     }
     // Not renamed here (each file where it was, two saved by sed -i), only on the service: each edit is its path's.
-    const inPlace = world();
-    inPlace.baseRow('dA', 'docs/a.txt', 'v1', 'f1', 'hA', { inode: 31, bornMs: 1031 });
-    inPlace.baseRow('dB', 'docs/b.txt', 'v1', 'f1', 'hB', { inode: 32, bornMs: 1032 });
-    inPlace.baseRow('dC', 'docs/c.txt', 'v1', 'f1', 'hC', { inode: 33, bornMs: 1033 });
-    inPlace.file('docs/a.txt', 'hA', { inode: 31, bornMs: 1031 });
-    inPlace.file('docs/b.txt', 'hB2', { inode: 34, bornMs: 1034 });
-    inPlace.file('docs/c.txt', 'hC2', { inode: 35, bornMs: 1035 });
-    inPlace.doc('dA', 'docs/b.txt', 'v1', 'f1');
-    inPlace.doc('dB', 'docs/c.txt', 'v1', 'f1');
-    inPlace.doc('dC', 'docs/a.txt', 'v1', 'f1');
-    const own = summarizeGroups(plan(inPlace, { direction: 'upload' }).groups).flat().map((x) => x.split(' expect')[0]!);
+    const own = rotated([['a.txt', 'hA', 31], ['b.txt', 'hB2', 34], ['c.txt', 'hC2', 35]]);
     expect(own, own.join('; ')).toEqual(expect.arrayContaining(['upload docs/b.txt -> dB:f1/c.txt local-modified replaces=dB', 'upload docs/c.txt -> dC:f1/a.txt local-modified replaces=dC']));
   });
   describe('names swapped alike on both sides (each file, by its inode, where its document now is)', () => {
