@@ -65,7 +65,6 @@ export function putBackWithOldTime(local: FileStat, base: FileStat | undefined):
   return base !== undefined && local.mtimeMs < base.mtimeMs;
 }
 
-/** The stat fields alone (a LocalFile or a BaseEntry carries more). */
 /**
  * When the file last changed: its ctime, which every write sets to the kernel's clock. Not its mtime, which
  * `tar x`, `cp -p` or `touch -d` set to any date, the future included (a file from another clock would wait
@@ -75,6 +74,7 @@ export function changedAt(f: FileStat): number {
   return f.ctimeMs > 0 ? f.ctimeMs : f.mtimeMs;
 }
 
+/** The stat fields alone (a LocalFile or a BaseEntry carries more). */
 export function statOf(f: FileStat): FileStat {
   const out: FileStat = { size: f.size, mtimeMs: f.mtimeMs, inode: f.inode, ctimeMs: f.ctimeMs };
   if (f.bornMs) out.bornMs = f.bornMs;

@@ -271,12 +271,13 @@ export class ReconcileView {
     const folder = this.remote.folders.get(b.folderId);
     if (folder === undefined || folder.key === '' || folder.key === parentOf(b.key)) return undefined;
     const copy = this.local.files.get(b.key);
+    const state = this.localState(b);
     const restored = this.restoredVersions?.get(b.documentId) === b.versionId;
-    const restoredCopy = restored && copy !== undefined && sameFile(b, copy) && this.localState(b) === 'unchanged';
+    const restoredCopy = restored && copy !== undefined && sameFile(b, copy) && state === 'unchanged';
     // That copy gone, b still at the version restored: trashed by the pass that took this file, which stopped before
     // its upload was recorded (a crash): the old directory it leaves says nothing (black-box round 39b, F9).
-    const restoredGone = restored && copy === undefined && this.localState(b) === 'deleted';
-    if (!restoredCopy && !restoredGone && (this.localState(b) !== 'deleted' || this.local.dirs.has(parentOf(b.key)) || copy !== undefined)) return undefined;
+    const restoredGone = restored && copy === undefined && state === 'deleted';
+    if (!restoredCopy && !restoredGone && (state !== 'deleted' || this.local.dirs.has(parentOf(b.key)) || copy !== undefined)) return undefined;
     const key = `${folder.key}/${baseNameOf(b.key)}`;
     if (this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);

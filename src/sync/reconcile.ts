@@ -702,7 +702,7 @@ function uploadModeRemoteMove(
     localDeleteNotPropagated(s, b);
     return true;
   }
-  if (file !== undefined && file.key !== b.key) return followedInUploadPair(s, b, l, remoteModified, file, doc, stranger);
+  if (file !== undefined && file.key !== b.key) return followedInUploadPair(s, b, file, doc, stranger);
   issue(s, doc.relPath, 'upload-only', `direction is upload: the remote rename of "${b.relPath}" is not applied locally`, b.documentId);
   if (l === 'modified' && file) {
     commitBase(s, b, [upload(file, versionOf(doc), remoteModified ? 'local-wins' : 'local-modified', b.documentId)], false);
@@ -716,7 +716,7 @@ function uploadModeRemoteMove(
  * rename or version this pair does not apply is said as an upload-only note. False while the path waits for
  * another row to leave it.
  */
-function followedInUploadPair(s: PassState, b: BaseEntry, l: LocalState, remoteModified: boolean, file: LocalFile, doc: RemoteDoc, stranger?: LocalFile): boolean {
+function followedInUploadPair(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc, stranger?: LocalFile): boolean {
   const occ = occupancy(s, file.key, b);
   if (occ.kind === 'defer') return false;
   if (occ.kind === 'blocked') {
@@ -726,16 +726,11 @@ function followedInUploadPair(s: PassState, b: BaseEntry, l: LocalState, remoteM
     issue(s, file.relPath, occ.code, detail, b.documentId);
     return true;
   }
-  s.consumedLocal.add(file.key);
-  s.consumedDocs.add(doc.documentId);
   if (file.key !== doc.key) issue(s, doc.relPath, 'upload-only', `direction is upload: the remote rename of "${b.relPath}" is not applied locally`, b.documentId);
-  // An edit goes up; over a remote version too, as a conflict this pair settles local-wins: compared first (equal
-  // bytes make no version) and listed (black-box round 39b, F3: a plain upload did neither). A remote version of an
-  // unchanged file is noted. Otherwise the row alone follows the file, at b's version (the file's content).
-  const content = contentStepsAt(s, b, file, l === 'modified', remoteModified, doc);
-  const steps: Action[] = content.length > 0 ? content : [{ kind: 'adopt', base: { ...b, ...statOf(file), relPath: file.relPath, key: file.key, fileName: doc.fileName, folderId: doc.folderId }, reason: 'renamed-alike' }];
-  if (stranger !== undefined) keepAsLocalFile(s, b, stranger, steps, 'new-local', occ.after);
-  else commitBase(s, b, steps, true, occ.after);
+  // Then as in a two-way pair whose file is at its document's path (contentStepsAt): an edit goes up, over a remote
+  // version too as a conflict this pair settles local-wins (compared first, listed: black-box round 39b, F3); a
+  // remote version of an unchanged file is noted; otherwise the row alone follows the file.
+  followedLocally(s, b, doc, file, occ.after, stranger);
   return true;
 }
 

@@ -180,6 +180,17 @@ export interface OutboxRecovery {
   held: HeldUpload[];
 }
 
+/** The first refusal of a commit is tried again at the next pass; from the second on, after 1 min doubling to 15. */
+export const COMMIT_HOLD_FIRST_MS = 60_000;
+export const COMMIT_HOLD_MAX_MS = 15 * 60_000;
+
+function holdCommit(d: ExecutorDeps, rowId: number, error: unknown): void {
+  if (d.commitHolds === undefined) return;
+  const tries = (d.commitHolds.get(rowId)?.tries ?? 0) + 1;
+  const wait = tries < 2 ? 0 : Math.min(COMMIT_HOLD_MAX_MS, COMMIT_HOLD_FIRST_MS * 2 ** (tries - 2));
+  d.commitHolds.set(rowId, { until: d.now().getTime() + wait, tries, error });
+}
+
 /**
  * Finishes or drops the uploads a previous run left in the outbox. Stages 'planned' and 'slot' were never
  * verified (the PUT may be partial or torn), so they are dropped and the next plan uploads again; 'committing'
@@ -192,17 +203,6 @@ export interface OutboxRecovery {
  * first commit is settled), the rest of the pair syncs (round 31a, F6: one commit the service kept failing with
  * a 500 stopped every download and upload of the binder). A bug (not the service's answer) still fails the pass.
  */
-/** The first refusal of a commit is tried again at the next pass; from the second on, after 1 min doubling to 15. */
-export const COMMIT_HOLD_FIRST_MS = 60_000;
-export const COMMIT_HOLD_MAX_MS = 15 * 60_000;
-
-function holdCommit(d: ExecutorDeps, rowId: number, error: unknown): void {
-  if (d.commitHolds === undefined) return;
-  const tries = (d.commitHolds.get(rowId)?.tries ?? 0) + 1;
-  const wait = tries < 2 ? 0 : Math.min(COMMIT_HOLD_MAX_MS, COMMIT_HOLD_FIRST_MS * 2 ** (tries - 2));
-  d.commitHolds.set(rowId, { until: d.now().getTime() + wait, tries, error });
-}
-
 export async function recoverOutbox(given: ExecutorDeps): Promise<OutboxRecovery> {
   // One folder listing serves the name checks of every row of a folder (a crash with many uploads in flight).
   const d: ExecutorDeps = given.folderRecheck ? given : { ...given, folderRecheck: new FolderRecheck(given.client, given.binderId) };
@@ -222,17 +222,19 @@ export async function recoverOutbox(given: ExecutorDeps): Promise<OutboxRecovery
     // Refused again and again (a service that answers every commit 401, even with a fresh token): not asked on
     // every poll, but after a minute, doubling to 15 (black-box round 33a F4: two commits and a token per poll).
     // A file changed since is looked at at once (its row may go).
+    const changed = fileChangedSince(d, row);
     const hold = d.commitHolds?.get(row.id);
-    if (hold !== undefined && d.now().getTime() < hold.until && !fileChangedSince(d, row)) {
+    if (hold !== undefined && d.now().getTime() < hold.until && !changed) {
       out.held.push({ relPath: row.relPath, key: row.key, error: hold.error });
       continue;
     }
     let outcome: CommitOutcome | { kind: 'dropped' };
     try {
-      outcome = fileChangedSince(d, row) ? await committedAlready(d, row) : await resumeCommit(d, row);
+      outcome = changed ? await committedAlready(d, row) : await resumeCommit(d, row);
     } catch (err) {
       if (err instanceof BinderSyncError && err.code === 'REMOTE_CHANGED') {
         // Nothing was committed: the file is planned again against the binder as it is now.
+        d.commitHolds?.delete(row.id);
         d.store.deleteOutbox(row.id);
         out.dropped++;
         d.log.info({ relPath: row.relPath, err }, 'dropped an upload an earlier pass left unfinished (a restart, or a failed commit request): the service changed since; the file is planned again');
