@@ -196,6 +196,16 @@ function listedAt(s: PassState, fileName: string, key: PathKey): boolean {
 }
 
 /**
+ * Why a local file with no row would wait for a remote folder (planLocalFile), or null when it would not (or
+ * when anything else would decide it first: a document or folder listed at its path). Without side effects.
+ */
+export function waitingForFolder(s: PassState, file: LocalFile): string | null {
+  if (parentOf(file.key) === '' || s.view.docsByKey.has(file.key) || s.view.folderByKey.has(file.key) || s.ctx.direction === 'download') return null;
+  if (s.view.folderForParentOf(file.key) !== undefined || followedFolder(s, file) !== undefined) return null;
+  return waitingDetail(s, file);
+}
+
+/**
  * Why a file waits: the outermost of its folders that has no remote folder (a git work tree's ".git", not each of
  * its hundreds of object folders), so that its files read, and are grouped (issue-groups.ts), as one (round 26, P4).
  */

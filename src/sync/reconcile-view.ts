@@ -47,6 +47,8 @@ export class ReconcileView {
   private rowsByInode: Map<number, BaseEntry[]> | null = null;
   /** Local files that are a synced document's own file moved with its folder, to be moved on, by key (first use). */
   private movedWithFolderByKey: Map<PathKey, BaseEntry> | null = null;
+  /** Local files no row holds, by inode (built on first use). */
+  private unbasedByInode: Map<number, LocalFile[]> | null = null;
 
   constructor(
     readonly base: ReadonlyMap<string, BaseEntry>,
@@ -302,6 +304,27 @@ export class ReconcileView {
       }
     }
     return (this.rowsByInode.get(file.inode) ?? []).some((row) => row !== b && row.bornMs === file.bornMs);
+  }
+
+  /**
+   * b's own file moved by the user to a path no row holds: same inode and birth time, read; where the filesystem
+   * keeps no birth time, also b's content (a moved file keeps it, while a new file handed a freed inode number
+   * most often does not). Undefined when none.
+   */
+  ownFileMovedAway(b: BaseEntry): LocalFile | undefined {
+    if (b.inode === 0) return undefined;
+    if (this.unbasedByInode === null) {
+      this.unbasedByInode = new Map();
+      for (const f of this.localFiles) {
+        if (f.inode === 0 || this.baseByKey.has(f.key)) continue;
+        const list = this.unbasedByInode.get(f.inode);
+        if (list) list.push(f);
+        else this.unbasedByInode.set(f.inode, [f]);
+      }
+    }
+    const found = (this.unbasedByInode.get(b.inode) ?? []).filter((f) => sameFile(b, f) && f.sha256 !== null && (Boolean(b.bornMs && f.bornMs) || f.sha256 === b.sha256));
+    // Two of them (hard links made since): neither is told from the other.
+    return found.length === 1 ? found[0] : undefined;
   }
 
   /** Is synced document d's own file found somewhere other than `key`: at its row's path, or moved with its folder, by inode, or by its place? */

@@ -23,7 +23,7 @@ import {
   conflict, download, forget, moveLocal, movedTo, trashLocal, upload, versionOf,
 } from './reconcile-steps.js';
 import {
-  collision, localEntryInTheWay, occupancy, planFolders, planLocalFile, planLocalNew, planRemoteNew, unbasedPair, unobservedDetail, type PassState,
+  collision, localEntryInTheWay, occupancy, planFolders, planLocalFile, planLocalNew, planRemoteNew, unbasedPair, unobservedDetail, waitingForFolder, type PassState,
 } from './reconcile-unbased.js';
 import { ReconcileView, type LocalState, type RemoteState } from './reconcile-view.js';
 
@@ -781,8 +781,28 @@ function pathTakenByFolder(s: PassState, b: BaseEntry, doc: RemoteDoc): boolean 
 
 /** The service has no delete endpoint: the base row is dropped and the operator is told. */
 function localDeleteNotPropagated(s: PassState, b: BaseEntry): void {
+  if (movedToWaitingFolder(s, b)) return;
   issue(s, b.relPath, 'local-delete-not-propagated', 'the service cannot delete documents; the remote document is kept and no longer synced', b.documentId);
   if (commitBase(s, b, [forget(b, 'local-deleted-forget')], true)) s.forgetting.add(b.documentId);
+}
+
+/**
+ * b's file moved here (by its inode) into a directory the service has no folder for yet, where it would wait as a
+ * new file: the row is kept, and the file waits as b's. Nothing else can happen to it until the service has that
+ * folder (the service cannot create one), and the service often follows: the same folder renamed there a moment
+ * later, perhaps with renames of its documents. Forgotten at once (a daemon sees the local move first), the row
+ * was gone when they came, and the files then met the renamed documents by path alone: a chain of renames put
+ * one document's content in another, and a document stopped syncing (black-box round 39b, F4). Once the folder
+ * exists, a file still where it was moved to is a new document there, and b is forgotten, as for any local move.
+ */
+function movedToWaitingFolder(s: PassState, b: BaseEntry): boolean {
+  const moved = s.view.ownFileMovedAway(b);
+  if (moved === undefined || s.consumedLocal.has(moved.key)) return false;
+  const waits = waitingForFolder(s, moved);
+  if (waits === null) return false;
+  s.consumedLocal.add(moved.key);
+  issue(s, moved.relPath, 'waiting-for-remote-folder', `${waits} (moved here from "${b.relPath}": its document stays this file's meanwhile)`, b.documentId);
+  return true;
 }
 
 function must<T>(x: T | undefined): T {

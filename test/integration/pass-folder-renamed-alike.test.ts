@@ -393,3 +393,89 @@ it.each([{ edit: false }, { edit: true }])('names swapped on the service (x <-> 
     await p.close();
   }
 });
+
+// [the pair's setting that forgets a document whose file is gone here, what is done to the files after the local move]
+const MOVED_FIRST_CASES = [
+  ['direction: upload', 'no edit'], ['direction: upload', 'both saved by sed -i'],
+  // (Saved by sed -i too, a two-way pair keeps both: the folder it put back at the old name stops the place rule.)
+  ['localDeletePolicy: forget', 'no edit'],
+] as const;
+it.each(MOVED_FIRST_CASES)("%s, the folder renamed here first (a pass sees it), then on the service with a chain of renames (y -> w, x -> y), %s: the rows wait with their files, and each document gets only its own file's content (black-box round 39b, F4)", async (setting, edits) => {
+  const upload = setting === 'direction: upload';
+  const p = await openTestPair(emu, `moved-first-${upload ? 'upload' : 'forget'}-${edits.replace(/\W/g, '')}`, setting);
+  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  try {
+    const c = emu.control;
+    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+    const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
+    fs.mkdirSync(at('Docs/F'), { recursive: true });
+    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
+    fs.writeFileSync(at('Docs/F/y.txt'), 'original y\n');
+    expect((await runPass(p.rt)).converged).toBe(true);
+    const idOf = (name: string) => c.listDocuments(p.binderId).find((d) => d.fileName === name)!.id;
+    const [x, y] = [idOf('x.txt'), idOf('y.txt')];
+    // The daemon's usual order: the local move is seen (a pass runs) before the service's renames.
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    const waiting = await runPass(p.rt);
+    // Nothing forgotten, nothing uploaded (a two-way pair puts the emptied folder back: its remote folder is there).
+    expect(waiting.plan.groups.flat().map((a) => a.kind)).toEqual(upload ? [] : ['mkdir-local']);
+    expect(waiting.issues.map((i) => `${i.relPath} ${i.code} ${i.documentId}`).sort()).toEqual([
+      `Docs/G/x.txt waiting-for-remote-folder ${x}`, `Docs/G/y.txt waiting-for-remote-folder ${y}`,
+    ]);
+    expect(waiting.issues[0]!.detail).toMatch(/^no remote folder for "Docs\/G" yet; .*\(moved here from "Docs\/F\/[xy]\.txt"/);
+    c.renameFolder(folder, 'G');
+    c.renameDocument(y, 'w.txt');
+    c.renameDocument(x, 'y.txt');
+    if (edits !== 'no edit') {
+      sedInPlace(at('Docs/G/x.txt'));
+      sedInPlace(at('Docs/G/y.txt'));
+    }
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.converged).toBe(true);
+    const edited = edits === 'no edit' ? [] : ['edited with sed'];
+    expect(versions(x)).toEqual(['original x\n', ...edited.map((e) => `${e} x\n`)]);
+    expect(versions(y)).toEqual(['original y\n', ...edited.map((e) => `${e} y\n`)]);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/w.txt', 'Docs/G/y.txt']);
+    if (upload) {
+      // An upload-only pair changes no local file; the rows follow them (the service's names are upload-only notes).
+      expect(r.issues.map((i) => `${i.relPath} ${i.code}`).sort()).toEqual(['Docs/G/w.txt upload-only', 'Docs/G/y.txt upload-only']);
+      expect([p.rt.store.getBase(x)?.relPath, p.rt.store.getBase(y)?.relPath]).toEqual(['Docs/G/x.txt', 'Docs/G/y.txt']);
+    } else {
+      // A two-way pair moves each file on to its document's new name.
+      expect(r.issues).toEqual([]);
+      const e = edits === 'no edit' ? 'original' : 'edited with sed';
+      expect(filesUnder(at('Docs'))).toEqual([`G/w.txt: ${e} y`, `G/y.txt: ${e} x`]);
+    }
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
+
+it("an upload-only pair, a folder renamed here that the service then gets as a new, empty folder: a local move after all, each file a new document there and the old ones no longer synced (39b F4's other end)", async () => {
+  const p = await openTestPair(emu, 'moved-first-upload-new-folder', 'direction: upload');
+  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  try {
+    const c = emu.control;
+    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+    c.createFolder(p.binderId, { name: 'F', parentId: docs });
+    fs.mkdirSync(at('Docs/F'), { recursive: true });
+    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
+    expect((await runPass(p.rt)).converged).toBe(true);
+    const x = c.listDocuments(p.binderId)[0]!.id;
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    expect((await runPass(p.rt)).issues.map((i) => i.code)).toEqual(['waiting-for-remote-folder']);
+    c.createFolder(p.binderId, { name: 'G', parentId: docs });
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.issues.map((i) => `${i.relPath} ${i.code}`)).toEqual(['Docs/F/x.txt local-delete-not-propagated']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/F/x.txt', 'Docs/G/x.txt']);
+    expect(p.rt.store.getBase(x)).toBeUndefined();
+    expect(versions(c.listDocuments(p.binderId).find((d) => d.id !== x)!.id)).toEqual(['original x\n']);
+  } finally {
+    await p.close();
+  }
+});
