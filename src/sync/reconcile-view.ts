@@ -49,6 +49,10 @@ export class ReconcileView {
   private movedWithFolderByKey: Map<PathKey, BaseEntry> | null = null;
   /** Local files no row holds, by inode (built on first use). */
   private unbasedByInode: Map<number, LocalFile[]> | null = null;
+  /** movedDirPlace's answers, by directory key (built on use). */
+  private movedDirPlaces: Map<PathKey, PathKey | null> | null = null;
+  /** movedAwayKeys (built on first use). */
+  private movedAwayKeySet: Set<PathKey> | null = null;
 
   constructor(
     readonly base: ReadonlyMap<string, BaseEntry>,
@@ -325,6 +329,52 @@ export class ReconcileView {
     const found = (this.unbasedByInode.get(b.inode) ?? []).filter((f) => sameFile(b, f) && f.sha256 !== null && (Boolean(b.bornMs && f.bornMs) || f.sha256 === b.sha256));
     // Two of them (hard links made since): neither is told from the other.
     return found.length === 1 ? found[0] : undefined;
+  }
+
+  /**
+   * b's file by its place where the user moved its directory: b's old directory is gone here, and the other synced
+   * files of that directory that are found by their inodes (ownFileMovedAway) all went to one directory, where a
+   * file of b's name no row holds and no other row's file (inode and birth time) is: b's file, saved since by an
+   * editor that writes a new file (`sed -i`). Undefined when none, or when nothing says where the directory went.
+   */
+  ownFileMovedAwayByPlace(b: BaseEntry): LocalFile | undefined {
+    const dir = parentOf(b.key);
+    if (dir === '' || this.local.dirs.has(dir) || this.local.files.has(b.key)) return undefined;
+    const place = this.movedDirPlace(dir);
+    const key = place === null ? undefined : `${place}/${baseNameOf(b.key)}`;
+    const there = key === undefined || this.baseByKey.has(key) || this.isUnknown(key) ? undefined : this.local.files.get(key);
+    if (there === undefined || there.sha256 === null || this.anotherRowsFile(b, there)) return undefined;
+    const byInode = this.ownFileMovedAway(b);
+    return this.movedAwayKeys().has(there.key) && byInode?.key !== there.key ? undefined : there;
+  }
+
+  /** Where the synced files of directory `dir` found by their inodes went, when all went to one directory. */
+  private movedDirPlace(dir: PathKey): PathKey | null {
+    this.movedDirPlaces ??= new Map();
+    let place = this.movedDirPlaces.get(dir);
+    if (place === undefined) {
+      this.rowsByDir ??= this.indexRowsByDir();
+      const places = new Set<PathKey>();
+      for (const row of this.rowsByDir.get(dir) ?? []) {
+        const moved = this.ownFileMovedAway(row);
+        if (moved !== undefined) places.add(parentOf(moved.key));
+      }
+      place = places.size === 1 ? [...places][0]! : null;
+      this.movedDirPlaces.set(dir, place);
+    }
+    return place;
+  }
+
+  /** Keys of the files that are a row's own file moved away (ownFileMovedAway). */
+  private movedAwayKeys(): Set<PathKey> {
+    if (this.movedAwayKeySet === null) {
+      this.movedAwayKeySet = new Set();
+      for (const row of this.bases) {
+        const moved = this.ownFileMovedAway(row);
+        if (moved !== undefined) this.movedAwayKeySet.add(moved.key);
+      }
+    }
+    return this.movedAwayKeySet;
   }
 
   /** Is synced document d's own file found somewhere other than `key`: at its row's path, or moved with its folder, by inode, or by its place? */

@@ -796,7 +796,7 @@ function localDeleteNotPropagated(s: PassState, b: BaseEntry): void {
  * exists, a file still where it was moved to is a new document there, and b is forgotten, as for any local move.
  */
 function movedToWaitingFolder(s: PassState, b: BaseEntry): boolean {
-  const moved = s.view.ownFileMovedAway(b);
+  const moved = s.view.ownFileMovedAway(b) ?? s.view.ownFileMovedAwayByPlace(b);
   if (moved === undefined || s.consumedLocal.has(moved.key)) return false;
   const waits = waitingForFolder(s, moved);
   if (waits === null) return false;
