@@ -1,7 +1,7 @@
 // Reconcile for items without a base row (new local files, new remote documents, remote folders) and the
 // shared "who holds this path" check that every step writing a local path goes through.
 import type { Action, BaseEntry, FileStat, Issue, LocalFile, LocalProblem, PathKey, ReconcileContext, RemoteDoc, RemoteFolder } from './model.js';
-import { newLocalNotUploaded, statOf, WAITING_PREFIX } from './model.js';
+import { newLocalNotUploaded, sameFile, statOf, WAITING_PREFIX } from './model.js';
 import { baseNameOf, joinRel, parentOf, pathKey } from './path-key.js';
 import { localNameFor } from '../remote/names.js';
 import type { PlanBuilder } from './reconcile-builder.js';
@@ -159,7 +159,14 @@ export function planLocalFile(
   const atKey = (s.view.docsByKey.get(file.key) ?? []).filter((d) => !s.consumedDocs.has(d.documentId));
   const remoteNew = atKey.find((d) => !s.view.base.has(d.documentId));
   if (remoteNew && !s.out.isClaimed(file.key)) return { actions: [unbasedPair(s, file, remoteNew)], issue: null };
-  if (atKey.length > 0) return none('path-collision', 'a synced remote document already uses this path');
+  if (atKey.length > 0) {
+    // An upload-only pair, the document renamed on the service to a name where the user made a hard link to its
+    // file (`ln x.txt w.txt`, the service's x -> w): the same file under the document's new name, nothing to send
+    // (the row stays with the name it has; the rename is an upload-only note). A collision, it was said on every pass
+    // with exit 1 (black-box round 39c, N-E).
+    if (s.ctx.direction === 'upload' && atKey.every((d) => hardLinkOfOwnFile(s, d, file))) return { actions: [], issue: null };
+    return none('path-collision', 'a synced remote document already uses this path');
+  }
   // A folder was replaced by a file of its name (rm -r d; echo > d): uploaded, the document would sit beside
   // the folder, and map back to this path as "d (dup-<id>)", renaming the user's file.
   // planFolders reports it, except in upload mode.
@@ -184,6 +191,13 @@ export function planLocalFile(
   // Into a followed folder: the file goes where its document will be listed in the same step, so that the pass
   // does not end "in sync" with the file still in the folder's old place (black-box round 32b, F3).
   return { actions: [followed === undefined ? step : { ...step, thenMoveTo: followed.to }], issue: null };
+}
+
+/** Is `file` another name of synced document d's own file, still at its row's path (a hard link: one inode, both live)? */
+function hardLinkOfOwnFile(s: PassState, d: RemoteDoc, file: LocalFile): boolean {
+  const row = s.view.base.get(d.documentId);
+  const own = row === undefined ? undefined : s.view.local.files.get(row.key);
+  return row !== undefined && own !== undefined && own.key !== file.key && sameFile(row, own) && own.inode === file.inode && sameFile(row, file);
 }
 
 /**

@@ -486,3 +486,32 @@ it("an upload-only pair, a folder renamed here that the service then gets as a n
     await p.close();
   }
 });
+
+it("an upload-only pair, a hard link made at the name the service then gives the document (ln x.txt w.txt, x -> w): converged with the rename as a note, and an edit through the link goes up as the next version (black-box round 39c, N-E)", async () => {
+  const p = await openTestPair(emu, 'hard-link-upload', 'direction: upload');
+  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  try {
+    const c = emu.control;
+    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+    c.createFolder(p.binderId, { name: 'F', parentId: docs });
+    fs.mkdirSync(at('Docs/F'), { recursive: true });
+    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
+    expect((await runPass(p.rt)).converged).toBe(true);
+    const x = c.listDocuments(p.binderId)[0]!.id;
+    fs.linkSync(at('Docs/F/x.txt'), at('Docs/F/w.txt'));
+    c.renameDocument(x, 'w.txt');
+    for (let i = 0; i < 2; i++) {
+      const r = await runPass(p.rt);
+      expect(r.issues.map((i) => `${i.relPath} ${i.code}`)).toEqual(['Docs/F/w.txt upload-only']);
+      expect(r.plan.groups).toEqual([]);
+      expect(r.converged).toBe(true);
+    }
+    fs.appendFileSync(at('Docs/F/w.txt'), 'more\n');
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(versions(x)).toEqual(['original x\n', 'original x\nmore\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/F/w.txt']);
+  } finally {
+    await p.close();
+  }
+});
