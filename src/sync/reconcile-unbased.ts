@@ -196,7 +196,7 @@ export function planLocalFile(
 /** Is `file` another name of synced document d's own file, still at its row's path (a hard link: one inode, both live)? */
 function hardLinkOfOwnFile(s: PassState, d: RemoteDoc, file: LocalFile): boolean {
   const row = s.view.base.get(d.documentId);
-  const own = row === undefined ? undefined : s.view.local.files.get(row.key);
+  const own = row === undefined || s.view.isUnknown(row.key) ? undefined : s.view.local.files.get(row.key);
   return row !== undefined && own !== undefined && own.key !== file.key && sameFile(row, own) && own.inode === file.inode && sameFile(row, file);
 }
 
