@@ -276,7 +276,10 @@ export function planRemoteNew(s: PassState, doc: RemoteDoc): void {
     // A document only the service has (a colleague's, in a shared binder) is no business of a pair that publishes
     // its folder: informational, so that it does not keep every pass "not in sync" (black-box round 37b, F1).
     else if (file === undefined) collision(s, doc.relPath, 'direction is upload: documents only the service has are not downloaded', doc.documentId, 'upload-only');
-    else collision(s, doc.relPath, 'direction is upload: remote changes are not downloaded', doc.documentId, 'remote-change-not-downloaded');
+    // Nor is one whose path here holds another synced file (a document renamed onto that name on the service, or
+    // one this pair forgot): said in the same words' code, not as a change left undone that kept `sync` at exit 1
+    // (black-box round 39b, F11).
+    else collision(s, doc.relPath, 'direction is upload: documents only the service has are not downloaded (another file is at this path here)', doc.documentId, 'upload-only');
     return;
   }
   const occ = occupancy(s, doc.key, null);

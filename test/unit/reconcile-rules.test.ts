@@ -339,6 +339,16 @@ describe('new remote documents and folders', () => {
     expect(up.groups).toEqual([]);
     expect(codes(up)).toEqual(['upload-only docs/sub/x.txt']);
   });
+  it('upload mode: a document only the service has, at a path another synced file holds here, is an upload-only note too (not a change left undone)', () => {
+    const w = world();
+    w.baseRow('d1', 'docs/a.txt', 'v1', 'f1', 'h1');
+    w.file('docs/a.txt', 'h1');
+    w.doc('d1', 'docs/b.txt', 'v1', 'f1'); // renamed away on the service, and a colleague's new document at its old name
+    w.doc('n1', 'docs/a.txt', 'v1', 'f1');
+    const up = plan(w, { direction: 'upload' });
+    expect(codes(up)).toContain('upload-only docs/a.txt');
+    expect(codes(up).filter((c) => !c.startsWith('upload-only'))).toEqual([]);
+  });
   it('a folder that synced files lay under, missing locally, is re-created as the answer to a local delete', () => {
     const w = world().folder('f1', 'docs').folder('f2', 'docs/sub', 'f1').folder('f3', 'docs/sub/deep', 'f2');
     w.baseRow('d1', 'docs/sub/deep/x.txt', 'v1', 'f3', 'h1');
