@@ -283,7 +283,12 @@ export class ReconcileView {
     // That copy gone, b still at the version restored: trashed by the pass that took this file, which stopped before
     // its upload was recorded (a crash): the old directory it leaves says nothing (black-box round 39b, F9).
     const restoredGone = restored && copy === undefined && state === 'deleted';
-    if (!restoredCopy && !restoredGone && (state !== 'deleted' || this.local.dirs.has(parentOf(b.key)) || copy !== undefined)) return undefined;
+    // The old directory still there says nothing in an upload-only pair, which restores nothing into it: b's file
+    // moved alone into the folder's new place (`mkdir G; mv F/x G/`, the service's F -> G) and saved by `sed -i`
+    // since was "no longer synced" and a path collision, one pass before the file was compared with b's document
+    // all the same (black-box round 39b, F10, case E).
+    const oldDirSays = this.followsRenames && this.local.dirs.has(parentOf(b.key));
+    if (!restoredCopy && !restoredGone && (state !== 'deleted' || oldDirSays || copy !== undefined)) return undefined;
     const key = `${folder.key}/${baseNameOf(b.key)}`;
     if (this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);

@@ -433,10 +433,18 @@ function renamedHereToo(s: PassState, b: BaseEntry): boolean {
   });
 }
 
-/** The local file at `key` that no row holds, no other step claimed, and that is no other synced file (its inode). */
+/**
+ * The local file at `key` that no row holds, no other step claimed, and that is no other synced file (its inode).
+ * A row whose own file was renamed alike elsewhere leaves `key` (names swapped alike on both sides, and the file
+ * left at `key` saved since by `sed -i`): its file then counts as held by none, and b waits for that row to go
+ * (followSwapAlike). Held, an upload-only pair said b "no longer synced" and the file a path collision, one pass
+ * before it got it right (black-box round 39b, F10, case F).
+ */
 function strangerFileAt(s: PassState, b: BaseEntry, key: PathKey): LocalFile | undefined {
   const file = s.view.local.files.get(key);
-  if (file === undefined || s.view.baseByKey.has(key) || s.consumedLocal.has(key) || s.view.isUnknown(key)) return undefined;
+  const holder = s.view.baseByKey.get(key);
+  const leaving = holder !== undefined && holder !== b && s.view.ownFileRenamedAlike(holder) !== undefined;
+  if (file === undefined || (holder !== undefined && !leaving) || s.consumedLocal.has(key) || s.view.isUnknown(key)) return undefined;
   return s.view.bases.some((o) => o !== b && sameFile(o, file)) ? undefined : file;
 }
 

@@ -515,3 +515,54 @@ it("an upload-only pair, a hard link made at the name the service then gives the
     await p.close();
   }
 });
+
+// [case, what the user and the service did]: an upload-only pair, one pass, exit 0, each edit its own document's.
+const UPLOAD_ONE_PASS_CASES = [
+  ['names swapped alike (x <-> y on both sides), then x.txt (y\'s file now) saved by sed -i', 'swap'],
+  ['x.txt alone moved into a new local folder G (y.txt stays in F), the service renames folder F to G, then x saved by sed -i', 'partial'],
+] as const;
+it.each(UPLOAD_ONE_PASS_CASES)('an upload-only pair, %s: one pass (black-box round 39b, F10)', async (_what, how) => {
+  const p = await openTestPair(emu, `upload-one-pass-${how}`, 'direction: upload');
+  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  try {
+    const c = emu.control;
+    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+    const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
+    fs.mkdirSync(at('Docs/F'), { recursive: true });
+    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
+    fs.writeFileSync(at('Docs/F/y.txt'), 'original y\n');
+    expect((await runPass(p.rt)).converged).toBe(true);
+    const idOf = (name: string) => c.listDocuments(p.binderId).find((d) => d.fileName === name)!.id;
+    const [x, y] = [idOf('x.txt'), idOf('y.txt')];
+    if (how === 'swap') {
+      fs.renameSync(at('Docs/F/x.txt'), at('Docs/F/t.txt'));
+      fs.renameSync(at('Docs/F/y.txt'), at('Docs/F/x.txt'));
+      fs.renameSync(at('Docs/F/t.txt'), at('Docs/F/y.txt'));
+      c.renameDocument(x, 't.txt');
+      c.renameDocument(y, 'x.txt');
+      c.renameDocument(x, 'y.txt');
+      sedInPlace(at('Docs/F/x.txt'));
+    } else {
+      fs.mkdirSync(at('Docs/G'));
+      fs.renameSync(at('Docs/F/x.txt'), at('Docs/G/x.txt'));
+      c.renameFolder(folder, 'G');
+      sedInPlace(at('Docs/G/x.txt'));
+    }
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.issues.filter((i) => i.code !== 'upload-only')).toEqual([]);
+    expect(r.converged).toBe(true);
+    if (how === 'swap') {
+      expect(versions(y)).toEqual(['original y\n', 'edited with sed y\n']);
+      expect(versions(x)).toEqual(['original x\n']);
+    } else {
+      expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+      expect(versions(y)).toEqual(['original y\n']);
+    }
+    expect(remoteNames(p.binderId)).toEqual(how === 'swap' ? ['Docs/F/x.txt', 'Docs/F/y.txt'] : ['Docs/G/x.txt', 'Docs/G/y.txt']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
