@@ -300,6 +300,26 @@ export class ReconcileView {
     return this.anotherRowsFile(b, there) ? undefined : there;
   }
 
+  /**
+   * b's file by elimination where names were swapped (or rotated) alike on both sides in a folder renamed alike, and
+   * b's file saved since by `sed -i` (another inode): the row of b's folder whose name is that of b's document now
+   * has its own file found, by its inode, at its own document's new path, and the file left at b's document's
+   * path is no synced file (by inode) and held by no row. What else the swap left there; at worst a new file becomes
+   * b's next version, its content in the history, as with the place rule. Undefined when none.
+   */
+  ownFileLeftBySwap(b: BaseEntry, doc: RemoteDoc): LocalFile | undefined {
+    const folder = this.remote.folders.get(b.folderId);
+    if (folder === undefined || folder.key === '' || folder.key !== parentOf(doc.key)) return undefined;
+    const there = this.local.files.get(doc.key);
+    if (there === undefined || there.sha256 === null || this.baseByKey.has(doc.key) || this.isUnknown(doc.key)) return undefined;
+    this.rowsByDir ??= this.indexRowsByDir();
+    const siblings = this.rowsByDir.get(parentOf(b.key)) ?? [];
+    const left = siblings.find((o) => o !== b && o.folderId === b.folderId && baseNameOf(o.key) === baseNameOf(doc.key));
+    const itsFile = left === undefined ? undefined : this.ownFileRenamedAlike(left);
+    if (itsFile === undefined || itsFile.key === doc.key) return undefined;
+    return this.bases.some((o) => sameFile(o, there)) ? undefined : there;
+  }
+
   /** Is `file` another row's own file, by inode and birth time both (model.ts sameFile, with the birth times known)? */
   private anotherRowsFile(b: BaseEntry, file: LocalFile): boolean {
     if (!file.bornMs) return false;

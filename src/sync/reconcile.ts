@@ -357,6 +357,17 @@ function locateOwnFile(s: PassState, b: BaseEntry, doc: RemoteDoc | undefined, v
       l = s.view.contentState(b, placed);
     }
   }
+  // Nor by its place, which holds another row's own file (names swapped alike in a folder renamed alike): b's by
+  // elimination, the file the swap left at its document's new path (ReconcileView.ownFileLeftBySwap). Read as a
+  // stranger's, its edit became a keep-both conflict copy, or, in an upload-only pair, b was "no longer synced" for
+  // a pass (black-box round 39c, N-D).
+  if (doc && !vacated && file === undefined && l === 'deleted' && (r === 'moved' || r === 'moved-modified')) {
+    const left = s.view.ownFileLeftBySwap(b, doc);
+    if (left && !s.consumedLocal.has(left.key)) {
+      file = left;
+      l = s.view.contentState(b, left);
+    }
+  }
   return { l, r, file, stranger, oldCopy };
 }
 

@@ -566,3 +566,36 @@ it.each(UPLOAD_ONE_PASS_CASES)('an upload-only pair, %s: one pass (black-box rou
     await p.close();
   }
 });
+
+it.each(['direction: both', 'direction: upload'])('%s: names swapped alike inside a folder renamed alike (F -> G, x <-> y on both sides), then x.txt (y\'s file now) saved by sed -i: one pass, y\'s edit its next version, no copy (black-box round 39c, N-D)', async (setting) => {
+  const p = await openTestPair(emu, `swap-in-renamed-${setting.slice(11)}`, setting);
+  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  try {
+    const c = emu.control;
+    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+    const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
+    fs.mkdirSync(at('Docs/F'), { recursive: true });
+    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
+    fs.writeFileSync(at('Docs/F/y.txt'), 'original y\n');
+    expect((await runPass(p.rt)).converged).toBe(true);
+    const idOf = (name: string) => c.listDocuments(p.binderId).find((d) => d.fileName === name)!.id;
+    const [x, y] = [idOf('x.txt'), idOf('y.txt')];
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    fs.renameSync(at('Docs/G/x.txt'), at('Docs/G/t.txt'));
+    fs.renameSync(at('Docs/G/y.txt'), at('Docs/G/x.txt'));
+    fs.renameSync(at('Docs/G/t.txt'), at('Docs/G/y.txt'));
+    c.renameFolder(folder, 'G');
+    c.renameDocument(x, 't.txt');
+    c.renameDocument(y, 'x.txt');
+    c.renameDocument(x, 'y.txt');
+    sedInPlace(at('Docs/G/x.txt'));
+    await cleanPass(p);
+    expect(versions(y)).toEqual(['original y\n', 'edited with sed y\n']);
+    expect(versions(x)).toEqual(['original x\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/y.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed y', 'G/y.txt: original x']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
