@@ -122,7 +122,11 @@ function moversClear(s: PassState, mover: BaseEntry, self: BaseEntry | null): bo
     if (m === self) return true;
     seen.add(m.documentId);
     const to = view.remote.docs.get(m.documentId)?.key;
-    if (to === undefined || view.baseByKey.has(to) || out.isClaimed(to)) return false;
+    if (to === undefined || out.isClaimed(to)) return false;
+    // A row's path: self's own is a cycle too (the other file of a swap on the service found by its place, after
+    // a pass that uploaded self's edit where it was: round 39b C1 cycle2, both files saved by `sed -i`).
+    const holder = view.baseByKey.get(to);
+    if (holder !== undefined) return holder === self;
     if (!view.local.files.has(to) || out.releasedBy(to) !== undefined) return true;
   }
   return false;

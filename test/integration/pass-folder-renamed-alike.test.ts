@@ -599,3 +599,33 @@ it.each(['direction: both', 'direction: upload'])('%s: names swapped alike insid
     await p.close();
   }
 });
+
+it("names swapped on the service inside a folder renamed alike (here only the folder's mv), both files saved by sed -i: the pass that broke the cycle at one edit is followed by one that moves the other file on, each edit its own document's, no conflict copy (black-box round 39c, C1 cycle2)", async () => {
+  const { p, folder, x, at } = await synced('cycle-both-sed');
+  try {
+    const c = emu.control;
+    const z = c.listDocuments(p.binderId).find((d) => d.fileName === 'z.txt')!.id;
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    c.renameFolder(folder, 'G');
+    c.renameDocument(x, 't.txt');
+    c.renameDocument(z, 'x.txt');
+    c.renameDocument(x, 'z.txt');
+    fs.writeFileSync(at('Docs/G/z.txt'), 'untouched z, with an original line\n');
+    sedInPlace(at('Docs/G/x.txt'));
+    sedInPlace(at('Docs/G/z.txt'));
+    p.rt.cache.foldersAt = 0;
+    const first = await runPass(p.rt);
+    expect(first.execution?.failures).toEqual([]);
+    const second = await runPass(p.rt);
+    expect(second.execution?.failures).toEqual([]);
+    expect(second.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
+    expect(second.converged).toBe(true);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(versions(z)).toEqual(['untouched z\n', 'untouched z, with an edited with sed line\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: untouched z, with an edited with sed line', 'G/z.txt: edited with sed x']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
