@@ -101,6 +101,11 @@ export function occupancy(s: PassState, key: PathKey, self: BaseEntry | null): O
       // Also when the movers' way comes back to self's own file (names swapped on the service inside a folder
       // renamed alike): all wait, and the pass breaks the cycle (breakCycle) as for rows (black-box round 39b, F7).
       if (!s.decided.has(mover.documentId) && moversClear(s, mover, self)) return { kind: 'defer' };
+      // That document was decided and its file stays there this pass (its own move blocked, a cycle broken at its
+      // edit): the file is still its, not one to compare self's document with. Compared, a rotation of three names
+      // on the service, in a folder renamed alike with every file saved by `sed -i`, kept two edits both ways as
+      // conflict copies (black-box round 39c, C1 cycle3).
+      if (s.decided.has(mover.documentId)) return { kind: 'blocked', code: 'path-collision', detail: 'the file there is another synced document\'s, which cannot move on in this pass; retried next pass' };
     }
     if (s.consumedLocal.has(key)) return { kind: 'blocked', code: 'path-collision', detail: 'the local file there is already claimed' };
     return { kind: 'unbased-local', file };
@@ -118,16 +123,27 @@ export function occupancy(s: PassState, key: PathKey, self: BaseEntry | null): O
 function moversClear(s: PassState, mover: BaseEntry, self: BaseEntry | null): boolean {
   const { view, out } = s;
   const seen = new Set<string>();
-  for (let m: BaseEntry | undefined = mover; m !== undefined && !seen.has(m.documentId); m = view.movingWithFolderAt(view.remote.docs.get(m.documentId)?.key ?? '')) {
+  let m: BaseEntry | undefined = mover;
+  while (m !== undefined && !seen.has(m.documentId)) {
     if (m === self) return true;
     seen.add(m.documentId);
     const to = view.remote.docs.get(m.documentId)?.key;
-    if (to === undefined || out.isClaimed(to)) return false;
-    // A row's path: self's own is a cycle too (the other file of a swap on the service found by its place, after
-    // a pass that uploaded self's edit where it was: round 39b C1 cycle2, both files saved by `sed -i`).
+    if (to === undefined) return false;
+    // Claimed by another step of this pass (an edit uploaded where it is, to break a cycle): that mover stays where
+    // it is, which the wait makes plain once it is decided (occupancy), instead of comparing self with its file.
+    if (out.isClaimed(to)) return true;
+    // A row's path: the way goes on with that row where its document moved too (self's own closes a cycle: the
+    // files of names swapped or rotated on the service found by their places, after a pass that uploaded one edit
+    // where it was, black-box round 39c C1 cycle2 and cycle3, every file saved by `sed -i`).
     const holder = view.baseByKey.get(to);
-    if (holder !== undefined) return holder === self;
+    if (holder !== undefined) {
+      const moved = view.remote.docs.get(holder.documentId);
+      if (holder !== self && (moved === undefined || moved.key === holder.key)) return false;
+      m = holder;
+      continue;
+    }
     if (!view.local.files.has(to) || out.releasedBy(to) !== undefined) return true;
+    m = view.movingWithFolderAt(to);
   }
   return false;
 }

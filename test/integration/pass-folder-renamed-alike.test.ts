@@ -629,3 +629,34 @@ it("names swapped on the service inside a folder renamed alike (here only the fo
     await p.close();
   }
 });
+
+it("names rotated on the service inside a folder renamed alike (a -> b -> c -> a; here only the folder's mv), every file saved by sed -i: the next pass moves each file on, each edit its own document's, no conflict copy (black-box round 39c, C1 cycle3)", async () => {
+  const { p, folder, x, at } = await synced('rotation-all-sed');
+  try {
+    const c = emu.control;
+    const y = c.addDocument(p.binderId, folder, 'y.txt', 'original y\n').document.id;
+    expect((await runPass(p.rt)).converged).toBe(true);
+    const z = c.listDocuments(p.binderId).find((d) => d.fileName === 'z.txt')!.id;
+    fs.writeFileSync(at('Docs/F/z.txt'), 'original z\n');
+    expect((await runPass(p.rt)).converged).toBe(true);
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    c.renameFolder(folder, 'G');
+    c.renameDocument(x, 't.txt');
+    c.renameDocument(z, 'x.txt');
+    c.renameDocument(y, 'z.txt');
+    c.renameDocument(x, 'y.txt');
+    for (const n of ['x', 'y', 'z']) sedInPlace(at(`Docs/G/${n}.txt`));
+    p.rt.cache.foldersAt = 0;
+    expect((await runPass(p.rt)).execution?.failures).toEqual([]);
+    const second = await runPass(p.rt);
+    expect(second.execution?.failures).toEqual([]);
+    expect(second.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
+    expect(second.converged).toBe(true);
+    for (const [id, n] of [[x, 'x'], [y, 'y'], [z, 'z']] as const) expect(versions(id).slice(-1)).toEqual([`edited with sed ${n}\n`]);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/y.txt', 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed z', 'G/y.txt: edited with sed x', 'G/z.txt: edited with sed y']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
