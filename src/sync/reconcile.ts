@@ -167,7 +167,11 @@ function followSwapAlike(s: PassState, still: readonly BaseEntry[]): boolean {
     if (cycle === null) continue;
     const docs = cycle.map((b) => must(s.view.remote.docs.get(b.documentId)));
     const files = docs.map((d) => s.view.local.files.get(d.key));
-    const byInode = cycle.map((b, i) => files[i] !== undefined && renamedAlikeLocally(b, files[i]));
+    // Its document's file by its inode, or by its bytes: exactly the document's last synced content at the name the
+    // document has now (the files saved since by a program that writes a new file, unchanged or back to what they
+    // were: crash-sim soak seed -1922096553). Read as the other document's edits instead, each got the other's
+    // content as a version and a conflict copy made a second document of one of them.
+    const byInode = cycle.map((b, i) => files[i] !== undefined && (renamedAlikeLocally(b, files[i]) || (files[i].sha256 !== null && files[i].sha256 === b.sha256)));
     // A file with none of the cycle's inodes, where the others are theirs by inode, is its document's own file
     // saved since by a program that writes a new file (`mv a t; mv b a; mv t b`, then `sed -i a`): what else the
     // swap left there; an edit at worst, as with the place rule (the content stays in the version history). Read

@@ -374,6 +374,19 @@ function runCrashSimulation(ops: Op[], policy: Policy, allowStaleCopies = false)
 // converge with nothing lost or doubled. `why` says which rule it caught.
 const FOUND_HISTORIES: Array<{ why: string; policy: Policy; ops: Op[] }> = [
   {
+    // A conflict copy whose restore a crash tore (the file there, no row), names swapped alike with the document,
+    // the other file saved anew with its document's own bytes: no inode left, each file holds the bytes of the
+    // document now listed at its path. Read as each path's edit, each document got the other's content and a
+    // keep-both copy became a second document (seed -1922096553).
+    why: 'names swapped alike with no inode left: a file holding its document\'s bytes is that document\'s',
+    policy: 'keep-both',
+    ops: [
+      { t: 'remote-add', folder: 0, name: 0, content: 0 }, { t: 'local-write', dir: 0, name: 0, content: 1 },
+      { t: 'crash', cuts: [3], torn: 0, variant: 0 }, { t: 'local-delete', pick: 0 }, { t: 'crash', cuts: [0], torn: 0, variant: 0 },
+      { t: 'remote-modify', pick: 0, content: 0 }, { t: 'swap-alike', pick: 0, other: 0 }, { t: 'local-modify', pick: 0, content: 0 },
+    ],
+  },
+  {
     // doc-5's download is torn (file in place, no base row); a colleague adds a version, then names are swapped
     // alike on both sides, so the download intent finds other bytes at its path. The file now at doc-5's path
     // holds doc-5's first version: the executor's conflict sees a stale copy and takes the latest, no conflict
