@@ -269,7 +269,15 @@ export class ReconcileView {
     // Another document listed there is that file's owner, unless its own file is found elsewhere (a chain of
     // renames in a folder renamed alike: `y -> w`, `x -> y` on the service, x's file at x.txt, y's saved by
     // `sed -i` at y.txt): y's edit became a conflict copy, w.txt stayed at y's original (black-box round 38c, M4).
-    return (this.docsByKey.get(there.key) ?? []).some((d) => d.documentId !== b.documentId && !this.ownFileElsewhere(d, there.key)) ? undefined : there;
+    return this.placeHeldByOthers(b, there.key, new Set([b.documentId])) ? undefined : there;
+  }
+
+  /**
+   * Is a document other than b listed at `key` that owns the file there: one whose own file is not found elsewhere
+   * (ownFileElsewhere). `claimants`: the documents whose places this look came through.
+   */
+  private placeHeldByOthers(b: BaseEntry, key: PathKey, claimants: ReadonlySet<string>): boolean {
+    return (this.docsByKey.get(key) ?? []).some((d) => d.documentId !== b.documentId && !this.ownFileElsewhere(d, key, claimants));
   }
 
   /** The file of b's name in its folder's new place, where b's old path and directory are gone (see ownFileByPlace). */
@@ -402,12 +410,23 @@ export class ReconcileView {
     return this.movedAwayKeySet;
   }
 
-  /** Is synced document d's own file found somewhere other than `key`: at its row's path, or moved with its folder, by inode, or by its place? */
-  private ownFileElsewhere(d: RemoteDoc, key: PathKey): boolean {
+  /**
+   * Is synced document d's own file found somewhere other than `key`: at its row's path or moved with its folder, by
+   * inode; or by its place, where that place is not itself another's (placeHeldByOthers). A way of places that comes
+   * back to a document it came through is a cycle, which no place tells: names swapped or rotated inside a folder
+   * renamed alike, every file saved by `sed -i` since, read the same whether the user made the swap here too or not.
+   * Taken by their places, each document got the other's edit as its version when the user had (black-box round
+   * 40b, A6/A7); refused, the files are kept both ways (a conflict copy), as nothing tells whose each one is.
+   */
+  private ownFileElsewhere(d: RemoteDoc, key: PathKey, claimants: ReadonlySet<string> = new Set()): boolean {
     const row = this.base.get(d.documentId);
     if (row === undefined) return false;
-    const own = (this.atOwnPath(row) ? this.local.files.get(row.key) : undefined) ?? this.ownFileMovedWithFolder(row) ?? this.placeOf(row);
-    return own !== undefined && own.key !== key;
+    const byInode = (this.atOwnPath(row) ? this.local.files.get(row.key) : undefined) ?? this.ownFileMovedWithFolder(row);
+    if (byInode !== undefined) return byInode.key !== key;
+    if (claimants.has(d.documentId)) return false;
+    const place = this.placeOf(row);
+    if (place === undefined || place.key === key) return false;
+    return !this.placeHeldByOthers(row, place.key, new Set([...claimants, d.documentId]));
   }
 
   /**

@@ -600,62 +600,42 @@ it.each(['direction: both', 'direction: upload'])('%s: names swapped alike insid
   }
 });
 
-it("names swapped on the service inside a folder renamed alike (here only the folder's mv), both files saved by sed -i: the pass that broke the cycle at one edit is followed by one that moves the other file on, each edit its own document's, no conflict copy (black-box round 39c, C1 cycle2)", async () => {
-  const { p, folder, x, at } = await synced('cycle-both-sed');
+// [names swapped or rotated on the service, whether the user made the same renames here]
+const AMBIGUOUS_CYCLES = [['swapped', 'here too'], ['swapped', 'only on the service'], ['rotated', 'here too'], ['rotated', 'only on the service']] as const;
+it.each(AMBIGUOUS_CYCLES)("names %s inside a folder renamed alike (%s), every file saved by sed -i: nothing tells whose each file is, so none goes up as a document's version; each edit is kept as a conflict copy (black-box rounds 39c C1, 40b A6)", async (how, where) => {
+  const p = await openTestPair(emu, `ambiguous-${how}-${where.replace(/\W/g, '')}`);
+  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
   try {
     const c = emu.control;
-    const z = c.listDocuments(p.binderId).find((d) => d.fileName === 'z.txt')!.id;
+    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+    const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
+    const [x, y, z] = ['x', 'y', 'z'].map((n) => c.addDocument(p.binderId, folder, `${n}.txt`, `${n.toUpperCase()}: original\n`).document.id) as [string, string, string];
+    expect((await runPass(p.rt)).converged).toBe(true);
+    const names = new Map([[x, 'x'], [y, 'y'], [z, 'z']]);
+    // swapped: x <-> z; rotated: x -> y -> z -> x (each document takes the next one's name).
+    const next = how === 'swapped' ? new Map([[x, 'z'], [z, 'x']]) : new Map([[x, 'y'], [y, 'z'], [z, 'x']]);
     fs.renameSync(at('Docs/F'), at('Docs/G'));
     c.renameFolder(folder, 'G');
-    c.renameDocument(x, 't.txt');
-    c.renameDocument(z, 'x.txt');
-    c.renameDocument(x, 'z.txt');
-    fs.writeFileSync(at('Docs/G/z.txt'), 'untouched z, with an original line\n');
-    sedInPlace(at('Docs/G/x.txt'));
-    sedInPlace(at('Docs/G/z.txt'));
-    p.rt.cache.foldersAt = 0;
-    const first = await runPass(p.rt);
-    expect(first.execution?.failures).toEqual([]);
-    const second = await runPass(p.rt);
-    expect(second.execution?.failures).toEqual([]);
-    expect(second.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
-    expect(second.converged).toBe(true);
-    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
-    expect(versions(z)).toEqual(['untouched z\n', 'untouched z, with an edited with sed line\n']);
-    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
-    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: untouched z, with an edited with sed line', 'G/z.txt: edited with sed x']);
-    expect((await runPass(p.rt)).plan.groups).toEqual([]);
-  } finally {
-    await p.close();
-  }
-});
-
-it("names rotated on the service inside a folder renamed alike (a -> b -> c -> a; here only the folder's mv), every file saved by sed -i: the next pass moves each file on, each edit its own document's, no conflict copy (black-box round 39c, C1 cycle3)", async () => {
-  const { p, folder, x, at } = await synced('rotation-all-sed');
-  try {
-    const c = emu.control;
-    const y = c.addDocument(p.binderId, folder, 'y.txt', 'original y\n').document.id;
-    expect((await runPass(p.rt)).converged).toBe(true);
-    const z = c.listDocuments(p.binderId).find((d) => d.fileName === 'z.txt')!.id;
-    fs.writeFileSync(at('Docs/F/z.txt'), 'original z\n');
-    expect((await runPass(p.rt)).converged).toBe(true);
-    fs.renameSync(at('Docs/F'), at('Docs/G'));
-    c.renameFolder(folder, 'G');
-    c.renameDocument(x, 't.txt');
-    c.renameDocument(z, 'x.txt');
-    c.renameDocument(y, 'z.txt');
-    c.renameDocument(x, 'y.txt');
+    for (const id of next.keys()) c.renameDocument(id, `t-${names.get(id)!}.txt`);
+    for (const [id, to] of next) c.renameDocument(id, `${to}.txt`);
+    if (where === 'here too') {
+      for (const id of next.keys()) fs.renameSync(at(`Docs/G/${names.get(id)!}.txt`), at(`Docs/G/t-${names.get(id)!}.txt`));
+      for (const [id, to] of next) fs.renameSync(at(`Docs/G/t-${names.get(id)!}.txt`), at(`Docs/G/${to}.txt`));
+    }
     for (const n of ['x', 'y', 'z']) sedInPlace(at(`Docs/G/${n}.txt`));
     p.rt.cache.foldersAt = 0;
-    expect((await runPass(p.rt)).execution?.failures).toEqual([]);
-    const second = await runPass(p.rt);
-    expect(second.execution?.failures).toEqual([]);
-    expect(second.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
-    expect(second.converged).toBe(true);
-    for (const [id, n] of [[x, 'x'], [y, 'y'], [z, 'z']] as const) expect(versions(id).slice(-1)).toEqual([`edited with sed ${n}\n`]);
-    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/y.txt', 'Docs/G/z.txt']);
-    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed z', 'G/y.txt: edited with sed x', 'G/z.txt: edited with sed y']);
-    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+    for (let i = 0; i < 2; i++) expect((await runPass(p.rt)).execution?.failures ?? []).toEqual([]);
+    const last = await runPass(p.rt);
+    expect(last.plan.groups).toEqual([]);
+    expect(last.converged).toBe(true);
+    // No document has another's content in its history, and every edit is on the service and here.
+    for (const [id, n] of names) for (const v of versions(id)) expect(v.startsWith(`${n.toUpperCase()}:`), `${n}: ${v}`).toBe(true);
+    const everywhere = c.listDocuments(p.binderId).flatMap((d) => versions(d.id));
+    const here = filesUnder(at('Docs'));
+    for (const n of ['X', 'Y', 'Z']) {
+      expect(everywhere, n).toContain(`${n}: edited with sed\n`);
+      expect(here.some((f) => f.endsWith(`: ${n}: edited with sed`)), n).toBe(true);
+    }
   } finally {
     await p.close();
   }
