@@ -43,6 +43,17 @@ export function sameFile(recorded: FileStat, file: FileStat): boolean {
 }
 
 /**
+ * Is `file`, found at another path than the recorded one, the recorded file moved there? Its inode, and its birth
+ * time where both are known; where not, its content unchanged too. Without a birth time an inode number says
+ * little across `sed -i`, which hands a freed number to the next new file at once (ext4 does, and so does ext2,
+ * which keeps no birth time): read as the recorded file, another document's edit went up as this one's version
+ * (black-box round 40b, A3). Read.
+ */
+export function movedSameFile(recorded: FileStat & { sha256: string }, file: FileStat & { sha256: string | null }): boolean {
+  return sameFile(recorded, file) && file.sha256 !== null && ((!!recorded.bornMs && !!file.bornMs) || file.sha256 === recorded.sha256);
+}
+
+/**
  * Is the file as it was recorded, as far as a stat can tell? Size, mtime, inode and ctime must all be equal.
  * A recorded ctime of 0 (a row from before ctimes were kept) is not compared: the other three decide once, as
  * they did when it was written, and the row takes the file's ctime at the next pass (reconcile's adopt).

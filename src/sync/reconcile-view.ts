@@ -12,7 +12,7 @@ import type {
 } from './model.js';
 import { looseName } from './plan-filters.js';
 import { cmp } from './reconcile-builder.js';
-import { sameFile, sameStat } from './model.js';
+import { movedSameFile, sameFile, sameStat } from './model.js';
 import { baseNameOf, parentOf } from './path-key.js';
 
 export type LocalState = 'unchanged' | 'modified' | 'deleted' | 'unknown';
@@ -208,7 +208,7 @@ export class ReconcileView {
         else this.unbasedByLoosePath.set(loose, [f]);
       }
     }
-    return this.unbasedByLoosePath.get(looseName(doc.relPath))?.find((f) => sameFile(b, f) && f.key !== doc.key);
+    return this.unbasedByLoosePath.get(looseName(doc.relPath))?.find((f) => movedSameFile(b, f) && f.key !== doc.key);
   }
 
   /**
@@ -224,7 +224,7 @@ export class ReconcileView {
     const key = `${folder.key}/${baseNameOf(b.key)}`;
     if (key === b.key || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);
-    return there !== undefined && sameFile(b, there) && there.sha256 !== null ? there : undefined;
+    return there !== undefined && movedSameFile(b, there) ? there : undefined;
   }
 
   /**
@@ -359,7 +359,7 @@ export class ReconcileView {
         else this.unbasedByInode.set(f.inode, [f]);
       }
     }
-    const found = (this.unbasedByInode.get(b.inode) ?? []).filter((f) => sameFile(b, f) && f.sha256 !== null && (Boolean(b.bornMs && f.bornMs) || f.sha256 === b.sha256));
+    const found = (this.unbasedByInode.get(b.inode) ?? []).filter((f) => movedSameFile(b, f));
     // Two of them (hard links made since): neither is told from the other.
     return found.length === 1 ? found[0] : undefined;
   }
@@ -451,7 +451,7 @@ export class ReconcileView {
         // b's old path must have been looked at: a file the scan could not see there may still be b's.
         if (doc === undefined || doc.key === b.key || b.inode === 0 || this.isUnknown(b.key) || this.atOwnPath(b)) continue;
         const there = this.local.files.get(doc.key);
-        if (there === undefined || !sameFile(b, there) || there.sha256 === null || this.renamedAlikeByKey.has(doc.key)) continue;
+        if (there === undefined || !movedSameFile(b, there) || this.renamedAlikeByKey.has(doc.key)) continue;
         // An inode both rows had (hard links, a reused number): the file is the one of the row at its path.
         const held = this.baseByKey.get(doc.key);
         if (held === undefined || !sameFile(held, there)) this.renamedAlikeByKey.set(doc.key, b);

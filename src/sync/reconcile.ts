@@ -14,7 +14,7 @@ import type {
   RemoteDoc,
   RemoteObservation,
 } from './model.js';
-import { notUploadingBecause, putBackWithOldTime, sameFile, statOf } from './model.js';
+import { movedSameFile, notUploadingBecause, putBackWithOldTime, sameFile, statOf } from './model.js';
 import { parentOf } from './path-key.js';
 import { PlanBuilder } from './reconcile-builder.js';
 import { foldDirMoves } from './reconcile-dir-moves.js';
@@ -665,7 +665,7 @@ function remoteMoveOntoLocalFile(
  * remote content stays in the version history. Without a hash or an inode it stays a conflict.
  */
 function renamedAlikeLocally(b: BaseEntry, there: LocalFile): boolean {
-  return sameFile(b, there) && there.sha256 !== null;
+  return movedSameFile(b, there);
 }
 
 /**
