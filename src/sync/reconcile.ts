@@ -552,6 +552,7 @@ function keepOrAdopt(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc
 function pullRemoteChange(s: PassState, b: BaseEntry, file: LocalFile, doc: RemoteDoc): void {
   if (s.ctx.direction === 'upload') {
     issue(s, doc.relPath, 'upload-only', 'direction is upload: the remote change is not downloaded', b.documentId);
+    commitBase(s, b, bornTaken(b, file), false);
     return;
   }
   commitBase(s, b, [download(doc, statOf(file), 'remote-modified')], false);
@@ -729,8 +730,19 @@ function uploadModeRemoteMove(
   issue(s, doc.relPath, 'upload-only', `direction is upload: the remote rename of "${b.relPath}" is not applied locally`, b.documentId);
   if (l === 'modified' && file) {
     commitBase(s, b, [upload(file, versionOf(doc), remoteModified ? 'local-wins' : 'local-modified', b.documentId)], false);
-  }
+  } else if (file) commitBase(s, b, bornTaken(b, file), false);
   return true;
+}
+
+/**
+ * A row written before the state DB kept birth times takes its file's where nothing else records the file (an
+ * upload-only pair's note of a remote change): such a row kept none for as long as a colleague's version or a
+ * rename on the service stayed newer, and sameFile read its inode alone, which `sed -i` hands on (black-box round
+ * 40b, A1). Only the birth time: the rest of the row stays as synced.
+ */
+function bornTaken(b: BaseEntry, file: LocalFile): Action[] {
+  if (b.bornMs || !file.bornMs || b.inode === 0 || file.inode !== b.inode) return [];
+  return [{ kind: 'adopt', base: { ...b, bornMs: file.bornMs }, reason: 'local-stat' }];
 }
 
 /**

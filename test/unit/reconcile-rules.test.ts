@@ -1036,6 +1036,20 @@ describe('remote moves onto occupied paths', () => {
       // An upload-only pair compares it too (then settles local-wins), instead of following it as dX's file.
       expect(reused(2000, 'upload').some((x) => x.startsWith('adopt'))).toBe(false);
     });
+    it('an upload-only pair\'s row without a birth time takes the file\'s also while a colleague\'s version or a rename on the service is only noted (black-box round 40b, A1)', () => {
+      for (const remote of ['a version', 'a rename'] as const) {
+        const w = world();
+        w.baseRow('dX', 'docs/x.txt', 'v1', 'f1', 'hX');
+        w.file('docs/x.txt', 'hX', { bornMs: 1234.5 });
+        if (remote === 'a version') w.doc('dX', 'docs/x.txt', 'v2', 'f1');
+        else w.doc('dX', 'docs/w.txt', 'v1', 'f1');
+        const p = plan(w, { direction: 'upload' });
+        expect(p.issues.map((i) => i.code), remote).toEqual(['upload-only']);
+        const a = p.groups.flat();
+        expect(a.map((x) => x.kind), remote).toEqual(['adopt']);
+        expect(a[0]!.kind === 'adopt' && { ...a[0]!.base }, remote).toEqual({ ...w.base.get('dX')!, bornMs: 1234.5 });
+      }
+    });
     it('a row without a birth time (written before the state DB kept one) takes the file\'s, nothing else', () => {
       const w = world();
       w.baseRow('dX', 'docs/x.txt', 'v1', 'f1', 'hX');
