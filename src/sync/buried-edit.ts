@@ -55,7 +55,25 @@ async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionRepo
     return attemptFailed(d, check, report, 'list its versions', err);
   }
   // Either version missing from the list (a server that prunes history): nothing can be said to lie between.
-  const buried = versionsBetween(versions, check.editedFrom, check.ours) ?? [];
+  let buried = versionsBetween(versions, check.editedFrom, check.ours) ?? [];
+  if (buried.length > 0) {
+    // The document's latest version is not under ours, wherever the list puts it: versions made in one second (or
+    // one millisecond) tie in creation time, and a server may list such a tie either way. A colleague's commit just
+    // after ours, listed before it, was taken for one made during our upload: kept as a conflict copy, marked older
+    // than ours, and the document's real latest was read as a lagging listing for good, the local file never
+    // brought to it (black-box round 40c, F1). It is a remote change after ours: the next pass downloads it.
+    let latest: string | null;
+    try {
+      latest = (await d.client.getDocument(check.documentId))?.latestVersionId ?? null;
+    } catch (err) {
+      return attemptFailed(d, check, report, 'look at the document', err);
+    }
+    if (latest === null) {
+      d.store.deleteBuriedCheck(check.id);
+      return 'done';
+    }
+    if (latest !== check.ours) buried = buried.filter((v) => v.id !== latest);
+  }
   // Older than ours, though our base row never held them: a lagging search index that still lists one is not a
   // change either (remote/older-than-synced.ts).
   if (buried.length > 0 && d.store.getBase(check.documentId)?.versionId === check.ours) d.store.addSuperseded(check.documentId, buried.map((v) => v.id));

@@ -109,6 +109,41 @@ describe('an edit committed over a version made during its upload', () => {
     }
   });
 
+  it("a colleague's version committed just after ours, which the listing puts before ours (their creation times tie): a remote change after ours, downloaded, no conflict copy (black-box round 40c, F1)", async () => {
+    const p = await openTestPair(emu, 'buried-tie-after');
+    try {
+      let theirs = '';
+      const { documentId } = await editedWithRace(p, false, { afterCommit: () => { theirs = emu.control.addVersion(documentId, 'COLLEAGUE AFTER\n').id; } });
+      // A server that orders versions made in one second either way: theirs listed just before ours.
+      const list = p.rt.client.listVersions.bind(p.rt.client);
+      p.rt.client.listVersions = async (id: string) => {
+        const versions = await list(id);
+        const i = versions.findIndex((v) => v.id === theirs);
+        if (i <= 0) return versions;
+        const out = [...versions];
+        [out[i - 1], out[i]] = [out[i]!, out[i - 1]!];
+        return out;
+      };
+      const pass = await runPass(p.rt);
+      expect(pass.execution?.failures).toEqual([]);
+      expect(contents(documentId)).toEqual(['v1\n', 'MINE\n', 'COLLEAGUE AFTER\n']);
+      expect(copiesOf(p).size).toBe(0);
+      expect(p.rt.store.supersededVersions().get(documentId)?.has(theirs) ?? false).toBe(false);
+      p.rt.cache.foldersAt = 0;
+      const next = await runPass(p.rt);
+      expect(next.execution?.failures ?? []).toEqual([]);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'f.txt'), 'utf8')).toBe('COLLEAGUE AFTER\n');
+      expect(docsNamed(p)).toEqual(['f.txt']);
+      expect(p.rt.store.listConflicts()).toEqual([]);
+      // A later edit goes up on top of theirs.
+      fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'MINE AGAIN\n');
+      expect((await runPass(p.rt)).execution?.failures ?? []).toEqual([]);
+      expect(contents(documentId).at(-1)).toBe('MINE AGAIN\n');
+    } finally {
+      await p.close();
+    }
+  });
+
   it('without a race: one version, no copy, no conflict', async () => {
     const p = await openTestPair(emu, 'buried-none');
     try {
