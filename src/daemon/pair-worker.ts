@@ -291,7 +291,8 @@ export class PairWorker {
       });
     }
     return {
-      retryableFailures: (report.execution?.failures ?? []).some((f) => f.retryable),
+      // Not a step held while another program writes its file: looked at again soon (recheckInMs), not backed off.
+      retryableFailures: (report.execution?.failures ?? []).some((f) => f.retryable && f.heldOpen === undefined),
       recheckInMs: report.recheckInMs,
       quietPollCpuMs: this.quietPollCost(trigger, report, cpuBefore),
       scannedAll: scope.localDirs === undefined,

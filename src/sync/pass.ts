@@ -473,11 +473,15 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
       report.plan = plan;
       report.issues = plan.issues;
     }
-    if (refused.length > 0 || keptLocal.length > 0 || urlsRefused.length > 0) {
+    // A file another program still writes waits for it: an item not synced yet, looked at again in a few seconds,
+    // not the pair's error (black-box round 40c, F2: the pair flipped to `error` while a download or a logger wrote).
+    const heldOpen = heldOpenIssues(report.execution);
+    if (heldOpen.length > 0) report.recheckInMs = Math.min(report.recheckInMs ?? HELD_OPEN_RECHECK_MS, HELD_OPEN_RECHECK_MS);
+    if (refused.length > 0 || keptLocal.length > 0 || urlsRefused.length > 0 || heldOpen.length > 0) {
       // Said this pass as every later pass says it (withheldAsRefused, planLocalFile): an item not synced, not the
       // pair's error. A download-only pair's conflict copy exited 0 in its pass and 1 in the next (round 11, F5).
       // A step held for its refused URLs (refused-urls.ts) stays "not synced" through each retry: said once.
-      plan = { ...plan, issues: [...plan.issues, ...refused, ...keptLocal, ...urlsRefused] };
+      plan = { ...plan, issues: [...plan.issues, ...refused, ...keptLocal, ...urlsRefused, ...heldOpen] };
       report.plan = plan;
       report.issues = plan.issues;
     }
@@ -523,7 +527,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     if (!reuse) rt.store.setMeta('lastPollAt', now().toISOString()); // a fresh remote listing
     // A refusal for good is an item not synced (its issue above), not an error of the pair; nor is a step a stop
     // (SIGTERM, a reload) cut short: `status` called a clean shutdown an error (black-box round 31a, F12).
-    const errors = failures.filter((f) => !refusedForGood(f) && !stoppedByShutdown(f));
+    const errors = failures.filter((f) => !refusedForGood(f) && !stoppedByShutdown(f) && f.heldOpen === undefined);
     const stopped = failures.filter(stoppedByShutdown).length;
     // Uploads held back because the metadata rules do not fit (a daemon's pair, see openPair) are the pair's error too.
     // So are uploads whose commit the service keeps refusing for now (held in the outbox): 'idle' with no error
@@ -925,6 +929,14 @@ function nothingToDo(
     blockedAgain: false,
     folderTreeFrom: o.treeWalkedAt !== null ? null : (rt.store.getMeta(TREE_WALKED_AT) ?? null),
   };
+}
+
+/** How soon a pass looks again at a file another program held open for writing. */
+const HELD_OPEN_RECHECK_MS = 5_000;
+
+/** A 'changing' issue for each step postponed because another program holds its file open for writing. */
+function heldOpenIssues(execution: ExecutionReport): Issue[] {
+  return execution.failures.flatMap((f) => (f.heldOpen === undefined ? [] : [{ relPath: f.relPath, code: 'changing' as const, detail: `held: ${f.heldOpen}` }]));
 }
 
 /** The documents this pass put back at their path (restore-local-delete downloads that went through), by version. */

@@ -114,6 +114,11 @@ describe.skipIf(!linux)('a file another program holds open for writing', () => {
         const held = await runPass(p.rt);
         expect(held.execution?.failures.map((f) => [f.code, f.postponed])).toEqual([['LOCAL_CHANGED', true]]);
         expect(held.execution?.failures[0]?.message).toMatch(/^Docs\/restore\.bin: not uploaded yet: sleep \(pid \d+\) has it open for writing, and changed it less than a minute ago/);
+        // A file waiting for its writer, not the pair's error: said as changing (not synced yet), looked at again soon.
+        expect(held.converged).toBe(false);
+        expect(held.issues.map((i) => `${i.relPath} ${i.code} ${i.detail.slice(0, 34)}`)).toEqual(['Docs/restore.bin changing held: not uploaded yet: sleep (pid']);
+        expect(p.rt.store.getMeta('lastError')).toBe('');
+        expect(held.recheckInMs).toBeLessThanOrEqual(5_000);
         // Refused before any transfer (the one slot asked for is the pass's first look at its write access).
         expect([c.counters()['storage-put'], c.counters().commit]).toEqual([0, 0]);
         expect(c.listVersions(document.id)).toHaveLength(1);
