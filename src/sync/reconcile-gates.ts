@@ -62,7 +62,7 @@ export function checkGates(
       code: 'local-root-empty',
       message:
         `The local folder is empty but ${baseCount} file(s) were synced before; an unmounted or replaced disk ` +
-        `looks like this, so nothing was changed. If you really deleted everything, ${FORCE_ONCE}.`,
+        `looks like this, so nothing was changed. ${emptiedRootForced(ctx)}`,
     };
   }
   // A listing whose documents all exist but cannot be placed locally (ignored, bad names) is not empty.
@@ -87,6 +87,19 @@ export function checkGates(
     };
   }
   return null;
+}
+
+/**
+ * What `sync --force` does with an emptied local folder under the pair's settings: the service cannot delete, so
+ * it never empties the binder. Said as "if you really deleted everything, run --force", the user who did got
+ * every file back (black-box round 40c, F3).
+ */
+function emptiedRootForced(ctx: ReconcileContext): string {
+  const restores = ctx.direction !== 'upload' && ctx.localDeletePolicy === 'restore';
+  const what = restores
+    ? 'downloads every file again (localDeletePolicy: restore), as after a mistaken delete'
+    : 'leaves them deleted here and stops syncing their documents, which stay on the service';
+  return `Nothing on the service is deleted either way. To go on, ${FORCE_ONCE}: it ${what}.`;
 }
 
 /**

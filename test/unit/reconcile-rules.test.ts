@@ -120,6 +120,12 @@ describe('safety gates', () => {
     expect(forced.blocked).toBeNull();
     expect(forced.groups.flat().every((a) => a.kind === 'download' && a.reason === 'restore-local-delete')).toBe(true);
     expect(forced.groups).toHaveLength(3);
+    // What --force will do is said, under the pair's settings (black-box round 40c, F3: "if you really deleted
+    // everything, run --force" brought every file back).
+    expect(p.blocked?.message).toContain('it downloads every file again (localDeletePolicy: restore)');
+    for (const over of [{ localDeletePolicy: 'forget' as const }, { direction: 'upload' as const }]) {
+      expect(plan(w, over).blocked?.message, JSON.stringify(over)).toContain('it leaves them deleted here and stops syncing their documents, which stay on the service');
+    }
   });
   it('local-root-empty does not fire for a single synced file (an editor saving it by rename-away, rename-in)', () => {
     const w = manySynced(1);
