@@ -180,14 +180,18 @@ export interface OutboxRecovery {
   held: HeldUpload[];
 }
 
-/** The first refusal of a commit is tried again at the next pass; from the second on, after 1 min doubling to 15. */
+/**
+ * A commit refused in its own pass is tried again at the next pass (the outbox recovery); refused there too, after
+ * 1 min doubling to 15. (The first recovery refusal once waited 0, a third try before the first minute: black-box
+ * round 40b, A5.)
+ */
 export const COMMIT_HOLD_FIRST_MS = 60_000;
 export const COMMIT_HOLD_MAX_MS = 15 * 60_000;
 
 function holdCommit(d: ExecutorDeps, rowId: number, error: unknown): void {
   if (d.commitHolds === undefined) return;
   const tries = (d.commitHolds.get(rowId)?.tries ?? 0) + 1;
-  const wait = tries < 2 ? 0 : Math.min(COMMIT_HOLD_MAX_MS, COMMIT_HOLD_FIRST_MS * 2 ** (tries - 2));
+  const wait = Math.min(COMMIT_HOLD_MAX_MS, COMMIT_HOLD_FIRST_MS * 2 ** (tries - 1));
   d.commitHolds.set(rowId, { until: d.now().getTime() + wait, tries, error });
 }
 
