@@ -182,7 +182,8 @@ const pairSchema = z.strictObject({
     .default('restore')
     .describe('A locally deleted file cannot be deleted remotely: restore it, or forget it.'),
   maxDeleteShare: z
-    .number()
+    // A share, not a percentage: "150%" said only "must be a number" (black-box round 40c).
+    .number({ error: (iss) => (typeof iss.input === 'string' ? `must be a number above 0 and at most 1, a share of the synced files (0.25 for 25%; got "${iss.input}")` : undefined) })
     .gt(0)
     .max(1)
     .default(0.5)

@@ -123,6 +123,7 @@ const cases: Array<[string, (d: Doc) => void, string[]]> = [
   ['localDeletePolicy unknown', (d) => (d.pairs[0].localDeletePolicy = 'delete'), ['pairs[0].localDeletePolicy: must be one of restore, forget (got "delete")']],
   ['maxDeleteShare 0', (d) => (d.pairs[0].maxDeleteShare = 0), ['pairs[0].maxDeleteShare: must be greater than 0 (got 0)']],
   ['maxDeleteShare above 1', (d) => (d.pairs[0].maxDeleteShare = 1.5), ['pairs[0].maxDeleteShare: must be at most 1 (got 1.5)']],
+  ['maxDeleteShare as a percentage', (d) => (d.pairs[0].maxDeleteShare = '25%'), ['pairs[0].maxDeleteShare: must be a number above 0 and at most 1, a share of the synced files (0.25 for 25%; got "25%")']],
   ['ignore a string', (d) => (d.pairs[0].ignore = '*.tmp'), ['pairs[0].ignore: must be a list (got a string)']],
   ['ignore with an empty glob', (d) => (d.pairs[0].ignore = ['*.tmp', '']), ['pairs[0].ignore[1]: must not be empty']],
   [
