@@ -33,6 +33,23 @@ async function synced(name: string): Promise<{ p: TestPair; folder: string; x: s
   return { p, folder, x, at: (rel) => path.join(p.local, ...rel.split('/')) };
 }
 
+/**
+ * Folder Docs/F on the service and the files `names` (content "original <name>", z "untouched z") written here, synced
+ * up by a first pass of a pair with `pairYaml`; the documents' ids by file name.
+ */
+async function syncedUp<const N extends readonly string[]>(name: string, pairYaml: string, names: N): Promise<{ p: TestPair; folder: string; at: (rel: string) => string; ids: { -readonly [K in keyof N]: string } }> {
+  const p = await openTestPair(emu, name, pairYaml);
+  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  const c = emu.control;
+  const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+  const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
+  fs.mkdirSync(at('Docs/F'), { recursive: true });
+  for (const n of names) fs.writeFileSync(at(`Docs/F/${n}.txt`), n === 'z' ? 'untouched z\n' : `original ${n}\n`);
+  expect((await runPass(p.rt)).converged).toBe(true);
+  const ids = names.map((n) => c.listDocuments(p.binderId).find((d) => d.fileName === `${n}.txt`)!.id) as { -readonly [K in keyof N]: string };
+  return { p, folder, at, ids };
+}
+
 /** Every version's content of a document, oldest first. */
 function versions(documentId: string): string[] {
   return emu.control.listVersions(documentId).map((v) => emu.control.readContent(documentId, v.id).toString('utf8'));
@@ -402,19 +419,9 @@ const MOVED_FIRST_CASES = [
 ] as const;
 it.each(MOVED_FIRST_CASES)("%s, the folder renamed here first (a pass sees it), then on the service with a chain of renames (y -> w, x -> y), %s: the rows wait with their files, and each document gets only its own file's content (black-box round 39b, F4)", async (setting, edits) => {
   const upload = setting === 'direction: upload';
-  const p = await openTestPair(emu, `moved-first-${upload ? 'upload' : 'forget'}-${edits.replace(/\W/g, '')}`, setting);
-  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  const { p, folder, at, ids: [x, y, z] } = await syncedUp(`moved-first-${upload ? 'upload' : 'forget'}-${edits.replace(/\W/g, '')}`, setting, ['x', 'y', 'z']);
   try {
     const c = emu.control;
-    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
-    const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
-    fs.mkdirSync(at('Docs/F'), { recursive: true });
-    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
-    fs.writeFileSync(at('Docs/F/y.txt'), 'original y\n');
-    fs.writeFileSync(at('Docs/F/z.txt'), 'untouched z\n');
-    expect((await runPass(p.rt)).converged).toBe(true);
-    const idOf = (name: string) => c.listDocuments(p.binderId).find((d) => d.fileName === name)!.id;
-    const [x, y, z] = [idOf('x.txt'), idOf('y.txt'), idOf('z.txt')];
     // The daemon's usual order: the local move is seen (a pass runs) before the service's renames.
     fs.renameSync(at('Docs/F'), at('Docs/G'));
     const passes = [await runPass(p.rt)];
@@ -462,16 +469,10 @@ it.each(MOVED_FIRST_CASES)("%s, the folder renamed here first (a pass sees it), 
 });
 
 it("an upload-only pair, a folder renamed here that the service then gets as a new, empty folder: a local move after all, each file a new document there and the old ones no longer synced (39b F4's other end)", async () => {
-  const p = await openTestPair(emu, 'moved-first-upload-new-folder', 'direction: upload');
-  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  const { p, at, ids: [x] } = await syncedUp('moved-first-upload-new-folder', 'direction: upload', ['x']);
   try {
     const c = emu.control;
-    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
-    c.createFolder(p.binderId, { name: 'F', parentId: docs });
-    fs.mkdirSync(at('Docs/F'), { recursive: true });
-    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
-    expect((await runPass(p.rt)).converged).toBe(true);
-    const x = c.listDocuments(p.binderId)[0]!.id;
+    const docs = c.listFolders(p.binderId).find((f) => f.name === 'Docs')!.id;
     fs.renameSync(at('Docs/F'), at('Docs/G'));
     expect((await runPass(p.rt)).issues.map((i) => i.code)).toEqual(['waiting-for-remote-folder']);
     c.createFolder(p.binderId, { name: 'G', parentId: docs });
@@ -488,16 +489,9 @@ it("an upload-only pair, a folder renamed here that the service then gets as a n
 });
 
 it("an upload-only pair, a hard link made at the name the service then gives the document (ln x.txt w.txt, x -> w): converged with the rename as a note, and an edit through the link goes up as the next version (black-box round 39c, N-E)", async () => {
-  const p = await openTestPair(emu, 'hard-link-upload', 'direction: upload');
-  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  const { p, at, ids: [x] } = await syncedUp('hard-link-upload', 'direction: upload', ['x']);
   try {
     const c = emu.control;
-    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
-    c.createFolder(p.binderId, { name: 'F', parentId: docs });
-    fs.mkdirSync(at('Docs/F'), { recursive: true });
-    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
-    expect((await runPass(p.rt)).converged).toBe(true);
-    const x = c.listDocuments(p.binderId)[0]!.id;
     fs.linkSync(at('Docs/F/x.txt'), at('Docs/F/w.txt'));
     c.renameDocument(x, 'w.txt');
     for (let i = 0; i < 2; i++) {
@@ -522,18 +516,9 @@ const UPLOAD_ONE_PASS_CASES = [
   ['x.txt alone moved into a new local folder G (y.txt stays in F), the service renames folder F to G, then x saved by sed -i', 'partial'],
 ] as const;
 it.each(UPLOAD_ONE_PASS_CASES)('an upload-only pair, %s: one pass (black-box round 39b, F10)', async (_what, how) => {
-  const p = await openTestPair(emu, `upload-one-pass-${how}`, 'direction: upload');
-  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  const { p, folder, at, ids: [x, y] } = await syncedUp(`upload-one-pass-${how}`, 'direction: upload', ['x', 'y']);
   try {
     const c = emu.control;
-    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
-    const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
-    fs.mkdirSync(at('Docs/F'), { recursive: true });
-    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
-    fs.writeFileSync(at('Docs/F/y.txt'), 'original y\n');
-    expect((await runPass(p.rt)).converged).toBe(true);
-    const idOf = (name: string) => c.listDocuments(p.binderId).find((d) => d.fileName === name)!.id;
-    const [x, y] = [idOf('x.txt'), idOf('y.txt')];
     if (how === 'swap') {
       fs.renameSync(at('Docs/F/x.txt'), at('Docs/F/t.txt'));
       fs.renameSync(at('Docs/F/y.txt'), at('Docs/F/x.txt'));
@@ -568,18 +553,9 @@ it.each(UPLOAD_ONE_PASS_CASES)('an upload-only pair, %s: one pass (black-box rou
 });
 
 it.each(['direction: both', 'direction: upload'])('%s: names swapped alike inside a folder renamed alike (F -> G, x <-> y on both sides), then x.txt (y\'s file now) saved by sed -i: one pass, y\'s edit its next version, no copy (black-box round 39c, N-D)', async (setting) => {
-  const p = await openTestPair(emu, `swap-in-renamed-${setting.slice(11)}`, setting);
-  const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+  const { p, folder, at, ids: [x, y] } = await syncedUp(`swap-in-renamed-${setting.slice(11)}`, setting, ['x', 'y']);
   try {
     const c = emu.control;
-    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
-    const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
-    fs.mkdirSync(at('Docs/F'), { recursive: true });
-    fs.writeFileSync(at('Docs/F/x.txt'), 'original x\n');
-    fs.writeFileSync(at('Docs/F/y.txt'), 'original y\n');
-    expect((await runPass(p.rt)).converged).toBe(true);
-    const idOf = (name: string) => c.listDocuments(p.binderId).find((d) => d.fileName === name)!.id;
-    const [x, y] = [idOf('x.txt'), idOf('y.txt')];
     fs.renameSync(at('Docs/F'), at('Docs/G'));
     fs.renameSync(at('Docs/G/x.txt'), at('Docs/G/t.txt'));
     fs.renameSync(at('Docs/G/y.txt'), at('Docs/G/x.txt'));
