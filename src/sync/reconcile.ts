@@ -458,9 +458,20 @@ function renamedHereToo(s: PassState, b: BaseEntry): boolean {
 function strangerFileAt(s: PassState, b: BaseEntry, key: PathKey): LocalFile | undefined {
   const file = s.view.local.files.get(key);
   const holder = s.view.baseByKey.get(key);
-  const leaving = holder !== undefined && holder !== b && s.view.ownFileRenamedAlike(holder) !== undefined;
+  const leaving = holder !== undefined && holder !== b && (s.view.ownFileRenamedAlike(holder) !== undefined || renamedAlikeByContent(s, holder));
   if (file === undefined || (holder !== undefined && !leaving) || s.consumedLocal.has(key) || s.view.isUnknown(key)) return undefined;
   return s.view.bases.some((o) => o !== b && sameFile(o, file)) ? undefined : file;
+}
+
+/**
+ * Is row h's document at another path now, where a file holds exactly h's last synced bytes? Its file renamed alike
+ * with no inode left to tell (names swapped by copying, an overlayfs copy-up, which gives a new birth time): h leaves
+ * its path. Read as the edit of the document listed where it was, an upload-only pair gave each document of a swap
+ * the other's content (black-box round 40b, A2).
+ */
+function renamedAlikeByContent(s: PassState, h: BaseEntry): boolean {
+  const doc = s.view.remote.docs.get(h.documentId);
+  return doc !== undefined && doc.key !== h.key && s.view.local.files.get(doc.key)?.sha256 === h.sha256;
 }
 
 /** b's file by its place (ReconcileView.ownFileByPlace), if it is at doc's path or can be moved on to it (or stays). */

@@ -616,3 +616,26 @@ it.each(AMBIGUOUS_CYCLES)("names %s inside a folder renamed alike (%s), every fi
     await p.close();
   }
 });
+
+it.each(['direction: upload', 'direction: both'])('%s: names swapped alike by copying (cp x t; cp y x; cp t y: no inode left, as an overlayfs copy-up too), no edit: each file is its document\'s by its bytes, nothing sent (black-box round 40b, A2)', async (setting) => {
+  const { p, at, ids: [x, y] } = await syncedUp(`swap-by-copy-${setting.slice(11)}`, setting, ['x', 'y']);
+  try {
+    const c = emu.control;
+    fs.copyFileSync(at('Docs/F/x.txt'), at('Docs/F/t.txt'));
+    fs.rmSync(at('Docs/F/x.txt'));
+    fs.copyFileSync(at('Docs/F/y.txt'), at('Docs/F/x.txt'));
+    fs.rmSync(at('Docs/F/y.txt'));
+    fs.copyFileSync(at('Docs/F/t.txt'), at('Docs/F/y.txt'));
+    fs.rmSync(at('Docs/F/t.txt'));
+    c.renameDocument(x, 't.txt');
+    c.renameDocument(y, 'x.txt');
+    c.renameDocument(x, 'y.txt');
+    await cleanPass(p);
+    expect(versions(x)).toEqual(['original x\n']);
+    expect(versions(y)).toEqual(['original y\n']);
+    expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: original y', 'F/y.txt: original x']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
