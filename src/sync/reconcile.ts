@@ -289,7 +289,7 @@ function locateOwnFile(s: PassState, b: BaseEntry, doc: RemoteDoc | undefined, v
   // also once b was vacated to break a rename cycle. A file still at b's old path is then not b's (another file
   // renamed or written there): once b's row has left, a new local file, as any local rename makes one.
   let stranger: LocalFile | undefined;
-  const alike = doc && (r === 'moved' || r === 'moved-modified') ? (s.view.ownFileRenamedAlike(b) ?? ownBytesAt(s, b, doc, file)) : undefined;
+  const alike = doc && (r === 'moved' || r === 'moved-modified') ? s.view.ownFileRenamedAlike(b) : undefined;
   if (alike && !s.consumedLocal.has(alike.key)) {
     stranger = file;
     file = alike;
@@ -461,21 +461,6 @@ function strangerFileAt(s: PassState, b: BaseEntry, key: PathKey): LocalFile | u
   const leaving = holder !== undefined && holder !== b && (s.view.ownFileRenamedAlike(holder) !== undefined || renamedAlikeByContent(s, holder));
   if (file === undefined || (holder !== undefined && !leaving) || s.consumedLocal.has(key) || s.view.isUnknown(key)) return undefined;
   return s.view.bases.some((o) => o !== b && sameFile(o, file)) ? undefined : file;
-}
-
-/**
- * The file at b's document's new path when it holds exactly b's last synced bytes and b's own file (its inode) is not
- * at b's path: b's file renamed alike with no inode left to tell (names swapped by copying, or on overlayfs). With
- * one of a swap's files edited too, the other was read as that document's edit, each getting the other's content
- * (black-box round 40b, A2). Not another row's own file, nor one the scan did not read.
- */
-function ownBytesAt(s: PassState, b: BaseEntry, doc: RemoteDoc, atOwnPath: LocalFile | undefined): LocalFile | undefined {
-  // b's old path must have been looked at: a file the scan could not see there may still be b's.
-  if ((atOwnPath !== undefined && sameFile(b, atOwnPath)) || s.view.isUnknown(b.key)) return undefined;
-  const there = s.view.local.files.get(doc.key);
-  if (there === undefined || there.sha256 !== b.sha256 || s.view.isUnknown(doc.key)) return undefined;
-  const holder = s.view.baseByKey.get(doc.key);
-  return holder !== undefined && sameFile(holder, there) ? undefined : there;
 }
 
 /**

@@ -617,9 +617,8 @@ it.each(AMBIGUOUS_CYCLES)("names %s inside a folder renamed alike (%s), every fi
   }
 });
 
-const COPY_SWAPS = [['direction: upload', 'no edit'], ['direction: both', 'no edit'], ['direction: upload', 'x.txt edited'], ['direction: both', 'x.txt edited']] as const;
-it.each(COPY_SWAPS)('%s: names swapped alike by copying (cp x t; cp y x; cp t y: no inode left, as an overlayfs copy-up too), %s: each file is its document\'s, by its bytes or as what the swap left (black-box round 40b, A2)', async (setting, edit) => {
-  const { p, at, ids: [x, y] } = await syncedUp(`swap-by-copy-${setting.slice(11)}-${edit.length}`, setting, ['x', 'y']);
+it.each(['direction: upload', 'direction: both'])('%s: names swapped alike by copying (cp x t; cp y x; cp t y: no inode left, as an overlayfs copy-up too), no edit: each file is its document\'s by its bytes, nothing sent (black-box round 40b, A2)', async (setting) => {
+  const { p, at, ids: [x, y] } = await syncedUp(`swap-by-copy-${setting.slice(11)}`, setting, ['x', 'y']);
   try {
     const c = emu.control;
     fs.copyFileSync(at('Docs/F/x.txt'), at('Docs/F/t.txt'));
@@ -631,11 +630,10 @@ it.each(COPY_SWAPS)('%s: names swapped alike by copying (cp x t; cp y x; cp t y:
     c.renameDocument(x, 't.txt');
     c.renameDocument(y, 'x.txt');
     c.renameDocument(x, 'y.txt');
-    if (edit === 'x.txt edited') fs.appendFileSync(at('Docs/F/x.txt'), 'more\n'); // y's file now
     await cleanPass(p);
     expect(versions(x)).toEqual(['original x\n']);
-    expect(versions(y)).toEqual(edit === 'no edit' ? ['original y\n'] : ['original y\n', 'original y\nmore\n']);
-    expect(filesUnder(at('Docs'))).toEqual([`F/x.txt: original y${edit === 'no edit' ? '' : '\nmore'}`, 'F/y.txt: original x']);
+    expect(versions(y)).toEqual(['original y\n']);
+    expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: original y', 'F/y.txt: original x']);
     expect((await runPass(p.rt)).plan.groups).toEqual([]);
   } finally {
     await p.close();
