@@ -4,6 +4,7 @@ import type { Action, BaseEntry, FileStat, Issue, LocalFile, LocalProblem, PathK
 import { newLocalNotUploaded, sameFile, statOf, WAITING_PREFIX } from './model.js';
 import { baseNameOf, joinRel, parentOf, pathKey } from './path-key.js';
 import { localNameFor } from '../remote/names.js';
+import { looseName } from './plan-filters.js';
 import type { PlanBuilder } from './reconcile-builder.js';
 import { conflict, download, upload } from './reconcile-steps.js';
 import type { ReconcileView } from './reconcile-view.js';
@@ -246,9 +247,33 @@ export function waitingForFolder(s: PassState, file: LocalFile): string | null {
 function waitingDetail(s: PassState, file: LocalFile): string {
   // Keys and paths have the same segments (a key is the path, case-folded on a case-insensitive disk).
   let missing = parentOf(file.relPath);
-  for (let up = parentOf(parentOf(file.key)); up !== '' && !s.view.folderByKey.has(up); up = parentOf(up)) missing = parentOf(missing);
-  return `${WAITING_PREFIX}"${missing}" yet; the service cannot create folders`;
+  let missingKey = parentOf(file.key);
+  for (let up = parentOf(missingKey); up !== '' && !s.view.folderByKey.has(up); up = parentOf(up)) {
+    missing = parentOf(missing);
+    missingKey = up;
+  }
+  return `${WAITING_PREFIX}"${missing}" yet; the service cannot create folders${twinHint(s, missingKey)}`;
 }
+
+/**
+ * A remote folder beside the missing one whose name differs from its name only in case or Unicode form (`reports`
+ * beside the service's `Reports`, a copy from a case-insensitive disk): named, as the likely home of the files
+ * (black-box round 40c: only "waiting" was said). Looked up once per directory and pass.
+ */
+function twinHint(s: PassState, missingKey: PathKey): string {
+  let byView = twinsSeen.get(s.view);
+  if (byView === undefined) twinsSeen.set(s.view, (byView = new Map()));
+  let hint = byView.get(missingKey);
+  if (hint === undefined) {
+    const name = looseName(baseNameOf(missingKey));
+    const twin = s.view.folders.find((f) => f.key !== missingKey && parentOf(f.key) === parentOf(missingKey) && looseName(baseNameOf(f.key)) === name);
+    hint = twin === undefined ? '' : ` (the service has "${twin.relPath}" beside it, a name that differs only in case or Unicode form: move the files there to sync them)`;
+    byView.set(missingKey, hint);
+  }
+  return hint;
+}
+
+const twinsSeen = new WeakMap<object, Map<PathKey, string>>();
 
 /**
  * A new local file in a directory whose remote folder was renamed or moved (see ReconcileView.followedFolderKey):

@@ -252,6 +252,17 @@ describe('new local files', () => {
       'no remote folder for "fresh" yet; the service cannot create folders',
     ]);
   });
+  it('a waiting folder beside a remote one whose name differs only in case or Unicode form names that one (black-box round 40c)', () => {
+    const w = world().folder('f9', 'docs/Reports', 'f1');
+    w.file('docs/reports/q1.csv', 'q');
+    w.file('docs/other/x.txt', 'x');
+    const p = plan(w);
+    expect(p.groups.flat().filter((a) => a.kind === 'upload')).toEqual([]);
+    expect(p.issues.map((i) => `${i.relPath}: ${i.detail}`)).toEqual([
+      'docs/other/x.txt: no remote folder for "docs/other" yet; the service cannot create folders',
+      'docs/reports/q1.csv: no remote folder for "docs/reports" yet; the service cannot create folders (the service has "docs/Reports" beside it, a name that differs only in case or Unicode form: move the files there to sync them)',
+    ]);
+  });
   it('files in the sync root are reported', () => {
     const w = world();
     w.file('top.txt', 'n1');
