@@ -164,13 +164,7 @@ export class ReconcileView {
   }
 
   private indexRowsByDir(): Map<PathKey, BaseEntry[]> {
-    const out = new Map<PathKey, BaseEntry[]>();
-    for (const b of this.bases) {
-      const list = out.get(parentOf(b.key));
-      if (list) list.push(b);
-      else out.set(parentOf(b.key), [b]);
-    }
-    return out;
+    return groupBy(this.bases, (b) => parentOf(b.key));
   }
 
   /**
@@ -199,14 +193,7 @@ export class ReconcileView {
   ownFileRenamedLoosely(b: BaseEntry, doc: RemoteDoc): LocalFile | undefined {
     if (b.inode === 0) return undefined;
     if (this.unbasedByLoosePath === null) {
-      this.unbasedByLoosePath = new Map();
-      for (const f of this.localFiles) {
-        if (this.baseByKey.has(f.key)) continue;
-        const loose = looseName(f.relPath);
-        const list = this.unbasedByLoosePath.get(loose);
-        if (list) list.push(f);
-        else this.unbasedByLoosePath.set(loose, [f]);
-      }
+      this.unbasedByLoosePath = groupBy(this.localFiles, (f) => (this.baseByKey.has(f.key) ? undefined : looseName(f.relPath)));
     }
     return this.unbasedByLoosePath.get(looseName(doc.relPath))?.find((f) => movedSameFile(b, f) && f.key !== doc.key);
   }
@@ -325,21 +312,18 @@ export class ReconcileView {
     const left = siblings.find((o) => o !== b && o.folderId === b.folderId && baseNameOf(o.key) === baseNameOf(doc.key));
     const itsFile = left === undefined ? undefined : this.ownFileRenamedAlike(left);
     if (itsFile === undefined || itsFile.key === doc.key) return undefined;
-    return this.bases.some((o) => sameFile(o, there)) ? undefined : there;
+    return this.isRowsFile(there) ? undefined : there;
+  }
+
+  /** Is `file` a row's own file (other than `except`) by inode, and birth time where both are known (sameFile)? */
+  isRowsFile(file: LocalFile, except?: BaseEntry): boolean {
+    return this.bases.some((o) => o !== except && sameFile(o, file));
   }
 
   /** Is `file` another row's own file, by inode and birth time both (model.ts sameFile, with the birth times known)? */
   private anotherRowsFile(b: BaseEntry, file: LocalFile): boolean {
     if (!file.bornMs) return false;
-    if (this.rowsByInode === null) {
-      this.rowsByInode = new Map();
-      for (const row of this.bases) {
-        if (!row.bornMs) continue;
-        const list = this.rowsByInode.get(row.inode);
-        if (list) list.push(row);
-        else this.rowsByInode.set(row.inode, [row]);
-      }
-    }
+    this.rowsByInode ??= groupBy(this.bases, (row) => (row.bornMs ? row.inode : undefined));
     return (this.rowsByInode.get(file.inode) ?? []).some((row) => row !== b && row.bornMs === file.bornMs);
   }
 
@@ -350,15 +334,7 @@ export class ReconcileView {
    */
   ownFileMovedAway(b: BaseEntry): LocalFile | undefined {
     if (b.inode === 0) return undefined;
-    if (this.unbasedByInode === null) {
-      this.unbasedByInode = new Map();
-      for (const f of this.localFiles) {
-        if (f.inode === 0 || this.baseByKey.has(f.key)) continue;
-        const list = this.unbasedByInode.get(f.inode);
-        if (list) list.push(f);
-        else this.unbasedByInode.set(f.inode, [f]);
-      }
-    }
+    this.unbasedByInode ??= groupBy(this.localFiles, (f) => (f.inode === 0 || this.baseByKey.has(f.key) ? undefined : f.inode));
     const found = (this.unbasedByInode.get(b.inode) ?? []).filter((f) => movedSameFile(b, f));
     // Two of them (hard links made since): neither is told from the other.
     return found.length === 1 ? found[0] : undefined;
@@ -524,4 +500,17 @@ export class ReconcileView {
     if (moved) return modified ? 'moved-modified' : 'moved';
     return modified ? 'modified' : 'unchanged';
   }
+}
+
+/** `items` by `keyOf`, each group in the items' order; an item whose key is undefined is left out. */
+function groupBy<T, K>(items: Iterable<T>, keyOf: (item: T) => K | undefined): Map<K, T[]> {
+  const out = new Map<K, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    if (key === undefined) continue;
+    const list = out.get(key);
+    if (list) list.push(item);
+    else out.set(key, [item]);
+  }
+  return out;
 }

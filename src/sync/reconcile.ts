@@ -460,7 +460,7 @@ function strangerFileAt(s: PassState, b: BaseEntry, key: PathKey): LocalFile | u
   const holder = s.view.baseByKey.get(key);
   const leaving = holder !== undefined && holder !== b && (s.view.ownFileRenamedAlike(holder) !== undefined || renamedAlikeByContent(s, holder));
   if (file === undefined || (holder !== undefined && !leaving) || s.consumedLocal.has(key) || s.view.isUnknown(key)) return undefined;
-  return s.view.bases.some((o) => o !== b && sameFile(o, file)) ? undefined : file;
+  return s.view.isRowsFile(file, b) ? undefined : file;
 }
 
 /**
