@@ -16,7 +16,7 @@ import { ServiceError, type Binder, type ServiceClient } from '../service/index.
 import { serviceClientFor } from '../service/from-config.js';
 import { openForReading } from '../state/sibling-states.js';
 import { StateStore } from '../state/store.js';
-import { compileMetadataRules } from '../sync/metadata-rules.js';
+import { METADATA_RULES_HINT, compileMetadataRules } from '../sync/metadata-rules.js';
 import { BASE_URL_404_HINT, LISTED_BINDER_404_HINT, stateBoundToOtherBinder } from '../sync/open-pair.js';
 import { renamedPairError } from '../sync/pair-identity.js';
 import { ExitCode } from './exit-codes.js';
@@ -242,8 +242,10 @@ async function binderCheck(
   try {
     resolver = compileMetadataRules(pair.metadata, elements, pair.name);
   } catch (err) {
-    // The rules are part of the config: a mismatch is fixed there, hence the config exit code.
-    add(failure(mSubject, err, ExitCode.usage));
+    // The rules are part of the config: a mismatch is fixed there, hence the config exit code. The error's own
+    // hint ends "check checks them again", which a user running check does not need (black-box round 40c).
+    const f = failure(mSubject, err, ExitCode.usage);
+    add(f.hint === undefined ? f : { ...f, hint: METADATA_RULES_HINT });
     return;
   }
   const rules = pair.metadata.length;

@@ -1,11 +1,15 @@
 // Durations in the config: a number of seconds, or a string such as '250ms', '90s', '5m', '1h', '1d' or
 // a compound '1h30m'. Always resolved to milliseconds.
 
+// Units as systemd writes time spans ('5min', '2 hours', '30 sec'), longest first so that 'ms' is not read as 'm'.
+const UNITS = 'milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d';
 /** Matches a whole duration string; used both for parsing and as the JSON Schema pattern. */
-export const DURATION_PATTERN = '^\\s*(\\d+(\\.\\d+)?\\s*(ms|s|m|h|d)?\\s*)+$';
+export const DURATION_PATTERN = `^\\s*(\\d+(\\.\\d+)?\\s*(${UNITS})?\\s*)+$`;
 
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-const PART = /(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?/g;
+const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, ms: 1, s: 1000 };
+const PART = new RegExp(`(\\d+(?:\\.\\d+)?)\\s*(${UNITS})?`, 'g');
+/** The unit a spelling stands for: 'minutes' -> 'm', 'msec' -> 'ms', 'hrs' -> 'h'. */
+const unitOf = (spelled: string): string => (/^(ms|msecs?|milliseconds?)$/.test(spelled) ? 'ms' : spelled[0]!);
 
 /** Milliseconds for a duration, or null when the value is not a duration. A bare number means seconds. */
 export function parseDuration(value: number | string): number | null {
@@ -17,7 +21,7 @@ export function parseDuration(value: number | string): number | null {
   // A unit-less number is only allowed alone ('90' = 90 s); '1h30' is ambiguous and refused.
   if (parts.length > 1 && parts.some((p) => p[2] === undefined)) return null;
   let ms = 0;
-  for (const p of parts) ms += Number(p[1]) * (UNIT_MS[p[2] ?? 's'] ?? 1000);
+  for (const p of parts) ms += Number(p[1]) * (UNIT_MS[unitOf(p[2] ?? 's')] ?? 1000);
   return Number.isFinite(ms) ? Math.round(ms) : null;
 }
 

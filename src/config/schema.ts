@@ -33,8 +33,9 @@ const pathValue = () =>
 
 const httpUrl = () =>
   z
-    .string({ error: unlessMissing('must be an http(s) URL') })
-    .refine((s) => isHttpUrl(s), { error: 'must be an http(s) URL' })
+    .string({ error: (iss) => (iss.input === undefined ? undefined : `must be an http(s) URL (got ${iss.input === null ? 'null' : `a ${typeof iss.input}`})`) })
+    // The value is echoed (as other messages do) with any user:password@ part masked: it may hold a secret.
+    .refine((s) => isHttpUrl(s), { error: (iss) => `must be an http(s) URL (got "${shownUrl(String(iss.input))}")`, abort: true })
     // The service authenticates with client credentials (spec 5). A password in the address would be written
     // wherever the address is (the state DB says which service a pair synced with, logs name the host), so it
     // is refused rather than carried along (black-box round 22, K4).
@@ -50,6 +51,12 @@ const httpUrl = () =>
     })
     // Trailing slashes are dropped so that callers can always append '/path'.
     .transform((s) => s.trim().replace(/\/+$/, ''));
+
+/** A refused address as a message may show it: user information masked, long values cut. */
+function shownUrl(s: string): string {
+  const masked = s.replace(/^(\s*[A-Za-z][A-Za-z0-9+.-]*:\/\/)?[^/?#@\s]*@/, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
+  return masked.length > 120 ? `${masked.slice(0, 117)}...` : masked;
+}
 
 function hasUserInfo(s: string): boolean {
   try {
@@ -80,15 +87,20 @@ function isHttpUrl(s: string): boolean {
 
 /** A duration (number of seconds or '90s'/'5m'/'1h'/'250ms') resolved to milliseconds, within [minMs, maxMs]. */
 const DURATION_MESSAGE = "must be a duration: seconds as a number, or a string like '90s', '5m', '1h', '250ms'";
+/** What is wrong with a value that is not a duration: a negative one says so ('-5s' read as a typo of a unit). */
+const durationProblem = (input: unknown): string => {
+  const shown = typeof input === 'string' ? `"${input.length > 40 ? `${input.slice(0, 37)}...` : input}"` : String(input);
+  return /^\s*-/.test(String(input)) ? `must not be negative (got ${shown})` : `${DURATION_MESSAGE} (got ${shown})`;
+};
 const duration = (minMs: number, maxMs: number) =>
   z
-    .union([z.number(), z.string().regex(new RegExp(DURATION_PATTERN), { error: DURATION_MESSAGE })], {
+    .union([z.number(), z.string().regex(new RegExp(DURATION_PATTERN), { error: (iss) => durationProblem(iss.input) })], {
       error: unlessMissing(DURATION_MESSAGE),
     })
     .transform((v, ctx) => {
       const ms = parseDuration(v);
       if (ms === null) {
-        ctx.addIssue({ code: 'custom', message: DURATION_MESSAGE });
+        ctx.addIssue({ code: 'custom', message: durationProblem(v) });
         return z.NEVER;
       }
       if (ms < minMs || ms > maxMs) {

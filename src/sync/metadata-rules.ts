@@ -6,6 +6,9 @@ import { BinderSyncError, oneLineMessage } from '../errors.js';
 import { globMatches } from '../local/glob.js';
 import type { MetadataElement } from '../service/schemas.js';
 
+/** What to do about rules that do not fit; `check` says only this (the rest of the sync-time hint is "run check"). */
+export const METADATA_RULES_HINT = "fix the pair's metadata rules (an unknown name is listed with the elements the binder has)";
+
 export interface MetadataRule {
   match: string;
   values: Record<string, string>;
@@ -120,7 +123,7 @@ export function compileMetadataRules(rules: readonly MetadataRule[], elements: r
       code: 'METADATA_RULES_INVALID',
       retryable: false,
       context: { pair },
-      hint: 'fix the pair\'s metadata rules (an unknown name is listed with the elements the binder has); `binder-sync check -c <config>` checks them again without syncing',
+      hint: `${METADATA_RULES_HINT}; \`binder-sync check -c <config>\` checks them again without syncing`,
     });
   }
   const required = elements.filter((e) => e.required === true && !e.id.startsWith('GLOBAL_'));

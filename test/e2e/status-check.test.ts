@@ -742,6 +742,9 @@ describe('binder-sync check', () => {
     const fail = r.stdout.slice(r.stdout.indexOf('FAIL  metadata (pair main):'));
     expect(fail).toMatch(/"Marketing" is not an allowed value/);
     expect(fail).toMatch(/NoSuchElement: no metadata element/);
+    // The hint says what to fix, not "run check" to a user running check (black-box round 40c).
+    expect(fail).toMatch(/\(hint: fix the pair's metadata rules/);
+    expect(fail).not.toContain('checks them again');
   });
 
   it('exits 2 for an invalid config, and warns about a world-readable config holding a secret', async () => {

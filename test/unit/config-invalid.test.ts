@@ -37,7 +37,13 @@ function problemsOf(text: string, env: NodeJS.ProcessEnv = {}): string[] {
 
 const abs = (p: string) => path.join(dir, p);
 const cases: Array<[string, (d: Doc) => void, string[]]> = [
-  ['baseUrl not http', (d) => (d.service.baseUrl = 'ftp://files.example.test'), ['service.baseUrl: must be an http(s) URL']],
+  ['baseUrl not http', (d) => (d.service.baseUrl = 'ftp://files.example.test'), ['service.baseUrl: must be an http(s) URL (got "ftp://files.example.test")']],
+  [
+    'baseUrl not http, with a password: echoed masked',
+    (d) => (d.service.baseUrl = 'ftp://me:pa55word@files.example.test/x'),
+    ['service.baseUrl: must be an http(s) URL (got "ftp://***@files.example.test/x")'],
+  ],
+  ['baseUrl without a scheme, with a password: echoed masked', (d) => (d.service.baseUrl = 'me:pa55word@files.example.test'), ['service.baseUrl: must be an http(s) URL (got "***@files.example.test")']],
   ['baseUrl missing', (d) => delete d.service.baseUrl, ['service.baseUrl: is required']],
   [
     'baseUrl with a password in it',
@@ -59,8 +65,8 @@ const cases: Array<[string, (d: Doc) => void, string[]]> = [
     (d) => (d.service.baseUrl = 'https://api.example.test/api/v1#top'),
     ["service.baseUrl: must not carry a query string or fragment (?... or #...): the request paths are appended to it"],
   ],
-  ['authUrl not a URL', (d) => (d.service.authUrl = 'id.example.test'), ['service.authUrl: must be an http(s) URL']],
-  ['baseUrl a number', (d) => (d.service.baseUrl = 8080), ['service.baseUrl: must be an http(s) URL']],
+  ['authUrl not a URL', (d) => (d.service.authUrl = 'id.example.test'), ['service.authUrl: must be an http(s) URL (got "id.example.test")']],
+  ['baseUrl a number', (d) => (d.service.baseUrl = 8080), ['service.baseUrl: must be an http(s) URL (got a number)']],
   ['tenantId empty', (d) => (d.service.tenantId = ''), ['service.tenantId: must not be empty']],
   ['clientId a number', (d) => (d.service.clientId = 42), ['service.clientId: must be a string (got number; put it in quotes)']],
   [
@@ -83,8 +89,8 @@ const cases: Array<[string, (d: Doc) => void, string[]]> = [
   ['maxConcurrentTransfers too big', (d) => (d.service.maxConcurrentTransfers = 100), ['service.maxConcurrentTransfers: must be at most 32 (got 100)']],
   [
     'requestTimeout not a duration',
-    (d) => (d.service.requestTimeout = '10 minutes'),
-    ["service.requestTimeout: must be a duration: seconds as a number, or a string like '90s', '5m', '1h', '250ms'"],
+    (d) => (d.service.requestTimeout = 'ten minutes'),
+    ["service.requestTimeout: must be a duration: seconds as a number, or a string like '90s', '5m', '1h', '250ms' (got \"ten minutes\")"],
   ],
   ['requestTimeout too long', (d) => (d.service.requestTimeout = '2h'), ['service.requestTimeout: must be between 1s and 1h (got 2h)']],
   [
@@ -144,7 +150,9 @@ const cases: Array<[string, (d: Doc) => void, string[]]> = [
     (d) => (d.pairs[0].pollInterval = true),
     ["pairs[0].pollInterval: must be a duration: seconds as a number, or a string like '90s', '5m', '1h', '250ms'"],
   ],
-  ['pollInterval negative', (d) => (d.pairs[0].pollInterval = -5), ["pairs[0].pollInterval: must be a duration: seconds as a number, or a string like '90s', '5m', '1h', '250ms'"]],
+  ['pollInterval negative', (d) => (d.pairs[0].pollInterval = -5), ['pairs[0].pollInterval: must not be negative (got -5)']],
+  ['pollInterval negative string (round 40c)', (d) => (d.pairs[0].pollInterval = '-5s'), ['pairs[0].pollInterval: must not be negative (got "-5s")']],
+  ['quietPeriod in words', (d) => (d.pairs[0].quietPeriod = '15 minutes'), ['pairs[0].quietPeriod: must be between 0s and 10m (got 15m)']],
   ['fullRescanInterval below 1m', (d) => (d.pairs[0].fullRescanInterval = 30), ['pairs[0].fullRescanInterval: must be between 1m and 7d (got 30s)']],
   ['quietPeriod above 10m', (d) => (d.pairs[0].quietPeriod = '15m'), ['pairs[0].quietPeriod: must be between 0s and 10m (got 15m)']],
   ['watcher unknown', (d) => (d.pairs[0].watcher = 'inotify'), ['pairs[0].watcher: must be one of auto, chokidar, folders, native, off (got "inotify")']],
@@ -223,7 +231,7 @@ describe('invalid configs', () => {
     d.pairs[1].pageSize = 0;
     d.extra = 1;
     expect(problemsOf(stringify(d))).toEqual([
-      'service.baseUrl: must be an http(s) URL',
+      'service.baseUrl: must be an http(s) URL (got "nope")',
       'pairs[0].direction: must be one of both, download, upload (got "sideways")',
       'pairs[1].pageSize: must be at least 1 (got 0)',
       'extra: unknown key',
