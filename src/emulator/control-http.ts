@@ -33,6 +33,7 @@ const schemas = {
   version: z.strictObject({ ...content, versionLabel: z.string().optional() }),
   fileName: z.strictObject({ fileName: z.string() }),
   folderId: z.strictObject({ folderId: z.string() }),
+  versionId: z.strictObject({ versionId: z.string() }),
   fault: z.strictObject({
     route: z.enum(['*', ...ROUTE_NAMES]),
     status: z.number().int().min(100).max(599).optional(),
@@ -121,6 +122,7 @@ export function createControlHttp(control: EmulatorControl, credentials: () => E
     ],
     ['POST /documents/:id/rename', async (req, [id]) => ok(control.renameDocument(id!, (await body(req, schemas.fileName)).fileName))],
     ['POST /documents/:id/move', async (req, [id]) => ok(control.moveDocument(id!, (await body(req, schemas.folderId)).folderId))],
+    ['POST /documents/:id/latest', async (req, [id]) => ok(control.makeVersionLatest(id!, (await body(req, schemas.versionId)).versionId))],
     ['POST /faults', async (req) => ok({ faultId: control.injectFault(await body(req, schemas.fault)) })],
     ['DELETE /faults', async () => ok(control.clearFaults())],
     ['POST /ratelimit', async (req) => ok(control.setRateLimit(await body(req, schemas.rateLimit)))],

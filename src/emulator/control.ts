@@ -82,6 +82,7 @@ export function createControl(store: Store, view: ViewContext, faults: FaultInje
     },
     renameDocument: (documentId, fileName) => documentView(store.renameDocument(documentId, fileName)),
     moveDocument: (documentId, folderId) => documentView(store.moveDocument(documentId, folderId)),
+    makeVersionLatest: (documentId, versionId) => documentView(store.makeVersionLatest(documentId, versionId)),
     deleteDocument: (documentId) => store.deleteDocument(documentId),
     getDocument: (documentId) => documentView(store.document(documentId)),
     listDocuments(binderId) {

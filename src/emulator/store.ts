@@ -366,6 +366,19 @@ export class Store {
     return d;
   }
 
+  /**
+   * Makes an earlier version the document's latest again by moving its pointer (no new version): what a "make this
+   * version current" in a service's own interface may do. The spec calls latestVersionId a pointer and does not show
+   * how such a restore is made; a client must not take the older version it then lists for a lagging index.
+   */
+  makeVersionLatest(documentId: string, versionId: string): DocumentRecord {
+    const d = this.document(documentId);
+    this.version(documentId, versionId);
+    d.latestVersionId = versionId;
+    this.changed();
+    return d;
+  }
+
   moveDocument(documentId: string, folderId: string): DocumentRecord {
     const d = this.document(documentId);
     this.folder(folderId, d.binderId);

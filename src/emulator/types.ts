@@ -268,6 +268,8 @@ export interface EmulatorControl {
   addVersion(documentId: string, content: Buffer | string, opts?: { versionLabel?: string }): VersionView;
   renameDocument(documentId: string, fileName: string): DocumentView;
   moveDocument(documentId: string, folderId: string): DocumentView;
+  /** Points the document's latestVersionId back at an earlier version (Store.makeVersionLatest). */
+  makeVersionLatest(documentId: string, versionId: string): DocumentView;
   deleteDocument(documentId: string): void;
   getDocument(documentId: string): DocumentView;
   listDocuments(binderId: string): DocumentView[];

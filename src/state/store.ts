@@ -711,6 +711,17 @@ export class StateStore {
     });
   }
 
+  /** When `versionId` was recorded as older than the document's synced version (ms since the epoch), if it is. */
+  supersededSince(documentId: string, versionId: string): number | undefined {
+    const row = this.cached('SELECT at FROM superseded_versions WHERE document_id = ? AND version_id = ?').get(documentId, versionId) as { at: number } | undefined;
+    return row === undefined ? undefined : row.at * 1000;
+  }
+
+  /** One version is no longer older than the synced one: the service names it the latest (older-listing-check.ts). */
+  forgetSupersededVersion(documentId: string, versionId: string): void {
+    this.cached('DELETE FROM superseded_versions WHERE document_id = ? AND version_id = ?').run(documentId, versionId);
+  }
+
   /** For a base row moved to an older version on purpose: its later versions are not "older than synced". */
   forgetSuperseded(documentId: string): void {
     this.cached('DELETE FROM superseded_versions WHERE document_id = ?').run(documentId);

@@ -144,6 +144,7 @@ export async function openPair(
       refusedUrls: new Map(),
       putBackLookedAt: new Map(),
       olderListingSaid: false,
+      olderListingChecks: new Map(),
       unbasedHashes: new Map(),
       cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, walkSoon: false, quiet: false, localParked: false, issues: [] },
     };

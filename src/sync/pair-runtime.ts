@@ -84,6 +84,8 @@ export interface PairRuntime {
   putBackLookedAt: Map<string, string>;
   /** A listing older than the synced state was said at info in this process (then at debug: see noteOlderThanSynced). */
   olderListingSaid: boolean;
+  /** When each document listed at an older version was last asked about, by `${documentId}\0${versionId}` (older-listing-check.ts). */
+  olderListingChecks: Map<string, number>;
   /** Hashes of files that have no base row, by key (see rememberUnbasedHashes). */
   unbasedHashes: Map<string, PriorFile>;
   /** Observations of the previous pass, reused by passes that ask for it (see PassOptions). */

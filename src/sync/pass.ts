@@ -29,6 +29,7 @@ import { ensureRoot, keepStateDbInPlace, readMetadataElementsAgain, STATE_SERVIC
 import type { PairRuntime } from './pair-runtime.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 import { expireRefusals, saveRefusedUploads } from './refused-uploads.js';
+import { checkOlderListings } from './older-listing-check.js';
 import { folderCheckIn, rememberUnreplaceable, withheldAsUnreplaceable, type TrashCheck } from './unreplaceable.js';
 import { holdRanOut, rememberRefusedUrls, withheldAsRefusedUrls } from './refused-urls.js';
 import { downloadOnly, noteWriteAccess, probeReadOnly, READ_ONLY_REASON, relPathOfTrial, pickTrialUpload, withoutGroup, WRITE_ACCESS_RECHECK_MS } from './write-access.js';
@@ -336,9 +337,16 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   }
   // A reused listing is the observation of the last pass, or (dropped after a quiet poll) rebuilt from the raw one.
   const reusedListing = raw === null && rt.cache.remote !== null;
-  const listing: RemoteListing = reusedListing
-    ? { ...rt.cache.remote!, requests: 0 }
-    : await observeRemote(rt.client, raw ?? { ...(rt.cache.raw as RawListing), requests: 0 }, observeOptions(rt, base, opts.signal));
+  const rawNow = raw ?? { ...(rt.cache.raw as RawListing), requests: 0 };
+  let listing: RemoteListing = reusedListing ? { ...rt.cache.remote!, requests: 0 } : await observeRemote(rt.client, rawNow, observeOptions(rt, base, opts.signal));
+  // Listed older than synced for a while: the service is asked whether that is its latest after all (a version
+  // made current again); such a document is a change, seen by observing the listing again.
+  let lookAgainAtOlder = false;
+  if (listing.olderThanSynced !== undefined && !reusedListing && !dryRun) {
+    const checked = await checkOlderListings(rt, listing.olderThanSynced, rawNow.docs, now().getTime(), opts.signal);
+    lookAgainAtOlder = checked.lookAgain;
+    if (checked.confirmed.length > 0) listing = await observeRemote(rt.client, rawNow, observeOptions(rt, base, opts.signal));
+  }
   // Said of a listing observed now; a reused one was said when it was (the same documents, again).
   if (listing.olderThanSynced !== undefined && !reusedListing) noteOlderThanSynced(rt, listing.olderThanSynced);
   if (raw) {
@@ -502,7 +510,8 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   const linkedDirs = dryRun ? [] : otherLinksOfEdited(rt, plan, base);
   for (const dir of linkedDirs) rt.cache.touchedDirs.add(dir);
   if (linkedDirs.length > 0) report.recheckInMs = Math.min(report.recheckInMs ?? RECHECK_WALK_MS, RECHECK_WALK_MS);
-  rt.cache.quiet = !dryRun && plan.blocked === null && plan.groups.length === 0 && deferral.deferred.length === 0 && removedDirs.length === 0;
+  // A document listed at an older version still to be asked about (older-listing-check.ts) keeps the polls looking.
+  rt.cache.quiet = !dryRun && plan.blocked === null && plan.groups.length === 0 && deferral.deferred.length === 0 && removedDirs.length === 0 && !lookAgainAtOlder;
   if (rt.cache.quiet && opts.parkWhenQuiet === true && subtrees === undefined && rt.cache.raw !== null) park(rt);
   rt.cache.issues = plan.issues;
   const failures = report.execution?.failures ?? [];

@@ -86,6 +86,77 @@ describe('a search index lagging behind commits', () => {
     }
   });
 
+  // The latest-version pointer moved back (a version made current again on the service): not a lagging index. The
+  // document itself names that version: once it has been older for a minute, the pass asks, and takes it as the
+  // change it is. Before, the local file stayed at the newer content for a day (until the record was pruned).
+  it('a document whose latest version was made an earlier one again is brought to it, once the service confirms it', async () => {
+    const p = await openTestPair(emu, 'lag-pointer-back');
+    try {
+      const c = emu.control;
+      const folder = c.createFolder(p.binderId, { name: 'Docs' });
+      const { document, version: v1 } = c.addDocument(p.binderId, folder.id, 'a.txt', 'v1');
+      await runPass(p.rt);
+      c.addVersion(document.id, 'v2');
+      await runPass(p.rt);
+      const file = path.join(p.local, 'Docs', 'a.txt');
+      expect(fs.readFileSync(file, 'utf8')).toBe('v2');
+      const lines = captureLog(p.rt as unknown as Parameters<typeof captureLog>[0]);
+      c.makeVersionLatest(document.id, v1.id);
+      c.resetCounters();
+
+      // Within the minute: taken as a lagging listing (nothing asked), and the next poll looks again.
+      const young = await runPass(p.rt);
+      expect(young.plan.groups).toEqual([]);
+      expect(fs.readFileSync(file, 'utf8')).toBe('v2');
+      expect(c.counters().document).toBe(0);
+      expect(p.rt.cache.quiet).toBe(false);
+
+      const later = () => new Date(Date.now() + 2 * 60_000);
+      const r = await runPass(p.rt, { now: later });
+      expect(r.execution?.done).toEqual({ download: 1 });
+      expect(fs.readFileSync(file, 'utf8')).toBe('v1');
+      expect(c.counters().document).toBe(1);
+      expect(lines.some((l) => /made current again on the service/.test(l.msg) && l.level === 40)).toBe(true);
+      // The newer content it replaced is in the trash (and in the document's history).
+      const trashed = fs.readdirSync(path.join(p.local, '..', 'state', 'p', 'trash'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+      expect(trashed.map((e) => fs.readFileSync(path.join(e.parentPath, e.name), 'utf8'))).toContain('v2');
+      const settled = await runPass(p.rt, { now: later });
+      expect(settled.plan.groups).toEqual([]);
+      expect(p.rt.cache.quiet).toBe(true);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('a listing lagging for more than a minute is asked about once, and still not taken for a change', async () => {
+    const p = await openTestPair(emu, 'lag-long');
+    try {
+      const c = emu.control;
+      const folder = c.createFolder(p.binderId, { name: 'Docs' });
+      c.addDocument(p.binderId, folder.id, 'a.txt', 'v1');
+      await runPass(p.rt);
+      const lag = 4_000; // long enough for the passes below to run inside it, even on a loaded machine
+      await new Promise((res) => setTimeout(res, lag + 100));
+      c.setSearchLag(lag);
+      const file = path.join(p.local, 'Docs', 'a.txt');
+      fs.writeFileSync(file, 'our edit');
+      expect((await runPass(p.rt)).execution?.done).toEqual({ upload: 1 });
+      c.resetCounters();
+      const later = () => new Date(Date.now() + 2 * 60_000);
+      for (let i = 0; i < 2; i++) {
+        const r = await runPass(p.rt, { now: later });
+        expect(r.plan.groups).toEqual([]);
+        expect(r.plan.groups).toEqual([]);
+        expect(fs.readFileSync(file, 'utf8')).toBe('our edit');
+      }
+      expect(c.counters().document).toBe(1); // once per ten minutes
+      expect(c.counters().search).toBeGreaterThanOrEqual(2); // both passes did list it (lagging)
+      expect(p.rt.cache.quiet).toBe(false);
+    } finally {
+      await p.close();
+    }
+  });
+
   // Recorded at an older version on purpose (a backup's file in an upload-only pair): the versions after it are
   // what the service has, not a listing older than the synced state.
   it('an upload-only pair\'s restored earlier version still sees the newer ones as remote changes', async () => {
