@@ -16,7 +16,12 @@ const MAX_KEPT_EXTENSION_BYTES = 32;
  * path can carry faithfully.
  */
 export function localNameFor(remoteName: string): { name: string; encoded: boolean } | { error: string } {
-  if (/\p{Cs}/u.test(remoteName)) return { error: 'name is not valid Unicode (unpaired surrogate)' };
+  // The name is shown with each unpaired surrogate escaped (shownRemoteName): said so, since a valid name spelled
+  // with a backslash reads the same, and that file is another item (black-box round 37c, F4).
+  if (/\p{Cs}/u.test(remoteName)) {
+    const escapes = [...new Set(remoteName.match(/\p{Cs}/gu))].map(shownRemoteName).join(', ');
+    return { error: `name is not valid Unicode (unpaired surrogate, shown escaped as ${escapes}: a local file spelled so is another item)` };
+  }
   let name: string;
   if (remoteName === '') name = '_';
   else if (remoteName === '.') name = '\uFF0E';
