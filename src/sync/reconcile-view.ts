@@ -320,6 +320,15 @@ export class ReconcileView {
     return this.bases.some((o) => o !== except && sameFile(o, file));
   }
 
+  /**
+   * Is `file` a row's own file (other than `except`) holding that row's last synced bytes? Then its bytes say
+   * nothing of a swap: two documents with the same content (a template copied twice, two empty files) each hold
+   * the other's bytes too (black-box round 41b, B2).
+   */
+  isRowsUnchangedFile(file: LocalFile, except?: BaseEntry): boolean {
+    return file.sha256 !== null && this.bases.some((o) => o !== except && o.sha256 === file.sha256 && sameFile(o, file));
+  }
+
   /** Is `file` another row's own file, by inode and birth time both (model.ts sameFile, with the birth times known)? */
   private anotherRowsFile(b: BaseEntry, file: LocalFile): boolean {
     if (!file.bornMs) return false;

@@ -171,7 +171,9 @@ function followSwapAlike(s: PassState, still: readonly BaseEntry[]): boolean {
     // document has now (the files saved since by a program that writes a new file, unchanged or back to what they
     // were: crash-sim soak seed -1922096553). Read as the other document's edits instead, each got the other's
     // content as a version and a conflict copy made a second document of one of them.
-    const byInode = cycle.map((b, i) => files[i] !== undefined && (renamedAlikeLocally(b, files[i]) || (files[i].sha256 !== null && files[i].sha256 === b.sha256)));
+    // Not a file that is another row's own, unchanged: its bytes are its row's (documents with equal content).
+    const byInode = cycle.map((b, i) => files[i] !== undefined && (renamedAlikeLocally(b, files[i]) ||
+      (files[i].sha256 !== null && files[i].sha256 === b.sha256 && !s.view.isRowsUnchangedFile(files[i], b))));
     // A file with none of the cycle's inodes, where the others are theirs by inode, is its document's own file
     // saved since by a program that writes a new file (`mv a t; mv b a; mv t b`, then `sed -i a`): what else the
     // swap left there; an edit at worst, as with the place rule (the content stays in the version history). Read
@@ -471,7 +473,8 @@ function strangerFileAt(s: PassState, b: BaseEntry, key: PathKey): LocalFile | u
  */
 function renamedAlikeByContent(s: PassState, h: BaseEntry): boolean {
   const doc = s.view.remote.docs.get(h.documentId);
-  return doc !== undefined && doc.key !== h.key && s.view.local.files.get(doc.key)?.sha256 === h.sha256;
+  const there = doc === undefined || doc.key === h.key ? undefined : s.view.local.files.get(doc.key);
+  return there !== undefined && there.sha256 === h.sha256 && !s.view.isRowsUnchangedFile(there, h);
 }
 
 /** b's file by its place (ReconcileView.ownFileByPlace), if it is at doc's path or can be moved on to it (or stays). */
@@ -738,11 +741,35 @@ function uploadModeRemoteMove(
     return true;
   }
   if (file !== undefined && file.key !== b.key) return followedInUploadPair(s, b, file, doc, stranger);
+  // Names swapped alike by copying onto the files (`cp y x` writes into x: its inode stays): left to followSwapAlike.
+  if (l === 'modified' && file !== undefined && swappedByCopyingOnto(s, b)) return false;
   issue(s, doc.relPath, 'upload-only', `direction is upload: the remote rename of "${b.relPath}" is not applied locally`, b.documentId);
   if (l === 'modified' && file) {
     commitBase(s, b, [upload(file, versionOf(doc), remoteModified ? 'local-wins' : 'local-modified', b.documentId)], false);
   } else if (file) commitBase(s, b, bornTaken(b, file), false);
   return true;
+}
+
+/**
+ * Does b's own file, edited where it is, hold exactly the last synced bytes of the document the service now lists
+ * at b's path, and so on round a rename cycle back to b? Names swapped alike by copying onto the files (`cp y x`
+ * writes into x, whose inode stays): each row's own file at its own path reads as an edit made in place, and an
+ * upload-only pair sent each document the other's content (black-box round 41b, B1). Such rows wait, and
+ * followSwapAlike takes each file as its document's by its bytes. Any file of the cycle edited besides breaks it:
+ * each file is then its path's, as when every file was saved anew.
+ */
+function swappedByCopyingOnto(s: PassState, b: BaseEntry): boolean {
+  const seen = new Set<string>();
+  for (let row = b; ; ) {
+    if (seen.has(row.documentId) || s.decided.has(row.documentId)) return false;
+    seen.add(row.documentId);
+    const docsHere = (s.view.docsByKey.get(row.key) ?? []).filter((d) => d.documentId !== row.documentId);
+    const next = docsHere.length === 1 ? s.view.base.get(docsHere[0]!.documentId) : undefined;
+    const here = s.view.local.files.get(row.key);
+    if (next === undefined || here === undefined || here.sha256 !== next.sha256 || here.sha256 === row.sha256 || !sameFile(row, here)) return false;
+    if (next === b) return true;
+    row = next;
+  }
 }
 
 /**

@@ -639,3 +639,64 @@ it.each(['direction: upload', 'direction: both'])('%s: names swapped alike by co
     await p.close();
   }
 });
+
+// Two documents with the same bytes (a template copied twice), their names swapped on the service only, one file
+// saved here as a new file (sed -i): the other file, unmoved and unchanged at its own row's path, holds exactly
+// the edited document's last synced bytes too. Taken for that document's file renamed alike (the bytes rule of
+// 40b A2), the edit went to the other document (black-box round 41b, B2).
+it.each(['', 'EMPTY'])('direction: both: identical files %s, names swapped on the service only, one saved anew here: the edit is its own document\'s (black-box round 41b, B2)', async (empty) => {
+  const p = await openTestPair(emu, `identical-swap-${empty || 'text'}`);
+  try {
+    const c = emu.control;
+    const docs = c.createFolder(p.binderId, { name: 'Docs' }).id;
+    const folder = c.createFolder(p.binderId, { name: 'F', parentId: docs }).id;
+    const same = empty === '' ? 'template original\n' : '';
+    const a = c.addDocument(p.binderId, folder, 'a.txt', same).document.id;
+    const b = c.addDocument(p.binderId, folder, 'b.txt', same).document.id;
+    c.addDocument(p.binderId, folder, 'z.txt', 'untouched z\n');
+    expect((await runPass(p.rt)).converged).toBe(true);
+    const at = (rel: string) => path.join(p.local, ...rel.split('/'));
+    c.renameDocument(a, 't.txt');
+    c.renameDocument(b, 'a.txt');
+    c.renameDocument(a, 'b.txt');
+    // sed -i: a new file renamed over a.txt (a new inode)
+    fs.writeFileSync(at('Docs/F/.a.new'), 'a edit\n');
+    fs.renameSync(at('Docs/F/.a.new'), at('Docs/F/a.txt'));
+    p.rt.cache.foldersAt = 0;
+    await runPass(p.rt);
+    await runPass(p.rt);
+    expect(versions(a)).toEqual([same, 'a edit\n']);
+    expect(versions(b)).toEqual([same]);
+    expect(filesUnder(at('Docs'))).toEqual(['F/a.txt: ' + same.trim(), 'F/b.txt: a edit', 'F/z.txt: untouched z'].sort());
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
+
+// `cp y x` onto an existing file writes into it: each file keeps its inode and birth time, and holds the other
+// document's bytes. With the service's names swapped alike, each row's own file at its own path reads as an edit
+// made in place; an upload-only pair sent each document the other's content as a version (black-box round 41b, B1).
+it.each(['direction: upload', 'direction: both'])('%s: names swapped alike by copying onto the files (their inodes kept), no edit: nothing sent, each document keeps its bytes (black-box round 41b, B1)', async (setting) => {
+  const { p, at, ids: [x, y] } = await syncedUp(`swap-by-copy-onto-${setting.slice(11)}`, setting, ['x', 'y']);
+  try {
+    const c = emu.control;
+    const inodes = [fs.statSync(at('Docs/F/x.txt')).ino, fs.statSync(at('Docs/F/y.txt')).ino];
+    const tx = fs.readFileSync(at('Docs/F/x.txt'));
+    fs.writeFileSync(at('Docs/F/x.txt'), fs.readFileSync(at('Docs/F/y.txt')));
+    fs.writeFileSync(at('Docs/F/y.txt'), tx);
+    expect([fs.statSync(at('Docs/F/x.txt')).ino, fs.statSync(at('Docs/F/y.txt')).ino]).toEqual(inodes);
+    c.renameDocument(x, 't.txt');
+    c.renameDocument(y, 'x.txt');
+    c.renameDocument(x, 'y.txt');
+    p.rt.cache.foldersAt = 0;
+    await runPass(p.rt);
+    await runPass(p.rt);
+    expect(versions(x)).toEqual(['original x\n']);
+    expect(versions(y)).toEqual(['original y\n']);
+    expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: original y', 'F/y.txt: original x']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
