@@ -21,7 +21,7 @@ import type { LocalFile } from './model.js';
 import { baseNameOf, pathKey } from './path-key.js';
 import { conflictName, conflictTag } from './reconcile-builder.js';
 import { uploadLocalFile } from './upload.js';
-import { versionsBetween } from './version-order.js';
+import { versionsBetween, versionsBeyond } from './version-order.js';
 
 /** Passes that try a check before it is given up (recorded as "in the version history"). */
 export const BURIED_CHECK_ATTEMPTS = 5;
@@ -56,7 +56,8 @@ async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionRepo
   }
   // Either version missing from the list (a server that prunes history): nothing can be said to lie between.
   let buried = versionsBetween(versions, check.editedFrom, check.ours) ?? [];
-  if (buried.length > 0) {
+  const beyond = versionsBeyond(versions, check.editedFrom, check.ours) ?? [];
+  if (buried.length > 0 || beyond.length > 0) {
     // The document's latest version is not under ours, wherever the list puts it: versions made in one second (or
     // one millisecond) tie in creation time, and a server may list such a tie either way. A colleague's commit just
     // after ours, listed before it, was taken for one made during our upload: kept as a conflict copy, marked older
@@ -73,6 +74,10 @@ async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionRepo
       return 'done';
     }
     if (latest !== check.ours) buried = buried.filter((v) => v.id !== latest);
+    // Ours is the latest: every version the list puts after it was made before it, in the same instant (a tie the
+    // list put either way). One made during our upload was taken for one after ours, and superseded unsaid (black-
+    // box round 41b, B4).
+    else buried = [...buried, ...beyond];
   }
   // Older than ours, though our base row never held them: a lagging search index that still lists one is not a
   // change either (remote/older-than-synced.ts).

@@ -15,6 +15,17 @@ export function versionsBetween(versions: readonly DocumentVersion[], olderId: s
 }
 
 /**
+ * The versions listed beyond `newerId`, on the side away from `olderId` (what the list says came after it), the
+ * nearest first; null when either is not in the list.
+ */
+export function versionsBeyond(versions: readonly DocumentVersion[], olderId: string, newerId: string): DocumentVersion[] | null {
+  const from = versions.findIndex((v) => v.id === olderId);
+  const to = versions.findIndex((v) => v.id === newerId);
+  if (from < 0 || to < 0) return null;
+  return walk(versions, to, from < to ? versions.length : -1);
+}
+
+/**
  * The versions before `latestId`, the newest first, when the latest is at one end of the list (which end says
  * the direction); null when it is not in the list or sits in the middle (the direction cannot be told).
  */

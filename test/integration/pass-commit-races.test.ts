@@ -144,6 +144,35 @@ describe('an edit committed over a version made during its upload', () => {
     }
   });
 
+  it("a colleague's version committed during our upload, which the listing puts after ours (their creation times tie): still kept as a conflict copy (black-box round 41b, B4)", async () => {
+    const p = await openTestPair(emu, 'buried-tie-before');
+    try {
+      const { documentId } = await editedWithRace(p, true);
+      // A server that orders versions made in one second either way: theirs listed just after ours.
+      const list = p.rt.client.listVersions.bind(p.rt.client);
+      p.rt.client.listVersions = async (id: string) => {
+        const versions = await list(id);
+        const mine = versions.findIndex((v) => emu.control.readContent(id, v.id).toString() === 'MINE\n');
+        const theirs = versions.findIndex((v) => emu.control.readContent(id, v.id).toString() === 'COLLEAGUE\n');
+        if (mine < 0 || theirs < 0) return versions;
+        const out = [...versions];
+        [out[mine], out[theirs]] = [out[theirs]!, out[mine]!];
+        return out;
+      };
+      const pass = await runPass(p.rt);
+      expect(pass.execution?.failures).toEqual([]);
+      expect(contents(documentId)).toEqual(['v1\n', 'COLLEAGUE\n', 'MINE\n']);
+      expect([...copiesOf(p).values()]).toEqual(['COLLEAGUE\n']);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'f.txt'), 'utf8')).toBe('MINE\n');
+      expect(p.rt.store.listConflicts()).toEqual([expect.objectContaining({ relPath: 'Docs/f.txt', policy: 'keep-both' })]);
+      p.rt.cache.foldersAt = 0;
+      expect((await runPass(p.rt)).converged).toBe(true);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'f.txt'), 'utf8')).toBe('MINE\n');
+    } finally {
+      await p.close();
+    }
+  });
+
   it('without a race: one version, no copy, no conflict', async () => {
     const p = await openTestPair(emu, 'buried-none');
     try {

@@ -1,6 +1,6 @@
 // Which versions came before or between others, whichever way the service lists them (spec 4.11 leaves it open).
 import { describe, expect, it } from 'vitest';
-import { versionsBefore, versionsBetween } from '../../src/sync/version-order.js';
+import { versionsBefore, versionsBetween, versionsBeyond } from '../../src/sync/version-order.js';
 
 const list = (...ids: string[]) => ids.map((id) => ({ id, documentId: 'D' }));
 const ids = (vs: Array<{ id: string }> | null) => (vs === null ? null : vs.map((v) => v.id));
@@ -14,6 +14,15 @@ describe('versionsBetween', () => {
     expect(ids(versionsBetween(list('v1', 'v2'), 'v1', 'v2'))).toEqual([]);
     expect(versionsBetween(list('v1', 'v2'), 'v0', 'v2')).toBeNull();
     expect(versionsBetween(list('v1', 'v2'), 'v1', 'v9')).toBeNull();
+  });
+});
+
+describe('versionsBeyond', () => {
+  it('is what the list puts after the newer one, nearest first, in either direction', () => {
+    expect(ids(versionsBeyond(list('v1', 'v2', 'v3', 'v4'), 'v1', 'v2'))).toEqual(['v3', 'v4']);
+    expect(ids(versionsBeyond(list('v4', 'v3', 'v2', 'v1'), 'v1', 'v2'))).toEqual(['v3', 'v4']);
+    expect(ids(versionsBeyond(list('v1', 'v2'), 'v1', 'v2'))).toEqual([]);
+    expect(versionsBeyond(list('v1', 'v2'), 'v1', 'v9')).toBeNull();
   });
 });
 
