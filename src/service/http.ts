@@ -9,6 +9,7 @@ import { Agent, request as undiciRequest } from './undici-core.js';
 import PQueue from 'p-queue';
 import type { z } from 'zod';
 import type { Logger } from '../log.js';
+import { formatDuration } from '../config/duration.js';
 import { ApiPause } from './api-pause.js';
 import { backoffDelay, parseRetryAfter, sleep } from './retry.js';
 import { oneLineMessage } from '../errors.js';
@@ -329,13 +330,17 @@ export class HttpCore {
   }): Promise<RawResponse> {
     if (this.closed) throw new ServiceError(`${o.request}: the service client is closed`, { code: 'CLIENT_CLOSED', retryable: false, request: o.request });
     const started = performance.now();
+    // undici's timeouts are idle times: an answer that trickles (a byte a second, a stalled proxy) was never cut,
+    // and the pass waited on it for as long as it came (black-box round 41c, F1). An API answer is small JSON: the
+    // whole exchange gets requestTimeout, as the setting says ("timeout of one API request").
+    const deadline = AbortSignal.timeout(this.settings.requestTimeoutMs);
     try {
       const res = await undiciRequest(o.url, {
         dispatcher: this.agent,
         method: o.method,
         headers: o.headers,
         body: o.body ?? null,
-        signal: o.signal,
+        signal: AbortSignal.any([o.signal, deadline]),
         headersTimeout: this.settings.requestTimeoutMs,
         bodyTimeout: this.settings.requestTimeoutMs,
       });
@@ -346,6 +351,11 @@ export class HttpCore {
     } catch (err) {
       if (err instanceof ServiceError) throw err; // already classified (e.g. an oversized body)
       const ms = Math.round(performance.now() - started);
+      if (deadline.aborted && !o.signal.aborted) {
+        const late = Object.assign(new Error(`no whole answer within service.requestTimeout (${formatDuration(this.settings.requestTimeoutMs)})`), { code: 'ETIMEDOUT' });
+        this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: 'ETIMEDOUT' }, 'service request');
+        throw networkError(o.request, late, this.secrets(), o.context, { url: o.url, setting: o.request === TOKEN_REQUEST ? 'service.authUrl' : 'service.baseUrl' });
+      }
       if (o.signal.aborted || isAbortError(err)) {
         this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: 'aborted' }, 'service request');
         throw abortedError(o.request);

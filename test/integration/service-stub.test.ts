@@ -225,6 +225,32 @@ describe('retries', () => {
     expect(n).toBe(2);
   });
 
+  // Black-box round 41c, F1: a body that keeps coming, a byte at a time, reset undici's idle timer for ever.
+  it('an answer that trickles past requestTimeoutMs is cut, said as a timeout, and retried', async () => {
+    let n = 0;
+    const s = await stub((r) => {
+      if (r.path !== '/api/v1/binders') return undef;
+      if (n++ > 0) return { status: 200, body: [] };
+      return async (res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        // Leading whitespace is valid JSON: a space every 100 ms, for up to 60 s.
+        for (let i = 0; i < 600 && !res.destroyed && res.writable; i++) {
+          res.write(' ');
+          await new Promise((r2) => setTimeout(r2, 100));
+        }
+        res.end('[]');
+      };
+    });
+    const c = client(s.origin, { requestTimeoutMs: 1000, retry: { maxAttempts: 1, baseDelayMs: 5, maxDelayMs: 10 } });
+    const err = (await c.listBinders().catch((e: unknown) => e)) as ServiceError;
+    expect(err).toBeInstanceOf(ServiceError);
+    expect(err).toMatchObject({ code: 'SERVICE_NETWORK', retryable: true, request: 'GET /binders' });
+    expect(err.message).toBe('GET /binders failed: ETIMEDOUT: no whole answer within service.requestTimeout (1s)');
+    // Retried, the next answer is whole.
+    expect(await client(s.origin, { requestTimeoutMs: 1000 }).listBinders()).toEqual([]);
+    expect(n).toBe(2);
+  });
+
   it('a 2xx with the wrong shape is SERVICE_INVALID_RESPONSE, not retried, never "empty"', async () => {
     const s = await stub((r) => (r.path.startsWith('/api/') ? { status: 200, body: { items: [{ fileName: 'x' }], totalCount: 1 } } : undef));
     const err = (await client(s.origin).searchDocuments({}).catch((e: unknown) => e)) as ServiceError;
