@@ -140,6 +140,13 @@ export async function putStream(
     });
 }
 
+/** Errors of a connection, never of reading a local file: a source that fails with one got it from the socket. */
+const SOCKET_ERRNOS = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ECONNREFUSED', 'ETIMEDOUT', 'ENETUNREACH', 'EHOSTUNREACH', 'ENOTCONN', 'ENETDOWN']);
+function isSocketError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && (SOCKET_ERRNOS.has(code) || (code.startsWith('UND_ERR_') && code !== 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH'));
+}
+
 /** At most this much of a PUT's body is taken to be still on its way once all of it is handed to the socket. */
 const IN_FLIGHT_MAX = 4 * 1024 * 1024;
 /** The slowest uplink allowed for: those bytes at this rate (64 s at most). */
@@ -262,7 +269,10 @@ async function putNow(
       // file grew while it was read either way, not a failure to read it (it was said as one, at warn, on a
       // loaded machine).
       const lengthMismatch = code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH' || (sourceError as { code?: unknown } | undefined)?.code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH';
-      if (lengthMismatch || sourceError !== undefined) {
+      // A socket's error that the pipeline passed back to the source (storage reset the connection while the body
+      // went out) is the network's, retried with a new slot: said as "reading the local file ... failed: read
+      // ECONNRESET", it was not retried, and a one-shot sync failed (black-box round 41c, F3).
+      if (lengthMismatch || (sourceError !== undefined && !isSocketError(sourceError))) {
         throw new ServiceError(
           lengthMismatch ? `the local file did not have the announced ${size} bytes (changed while uploading?)` : `reading the local file for upload failed: ${(sourceError as Error).message ?? String(sourceError)}`,
           { code: 'UPLOAD_SOURCE_FAILED', retryable: false, request: PUT_REQUEST, cause: sourceError ?? err, context: lengthMismatch || (sourceError as NodeJS.ErrnoException).code === 'ENOENT' ? { ...where, fileChanged: true } : where, hint: 'the file will be looked at again on the next pass' },
