@@ -6,7 +6,8 @@ export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     const hidden = u.search || u.hash ? '?[redacted]' : '';
-    return `${u.origin}${u.pathname}${hidden}`;
+    // A URL of another scheme (file:, data:) has the origin "null": its scheme and host instead.
+    return `${u.origin === 'null' ? `${u.protocol}//${u.host}` : u.origin}${u.pathname}${hidden}`;
   } catch {
     return '[unparseable url]';
   }

@@ -77,8 +77,14 @@ const WRITE_REQUESTS = new Set(['GET /documents/uploads/personalstorage/presigne
 /** Requests to a presigned storage URL (spec 4.8, 5): no token, no tenant; their refusals are the link's. */
 const STORAGE_REQUESTS = new Set(['PUT storage', 'GET storage']);
 
-function hintForStatus(status: number, request: string): string | undefined {
+function hintForStatus(status: number, request: string, location?: string): string | undefined {
   if (STORAGE_REQUESTS.has(request)) return storageHint(status);
+  // API calls carry the token: a redirect is not followed (it could send it elsewhere); where it pointed is said
+  // (black-box round 41c, F4: a bare "failed with HTTP 307").
+  if (status >= 300 && status <= 399) {
+    const setting = request === 'POST /connect/token' ? 'service.authUrl' : 'service.baseUrl';
+    return `the service redirected the request${location ? ` to ${shownUrl(location)}` : ''}; API calls are not followed to another address (they carry the token): set ${setting} to the address the service answers at`;
+  }
   if (status === 404 && BINDER_REQUESTS.has(request)) return "no such binder for this client: check the pair's binderId; `binder-sync check` lists the binders this client can see";
   if (status === 401) return 'the service refused a fresh token: check tenantId and that the API client is still active';
   // Writes (an upload slot, a commit) need write access; anything else refused is the tenant or the client's access.
@@ -343,7 +349,7 @@ export function errorFromResponse(f: HttpFailure): ServiceError {
   let message = `${f.request} failed with HTTP ${f.status}`;
   if (parts.length > 0) message += `: ${parts.join(' - ')}`;
   if (traceId) message += ` (traceId ${traceId})`;
-  const hint = hintForStatus(f.status, f.request);
+  const hint = hintForStatus(f.status, f.request, firstHeader(f.headers['location']));
   const problem = title || detail || errors ? { ...(title ? { title } : {}), ...(detail ? { detail } : {}), ...(errors ? { errors } : {}) } : undefined;
   return new ServiceError(scrubText(message, f.secrets), {
     code: codeForStatus(f.status),
@@ -404,7 +410,8 @@ export interface RequestTarget {
 function shownUrl(url: string): string {
   try {
     const u = new URL(url);
-    return `${u.origin}${u.pathname}`;
+    // A URL of another scheme (file:, data:) has the origin "null": its scheme and host said instead.
+    return `${u.origin === 'null' ? `${u.protocol}//${u.host}` : u.origin}${u.pathname}`;
   } catch {
     return url.replace(/[?#].*$/s, '');
   }
@@ -423,6 +430,8 @@ export function networkError(request: string, err: unknown, secrets: readonly st
   const where = url === undefined ? undefined : `${shownUrl(url)} (${target?.setting ?? 'a presigned storage URL from the service'})`;
   let hint: string;
   if (tlsMismatch) hint = `${where ?? 'the address'} answers in plain HTTP, not TLS: is it an http:// address?`;
+  // A presigned URL comes from the service, not the config: nothing of the config to check (black-box round 41c, F4).
+  else if (permanent && url !== undefined && target?.setting === undefined) hint = `the service handed out a storage URL binder-sync cannot use (${shownUrl(url)}): nothing was fetched or sent; a fault of the service, retried at the next pass`;
   else if (permanent) hint = where ? `check ${where}: service.baseUrl and service.authUrl must be absolute http(s) URLs` : 'check service.baseUrl and service.authUrl (absolute http(s) URLs)';
   else hint = where ? `check the network, and that ${where} is right and reachable` : 'check the network, service.baseUrl and service.authUrl';
   return new ServiceError(scrubText(`${request} failed: ${describeNetworkError(err)}`, secrets), {

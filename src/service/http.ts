@@ -387,7 +387,10 @@ export class HttpCore {
       // Any other refusal is fatal: retrying with the same credentials cannot help.
       const credentials = res.status === 400 || res.status === 401;
       // RFC 6749's invalid_scope names the scope, not the credentials (black-box round 31b, F8).
-      const scope = res.status === 400 && oauthErrorCode(res.text) === 'invalid_scope';
+      const oauthCode = oauthErrorCode(res.text);
+      const scope = res.status === 400 && oauthCode === 'invalid_scope';
+      // A 400 that does not name the client (invalid_request, or no code): the scope is as likely (black-box round 41c, F4).
+      const maybeScope = res.status === 400 && oauthCode !== 'invalid_client' && oauthCode !== 'unauthorized_client';
       // A 404 (or 405) is no answer about the credentials: the address is not a token endpoint.
       const headline = scope
         ? `the identity provider refused the scope ${JSON.stringify(s.scope)}`
@@ -402,7 +405,7 @@ export class HttpCore {
         hint: scope
           ? `check service.scope: the service's scope is ${DEFAULT_SCOPE} (the default: remove service.scope to use it)`
           : credentials
-          ? `check service.clientId and ${s.secretSource}, and that the API client was not deleted or rotated`
+          ? `check service.clientId and ${s.secretSource}, and that the API client was not deleted or rotated${maybeScope ? `; and service.scope (${JSON.stringify(s.scope)}; the service's is ${DEFAULT_SCOPE})` : ''}`
           : 'check service.authUrl: POST {authUrl}/connect/token must reach the identity provider',
       });
     });

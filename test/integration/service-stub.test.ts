@@ -75,10 +75,15 @@ describe('token and headers', () => {
     const e = err as ServiceError;
     expect(e.message).toMatch(/^the identity provider refused the scope "wrongscope": .*invalid_scope/);
     expect(e.hint).toBe("check service.scope: the service's scope is service_public (the default: remove service.scope to use it)");
-    // Any other 400 is still said as a credentials problem.
+    // Any other 400 is still said as a credentials problem, and names the scope as well (black-box round 41c, F4):
+    // a provider may answer a wrong scope with invalid_request.
     const other = await stub((r) => (r.path === '/auth/connect/token' ? { status: 400, body: { error: 'invalid_request' } } : undef));
-    const e2 = (await client(other.origin).listBinders().catch((x: unknown) => x)) as ServiceError;
-    expect(e2.hint).toMatch(/^check service\.clientId and service\.clientSecret/);
+    const e2 = (await client(other.origin, { scope: 'wrongscope' }).listBinders().catch((x: unknown) => x)) as ServiceError;
+    expect(e2.hint).toBe('check service.clientId and service.clientSecret, and that the API client was not deleted or rotated; and service.scope ("wrongscope"; the service\'s is service_public)');
+    // invalid_client names the client alone.
+    const bad = await stub((r) => (r.path === '/auth/connect/token' ? { status: 400, body: { error: 'invalid_client' } } : undef));
+    const e3 = (await client(bad.origin).listBinders().catch((x: unknown) => x)) as ServiceError;
+    expect(e3.hint).toBe('check service.clientId and service.clientSecret, and that the API client was not deleted or rotated');
   });
 
   it('a token answer without expires_in is taken (RFC 6749 only recommends it): one token for many calls', async () => {
@@ -249,6 +254,20 @@ describe('retries', () => {
     // Retried, the next answer is whole.
     expect(await client(s.origin, { requestTimeoutMs: 1000 }).listBinders()).toEqual([]);
     expect(n).toBe(2);
+  });
+
+  it('an API redirect is not followed (the token stays here), and the hint says where it pointed (black-box round 41c, F4)', async () => {
+    let n = 0;
+    const s = await stub((r) => {
+      if (r.path === '/api/v1/binders') return { status: 307, headers: { location: 'http://127.0.0.3:9/api/v1/binders?sig=abc' }, body: '' };
+      if (r.path.startsWith('/elsewhere')) n++;
+      return undef;
+    });
+    const err = (await client(s.origin).listBinders().catch((e: unknown) => e)) as ServiceError;
+    expect(err).toBeInstanceOf(ServiceError);
+    expect(err.message).toMatch(/^GET \/binders failed with HTTP 307/);
+    expect(err.hint).toBe('the service redirected the request to http://127.0.0.3:9/api/v1/binders; API calls are not followed to another address (they carry the token): set service.baseUrl to the address the service answers at');
+    expect(n).toBe(0);
   });
 
   it('a 2xx with the wrong shape is SERVICE_INVALID_RESPONSE, not retried, never "empty"', async () => {
@@ -780,6 +799,8 @@ describe('transfers', () => {
       expect(err, url).toBeInstanceOf(ServiceError);
       expect(err.message, url).toMatch(url === 'not a url' ? /Invalid URL/ : /URL must start with `http:` or `https:`/);
       expect(err.message, url).not.toContain('sig=1');
+      // The URL came from the service: no config setting is blamed (black-box round 41c, F4).
+      if (url !== 'not a url') expect(err.hint, url).toBe(`the service handed out a storage URL binder-sync cannot use (${url.replace(/\?.*$/, '')}): nothing was fetched or sent; a fault of the service, retried at the next pass`);
       expect(written, url).toBe(0);
     }
   });
