@@ -156,6 +156,14 @@ export const MIGRATIONS: readonly string[] = [
   -- The in-sync mark would let the first pass skip reconcile, which is where the rows take their files' birth times.
   DELETE FROM meta WHERE key = 'inSyncMark';
   `,
+  // 9: documents this client created by an upload and no listing has shown yet (sync/never-listed.ts): one the
+  // service then says does not exist was never made (a commit answer naming another document), not deleted by a
+  // colleague: its file is uploaded again rather than moved to the trash.
+  `
+  CREATE TABLE never_listed (
+    document_id   TEXT PRIMARY KEY
+  ) STRICT;
+  `,
 ];
 
 /** The schema version this build writes. */

@@ -690,6 +690,23 @@ export class StateStore {
     this.cached('DELETE FROM forgotten WHERE document_id = ?').run(documentId);
   }
 
+  // ---- documents created here that no listing has shown yet (see sync/never-listed.ts) ----
+
+  addNeverListed(documentId: string): void {
+    this.cached('INSERT OR IGNORE INTO never_listed (document_id) VALUES (?)').run(documentId);
+  }
+
+  neverListed(): Set<string> {
+    return new Set(this.cached('SELECT document_id FROM never_listed').pluck().all() as string[]);
+  }
+
+  dropNeverListed(documentIds: readonly string[]): void {
+    const drop = this.cached('DELETE FROM never_listed WHERE document_id = ?');
+    this.transaction(() => {
+      for (const id of documentIds) drop.run(id);
+    });
+  }
+
   // ---- versions base rows held before their present one (see remote/older-than-synced.ts) ----
 
   /** By document, the versions its base row held before the present one (recorded by a trigger, migration 7). */

@@ -227,6 +227,11 @@ export interface ReconcileContext {
    * edit of it (ReconcileView.ownFileByPlace). Kept in the state DB (restored-versions.ts).
    */
   restoredVersions?: ReadonlyMap<string, string>;
+  /**
+   * Documents this client created that no listing has shown yet (never-listed.ts): one confirmed gone was never
+   * made, and its file is uploaded again rather than trashed as deleted on the service.
+   */
+  neverListed?: ReadonlySet<string>;
 }
 
 /** How a waiting-for-remote-folder detail begins; the folder named after it is what issue-groups.ts groups by. */

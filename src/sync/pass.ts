@@ -30,6 +30,7 @@ import type { PairRuntime } from './pair-runtime.js';
 import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatchesBase, markHolds, readMark } from './in-sync-mark.js';
 import { expireRefusals, saveRefusedUploads } from './refused-uploads.js';
 import { checkOlderListings } from './older-listing-check.js';
+import { settleNeverListed } from './never-listed.js';
 import { folderCheckIn, rememberUnreplaceable, withheldAsUnreplaceable, type TrashCheck } from './unreplaceable.js';
 import { holdRanOut, rememberRefusedUrls, withheldAsRefusedUrls } from './refused-urls.js';
 import { downloadOnly, noteWriteAccess, probeReadOnly, READ_ONLY_REASON, relPathOfTrial, pickTrialUpload, withoutGroup, WRITE_ACCESS_RECHECK_MS } from './write-access.js';
@@ -347,6 +348,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     lookAgainAtOlder = checked.lookAgain;
     if (checked.confirmed.length > 0) listing = await observeRemote(rt.client, rawNow, observeOptions(rt, base, opts.signal));
   }
+  if (!reusedListing && !dryRun) settleNeverListed(rt.store, listing.observation);
   // Said of a listing observed now; a reused one was said when it was (the same documents, again).
   if (listing.olderThanSynced !== undefined && !reusedListing) noteOlderThanSynced(rt, listing.olderThanSynced);
   if (raw) {
@@ -690,6 +692,7 @@ function reconcileContext(rt: PairRuntime, now: () => Date, force: boolean): Rec
     ignoredLocally: (relPath) => rt.ignore.ignores(relPath, false),
     followedFolders: loadFollowedFolders(rt.store, now().getTime()),
     restoredVersions: loadRestoredVersions(rt.store),
+    neverListed: rt.store.neverListed(),
   };
 }
 

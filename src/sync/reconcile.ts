@@ -812,7 +812,9 @@ function followedInUploadPair(s: PassState, b: BaseEntry, file: LocalFile, doc: 
  * modification wins, it becomes a new document (never in download mode). Upload mode recreates it either way.
  */
 function remoteDeleted(s: PassState, b: BaseEntry, modified: boolean, file: LocalFile): void {
-  const recreate = s.ctx.direction === 'upload' || (modified && s.ctx.direction === 'both');
+  // A document created here that no listing ever showed was never made (never-listed.ts): not a delete to follow.
+  const neverMade = s.ctx.direction === 'both' && s.ctx.neverListed?.has(b.documentId) === true;
+  const recreate = s.ctx.direction === 'upload' || (modified && s.ctx.direction === 'both') || neverMade;
   if (!modified && !recreate) {
     commitBase(s, b, [trashLocal(file, b.documentId, 'remote-deleted')], true);
     return;

@@ -744,6 +744,8 @@ function finishOutbox(d: ExecutorDeps, row: OutboxRow, version: DocumentVersion)
       d.store.addBuriedCheck({ documentId: base.documentId, relPath: row.relPath, folderId: row.folderId, editedFrom, ours: base.versionId, oursSha256: row.sha256 });
     }
     d.store.putBase(base);
+    // A new document: until a listing shows it, a "does not exist" is not a colleague's delete (never-listed.ts).
+    if (row.documentId === null) d.store.addNeverListed(base.documentId);
     d.store.deleteOutbox(row.id);
   });
   return base;
