@@ -158,11 +158,13 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // 9: documents this client created by an upload and no listing has shown yet (sync/never-listed.ts): one the
   // service then says does not exist was never made (a commit answer naming another document), not deleted by a
-  // colleague: its file is uploaded again rather than moved to the trash.
+  // colleague: its file is uploaded again rather than moved to the trash. And which superseded versions a row
+  // never held (found under ours by a buried-version check): the ones it held are none made during a later upload.
   `
   CREATE TABLE never_listed (
     document_id   TEXT PRIMARY KEY
   ) STRICT;
+  ALTER TABLE superseded_versions ADD COLUMN found_buried INTEGER NOT NULL DEFAULT 0;
   `,
 ];
 

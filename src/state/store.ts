@@ -722,10 +722,15 @@ export class StateStore {
 
   /** Versions known to be older than the document's synced one, though its row never held them (a buried version). */
   addSuperseded(documentId: string, versionIds: readonly string[]): void {
-    const add = this.cached('INSERT OR IGNORE INTO superseded_versions (document_id, version_id, at) VALUES (?, ?, unixepoch())');
+    const add = this.cached('INSERT OR IGNORE INTO superseded_versions (document_id, version_id, at, found_buried) VALUES (?, ?, unixepoch(), 1)');
     this.transaction(() => {
       for (const v of versionIds) add.run(documentId, v);
     });
+  }
+
+  /** The versions one document's base row held before its present one (not those found buried under it). */
+  heldBefore(documentId: string): Set<string> {
+    return new Set(this.cached('SELECT version_id FROM superseded_versions WHERE document_id = ? AND found_buried = 0').pluck().all(documentId) as string[]);
   }
 
   /** When `versionId` was recorded as older than the document's synced version (ms since the epoch), if it is. */

@@ -139,6 +139,11 @@ describe('an edit committed over a version made during its upload', () => {
       fs.writeFileSync(path.join(p.local, 'Docs', 'f.txt'), 'MINE AGAIN\n');
       expect((await runPass(p.rt)).execution?.failures ?? []).toEqual([]);
       expect(contents(documentId).at(-1)).toBe('MINE AGAIN\n');
+      // Our earlier version, which the tie puts between theirs and this one, is no version made during this upload:
+      // no conflict copy of it (black-box rounds 41a, FAIL 2 and 41c, F4).
+      expect(copiesOf(p).size).toBe(0);
+      expect(docsNamed(p)).toEqual(['f.txt']);
+      expect(p.rt.store.listConflicts()).toEqual([]);
     } finally {
       await p.close();
     }
