@@ -232,6 +232,12 @@ export interface ReconcileContext {
    * made, and its file is uploaded again rather than trashed as deleted on the service.
    */
   neverListed?: ReadonlySet<string>;
+  /**
+   * Documents whose file an earlier pass found moved into a folder the service does not have yet, by the key where
+   * it waits (waiting-moves.ts): still its file there when nothing else tells (every file of the moved folder saved
+   * since as a new file, `sed -i *`).
+   */
+  waitingMoves?: ReadonlyMap<string, PathKey>;
 }
 
 /** How a waiting-for-remote-folder detail begins; the folder named after it is what issue-groups.ts groups by. */

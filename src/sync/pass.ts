@@ -31,6 +31,7 @@ import { configDigest, encodeMark, IN_SYNC_MARK, listingMatchesBase, localMatche
 import { expireRefusals, saveRefusedUploads } from './refused-uploads.js';
 import { checkOlderListings } from './older-listing-check.js';
 import { settleNeverListed } from './never-listed.js';
+import { loadWaitingMoves, rememberWaitingMoves } from './waiting-moves.js';
 import { folderCheckIn, rememberUnreplaceable, withheldAsUnreplaceable, type TrashCheck } from './unreplaceable.js';
 import { holdRanOut, rememberRefusedUrls, withheldAsRefusedUrls } from './refused-urls.js';
 import { downloadOnly, noteWriteAccess, probeReadOnly, READ_ONLY_REASON, relPathOfTrial, pickTrialUpload, withoutGroup, WRITE_ACCESS_RECHECK_MS } from './write-access.js';
@@ -475,6 +476,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     rememberUnreplaceable(rt.unreplaceable, plan, report.execution.failures, now().getTime(), folderCheckIn(rt.pair.localPath));
     const urlsRefused = rememberRefusedUrls(rt.refusedUrls, plan, report.execution, now().getTime(), rt.caseInsensitive);
     rememberRestoredVersions(rt.store, restoredBy(plan, report.execution));
+    rememberWaitingMoves(rt.store, plan.issues);
     const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx, rt.metadata);
     const replaced = rememberPutBackLooks(rt, report.execution);
     if (replaced.size > 0) {
@@ -693,6 +695,7 @@ function reconcileContext(rt: PairRuntime, now: () => Date, force: boolean): Rec
     followedFolders: loadFollowedFolders(rt.store, now().getTime()),
     restoredVersions: loadRestoredVersions(rt.store),
     neverListed: rt.store.neverListed(),
+    waitingMoves: loadWaitingMoves(rt.store, rt.caseInsensitive),
   };
 }
 

@@ -64,6 +64,8 @@ export class ReconcileView {
     private readonly followsRenames = true,
     /** ReconcileContext.restoredVersions. */
     private readonly restoredVersions?: ReadonlyMap<string, string>,
+    /** ReconcileContext.waitingMoves. */
+    private readonly waitingMoves?: ReadonlyMap<string, PathKey>,
   ) {
     this.bases = [...base.values()].sort((a, b) => cmp(a.key, b.key) || cmp(a.documentId, b.documentId));
     // Two base rows on one key: a crash between two steps of one group (a row written onto a key that another
@@ -211,7 +213,11 @@ export class ReconcileView {
     const key = `${folder.key}/${baseNameOf(b.key)}`;
     if (key === b.key || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);
-    return there !== undefined && movedSameFile(b, there) ? there : undefined;
+    if (there === undefined) return undefined;
+    // Or the file an earlier pass found waiting there as b's (moved here before the service had the folder), saved
+    // since as a new file: where the folder now is, under b's name (black-box round 41b, B3).
+    const waited = this.waitingMoves?.get(b.documentId) === key && there.sha256 !== null && !this.isRowsFile(there, b);
+    return movedSameFile(b, there) || waited ? there : undefined;
   }
 
   /**
@@ -364,6 +370,21 @@ export class ReconcileView {
     if (there === undefined || there.sha256 === null || this.anotherRowsFile(b, there)) return undefined;
     const byInode = this.ownFileMovedAway(b);
     return this.movedAwayKeys().has(there.key) && byInode?.key !== there.key ? undefined : there;
+  }
+
+  /**
+   * b's file where an earlier pass found it waiting for a folder the service does not have (ReconcileContext.
+   * waitingMoves), with nothing at b's own path: the file there, unless another row holds that path or it is
+   * another row's own file. Every file of a moved folder saved since by `sed -i` leaves no inode to find them by,
+   * and no sibling to tell the folder's place: the rows were forgotten, and when the service renamed the folder
+   * alike with renames inside, one document got another's edit (black-box round 41b, B3).
+   */
+  ownFileWaitingAt(b: BaseEntry): LocalFile | undefined {
+    const key = this.waitingMoves?.get(b.documentId);
+    if (key === undefined || key === b.key || this.local.files.has(b.key) || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
+    const there = this.local.files.get(key);
+    if (there === undefined || there.sha256 === null || this.isRowsFile(there, b)) return undefined;
+    return this.movedAwayKeys().has(there.key) ? undefined : there;
   }
 
   /** Where the synced files of directory `dir` found by their inodes went, when all went to one directory. */

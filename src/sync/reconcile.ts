@@ -78,7 +78,7 @@ export function reconcile(
   remote: RemoteObservation,
   ctx: ReconcileContext,
 ): Plan {
-  const view = new ReconcileView(base, local, remote, ctx.ignoredLocally, ctx.followedFolders, ctx.direction !== 'upload', ctx.restoredVersions);
+  const view = new ReconcileView(base, local, remote, ctx.ignoredLocally, ctx.followedFolders, ctx.direction !== 'upload', ctx.restoredVersions, ctx.waitingMoves);
   const s: PassState = {
     view,
     ctx,
@@ -871,7 +871,7 @@ function localDeleteNotPropagated(s: PassState, b: BaseEntry): void {
  * exists, a file still where it was moved to is a new document there, and b is forgotten, as for any local move.
  */
 function movedToWaitingFolder(s: PassState, b: BaseEntry): boolean {
-  const moved = s.view.ownFileMovedAway(b) ?? s.view.ownFileMovedAwayByPlace(b);
+  const moved = s.view.ownFileMovedAway(b) ?? s.view.ownFileMovedAwayByPlace(b) ?? s.view.ownFileWaitingAt(b);
   if (moved === undefined || s.consumedLocal.has(moved.key)) return false;
   const waits = waitingForFolder(s, moved);
   if (waits === null) return false;
