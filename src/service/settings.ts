@@ -27,8 +27,13 @@ export interface ServiceSettings {
   maxConcurrentTransfers?: number;
   /** Defaults 6 attempts, 250 ms base, 30 s cap. */
   retry?: { maxAttempts?: number; baseDelayMs?: number; maxDelayMs?: number };
-  /** Idle timeout for headers and for gaps in a body (not total transfer time); default 60 s. */
+  /**
+   * An API request's whole exchange (headers and body); for storage transfers the idle timeout for headers and
+   * for gaps in a body (not the total transfer time); default 60 s.
+   */
   requestTimeoutMs?: number;
+  /** A download moving fewer than 1 KiB in this long trickles and is ended; default max(30 s, requestTimeoutMs). */
+  trickleWindowMs?: number;
   /** Bytes per second sent to storage, all uploads together; null or unset: unlimited. */
   maxUploadBytesPerSecond?: number | null;
   /** Bytes per second read from storage, all downloads together; null or unset: unlimited. */
@@ -58,6 +63,7 @@ export function resolveSettings(s: ServiceSettings): ResolvedSettings {
       maxDelayMs: s.retry?.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
     },
     requestTimeoutMs: s.requestTimeoutMs ?? 60_000,
+    trickleWindowMs: s.trickleWindowMs ?? Math.max(30_000, s.requestTimeoutMs ?? 60_000),
     maxUploadBytesPerSecond: s.maxUploadBytesPerSecond ?? null,
     maxDownloadBytesPerSecond: s.maxDownloadBytesPerSecond ?? null,
   };

@@ -422,6 +422,28 @@ export async function downloadToStream(
   );
 }
 
+/** Bytes a download must move in each trickle window (settings.trickleWindowMs) to go on. */
+const TRICKLE_MIN_BYTES = 1024;
+
+/**
+ * Ends a body that trickles: undici's bodyTimeout is an idle time, which a byte now and then resets, so a storage
+ * (or proxy) sending a byte a second held the pass for as long as it kept on (black-box round 41c, F1). Fewer than
+ * TRICKLE_MIN_BYTES in a window ends the body with a timeout (TRANSFER_INTERRUPTED: tried again later). Our own
+ * throttle's lowest rate (16 KiB/s, shared) moves far more per window.
+ */
+function watchForTrickle(body: Readable, bytes: () => number, windowMs: number): NodeJS.Timeout {
+  let last = bytes();
+  const timer = setInterval(() => {
+    const now = bytes();
+    if (now - last < TRICKLE_MIN_BYTES && !body.destroyed) {
+      body.destroy(Object.assign(new Error(`fewer than ${TRICKLE_MIN_BYTES} bytes in ${Math.round(windowMs / 1000)} s: the transfer trickles`), { code: 'ETIMEDOUT' }));
+    }
+    last = now;
+  }, windowMs);
+  timer.unref();
+  return timer;
+}
+
 async function streamLink(
   core: HttpCore,
   url: string,
@@ -480,6 +502,7 @@ async function streamLink(
   // A body announced at hashBelowBytes or more is only counted: the caller hashes what it wrote, off this thread.
   const meter = new HashTap(onBytes, hashBelowBytes === undefined || expected === undefined || expected < hashBelowBytes);
   res.body.on('data', meter.update);
+  const stall = watchForTrickle(res.body, () => meter.bytes, core.settings.trickleWindowMs);
   // Which side failed first? Registered before pipeline() so these run before pipeline tears the others down.
   let firstFailure: 'body' | 'dest' | undefined;
   let destError: unknown;
@@ -511,6 +534,7 @@ async function streamLink(
       }),
     );
   } finally {
+    clearInterval(stall);
     core.log.debug({ method: 'GET', path: where.url, status: res.statusCode, ms: Math.round(performance.now() - started), bytes: meter.bytes }, 'storage request');
   }
   if (expected !== undefined && meter.bytes !== expected) {

@@ -734,6 +734,38 @@ describe('transfers', () => {
     expect(dest.destroyed).toBe(true);
   });
 
+  // Black-box round 41c, F1 (storage): a byte every 100 ms resets undici's idle timer for ever.
+  it('download: a storage body that trickles is ended as interrupted, retryable, and nothing more is written', async () => {
+    const s = await stub((r) => {
+      if (r.path.endsWith('/raw')) return { status: 200, body: { url: `http://127.0.0.1:${new URL(s.origin).port}/storage/blob?sig=zzz`, expiresAt: '2999-01-01T00:00:00Z' } };
+      if (r.path === '/storage/blob') {
+        return async (res: ServerResponse) => {
+          res.writeHead(200, { 'content-length': '100000' });
+          for (let i = 0; i < 600 && !res.destroyed && res.writable; i++) {
+            res.write('x');
+            await new Promise((r2) => setTimeout(r2, 100));
+          }
+          res.end();
+        };
+      }
+      return undef;
+    });
+    const c = client(s.origin, { requestTimeoutMs: 1000, trickleWindowMs: 1500 });
+    let written = 0;
+    const dest = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        written += chunk.length;
+        cb();
+      },
+    });
+    const err = (await c.downloadVersionTo('d1', 'v1', dest).catch((e: unknown) => e)) as ServiceError;
+    expect(err).toBeInstanceOf(ServiceError);
+    expect(err).toMatchObject({ code: 'TRANSFER_INTERRUPTED', retryable: true });
+    expect(err.message).toMatch(/fewer than 1024 bytes in 2 s: the transfer trickles/);
+    expect(err.message).not.toContain('zzz');
+    expect(written).toBeLessThan(100);
+  });
+
   it('download: a storage GET that stalls is tried again, and that is said at info, without the signature (black-box round 28b, F7)', async () => {
     let gets = 0;
     const s = await stub((r) => {
