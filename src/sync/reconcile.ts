@@ -104,7 +104,9 @@ export function reconcile(
   if (blocked === null) return { groups, issues, blocked };
   const held: Partial<Record<ActionKind, number>> = {};
   for (const a of groups.flat()) held[a.kind] = (held[a.kind] ?? 0) + 1;
-  return { groups: [], issues, blocked: { ...blocked, held } };
+  // A row "no longer synced" is a forget this held pass does not make: said, it contradicted the gate's "nothing
+  // was changed" (black-box round 41b, an upload-only root emptied).
+  return { groups: [], issues: issues.filter((i) => i.code !== 'local-delete-not-propagated'), blocked: { ...blocked, held } };
 }
 
 /**

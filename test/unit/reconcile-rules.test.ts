@@ -123,6 +123,11 @@ describe('safety gates', () => {
     // What --force will do is said, under the pair's settings (black-box round 40c, F3: "if you really deleted
     // everything, run --force" brought every file back).
     expect(p.blocked?.message).toContain('it downloads every file again (localDeletePolicy: restore)');
+    // An upload-only pair's held pass says no row "no longer synced": it forgets none (black-box round 41b).
+    const up = plan(w, { direction: 'upload' });
+    expect(up.blocked?.code).toBe('local-root-empty');
+    expect(up.issues.filter((i) => i.code === 'local-delete-not-propagated')).toEqual([]);
+    expect(plan(w, { direction: 'upload', force: true }).issues.filter((i) => i.code === 'local-delete-not-propagated')).toHaveLength(3);
     for (const over of [{ localDeletePolicy: 'forget' as const }, { direction: 'upload' as const }]) {
       expect(plan(w, over).blocked?.message, JSON.stringify(over)).toContain('it leaves them deleted here and stops syncing their documents, which stay on the service');
     }
