@@ -501,7 +501,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     removedDirs = await removeVacatedDirs(rt, emptied, listing.observation);
     rememberFollowed(rt, report.execution.followedDirs, removedDirs, now().getTime());
   }
-  rememberObservations(rt, plan, local, listing, dryRun);
+  rememberObservations(rt, plan, local, listing, dryRun, report.execution?.failures ?? []);
   // The local observation still holds them: the next partial scan looks at their parents again.
   for (const dir of removedDirs) rt.cache.touchedDirs.add(parentOf(dir));
   for (const p of deferral.deferred) rt.cache.touchedDirs.add(parentOf(p));
@@ -991,10 +991,13 @@ function localSubtrees(rt: PairRuntime, opts: PassOptions): string[] | undefined
  * into (rescanned next time: their stats changed); the remote one only while nothing was sent to the
  * service (an upload makes it stale at once).
  */
-function rememberObservations(rt: PairRuntime, plan: Plan, local: LocalObservation, listing: RemoteListing, dryRun: boolean): void {
+function rememberObservations(rt: PairRuntime, plan: Plan, local: LocalObservation, listing: RemoteListing, dryRun: boolean, failures: readonly ActionFailure[]): void {
   if (dryRun) return;
   const touched = new Set<string>();
   let wroteRemote = false;
+  // An upload held back while another program writes the file sent nothing: the listing is still fresh. Read as
+  // stale, each recheck of a logger's file (every 5 s) listed the whole binder (black-box round 41b).
+  const heldOpen = new Set(failures.filter((f) => f.heldOpen !== undefined).map((f) => `${f.kind}\0${f.relPath}`));
   for (const group of plan.groups) {
     for (const a of group) {
       // A moved directory's parents: the rescan of a directory's subtree takes in everything moved with it.
@@ -1008,7 +1011,7 @@ function rememberObservations(rt: PairRuntime, plan: Plan, local: LocalObservati
         if (a.kind === 'upload' && a.thenMoveTo !== undefined) touched.add(parentOf(a.thenMoveTo.relPath));
       }
       if (a.kind === 'conflict') touched.add(parentOf(a.conflictPath));
-      if (wantsUpload(a)) wroteRemote = true;
+      if (wantsUpload(a) && !heldOpen.has(`${a.kind}\0${'relPath' in a ? a.relPath : ''}`)) wroteRemote = true;
     }
   }
   rt.cache.local = local;

@@ -122,6 +122,12 @@ describe.skipIf(!linux)('a file another program holds open for writing', () => {
         // Refused before any transfer (the one slot asked for is the pass's first look at its write access).
         expect([c.counters()['storage-put'], c.counters().commit]).toEqual([0, 0]);
         expect(c.listVersions(document.id)).toHaveLength(1);
+        // The daemon's recheck (a watch pass) reuses the listing: the held upload sent nothing. Each recheck of a
+        // logger's file listed the whole binder (black-box round 41b).
+        c.resetCounters();
+        const recheck = await runPass(p.rt, { reuseRemoteWithinMs: 60_000, localDirs: ['Docs'] });
+        expect(recheck.issues.map((i) => i.code)).toEqual(['changing']);
+        expect(c.counters().search).toBe(0);
         // A holder that has not written the file for a minute (a logger between lines) does not hold it back.
         const later = await runPass(p.rt, { now: () => new Date(Date.now() + 61_000) });
         expect(later.execution?.failures).toEqual([]);
