@@ -154,7 +154,7 @@ export async function uploadLocalFile(d: ExecutorDeps, req: UploadRequest): Prom
     d.store.deleteOutbox(id);
     throw refusedError(d, row, outcome.error);
   }
-  if (misdirected(outcome.row, outcome.version)) {
+  if (misdirected(d, outcome.row, outcome.version)) {
     d.store.deleteOutbox(id); // committed: never again
     throw misdirectedError(d, outcome.row, outcome.version);
   }
@@ -269,7 +269,7 @@ export async function recoverOutbox(given: ExecutorDeps): Promise<OutboxRecovery
       out.dropped++;
       const e = refusedError(d, row, outcome.error);
       d.log.warn({ relPath: row.relPath, code: e.code, err: e }, 'dropped an upload an earlier pass left unfinished (a restart, or a failed commit request): the service refused its commit');
-    } else if (misdirected(outcome.row, outcome.version)) {
+    } else if (misdirected(d, outcome.row, outcome.version)) {
       d.store.deleteOutbox(row.id);
       out.dropped++;
       const e = misdirectedError(d, outcome.row, outcome.version);
@@ -621,13 +621,21 @@ function refusedError(d: ExecutorDeps, row: OutboxRow, cause: unknown): BinderSy
  * before the commit, or another document took a name like it, or the service compares names loosely). The
  * version is not recorded as this document's: the next pass sees it as the other document's.
  */
-function misdirected(row: OutboxRow, version: DocumentVersion): boolean {
-  return row.documentId !== null && version.documentId !== row.documentId;
+function misdirected(d: ExecutorDeps, row: OutboxRow, version: DocumentVersion): boolean {
+  if (row.documentId !== null) return version.documentId !== row.documentId;
+  // A new file's answer naming a document another synced file is: recorded, the other file was overwritten with
+  // this content at the next pass and this one trashed (black-box round 41c, F2b: a commit answer naming another
+  // document).
+  const other = d.store.getBase(version.documentId);
+  return other !== undefined && other.key !== row.key;
 }
 
 function misdirectedError(d: ExecutorDeps, row: OutboxRow, version: DocumentVersion): BinderSyncError {
+  const other = row.documentId === null ? d.store.getBase(version.documentId)?.relPath : undefined;
   return new BinderSyncError(
-    `${row.relPath}: the service attached this upload to another document (${version.documentId}, not ${row.documentId}), probably because the document was renamed or moved on the service during the upload, or another document in its remote folder has a name like "${row.fileName}"`,
+    row.documentId === null
+      ? `${row.relPath}: the service attached this new file's upload to document ${version.documentId}, which is ${other === undefined ? 'another synced file' : `"${other}"`}: not recorded as this file's document`
+      : `${row.relPath}: the service attached this upload to another document (${version.documentId}, not ${row.documentId}), probably because the document was renamed or moved on the service during the upload, or another document in its remote folder has a name like "${row.fileName}"`,
     {
       code: 'COMMIT_MISDIRECTED',
       retryable: false,

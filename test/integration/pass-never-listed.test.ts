@@ -55,3 +55,42 @@ it('a new file whose commit answer named a document that does not exist is uploa
     await p.close();
   }
 });
+
+// Black-box round 41c, F2b: the answer named another synced file's document. Recorded as this file's, the next
+// pass overwrote that file's local copy with the new file's content and trashed the new file.
+it("a new file whose commit answer named another synced file's document is not recorded as it: both files stay as they are", async () => {
+  const p = await openTestPair(emu, 'commit-other-doc');
+  try {
+    const c = emu.control;
+    const docs = c.createFolder(p.binderId, { name: 'Docs' });
+    const other = c.addDocument(p.binderId, docs.id, 'other.txt', "a colleague's\n");
+    await runPass(p.rt);
+    const client = p.rt.client;
+    const commit = client.commitUpload.bind(client);
+    let lied = false;
+    client.commitUpload = async (...args: Parameters<typeof commit>) => {
+      if (lied) return commit(...args);
+      lied = true;
+      return { id: other.version.id, documentId: other.document.id, version: '1' };
+    };
+    const file = path.join(p.local, 'Docs', 'new.txt');
+    fs.writeFileSync(file, 'only copy\n');
+    const first = await runPass(p.rt);
+    expect(first.execution?.failures.map((f) => f.code)).toEqual(['COMMIT_MISDIRECTED']);
+    expect(first.execution?.failures[0]?.message).toContain(`the service attached this new file's upload to document ${other.document.id}, which is "Docs/other.txt"`);
+    expect(p.rt.store.getBase(other.document.id)?.relPath).toBe('Docs/other.txt');
+    p.rt.cache.foldersAt = 0;
+    await runPass(p.rt);
+    const third = await runPass(p.rt);
+    expect(fs.readFileSync(file, 'utf8')).toBe('only copy\n');
+    expect(fs.readFileSync(path.join(p.local, 'Docs', 'other.txt'), 'utf8')).toBe("a colleague's\n");
+    // The content is not sent again until the file changes (as for any misdirected commit), and says so.
+    expect(third.issues.map((i) => `${i.relPath} ${i.code}`)).toEqual(['Docs/new.txt upload-refused']);
+    fs.appendFileSync(file, 'more\n');
+    await runPass(p.rt);
+    expect(c.listDocuments(p.binderId).map((d) => d.fileName).sort()).toEqual(['new.txt', 'other.txt']);
+    expect(fs.readFileSync(path.join(p.local, 'Docs', 'other.txt'), 'utf8')).toBe("a colleague's\n");
+  } finally {
+    await p.close();
+  }
+});
