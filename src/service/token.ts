@@ -16,6 +16,8 @@ export function safetyMarginMs(lifetimeSeconds: number): number {
 
 interface CachedToken {
   token: string;
+  /** Local clock time it was asked for. */
+  issuedAt: number;
   /** Local clock time after which the token is no longer handed out. */
   refreshAt: number;
 }
@@ -60,6 +62,11 @@ export class TokenProvider {
     if (this.cached?.token === token) this.cached = undefined;
   }
 
+  /** How long ago `token` was asked for, if it is the one in use (ms); undefined for another. */
+  ageOf(token: string): number | undefined {
+    return this.cached?.token === token ? this.now() - this.cached.issuedAt : undefined;
+  }
+
   /** Tokens this provider has handed out (most recent last), for scrubbing text before it is shown. */
   knownTokens(): readonly string[] {
     return this.issued;
@@ -72,7 +79,7 @@ export class TokenProvider {
     // for): taken as not stated, else every API call would first ask for a new token. A 401 refreshes it anyway.
     const lifetimeS = res.expires_in || DEFAULT_TOKEN_LIFETIME_S;
     // Measured from when we asked, so time spent waiting for the answer is not counted as validity.
-    const cached = { token: res.access_token, refreshAt: requestedAt + lifetimeS * 1000 - safetyMarginMs(lifetimeS) };
+    const cached = { token: res.access_token, issuedAt: requestedAt, refreshAt: requestedAt + lifetimeS * 1000 - safetyMarginMs(lifetimeS) };
     this.cached = cached;
     this.issued.push(res.access_token);
     if (this.issued.length > 8) this.issued.shift();

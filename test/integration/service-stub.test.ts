@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import http, { type ServerResponse } from 'node:http';
 import { Readable, Writable } from 'node:stream';
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ServiceError, type ServiceSettings } from '../../src/service/index.js';
 import { STUB_SECRET, stub, stubClient, type Answer, type Seen } from './stub-server.js';
 
@@ -64,6 +64,36 @@ describe('token and headers', () => {
       const e = (await client(s.origin, { secretSource: source }).listBinders().catch((x: unknown) => x)) as ServiceError;
       expect(e).toMatchObject({ code: 'AUTH_FAILED', status: 401 });
       expect(e.hint).toBe(`check service.clientId and ${source}, and that the API client was not deleted or rotated`);
+    }
+  });
+
+  // Black-box round 41c, F9: a service that answers an expired token with 403 (RFC 6750 says 401) left the daemon
+  // failing until the token's stated lifetime was over.
+  it('a 403 with a token a minute old or more gets one fresh token; a young token\'s 403 asks for none', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      let expired = false;
+      const s = await stub((r) => {
+        if (r.path !== '/api/v1/binders') return undef;
+        if (expired && r.headers.authorization === 'Bearer tok-1') return { status: 403, body: { title: 'token expired' } };
+        return { status: 200, body: [] };
+      });
+      const c = client(s.origin);
+      expect(await c.listBinders()).toEqual([]);
+      vi.setSystemTime(Date.now() + 61_000);
+      expired = true;
+      expect(await c.listBinders()).toEqual([]);
+      expect(s.tokenCalls()).toBe(2);
+      expect(s.api().map((a) => a.headers.authorization)).toEqual(['Bearer tok-1', 'Bearer tok-1', 'Bearer tok-2']);
+      // A 403 with the token just taken is about access: no token request for it.
+      const denied = await stub((r) => (r.path === '/api/v1/binders' ? { status: 403, body: { title: 'no access' } } : undef));
+      const d = client(denied.origin);
+      const err = (await d.listBinders().catch((e: unknown) => e)) as ServiceError;
+      expect(err).toMatchObject({ status: 403 });
+      expect(denied.tokenCalls()).toBe(1);
+      expect(denied.api()).toHaveLength(1);
+    } finally {
+      vi.useRealTimers();
     }
   });
 
