@@ -302,16 +302,20 @@ export class HttpCore {
     const parsed = schema.safeParse(json);
     if (parsed.success) return parsed.data;
     // Name the offending fields, never their values (they could be anything the server sent).
+    // A record in a list is named by its id and name where it has them (black-box round 41c, F7: "items.16" alone).
     const issues = parsed.error.issues
       .slice(0, 5)
-      .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
+      .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}${recordNamed(json, i.path)}: ${i.message}`)
       .join('; ');
+    const inRecords = parsed.error.issues.every((i) => i.path.some((p) => typeof p === 'number'));
     throw new ServiceError(`${request} answered with an unexpected shape: ${issues}`, {
       code: 'SERVICE_INVALID_RESPONSE',
       retryable: false,
       request,
       status: res.status,
-      hint: `${answererOf(request).who} answered something binder-sync does not understand; check ${answererOf(request).setting} points at it`,
+      hint: inRecords
+        ? `${answererOf(request).who} sent a record binder-sync cannot read (a fault of the service, or of its data): nothing was changed here for it; tell the service's operator which record`
+        : `${answererOf(request).who} answered something binder-sync does not understand; check ${answererOf(request).setting} points at it`,
       ...(context ? { context } : {}),
     });
   }
@@ -430,6 +434,24 @@ export class HttpCore {
     this.closing.abort();
     await this.agent.close().catch(() => this.agent.destroy());
   }
+}
+
+/**
+ * " (id X, "name")" for the innermost list record on `path` in `json`, where it has a string id; else "". The id
+ * and name are the service's own labels of the record, not its other values.
+ */
+function recordNamed(json: unknown, path: readonly PropertyKey[]): string {
+  let at: unknown = json;
+  let record: Record<string, unknown> | undefined;
+  for (const key of path) {
+    if (at === null || typeof at !== 'object') break;
+    at = (at as Record<PropertyKey, unknown>)[key as string];
+    if (typeof key === 'number' && at !== null && typeof at === 'object') record = at as Record<string, unknown>;
+  }
+  const id = record?.id;
+  if (typeof id !== 'string' || id.length > 100) return '';
+  const name = [record?.fileName, record?.name].find((n): n is string => typeof n === 'string');
+  return ` (id ${id}${name === undefined ? '' : `, ${JSON.stringify(name.length > 80 ? `${name.slice(0, 77)}...` : name)}`})`;
 }
 
 /** The `error` of an OAuth error answer (RFC 6749 5.2: invalid_client, invalid_scope...), or null. */

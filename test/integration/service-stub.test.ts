@@ -300,6 +300,14 @@ describe('retries', () => {
     expect(n).toBe(0);
   });
 
+  it('one malformed record in a list is named by its id and name, and the hint says it is the service\'s record (black-box round 41c, F7)', async () => {
+    const s = await stub((r) => (r.path.startsWith('/api/') ? { status: 200, body: { items: [doc('d1'), { ...doc('d2'), latestVersionId: null }], totalCount: 2 } } : undef));
+    const err = (await client(s.origin).searchDocuments({}).catch((e: unknown) => e)) as ServiceError;
+    expect(err).toMatchObject({ code: 'SERVICE_INVALID_RESPONSE', retryable: false });
+    expect(err.message).toMatch(/^POST \/documents answered with an unexpected shape: items\.1\.latestVersionId \(id d2, "d2\.txt"\): /);
+    expect(err.hint).toMatch(/sent a record binder-sync cannot read \(a fault of the service, or of its data\)/);
+  });
+
   it('a 2xx with the wrong shape is SERVICE_INVALID_RESPONSE, not retried, never "empty"', async () => {
     const s = await stub((r) => (r.path.startsWith('/api/') ? { status: 200, body: { items: [{ fileName: 'x' }], totalCount: 1 } } : undef));
     const err = (await client(s.origin).searchDocuments({}).catch((e: unknown) => e)) as ServiceError;
