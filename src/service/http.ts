@@ -153,16 +153,21 @@ export class HttpCore {
    */
   async withRetry<T>(request: string, signal: AbortSignal, attemptFn: (attempt: number) => Promise<T>): Promise<T> {
     const policy = this.settings.retry;
+    // A 429 is the service pacing us, not failing: it spends a budget of its own, four times the attempts. Under a
+    // steady rate limit a one-shot sync gave up on some items after six 429s each (black-box round 41c, F8).
+    let throttled = 0;
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) throw abortedError(request);
       try {
         return await attemptFn(attempt);
       } catch (err) {
+        if (err instanceof ServiceError && err.status === 429) throttled++;
+        const spent = err instanceof ServiceError && err.status === 429 ? throttled >= policy.maxAttempts * 4 : attempt - throttled >= policy.maxAttempts;
         const final =
           !(err instanceof ServiceError) ||
           !err.retryable ||
           err.code === 'ABORTED' ||
-          attempt >= policy.maxAttempts ||
+          spent ||
           finalErrors.has(err);
         if (final) throw markFinal(signal.aborted && !(err instanceof ServiceError && err.code === 'ABORTED') ? abortedError(request) : err);
         const wait = backoffDelay(attempt, policy, err.retryAfterMs);

@@ -246,6 +246,23 @@ describe('retries', () => {
     expect(n).toBe(3);
   });
 
+  // Black-box round 41c, F8: under a steady rate limit, items were given up after the attempts of any failure.
+  it('429s spend a budget of their own (four times the attempts); other failures the usual one', async () => {
+    let n = 0;
+    const s = await stub((r) => (r.path === '/api/v1/binders' ? (n++ < 10 ? { status: 429, headers: { 'retry-after': '0' }, body: '' } : { status: 200, body: [] }) : undef));
+    expect(await client(s.origin, { retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5 } }).listBinders()).toEqual([]);
+    expect(n).toBe(11);
+    let m = 0;
+    const t = await stub((r) => (r.path === '/api/v1/binders' ? (m++, { status: 429, headers: { 'retry-after': '0' }, body: '' }) : undef));
+    const err = (await client(t.origin, { retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5 } }).listBinders().catch((e: unknown) => e)) as ServiceError;
+    expect(err).toMatchObject({ status: 429 });
+    expect(m).toBe(16);
+    let k = 0;
+    const u = await stub((r) => (r.path === '/api/v1/binders' ? (k++, { status: 502, body: '' }) : undef));
+    await client(u.origin, { retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5 } }).listBinders().catch(() => undefined);
+    expect(k).toBe(4);
+  });
+
   it('a response idle past requestTimeoutMs is retried', async () => {
     let n = 0;
     const s = await stub(async (r) => {
