@@ -715,6 +715,31 @@ describe('transfers', () => {
     }
   }, 30_000);
 
+  it('upload: a PUT whose answer body trickles is done once its status is in, the body let go after requestTimeout (black-box round 41c, F1)', async () => {
+    const storage = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', async () => {
+        res.writeHead(201, { 'content-type': 'text/plain' });
+        for (let i = 0; i < 600 && !res.destroyed && res.writable; i++) {
+          res.write(' ');
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => storage.listen(0, '127.0.0.1', r));
+    try {
+      const port = (storage.address() as { port: number }).port;
+      const s = await stub((r) => (r.path.endsWith('/presignedupload') ? { status: 200, body: { presignedUrl: `http://127.0.0.1:${port}/u1?sig=1`, uploadId: 'u1' } } : undef));
+      const c = client(s.origin, { requestTimeoutMs: 1000 });
+      const content = Buffer.alloc(1000, 7);
+      expect(await c.uploadContent(() => Readable.from([content]), content.length)).toMatchObject({ uploadId: 'u1', bytes: 1000 });
+    } finally {
+      storage.closeAllConnections();
+      await new Promise((r) => storage.close(r));
+    }
+  }, 30_000);
+
   it('upload: a failing local stream is UPLOAD_SOURCE_FAILED and takes no second slot', async () => {
     const s = await stub((r) => (r.path.endsWith('/presignedupload') ? { status: 200, body: { presignedUrl: `${s.origin}/storage/u1?sig=1`, uploadId: 'u1' } } : r.path.startsWith('/storage') ? { status: 201 } : undef));
     const c = client(s.origin);
