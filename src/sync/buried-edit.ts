@@ -79,11 +79,13 @@ async function settle(d: ExecutorDeps, check: BuriedCheck, report: ExecutionRepo
       d.store.deleteBuriedCheck(check.id);
       return 'done';
     }
-    if (latest !== check.ours) buried = buried.filter((v) => v.id !== latest);
     // Ours is the latest: every version the list puts after it was made before it, in the same instant (a tie the
     // list put either way). One made during our upload was taken for one after ours, and superseded unsaid (black-
-    // box round 41b, B4).
-    else buried = [...buried, ...beyond];
+    // box round 41b, B4). Another is the latest, and the list puts it before ours: the list's order is wrong
+    // around ours (a tie), so no version after the one edited from is known to come after ours: each but the
+    // latest is kept (a duplicate copy at worst, never an edit superseded unsaid).
+    if (latest === check.ours || buried.some((v) => v.id === latest)) buried = [...buried, ...beyond];
+    if (latest !== check.ours) buried = buried.filter((v) => v.id !== latest);
   }
   // Older than ours, though our base row never held them: a lagging search index that still lists one is not a
   // change either (remote/older-than-synced.ts).

@@ -178,6 +178,31 @@ describe('an edit committed over a version made during its upload', () => {
     }
   });
 
+  it("a version made during our upload and another just after, all in one second, listed in the tie's order: the one during is kept as a copy, the one after comes down (black-box round 41b, B4 ab)", async () => {
+    const p = await openTestPair(emu, 'buried-tie-three');
+    try {
+      let after = '';
+      const { documentId } = await editedWithRace(p, true, { afterCommit: () => { after = emu.control.addVersion(documentId, 'COLLEAGUE AFTER\n').id; } });
+      // Newest first with the tie oldest first: [theirs during, ours, theirs after, v1], here oldest first.
+      const list = p.rt.client.listVersions.bind(p.rt.client);
+      p.rt.client.listVersions = async (id: string) => {
+        const versions = await list(id);
+        const named = (text: string) => versions.find((v) => emu.control.readContent(id, v.id).toString() === text)!;
+        if (after === '' || versions.length !== 4) return versions;
+        return [named('v1\n'), named('COLLEAGUE AFTER\n'), named('MINE\n'), named('COLLEAGUE\n')];
+      };
+      const pass = await runPass(p.rt);
+      expect(pass.execution?.failures).toEqual([]);
+      expect([...copiesOf(p).values()]).toEqual(['COLLEAGUE\n']);
+      p.rt.cache.foldersAt = 0;
+      await runPass(p.rt);
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'f.txt'), 'utf8')).toBe('COLLEAGUE AFTER\n');
+      expect([...copiesOf(p).values()]).toEqual(['COLLEAGUE\n']);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('without a race: one version, no copy, no conflict', async () => {
     const p = await openTestPair(emu, 'buried-none');
     try {
