@@ -60,8 +60,8 @@ function rawResponse(status: number, headers: RawResponse['headers'], body: { ch
 }
 
 const TOKEN_REQUEST = 'POST /connect/token';
-/** A token at least this old that gets a 403 is asked for anew once (see send). */
-const STALE_TOKEN_403_MS = 60_000;
+/** A token at least this old that gets a 403 is asked for anew once (see send); a younger one was just issued. */
+const STALE_TOKEN_403_MS = 5_000;
 
 /** Who answers a request, and the config key that says where it goes: the token request authUrl, every other baseUrl. */
 const answererOf = (request: string) =>
@@ -249,7 +249,7 @@ export class HttpCore {
           this.tokens.invalidate(token);
           continue;
         }
-        // Some services answer an expired token with 403 (RFC 6750 says 401): with a token a minute old or more,
+        // Some services answer an expired token with 403 (RFC 6750 says 401): with a token 5 s old or more,
         // refreshed once too. Taken as a refusal for good, the daemon failed until the token's stated lifetime was
         // over, up to an hour (black-box round 41c, F9). A young token's 403 is about access: no token request.
         if (res.status === 403 && !authRetried && (this.tokens.ageOf(token) ?? 0) >= STALE_TOKEN_403_MS) {

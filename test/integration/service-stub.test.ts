@@ -69,7 +69,7 @@ describe('token and headers', () => {
 
   // Black-box round 41c, F9: a service that answers an expired token with 403 (RFC 6750 says 401) left the daemon
   // failing until the token's stated lifetime was over.
-  it('a 403 with a token a minute old or more gets one fresh token; a young token\'s 403 asks for none', async () => {
+  it('a 403 with a token 5 s old or more gets one fresh token; a young token\'s 403 asks for none', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     try {
       let expired = false;
@@ -80,7 +80,7 @@ describe('token and headers', () => {
       });
       const c = client(s.origin);
       expect(await c.listBinders()).toEqual([]);
-      vi.setSystemTime(Date.now() + 61_000);
+      vi.setSystemTime(Date.now() + 6_000);
       expired = true;
       expect(await c.listBinders()).toEqual([]);
       expect(s.tokenCalls()).toBe(2);
