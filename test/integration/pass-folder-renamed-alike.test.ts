@@ -707,3 +707,25 @@ it.each(['direction: upload', 'direction: both'])('%s: names swapped alike by co
     await p.close();
   }
 });
+
+// Black-box round 41a, FAIL 3 (a regression of 52f41ea): a two-way `forget` pair, `mv F G` and `sed -i G/x` before
+// a pass, the service's `F -> G` after it. The pass put the emptied F back (its remote folder was there), which
+// stopped the place rule, and x's edit became a keep-both conflict copy. Where x waited is remembered.
+it('localDeletePolicy: forget, mv F G then sed -i on a file before a pass, then the service renames F alike: the edit is the document\'s next version (black-box round 41a, FAIL 3)', async () => {
+  const { p, folder, at, ids: [x, z] } = await syncedUp('moved-first-forget-sed-before', 'localDeletePolicy: forget', ['x', 'z']);
+  try {
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    sedInPlace(at('Docs/G/x.txt'));
+    const waiting = await runPass(p.rt);
+    expect(waiting.issues.map((i) => `${i.relPath} ${i.code} ${i.documentId}`).sort()).toEqual([`Docs/G/x.txt waiting-for-remote-folder ${x}`, `Docs/G/z.txt waiting-for-remote-folder ${z}`]);
+    emu.control.renameFolder(folder, 'G');
+    await cleanPass(p);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(versions(z)).toEqual(['untouched z\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
