@@ -9,7 +9,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runPass } from '../../src/sync/pass.js';
-import { openTestPair } from './pass-fixture.js';
+import type { DocumentVersion } from '../../src/service/index.js';
+import { openTestPair, type TestPair } from './pass-fixture.js';
 
 let emu: Emulator;
 beforeAll(async () => {
@@ -19,6 +20,18 @@ afterAll(async () => {
   await emu?.close();
 });
 
+/** The client's first commit is not made: answered with `version` instead (what a faulty service says). */
+function answerFirstCommitWith(p: TestPair, version: DocumentVersion): void {
+  const client = p.rt.client;
+  const commit = client.commitUpload.bind(client);
+  let lied = false;
+  client.commitUpload = async (...args: Parameters<typeof commit>) => {
+    if (lied) return commit(...args);
+    lied = true;
+    return version;
+  };
+}
+
 it('a new file whose commit answer named a document that does not exist is uploaded again, not trashed', async () => {
   const p = await openTestPair(emu, 'never-listed');
   try {
@@ -26,14 +39,7 @@ it('a new file whose commit answer named a document that does not exist is uploa
     const docs = c.createFolder(p.binderId, { name: 'Docs' });
     c.addDocument(p.binderId, docs.id, 'other.txt', 'a colleague\'s\n'); // an empty binder's listing is held (remote-empty)
     await runPass(p.rt);
-    const client = p.rt.client;
-    const commit = client.commitUpload.bind(client);
-    let lied = false;
-    client.commitUpload = async (...args: Parameters<typeof commit>) => {
-      if (lied) return commit(...args);
-      lied = true;
-      return { id: '7d1f0f5e-0000-4000-8000-000000000001', documentId: '7d1f0f5e-0000-4000-8000-00000000000d', version: '1' };
-    };
+    answerFirstCommitWith(p, { id: '7d1f0f5e-0000-4000-8000-000000000001', documentId: '7d1f0f5e-0000-4000-8000-00000000000d', version: '1' });
     const file = path.join(p.local, 'Docs', 'new.txt');
     fs.writeFileSync(file, 'only copy\n');
     expect((await runPass(p.rt)).execution?.done).toEqual({ upload: 1 });
@@ -65,14 +71,7 @@ it("a new file whose commit answer named another synced file's document is not r
     const docs = c.createFolder(p.binderId, { name: 'Docs' });
     const other = c.addDocument(p.binderId, docs.id, 'other.txt', "a colleague's\n");
     await runPass(p.rt);
-    const client = p.rt.client;
-    const commit = client.commitUpload.bind(client);
-    let lied = false;
-    client.commitUpload = async (...args: Parameters<typeof commit>) => {
-      if (lied) return commit(...args);
-      lied = true;
-      return { id: other.version.id, documentId: other.document.id, version: '1' };
-    };
+    answerFirstCommitWith(p, { id: other.version.id, documentId: other.document.id, version: '1' });
     const file = path.join(p.local, 'Docs', 'new.txt');
     fs.writeFileSync(file, 'only copy\n');
     const first = await runPass(p.rt);
