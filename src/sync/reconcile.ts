@@ -180,9 +180,17 @@ function followSwapAlike(s: PassState, still: readonly BaseEntry[]): boolean {
     // saved since by a program that writes a new file (`mv a t; mv b a; mv t b`, then `sed -i a`): what else the
     // swap left there; an edit at worst, as with the place rule (the content stays in the version history). Read
     // as a stranger's, its edit became a keep-both conflict copy (black-box round 37c, F2's rename cycles).
+    // So is the one file left when names were swapped by copying onto the files (`cp y x` keeps x's inode) and it
+    // was edited in place since: its inode is a member's whose bytes were found at that member's new name, so the
+    // file is what the copies left here, by elimination (black-box round 41b, B1 with an edit: each document got
+    // the other's content as a version, and the local swap was undone).
+    const movedByBytes = cycle.filter((b, i) => byInode[i] && !renamedAlikeLocally(b, must(files[i])));
+    const leftByCopies = (i: number, there: LocalFile) =>
+      byInode.filter((m) => !m).length === 1 && movedByBytes.some((c) => c !== cycle[i] && sameFile(c, there));
     const alike = byInode.some(Boolean) && cycle.every((_, i) => {
       const there = files[i];
-      return there !== undefined && !s.consumedLocal.has(there.key) && there.sha256 !== null && (byInode[i] || (there.inode !== 0 && !cycle.some((c) => sameFile(c, there))));
+      return there !== undefined && !s.consumedLocal.has(there.key) && there.sha256 !== null &&
+        (byInode[i] || (there.inode !== 0 && !cycle.some((c) => sameFile(c, there))) || leftByCopies(i, there));
     });
     if (!alike) continue;
     const rows = cycle.map((b, i) => {

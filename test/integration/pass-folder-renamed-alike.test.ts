@@ -729,3 +729,27 @@ it('localDeletePolicy: forget, mv F G then sed -i on a file before a pass, then 
     await p.close();
   }
 });
+
+// The same swap by copying onto the files, then one of them edited in place: the other file holds exactly its
+// document's bytes at the document's new name, so the edited one is what the copies left, by elimination. Read by
+// path, each document got the other's content as a version and the local swap was undone (black-box round 41b, B1).
+it('direction: both: names swapped alike by copying onto the files, then one edited in place: the edit is its own document\'s, the swap stays (black-box round 41b, B1)', async () => {
+  const { p, at, ids: [x, y] } = await syncedUp('swap-by-copy-onto-edit', 'direction: both', ['x', 'y']);
+  try {
+    const c = emu.control;
+    const tx = fs.readFileSync(at('Docs/F/x.txt'));
+    fs.writeFileSync(at('Docs/F/x.txt'), fs.readFileSync(at('Docs/F/y.txt')));
+    fs.writeFileSync(at('Docs/F/y.txt'), tx);
+    fs.appendFileSync(at('Docs/F/x.txt'), 'appended\n'); // in place: x.txt keeps its inode
+    c.renameDocument(x, 't.txt');
+    c.renameDocument(y, 'x.txt');
+    c.renameDocument(x, 'y.txt');
+    await cleanPass(p);
+    expect(versions(x)).toEqual(['original x\n']);
+    expect(versions(y)).toEqual(['original y\n', 'original y\nappended\n']);
+    expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: original y\nappended', 'F/y.txt: original x']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
