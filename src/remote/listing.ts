@@ -129,6 +129,13 @@ export async function fetchRemote(client: ListingClient, opts: FetchRemoteOption
     if (searched === null) {
       method = 'per-folder';
       docs = await listDocumentsPerFolder(client, opts.binderId, await walk(), counter, previous, opts.signal);
+    } else if (searched.docs.size === 0 && previous === null && (await walk()).length > 0) {
+      // No document at all in a binder with folders, at the first listing of this process: a search index that
+      // lags behind a binder just filled says so too, and a first sync then said "in sync" with nothing
+      // downloaded (black-box round 41c, O1). The folders are asked (once per process: a binder of empty
+      // folders costs its folder count once).
+      method = 'per-folder';
+      docs = await listDocumentsPerFolder(client, opts.binderId, await walk(), counter, previous, opts.signal);
     } else {
       docs = searched.docs;
     }

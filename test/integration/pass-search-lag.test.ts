@@ -86,6 +86,29 @@ describe('a search index lagging behind commits', () => {
     }
   });
 
+  // Black-box round 41c, O1: a binder just filled, its search index not caught up: the first sync said "in sync"
+  // with nothing downloaded. No document in a binder with folders, at a process's first listing, asks the folders.
+  it('the first sync of a binder whose search lists nothing yet lists its folders, and downloads what they hold', async () => {
+    const p = await openTestPair(emu, 'lag-first-sync');
+    try {
+      const c = emu.control;
+      const folder = c.createFolder(p.binderId, { name: 'Docs' });
+      c.addDocument(p.binderId, folder.id, 'a.txt', 'a');
+      c.addDocument(p.binderId, folder.id, 'b.txt', 'b');
+      c.setSearchLag(60 * 60_000); // nothing this new is in the index yet
+      const r = await runPass(p.rt);
+      expect(r.listingMethod).toBe('per-folder');
+      expect(r.execution?.done).toEqual(expect.objectContaining({ download: 2 }));
+      expect(fs.readFileSync(path.join(p.local, 'Docs', 'a.txt'), 'utf8')).toBe('a');
+      // A later pass (the index still behind) keeps them: they are synced, and the lag is taken as it is.
+      const next = await runPass(p.rt);
+      expect(next.execution?.done['trash-local']).toBeUndefined();
+      expect(fs.existsSync(path.join(p.local, 'Docs', 'b.txt'))).toBe(true);
+    } finally {
+      await p.close();
+    }
+  });
+
   // The latest-version pointer moved back (a version made current again on the service): not a lagging index. The
   // document itself names that version: once it has been older for a minute, the pass asks, and takes it as the
   // change it is. Before, the local file stayed at the newer content for a day (until the record was pruned).
