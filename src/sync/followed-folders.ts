@@ -5,6 +5,7 @@
 // for good, where the README promises it goes into the renamed folder (black-box round 26). These directories
 // are remembered, with their folder's id, for FOLLOWED_KEEP_MS, or until the directory is gone.
 import { z } from 'zod';
+import { readMetaRecord, writeMetaRecord } from '../state/meta-record.js';
 import type { StateStore } from '../state/store.js';
 import type { PathKey } from './model.js';
 
@@ -17,16 +18,8 @@ export const FOLLOWED_KEEP_MS = 7 * 24 * 60 * 60 * 1000;
 const SavedSchema = z.record(z.string(), z.object({ folderId: z.string(), at: z.number() }));
 type Saved = z.infer<typeof SavedSchema>;
 
-function load(store: StateStore): Saved {
-  const raw = store.getMeta(FOLLOWED_FOLDERS);
-  if (raw === undefined || raw === '') return {};
-  try {
-    const parsed = SavedSchema.safeParse(JSON.parse(raw));
-    return parsed.success ? parsed.data : {}; // a damaged record is no record: such a file waits, as before
-  } catch {
-    return {};
-  }
-}
+// A damaged record is no record: such a file waits, as before.
+const load = (store: StateStore): Saved => readMetaRecord(store, FOLLOWED_FOLDERS, SavedSchema);
 
 /** The remembered directories (by path key) and their folder ids, younger than FOLLOWED_KEEP_MS at `now`. */
 export function loadFollowedFolders(store: StateStore, now: number): Map<PathKey, string> {
@@ -43,7 +36,5 @@ export function rememberFollowedFolders(store: StateStore, followed: ReadonlyMap
   const next: Saved = {};
   for (const [key, r] of Object.entries(saved)) if (Math.abs(now - r.at) < FOLLOWED_KEEP_MS && stillThere(key)) next[key] = r;
   for (const [key, folderId] of followed) next[key] = { folderId, at: now };
-  const text = JSON.stringify(next);
-  if (Object.keys(next).length === 0) store.deleteMeta(FOLLOWED_FOLDERS);
-  else if (text !== JSON.stringify(saved)) store.setMeta(FOLLOWED_FOLDERS, text);
+  writeMetaRecord(store, FOLLOWED_FOLDERS, next);
 }

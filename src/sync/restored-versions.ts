@@ -5,6 +5,7 @@
 // keep-both conflict copy while this lived in memory); an entry lasts while the document's row is at that version
 // and path.
 import { z } from 'zod';
+import { readMetaRecord, writeMetaRecord } from '../state/meta-record.js';
 import type { StateStore } from '../state/store.js';
 
 /** Meta key holding the record (JSON, see SavedSchema). */
@@ -15,17 +16,8 @@ const SavedSchema = z.record(z.string(), z.object({ versionId: z.string(), relPa
 type Saved = z.infer<typeof SavedSchema>;
 export type Restored = Saved[string];
 
-function load(store: StateStore): Saved {
-  const raw = store.getMeta(RESTORED_VERSIONS);
-  if (raw === undefined || raw === '') return {};
-  try {
-    const parsed = SavedSchema.safeParse(JSON.parse(raw));
-    // A damaged record is no record: such an edit is kept both ways, as without one.
-    return parsed.success ? parsed.data : {};
-  } catch {
-    return {};
-  }
-}
+// A damaged record is no record: such an edit is kept both ways, as without one.
+const load = (store: StateStore): Saved => readMetaRecord(store, RESTORED_VERSIONS, SavedSchema);
 
 /** The remembered documents and the version put back for each (ReconcileContext.restoredVersions). */
 export function loadRestoredVersions(store: StateStore): Map<string, string> {
@@ -45,7 +37,5 @@ export function rememberRestoredVersions(store: StateStore, restored: ReadonlyMa
     const row = store.getBase(documentId);
     if (row?.versionId === r.versionId && row.relPath === r.relPath) next[documentId] = r;
   }
-  const text = JSON.stringify(next);
-  if (Object.keys(next).length === 0) store.deleteMeta(RESTORED_VERSIONS);
-  else if (text !== JSON.stringify(saved)) store.setMeta(RESTORED_VERSIONS, text);
+  writeMetaRecord(store, RESTORED_VERSIONS, next);
 }

@@ -5,6 +5,7 @@
 // document's file waits (ReconcileContext.waitingMoves). Rewritten after each pass: an entry lasts while its file
 // waits.
 import { z } from 'zod';
+import { readMetaRecord, writeMetaRecord } from '../state/meta-record.js';
 import type { StateStore } from '../state/store.js';
 import type { Issue, PathKey } from './model.js';
 import { pathKey } from './path-key.js';
@@ -14,24 +15,14 @@ const WAITING_MOVES = 'waitingMoves';
 const SavedSchema = z.record(z.string(), z.string());
 
 export function loadWaitingMoves(store: StateStore, caseInsensitive: boolean): Map<string, PathKey> {
-  const raw = store.getMeta(WAITING_MOVES);
-  if (raw === undefined || raw === '') return new Map();
-  try {
-    const parsed = SavedSchema.safeParse(JSON.parse(raw));
-    // A damaged record is no record: the files are found by inode or place, as without one.
-    return parsed.success ? new Map(Object.entries(parsed.data).map(([id, relPath]) => [id, pathKey(relPath, caseInsensitive)])) : new Map();
-  } catch {
-    return new Map();
-  }
+  // A damaged record is no record: the files are found by inode or place, as without one.
+  const saved = readMetaRecord(store, WAITING_MOVES, SavedSchema);
+  return new Map(Object.entries(saved).map(([id, relPath]) => [id, pathKey(relPath, caseInsensitive)]));
 }
 
 /** Records the synced files this pass found waiting for a remote folder (the issues that name their document). */
 export function rememberWaitingMoves(store: StateStore, issues: readonly Issue[]): void {
   const next: Record<string, string> = {};
   for (const i of issues) if (i.code === 'waiting-for-remote-folder' && i.documentId !== undefined) next[i.documentId] = i.relPath;
-  const text = JSON.stringify(next);
-  const saved = store.getMeta(WAITING_MOVES);
-  if (Object.keys(next).length === 0) {
-    if (saved !== undefined) store.deleteMeta(WAITING_MOVES);
-  } else if (text !== saved) store.setMeta(WAITING_MOVES, text);
+  writeMetaRecord(store, WAITING_MOVES, next);
 }
