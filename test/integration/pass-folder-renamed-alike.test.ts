@@ -624,16 +624,32 @@ it.each(AMBIGUOUS_CYCLES)("names %s inside a folder renamed alike (%s), every fi
   }
 });
 
-it.each(['direction: upload', 'direction: both'])('%s: names swapped alike by copying (cp x t; cp y x; cp t y: no inode left, as an overlayfs copy-up too), no edit: each file is its document\'s by its bytes, nothing sent (black-box round 40b, A2)', async (setting) => {
-  const { p, at, ids: [x, y] } = await syncedUp(`swap-by-copy-${setting.slice(11)}`, setting, ['x', 'y']);
-  try {
-    const c = emu.control;
+// [how the copies were made]. As new files (cp x t; cp y x; cp t y after rm: no inode left, as an overlayfs copy-up
+// too: black-box round 40b, A2), or onto the files (`cp y x` writes into x: each keeps its inode and birth time, so
+// each row's own file at its own path reads as an edit made in place; an upload-only pair sent each document the
+// other's content: round 41b, B1).
+const COPY_SWAPS = {
+  'as new files': (at: (rel: string) => string) => {
     fs.copyFileSync(at('Docs/F/x.txt'), at('Docs/F/t.txt'));
     fs.rmSync(at('Docs/F/x.txt'));
     fs.copyFileSync(at('Docs/F/y.txt'), at('Docs/F/x.txt'));
     fs.rmSync(at('Docs/F/y.txt'));
     fs.copyFileSync(at('Docs/F/t.txt'), at('Docs/F/y.txt'));
     fs.rmSync(at('Docs/F/t.txt'));
+  },
+  'onto the files': (at: (rel: string) => string) => {
+    const inodes = [fs.statSync(at('Docs/F/x.txt')).ino, fs.statSync(at('Docs/F/y.txt')).ino];
+    const tx = fs.readFileSync(at('Docs/F/x.txt'));
+    fs.writeFileSync(at('Docs/F/x.txt'), fs.readFileSync(at('Docs/F/y.txt')));
+    fs.writeFileSync(at('Docs/F/y.txt'), tx);
+    expect([fs.statSync(at('Docs/F/x.txt')).ino, fs.statSync(at('Docs/F/y.txt')).ino]).toEqual(inodes);
+  },
+};
+it.each(['direction: upload', 'direction: both'].flatMap((setting) => Object.keys(COPY_SWAPS).map((how) => [setting, how] as const)))("%s: names swapped alike by copying %s, no edit: each file is its document's by its bytes, nothing sent", async (setting, how) => {
+  const { p, at, ids: [x, y] } = await syncedUp(`swap-by-copy-${setting.slice(11)}-${how.replace(/ /g, '-')}`, setting, ['x', 'y']);
+  try {
+    const c = emu.control;
+    COPY_SWAPS[how](at);
     c.renameDocument(x, 't.txt');
     c.renameDocument(y, 'x.txt');
     c.renameDocument(x, 'y.txt');
@@ -681,32 +697,6 @@ it.each(['', 'EMPTY'])('direction: both: identical files %s, names swapped on th
   }
 });
 
-// `cp y x` onto an existing file writes into it: each file keeps its inode and birth time, and holds the other
-// document's bytes. With the service's names swapped alike, each row's own file at its own path reads as an edit
-// made in place; an upload-only pair sent each document the other's content as a version (black-box round 41b, B1).
-it.each(['direction: upload', 'direction: both'])('%s: names swapped alike by copying onto the files (their inodes kept), no edit: nothing sent, each document keeps its bytes (black-box round 41b, B1)', async (setting) => {
-  const { p, at, ids: [x, y] } = await syncedUp(`swap-by-copy-onto-${setting.slice(11)}`, setting, ['x', 'y']);
-  try {
-    const c = emu.control;
-    const inodes = [fs.statSync(at('Docs/F/x.txt')).ino, fs.statSync(at('Docs/F/y.txt')).ino];
-    const tx = fs.readFileSync(at('Docs/F/x.txt'));
-    fs.writeFileSync(at('Docs/F/x.txt'), fs.readFileSync(at('Docs/F/y.txt')));
-    fs.writeFileSync(at('Docs/F/y.txt'), tx);
-    expect([fs.statSync(at('Docs/F/x.txt')).ino, fs.statSync(at('Docs/F/y.txt')).ino]).toEqual(inodes);
-    c.renameDocument(x, 't.txt');
-    c.renameDocument(y, 'x.txt');
-    c.renameDocument(x, 'y.txt');
-    p.rt.cache.foldersAt = 0;
-    await runPass(p.rt);
-    await runPass(p.rt);
-    expect(versions(x)).toEqual(['original x\n']);
-    expect(versions(y)).toEqual(['original y\n']);
-    expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: original y', 'F/y.txt: original x']);
-    expect((await runPass(p.rt)).plan.groups).toEqual([]);
-  } finally {
-    await p.close();
-  }
-});
 
 // Black-box round 41a, FAIL 3 (a regression of 52f41ea): a two-way `forget` pair, `mv F G` and `sed -i G/x` before
 // a pass, the service's `F -> G` after it. The pass put the emptied F back (its remote folder was there), which
@@ -737,9 +727,7 @@ it('direction: both: names swapped alike by copying onto the files, then one edi
   const { p, at, ids: [x, y] } = await syncedUp('swap-by-copy-onto-edit', 'direction: both', ['x', 'y']);
   try {
     const c = emu.control;
-    const tx = fs.readFileSync(at('Docs/F/x.txt'));
-    fs.writeFileSync(at('Docs/F/x.txt'), fs.readFileSync(at('Docs/F/y.txt')));
-    fs.writeFileSync(at('Docs/F/y.txt'), tx);
+    COPY_SWAPS['onto the files'](at);
     fs.appendFileSync(at('Docs/F/x.txt'), 'appended\n'); // in place: x.txt keeps its inode
     c.renameDocument(x, 't.txt');
     c.renameDocument(y, 'x.txt');
