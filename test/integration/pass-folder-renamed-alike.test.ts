@@ -645,7 +645,7 @@ const COPY_SWAPS = {
     expect([fs.statSync(at('Docs/F/x.txt')).ino, fs.statSync(at('Docs/F/y.txt')).ino]).toEqual(inodes);
   },
 };
-it.each(['direction: upload', 'direction: both'].flatMap((setting) => Object.keys(COPY_SWAPS).map((how) => [setting, how] as const)))("%s: names swapped alike by copying %s, no edit: each file is its document's by its bytes, nothing sent", async (setting, how) => {
+it.each(['direction: upload', 'direction: both'].flatMap((setting) => (Object.keys(COPY_SWAPS) as Array<keyof typeof COPY_SWAPS>).map((how) => [setting, how] as const)))("%s: names swapped alike by copying %s, no edit: each file is its document's by its bytes, nothing sent", async (setting, how) => {
   const { p, at, ids: [x, y] } = await syncedUp(`swap-by-copy-${setting.slice(11)}-${how.replace(/ /g, '-')}`, setting, ['x', 'y']);
   try {
     const c = emu.control;
