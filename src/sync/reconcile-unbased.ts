@@ -186,6 +186,14 @@ export function planLocalFile(
     // (the row stays with the name it has; the rename is an upload-only note). A collision, it was said on every pass
     // with exit 1 (black-box round 39c, N-E).
     if (s.ctx.direction === 'upload' && atKey.every((d) => hardLinkOfOwnFile(s, d, file))) return { actions: [], issue: null };
+    // An upload-only pair, a new file at the name the service gave a synced document whose own file is untouched at
+    // the row's name (the link above saved by `sed -i`, or a copy made to follow the service's rename): the local
+    // tree is the truth, so the file at that name is the document's next version (compared first) and its row moves
+    // here; the untouched file at the old name is then a new file of the next pass. Each name holds what the local
+    // one holds, nothing is lost (the old bytes stay the document's earlier version). It was a path collision on
+    // every pass, exit 1 (black-box round 41b, B4).
+    const followed = s.ctx.direction === 'upload' && atKey.length === 1 ? followedByNewFile(s, atKey[0]!, file) : undefined;
+    if (followed !== undefined) return { actions: [conflict(file, atKey[0]!, followed, s.ctx, s.out.conflictPathFor(file.relPath))], issue: null };
     return none('path-collision', 'a synced remote document already uses this path');
   }
   // A folder was replaced by a file of its name (rm -r d; echo > d): uploaded, the document would sit beside
@@ -219,6 +227,14 @@ function hardLinkOfOwnFile(s: PassState, d: RemoteDoc, file: LocalFile): boolean
   const row = s.view.base.get(d.documentId);
   const own = row === undefined || s.view.isUnknown(row.key) ? undefined : s.view.local.files.get(row.key);
   return row !== undefined && own !== undefined && own.key !== file.key && sameFile(row, own) && own.inode === file.inode && sameFile(row, file);
+}
+
+/** Synced document d's row, when its own file is untouched at the row's path and `file` is another, new file (another inode). */
+function followedByNewFile(s: PassState, d: RemoteDoc, file: LocalFile): BaseEntry | undefined {
+  const row = s.view.base.get(d.documentId);
+  const own = row === undefined || s.view.isUnknown(row.key) ? undefined : s.view.local.files.get(row.key);
+  if (row === undefined || own === undefined || own.key === file.key || !sameFile(row, own) || own.inode === file.inode) return undefined;
+  return s.out.isClaimed(row.key) ? undefined : row;
 }
 
 /**

@@ -498,15 +498,7 @@ it("an upload-only pair, a folder renamed here that the service then gets as a n
 it("an upload-only pair, a hard link made at the name the service then gives the document (ln x.txt w.txt, x -> w): converged with the rename as a note, and an edit through the link goes up as the next version (black-box round 39c, N-E)", async () => {
   const { p, at, ids: [x] } = await syncedUp('hard-link-upload', 'direction: upload', ['x']);
   try {
-    const c = emu.control;
-    fs.linkSync(at('Docs/F/x.txt'), at('Docs/F/w.txt'));
-    c.renameDocument(x, 'w.txt');
-    for (let i = 0; i < 2; i++) {
-      const r = await runPass(p.rt);
-      expect(r.issues.map((i) => `${i.relPath} ${i.code}`)).toEqual(['Docs/F/w.txt upload-only']);
-      expect(r.plan.groups).toEqual([]);
-      expect(r.converged).toBe(true);
-    }
+    await linkedAtServiceName(p, at, x);
     fs.appendFileSync(at('Docs/F/w.txt'), 'more\n');
     const r = await runPass(p.rt);
     expect(r.execution?.failures).toEqual([]);
@@ -516,6 +508,41 @@ it("an upload-only pair, a hard link made at the name the service then gives the
     await p.close();
   }
 });
+
+it("an upload-only pair, a hard link made at the name the service then gives the document, then the link saved by sed -i (a new file at the document's name, the old name untouched): the edit is the document's next version and the old name a new document, as the local tree has it (black-box round 41b, B4; a path collision on every pass, exit 1)", async () => {
+  const { p, at, ids: [x] } = await syncedUp('hard-link-sed-upload', 'direction: upload', ['x']);
+  try {
+    await linkedAtServiceName(p, at, x);
+    sedInPlace(at('Docs/F/w.txt'));
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.issues.filter((i) => i.code !== 'upload-only')).toEqual([]);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(p.rt.store.getBase(x)?.relPath).toBe('Docs/F/w.txt');
+    const r2 = await runPass(p.rt);
+    expect(r2.execution?.failures).toEqual([]);
+    expect(r2.issues).toEqual([]);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/F/w.txt', 'Docs/F/x.txt']);
+    const old = emu.control.listDocuments(p.binderId).find((d) => d.fileName === 'x.txt')!.id;
+    expect(versions(old)).toEqual(['original x\n']);
+    expect(filesUnder(at('Docs'))).toEqual(['F/w.txt: edited with sed x', 'F/x.txt: original x']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
+
+/** `ln x.txt w.txt` here and the service's x -> w: two passes with nothing to do but the rename's upload-only note. */
+async function linkedAtServiceName(p: TestPair, at: (rel: string) => string, x: string): Promise<void> {
+  fs.linkSync(at('Docs/F/x.txt'), at('Docs/F/w.txt'));
+  emu.control.renameDocument(x, 'w.txt');
+  for (let i = 0; i < 2; i++) {
+    const r = await runPass(p.rt);
+    expect(r.issues.map((i) => `${i.relPath} ${i.code}`)).toEqual(['Docs/F/w.txt upload-only']);
+    expect(r.plan.groups).toEqual([]);
+    expect(r.converged).toBe(true);
+  }
+}
 
 // [case, what the user and the service did]: an upload-only pair, one pass, exit 0, each edit its own document's.
 const UPLOAD_ONE_PASS_CASES = [
