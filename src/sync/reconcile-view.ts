@@ -208,16 +208,30 @@ export class ReconcileView {
    * download (crash-sim soak, seeds 605684698 and 2004505021). Undefined when none, or when a row holds that path.
    */
   ownFileMovedWithFolder(b: BaseEntry): LocalFile | undefined {
+    const there = this.fileAtFolderPlace(b);
+    if (there !== undefined && movedSameFile(b, there)) return there;
+    // Or the file an earlier pass found waiting there as b's (moved here before the service had the folder), saved
+    // since as a new file: where the folder now is, under b's name (black-box round 41b, B3). A place, not an inode:
+    // refused where another document listed there owns it, a cycle of such places among them (the files swapped
+    // here too, or not: nothing tells). Taken, each document of names swapped alike got the other's edit (black-box
+    // round 42a, FAIL 1).
+    const waited = this.waitedPlaceOf(b);
+    return waited !== undefined && !this.placeHeldByOthers(b, waited.key, new Set([b.documentId])) ? waited : undefined;
+  }
+
+  /** The file at b's name in its folder's new place (none where a row holds that path or it is b's own path). */
+  private fileAtFolderPlace(b: BaseEntry): LocalFile | undefined {
     const folder = this.remote.folders.get(b.folderId);
     if (b.inode === 0 || folder === undefined || folder.key === '') return undefined;
     const key = `${folder.key}/${baseNameOf(b.key)}`;
     if (key === b.key || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
-    const there = this.local.files.get(key);
-    if (there === undefined) return undefined;
-    // Or the file an earlier pass found waiting there as b's (moved here before the service had the folder), saved
-    // since as a new file: where the folder now is, under b's name (black-box round 41b, B3).
-    const waited = this.waitingMoves?.get(b.documentId) === key && there.sha256 !== null && !this.isRowsFile(there, b);
-    return movedSameFile(b, there) || waited ? there : undefined;
+    return this.local.files.get(key);
+  }
+
+  /** The file at b's name in its folder's new place, where an earlier pass found b's file waiting (waitingMoves). */
+  private waitedPlaceOf(b: BaseEntry): LocalFile | undefined {
+    const there = this.fileAtFolderPlace(b);
+    return there !== undefined && this.waitingMoves?.get(b.documentId) === there.key && there.sha256 !== null && !this.isRowsFile(there, b) ? there : undefined;
   }
 
   /**
@@ -427,10 +441,11 @@ export class ReconcileView {
   private ownFileElsewhere(d: RemoteDoc, key: PathKey, claimants: ReadonlySet<string> = new Set()): boolean {
     const row = this.base.get(d.documentId);
     if (row === undefined) return false;
-    const byInode = (this.atOwnPath(row) ? this.local.files.get(row.key) : undefined) ?? this.ownFileMovedWithFolder(row);
+    const moved = this.fileAtFolderPlace(row);
+    const byInode = (this.atOwnPath(row) ? this.local.files.get(row.key) : undefined) ?? (moved !== undefined && movedSameFile(row, moved) ? moved : undefined);
     if (byInode !== undefined) return byInode.key !== key;
     if (claimants.has(d.documentId)) return false;
-    const place = this.placeOf(row);
+    const place = this.placeOf(row) ?? this.waitedPlaceOf(row);
     if (place === undefined || place.key === key) return false;
     return !this.placeHeldByOthers(row, place.key, new Set([...claimants, d.documentId]));
   }

@@ -475,6 +475,36 @@ it.each(MOVED_FIRST_CASES)("%s, the folder renamed here first (a pass sees it), 
   }
 });
 
+it.each(['direction: upload', 'localDeletePolicy: forget'])("%s, two files moved into a new local folder G (a pass sees them wait), both saved by sed -i and then swapped here, then the service renames F to G and swaps the two names too: no document gets the other's edit (black-box round 42a, FAIL 1: the places remembered from the wait, taken for the files' own, gave each document the other's edit)", async (setting) => {
+  const { p, folder, at, ids: [x, y] } = await syncedUp(`waited-swap-${setting.replace(/\W/g, '')}`, setting, ['x', 'y', 'z']);
+  try {
+    const c = emu.control;
+    fs.mkdirSync(at('Docs/G'));
+    for (const n of ['x', 'y']) fs.renameSync(at(`Docs/F/${n}.txt`), at(`Docs/G/${n}.txt`));
+    expect((await runPass(p.rt)).issues.map((i) => `${i.relPath} ${i.code}`).sort()).toEqual(['Docs/G/x.txt waiting-for-remote-folder', 'Docs/G/y.txt waiting-for-remote-folder']);
+    for (const n of ['x', 'y']) sedInPlace(at(`Docs/G/${n}.txt`));
+    fs.renameSync(at('Docs/G/x.txt'), at('Docs/G/t.txt'));
+    fs.renameSync(at('Docs/G/y.txt'), at('Docs/G/x.txt'));
+    fs.renameSync(at('Docs/G/t.txt'), at('Docs/G/y.txt'));
+    c.renameFolder(folder, 'G');
+    c.renameDocument(x, 't.txt');
+    c.renameDocument(y, 'x.txt');
+    c.renameDocument(x, 'y.txt');
+    for (let i = 0; i < 3; i++) {
+      p.rt.cache.foldersAt = 0;
+      expect((await runPass(p.rt)).execution?.failures ?? []).toEqual([]);
+    }
+    // Each document holds only its own content; every edit is somewhere: in its document, or a copy kept both ways.
+    expect(versions(x).every((v) => /^(original|edited with sed) x\n$/.test(v))).toBe(true);
+    expect(versions(y).every((v) => /^(original|edited with sed) y\n$/.test(v))).toBe(true);
+    const everything = [...c.listDocuments(p.binderId).flatMap((d) => versions(d.id)), ...filesUnder(at('Docs')).map((f) => `${f.slice(f.indexOf(': ') + 2)}\n`)];
+    expect(everything).toContain('edited with sed x\n');
+    expect(everything).toContain('edited with sed y\n');
+  } finally {
+    await p.close();
+  }
+});
+
 it("an upload-only pair, a folder renamed here that the service then gets as a new, empty folder: a local move after all, each file a new document there and the old ones no longer synced (39b F4's other end)", async () => {
   const { p, at, ids: [x] } = await syncedUp('moved-first-upload-new-folder', 'direction: upload', ['x']);
   try {
