@@ -404,6 +404,8 @@ const PERMANENT_CODES = new Set(['UND_ERR_INVALID_ARG', 'ERR_INVALID_URL', 'ERR_
 export interface RequestTarget {
   url: string;
   setting?: string;
+  /** What to tell the user instead of the hint by kind (one the caller knows better). */
+  hint?: string;
 }
 
 /** A URL for a hint: origin and path only (no credentials, query string or fragment, where secrets live). */
@@ -429,7 +431,8 @@ export function networkError(request: string, err: unknown, secrets: readonly st
   const permanent = tlsMismatch || PERMANENT_CODES.has(String((err as { code?: unknown })?.code));
   const where = url === undefined ? undefined : `${shownUrl(url)} (${target?.setting ?? 'a presigned storage URL from the service'})`;
   let hint: string;
-  if (tlsMismatch) hint = `${where ?? 'the address'} answers in plain HTTP, not TLS: is it an http:// address?`;
+  if (target?.hint !== undefined) hint = target.hint;
+  else if (tlsMismatch) hint = `${where ?? 'the address'} answers in plain HTTP, not TLS: is it an http:// address?`;
   // A presigned URL comes from the service, not the config: nothing of the config to check (black-box round 41c, F4).
   else if (permanent && url !== undefined && target?.setting === undefined) hint = `the service handed out a storage URL binder-sync cannot use (${shownUrl(url)}): nothing was fetched or sent; a fault of the service, retried at the next pass`;
   else if (permanent) hint = where ? `check ${where}: service.baseUrl and service.authUrl must be absolute http(s) URLs` : 'check service.baseUrl and service.authUrl (absolute http(s) URLs)';

@@ -153,16 +153,19 @@ export class HttpCore {
    */
   async withRetry<T>(request: string, signal: AbortSignal, attemptFn: (attempt: number) => Promise<T>): Promise<T> {
     const policy = this.settings.retry;
-    // A 429 is the service pacing us, not failing: it spends a budget of its own, four times the attempts. Under a
-    // steady rate limit a one-shot sync gave up on some items after six 429s each (black-box round 41c, F8).
+    // A 429 with Retry-After is the service pacing us, not failing: it spends a budget of its own, four times the
+    // attempts. Under a steady rate limit a one-shot sync gave up on some items after six 429s each (black-box round
+    // 41c, F8). One without says no pace to keep: the usual budget (four times it, a service answering 429 to every
+    // call kept a one-shot sync waiting silently for over ten minutes: black-box round 42b, F2).
     let throttled = 0;
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) throw abortedError(request);
       try {
         return await attemptFn(attempt);
       } catch (err) {
-        if (err instanceof ServiceError && err.status === 429) throttled++;
-        const spent = err instanceof ServiceError && err.status === 429 ? throttled >= policy.maxAttempts * 4 : attempt - throttled >= policy.maxAttempts;
+        const paced = err instanceof ServiceError && err.status === 429 && err.retryAfterMs !== undefined;
+        if (paced) throttled++;
+        const spent = paced ? throttled >= policy.maxAttempts * 4 : attempt - throttled >= policy.maxAttempts;
         const final =
           !(err instanceof ServiceError) ||
           !err.retryable ||
@@ -349,31 +352,42 @@ export class HttpCore {
   }): Promise<RawResponse> {
     if (this.closed) throw new ServiceError(`${o.request}: the service client is closed`, { code: 'CLIENT_CLOSED', retryable: false, request: o.request });
     const started = performance.now();
-    // undici's timeouts are idle times: an answer that trickles (a byte a second, a stalled proxy) was never cut,
-    // and the pass waited on it for as long as it came (black-box round 41c, F1). An API answer is small JSON: the
-    // whole exchange gets requestTimeout, as the setting says ("timeout of one API request").
-    const deadline = AbortSignal.timeout(this.settings.requestTimeoutMs);
+    // undici's body timeout is an idle time: an answer that trickles (a byte a second, a stalled proxy) was never
+    // cut, and the pass waited on it for as long as it came (black-box round 41c, F1). Once the headers are in
+    // (headersTimeout), the body must move at least ANSWER_MIN_BYTES in every requestTimeout; a big listing page
+    // on a slow link that keeps moving is read whole however long it takes (cut at requestTimeout for the whole
+    // exchange, it was retried until the sync failed: black-box round 42b, F3).
+    const deadline = new AbortController();
+    let trickle: NodeJS.Timeout | undefined;
     try {
       const res = await undiciRequest(o.url, {
         dispatcher: this.agent,
         method: o.method,
         headers: o.headers,
         body: o.body ?? null,
-        signal: AbortSignal.any([o.signal, deadline]),
+        signal: AbortSignal.any([o.signal, deadline.signal]),
         headersTimeout: this.settings.requestTimeoutMs,
         bodyTimeout: this.settings.requestTimeoutMs,
       });
       const ok = res.statusCode >= 200 && res.statusCode <= 299;
-      const body = await readBodyCapped(res.body, MAX_JSON_BODY_BYTES, o.request, res.headers['content-encoding'], ok);
+      const moved = { bytes: 0, atLastLook: 0 };
+      trickle = setInterval(() => {
+        if (moved.bytes - moved.atLastLook < ANSWER_MIN_BYTES) deadline.abort();
+        moved.atLastLook = moved.bytes;
+      }, this.settings.requestTimeoutMs);
+      trickle.unref();
+      const body = await readBodyCapped(res.body, MAX_JSON_BODY_BYTES, o.request, res.headers['content-encoding'], ok, (n) => (moved.bytes += n));
       this.log.debug({ method: o.method, path: o.template, status: res.statusCode, ms: Math.round(performance.now() - started), attempt: o.attempt }, 'service request');
       return rawResponse(res.statusCode, res.headers, body);
     } catch (err) {
       if (err instanceof ServiceError) throw err; // already classified (e.g. an oversized body)
       const ms = Math.round(performance.now() - started);
-      if (deadline.aborted && !o.signal.aborted) {
-        const late = Object.assign(new Error(`no whole answer within service.requestTimeout (${formatDuration(this.settings.requestTimeoutMs)})`), { code: 'ETIMEDOUT' });
+      if (deadline.signal.aborted && !o.signal.aborted) {
+        const late = Object.assign(new Error(`the answer trickles: fewer than ${ANSWER_MIN_BYTES} bytes in service.requestTimeout (${formatDuration(this.settings.requestTimeoutMs)})`), { code: 'ETIMEDOUT' });
         this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: 'ETIMEDOUT' }, 'service request');
-        throw networkError(o.request, late, this.secrets(), o.context, { url: o.url, setting: o.request === TOKEN_REQUEST ? 'service.authUrl' : 'service.baseUrl' });
+        const setting = o.request === TOKEN_REQUEST ? 'service.authUrl' : 'service.baseUrl';
+        const hint = `the answer from ${setting} came too slowly (a congested link or proxy?); on a link that slow, raise service.requestTimeout${o.request === TOKEN_REQUEST ? '' : ", or lower the pair's pageSize"}`;
+        throw networkError(o.request, late, this.secrets(), o.context, { url: o.url, setting, hint });
       }
       if (o.signal.aborted || isAbortError(err)) {
         this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: 'aborted' }, 'service request');
@@ -382,6 +396,8 @@ export class HttpCore {
       const e = networkError(o.request, err, this.secrets(), o.context, { url: o.url, setting: o.request === TOKEN_REQUEST ? 'service.authUrl' : 'service.baseUrl' });
       this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: (err as { code?: string }).code ?? 'network' }, 'service request');
       throw e;
+    } finally {
+      clearInterval(trickle);
     }
   }
 
@@ -561,6 +577,9 @@ function tooLarge(request: string, max: number): ServiceError {
  * failing (without buffering the rest) once it passes `max` bytes. A compressed body is decoded first (see
  * decodeBody), so the digest is that of the JSON, whatever coding carried it.
  */
+/** Bytes an API answer's body must move in each requestTimeout to go on (see exchange). */
+const ANSWER_MIN_BYTES = 1024;
+
 async function readBodyCapped(
   body: Dispatcher.ResponseData['body'],
   max: number,
@@ -568,6 +587,8 @@ async function readBodyCapped(
   contentEncoding?: string | string[],
   /** False for an error answer: its status matters more than its body, which is kept as sent when it does not decode. */
   strict = true,
+  /** Told the size of each chunk as it comes (the trickle watch). */
+  onChunk?: (bytes: number) => void,
 ): Promise<{ chunks: Buffer[]; size: number; digest: string }> {
   const codings = contentCodings(contentEncoding);
   const chunks: Buffer[] = [];
@@ -576,6 +597,7 @@ async function readBodyCapped(
   for await (const chunk of body) {
     const buf = chunk as Buffer;
     size += buf.length;
+    onChunk?.(buf.length);
     if (size > max) {
       body.destroy();
       throw tooLarge(request, max);

@@ -261,6 +261,12 @@ describe('retries', () => {
     const u = await stub((r) => (r.path === '/api/v1/binders' ? (k++, { status: 502, body: '' }) : undef));
     await client(u.origin, { retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5 } }).listBinders().catch(() => undefined);
     expect(k).toBe(4);
+    // A 429 that says no Retry-After is no pacing to wait out: the usual budget. With four times it, a service
+    // answering 429 to everything kept a one-shot sync waiting silently for over ten minutes (black-box round 42b, F2).
+    let q = 0;
+    const v = await stub((r) => (r.path === '/api/v1/binders' ? (q++, { status: 429, body: '' }) : undef));
+    expect(await client(v.origin, { retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5 } }).listBinders().catch((e: unknown) => e)).toMatchObject({ status: 429 });
+    expect(q).toBe(4);
   });
 
   it('a response idle past requestTimeoutMs is retried', async () => {
@@ -297,7 +303,8 @@ describe('retries', () => {
     const err = (await c.listBinders().catch((e: unknown) => e)) as ServiceError;
     expect(err).toBeInstanceOf(ServiceError);
     expect(err).toMatchObject({ code: 'SERVICE_NETWORK', retryable: true, request: 'GET /binders' });
-    expect(err.message).toBe('GET /binders failed: ETIMEDOUT: no whole answer within service.requestTimeout (1s)');
+    expect(err.message).toBe('GET /binders failed: ETIMEDOUT: the answer trickles: fewer than 1024 bytes in service.requestTimeout (1s)');
+    expect(err.hint).toBe("the answer from service.baseUrl came too slowly (a congested link or proxy?); on a link that slow, raise service.requestTimeout, or lower the pair's pageSize");
     // Retried, the next answer is whole.
     expect(await client(s.origin, { requestTimeoutMs: 1000 }).listBinders()).toEqual([]);
     expect(n).toBe(2);
@@ -323,6 +330,26 @@ describe('retries', () => {
     expect(err).toMatchObject({ code: 'SERVICE_INVALID_RESPONSE', retryable: false });
     expect(err.message).toMatch(/^POST \/documents answered with an unexpected shape: items\.1\.latestVersionId \(id d2, "d2\.txt"\): /);
     expect(err.hint).toMatch(/sent a record binder-sync cannot read \(a fault of the service, or of its data\)/);
+  });
+
+  // Black-box round 42b, F3: a big listing page on a slow link moves steadily but takes longer than requestTimeout
+  // in all; cut at requestTimeout for the whole exchange, it was retried until the sync failed.
+  it('an answer that keeps moving at a steady rate is read whole, however long it takes past requestTimeoutMs', async () => {
+    const s = await stub((r) => {
+      if (r.path !== '/api/v1/binders') return undef;
+      return async (res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        // 2 KiB of whitespace every 200 ms for 2.4 s: more than 1 KiB in every requestTimeout (1 s), 2.4x it in all.
+        for (let i = 0; i < 12 && !res.destroyed && res.writable; i++) {
+          res.write(' '.repeat(2048));
+          await new Promise((r2) => setTimeout(r2, 200));
+        }
+        res.end('[]');
+      };
+    });
+    const started = performance.now();
+    expect(await client(s.origin, { requestTimeoutMs: 1000, retry: { maxAttempts: 1, baseDelayMs: 5, maxDelayMs: 10 } }).listBinders()).toEqual([]);
+    expect(performance.now() - started).toBeGreaterThan(2000);
   });
 
   it('a 2xx with the wrong shape is SERVICE_INVALID_RESPONSE, not retried, never "empty"', async () => {
