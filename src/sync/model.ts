@@ -237,7 +237,16 @@ export interface ReconcileContext {
    * it waits (waiting-moves.ts): still its file there when nothing else tells (every file of the moved folder saved
    * since as a new file, `sed -i *`).
    */
-  waitingMoves?: ReadonlyMap<string, PathKey>;
+  waitingMoves?: ReadonlyMap<string, WaitingPlace>;
+}
+
+/** Where a synced document's file waited at the last pass (waiting-moves.ts), and that file as the scan saw it. */
+export interface WaitingPlace {
+  key: PathKey;
+  /** 0: not known (a record of an older build). */
+  inode: number;
+  bornMs: number | null;
+  sha256: string | null;
 }
 
 /** How a waiting-for-remote-folder detail begins; the folder named after it is what issue-groups.ts groups by. */

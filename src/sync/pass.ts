@@ -476,7 +476,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     rememberUnreplaceable(rt.unreplaceable, plan, report.execution.failures, now().getTime(), folderCheckIn(rt.pair.localPath));
     const urlsRefused = rememberRefusedUrls(rt.refusedUrls, plan, report.execution, now().getTime(), rt.caseInsensitive);
     rememberRestoredVersions(rt.store, restoredBy(plan, report.execution));
-    rememberWaitingMoves(rt.store, plan.issues);
+    rememberWaitingMoves(rt.store, plan.issues, local, rt.caseInsensitive);
     const keptLocal = conflictCopiesKeptLocal(plan, report.execution, ctx, rt.metadata);
     const replaced = rememberPutBackLooks(rt, report.execution);
     if (replaced.size > 0) {

@@ -9,6 +9,7 @@ import type {
   RemoteDoc,
   RemoteFolder,
   RemoteObservation,
+  WaitingPlace,
 } from './model.js';
 import { looseName } from './plan-filters.js';
 import { cmp } from './reconcile-builder.js';
@@ -65,7 +66,7 @@ export class ReconcileView {
     /** ReconcileContext.restoredVersions. */
     private readonly restoredVersions?: ReadonlyMap<string, string>,
     /** ReconcileContext.waitingMoves. */
-    private readonly waitingMoves?: ReadonlyMap<string, PathKey>,
+    private readonly waitingMoves?: ReadonlyMap<string, WaitingPlace>,
   ) {
     this.bases = [...base.values()].sort((a, b) => cmp(a.key, b.key) || cmp(a.documentId, b.documentId));
     // Two base rows on one key: a crash between two steps of one group (a row written onto a key that another
@@ -209,7 +210,7 @@ export class ReconcileView {
    */
   ownFileMovedWithFolder(b: BaseEntry): LocalFile | undefined {
     const there = this.fileAtFolderPlace(b);
-    if (there !== undefined && movedSameFile(b, there)) return there;
+    if (there !== undefined && (movedSameFile(b, there) || this.waitedFileByInode(b) === there)) return there;
     // Or the file an earlier pass found waiting there as b's (moved here before the service had the folder), saved
     // since as a new file: where the folder now is, under b's name (black-box round 41b, B3). A place, not an inode:
     // refused where another document listed there owns it, a cycle of such places among them (the files swapped
@@ -217,6 +218,11 @@ export class ReconcileView {
     // round 42a, FAIL 1).
     const waited = this.waitedPlaceOf(b);
     return waited !== undefined && !this.placeHeldByOthers(b, waited.key, new Set([b.documentId])) ? waited : undefined;
+  }
+
+  /** The local files at paths no row holds, by inode. */
+  private groupUnbasedByInode(): Map<number, LocalFile[]> {
+    return groupBy(this.localFiles, (f) => (f.inode === 0 || this.baseByKey.has(f.key) ? undefined : f.inode));
   }
 
   /** The file at b's name in its folder's new place (none where a row holds that path or it is b's own path). */
@@ -231,7 +237,7 @@ export class ReconcileView {
   /** The file at b's name in its folder's new place, where an earlier pass found b's file waiting (waitingMoves). */
   private waitedPlaceOf(b: BaseEntry): LocalFile | undefined {
     const there = this.fileAtFolderPlace(b);
-    return there !== undefined && this.waitingMoves?.get(b.documentId) === there.key && there.sha256 !== null && !this.isRowsFile(there, b) ? there : undefined;
+    return there !== undefined && this.waitingMoves?.get(b.documentId)?.key === there.key && there.sha256 !== null && !this.isRowsFile(there, b) ? there : undefined;
   }
 
   /**
@@ -363,7 +369,7 @@ export class ReconcileView {
    */
   ownFileMovedAway(b: BaseEntry): LocalFile | undefined {
     if (b.inode === 0) return undefined;
-    this.unbasedByInode ??= groupBy(this.localFiles, (f) => (f.inode === 0 || this.baseByKey.has(f.key) ? undefined : f.inode));
+    this.unbasedByInode ??= this.groupUnbasedByInode();
     const found = (this.unbasedByInode.get(b.inode) ?? []).filter((f) => movedSameFile(b, f));
     // Two of them (hard links made since): neither is told from the other.
     return found.length === 1 ? found[0] : undefined;
@@ -394,11 +400,30 @@ export class ReconcileView {
    * alike with renames inside, one document got another's edit (black-box round 41b, B3).
    */
   ownFileWaitingAt(b: BaseEntry): LocalFile | undefined {
-    const key = this.waitingMoves?.get(b.documentId);
-    if (key === undefined || key === b.key || this.local.files.has(b.key) || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
+    const was = this.waitingMoves?.get(b.documentId);
+    if (was === undefined || this.local.files.has(b.key)) return undefined;
+    const moved = this.waitedFileByInode(b);
+    if (moved !== undefined) return moved;
+    const key = was.key;
+    if (key === b.key || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);
     if (there === undefined || there.sha256 === null || this.isRowsFile(there, b)) return undefined;
     return this.movedAwayKeys().has(there.key) ? undefined : there;
+  }
+
+  /**
+   * The file an earlier pass found waiting as b's (waitingMoves), by the inode it had then and its birth time (where
+   * not known, its content then), wherever it is now at a path no row holds: moved on since, as when the user
+   * renames the folder again during the wait (black-box round 42b, F1). Undefined when none, or not one only.
+   */
+  private waitedFileByInode(b: BaseEntry): LocalFile | undefined {
+    const was = this.waitingMoves?.get(b.documentId);
+    if (was === undefined || was.inode === 0) return undefined;
+    this.unbasedByInode ??= this.groupUnbasedByInode();
+    const found = (this.unbasedByInode.get(was.inode) ?? []).filter(
+      (f) => f.sha256 !== null && (was.bornMs !== null && f.bornMs ? f.bornMs === was.bornMs : f.sha256 === was.sha256),
+    );
+    return found.length === 1 && !this.isRowsFile(found[0]!, b) ? found[0] : undefined;
   }
 
   /** Where the synced files of directory `dir` found by their inodes went, when all went to one directory. */
@@ -442,7 +467,7 @@ export class ReconcileView {
     const row = this.base.get(d.documentId);
     if (row === undefined) return false;
     const moved = this.fileAtFolderPlace(row);
-    const byInode = (this.atOwnPath(row) ? this.local.files.get(row.key) : undefined) ?? (moved !== undefined && movedSameFile(row, moved) ? moved : undefined);
+    const byInode = (this.atOwnPath(row) ? this.local.files.get(row.key) : undefined) ?? (moved !== undefined && movedSameFile(row, moved) ? moved : undefined) ?? this.waitedFileByInode(row);
     if (byInode !== undefined) return byInode.key !== key;
     if (claimants.has(d.documentId)) return false;
     const place = this.placeOf(row) ?? this.waitedPlaceOf(row);

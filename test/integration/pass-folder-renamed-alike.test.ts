@@ -505,6 +505,40 @@ it.each(['direction: upload', 'localDeletePolicy: forget'])("%s, two files moved
   }
 });
 
+it.each(['direction: upload', 'localDeletePolicy: forget'])("%s, the folder renamed here (a pass sees the files wait), every file saved by sed -i (a pass), the folder renamed here again (a pass), then the service renames the folder to that name with a chain of renames inside: each document gets only its own file's edit (black-box round 42b, F1: the rows were forgotten, one document got another's edit)", async (setting) => {
+  const upload = setting === 'direction: upload';
+  const { p, folder, at, ids: [x, y, z] } = await syncedUp(`waited-twice-${upload ? 'upload' : 'forget'}`, setting, ['x', 'y', 'z']);
+  try {
+    const c = emu.control;
+    const waiting = async (dir: string) => {
+      const r = await runPass(p.rt);
+      expect(r.plan.groups.flat().filter((a) => a.kind !== 'mkdir-local')).toEqual([]);
+      expect(r.issues.map((i) => `${i.relPath} ${i.code} ${i.documentId}`).sort()).toEqual([x, y, z].map((id, n) => `Docs/${dir}/${'xyz'[n]}.txt waiting-for-remote-folder ${id}`));
+    };
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    await waiting('G');
+    for (const n of ['x', 'y', 'z']) sedInPlace(at(`Docs/G/${n}.txt`));
+    await waiting('G');
+    fs.renameSync(at('Docs/G'), at('Docs/H'));
+    await waiting('H');
+    c.renameFolder(folder, 'H');
+    c.renameDocument(y, 'w.txt');
+    c.renameDocument(x, 'y.txt');
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.converged).toBe(true);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(versions(y)).toEqual(['original y\n', 'edited with sed y\n']);
+    expect(versions(z)).toEqual(['untouched z\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/H/w.txt', 'Docs/H/y.txt', 'Docs/H/z.txt']);
+    if (!upload) expect(filesUnder(at('Docs'))).toEqual(['H/w.txt: edited with sed y', 'H/y.txt: edited with sed x', 'H/z.txt: untouched z']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
+
 it("an upload-only pair, a folder renamed here that the service then gets as a new, empty folder: a local move after all, each file a new document there and the old ones no longer synced (39b F4's other end)", async () => {
   const { p, at, ids: [x] } = await syncedUp('moved-first-upload-new-folder', 'direction: upload', ['x']);
   try {
