@@ -32,10 +32,20 @@ function onlyRepeatedFailures(r: PassReport): boolean {
 /** Logs one line per pass that did something (info), a debug line for a quiet one or a mere repeat of failures. */
 export function logPassSummary(log: Logger, r: PassReport, trigger: string): void {
   const ex = r.execution;
+  const postponed = ex?.failures.filter((f) => f.postponed === true && f.heldOpen === undefined).length ?? 0;
+  // Held open for writing by another program: not a change under the step, and said as what it is.
+  const heldOpen = ex?.failures.filter((f) => f.heldOpen !== undefined).length ?? 0;
+  // Cut short by a stop (SIGTERM, a reload): not failures, the next run takes them up (they were counted as
+  // failed: black-box round 30a, F5; in the line's fields too until round 42c, P1-d).
+  const stopped = ex?.failures.filter(stoppedByShutdown).length ?? 0;
+  const failed = (ex?.failures.length ?? 0) - postponed - heldOpen - stopped;
   const fields = {
     trigger,
     done: ex?.done ?? {},
-    failed: ex?.failures.length ?? 0,
+    failed,
+    ...(postponed > 0 ? { postponed } : {}),
+    ...(heldOpen > 0 ? { waiting: heldOpen } : {}),
+    ...(stopped > 0 ? { stopped } : {}),
     conflicts: ex?.conflicts.length ?? 0,
     issues: r.issues.length,
     bytesUp: ex?.bytesUploaded ?? 0,
@@ -53,18 +63,11 @@ export function logPassSummary(log: Logger, r: PassReport, trigger: string): voi
   }
   if (onlyRepeatedFailures(r)) {
     // Retried against the same trouble (a full disk): its items were logged when they first failed.
-    log.debug(fields, `pass: the same ${fields.failed} failure(s) again`);
+    log.debug(fields, `pass: the same ${ex?.failures.length ?? 0} failure(s) again`);
     return;
   }
   const counts = [recoveredText(r), ex ? describeDone(ex) : ''].filter((x) => x !== '').join(', ');
   const what = r.plan.blocked ? `blocked by a safety gate (${r.plan.blocked.code})` : counts || 'nothing done';
-  const postponed = ex?.failures.filter((f) => f.postponed === true && f.heldOpen === undefined).length ?? 0;
-  // Held open for writing by another program: not a change under the step, and said as what it is.
-  const heldOpen = ex?.failures.filter((f) => f.heldOpen !== undefined).length ?? 0;
-  // Cut short by a stop (SIGTERM, a reload): not failures, the next run takes them up (they were counted as
-  // failed: black-box round 30a, F5).
-  const stopped = ex?.failures.filter(stoppedByShutdown).length ?? 0;
-  const failed = fields.failed - postponed - heldOpen - stopped;
   const tail =
     (failed > 0 ? `, ${failed} failed` : '') +
     (postponed > 0 ? `, ${postponed} postponed (changed while being synced)` : '') +

@@ -102,7 +102,9 @@ export async function openPair(
         return [];
       }
       if (opts.unreadableElements !== 'hold-uploads') throw said;
-      log.warn({ pair: pair.name, code: said.code }, `pair ${pair.name}: could not read the binder's metadata elements (${said.message}); downloads go on, uploads wait until they can be read (tried again every pass)`);
+      // The service not reached at all (its token endpoint included): nothing goes on, and the pass says so itself.
+      const unreached = said.code === 'SERVICE_NETWORK' || (said instanceof ServiceError && said.request === 'POST /connect/token');
+      log.warn({ pair: pair.name, code: said.code }, `pair ${pair.name}: could not read the binder's metadata elements (${said.message}); ${unreached ? '' : 'downloads go on, '}uploads wait until they can be read (tried again every pass)`);
       elementsUnread = said;
       return [];
     });

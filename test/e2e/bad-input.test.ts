@@ -168,6 +168,8 @@ describe('an unreachable service: exit 3, the hint names the URL that failed and
     expect(r.stderr).toContain(`POST /connect/token failed: ECONNREFUSED`);
     expect(r.stderr).toContain(`hint: check the network, and that http://127.0.0.1:${port}/auth/connect/token (service.authUrl) is right and reachable`);
     expect(r.stderr).not.toMatch(/baseUrl|try again later/);
+    // Nothing goes on when the service is not reached at all (black-box round 42c, P1-b).
+    expect(r.stdout + r.stderr).not.toContain('downloads go on');
 
     w.writeConfig();
     rewrite(w.emulator.baseUrl, `http://127.0.0.1:${port}/api/v1`);
@@ -175,6 +177,7 @@ describe('an unreachable service: exit 3, the hint names the URL that failed and
     expect(r.code, explainRun(r)).toBe(3);
     expect(r.stderr).toMatch(new RegExp(`hint: check the network, and that http://127\\.0\\.0\\.1:${port}/api/v1/\\S+ \\(service\\.baseUrl\\) is right and reachable`));
     expect(r.stderr).not.toMatch(/authUrl|try again later|\?/);
+    expect(r.stdout + r.stderr).not.toContain('downloads go on');
   }, 60_000);
 
   it('an https:// address of a plain-HTTP server, and an authUrl that is no token endpoint: said as such, one line, no retries', async () => {

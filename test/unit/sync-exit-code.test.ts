@@ -84,6 +84,8 @@ describe("the daemon's pass line", () => {
     expect(lines.at(-1)).toMatchObject({ level: 30, msg: expect.stringMatching(/^pass: nothing done, 1 failed, 1 postponed \(changed while being synced\);/) });
     logPassSummary(log, reportWith([failure('ABORTED'), failure('ABORTED', { relPath: 'Docs/b.txt' }), failure('LOCAL_IO', { relPath: 'Docs/c.txt' })]), 'watch');
     expect(lines.at(-1)).toMatchObject({ level: 30, msg: expect.stringMatching(/^pass: nothing done, 1 failed, 2 stopped by the shutdown \(the next run takes them up\);/) });
+    // The line's fields count as the text does (black-box round 42c, P1-d: failed=3 beside "1 failed").
+    expect(lines.at(-1)).toMatchObject({ failed: 1, stopped: 2 });
     // Waiting for a file another program holds open for writing: said as that, not as a change (round 36a, F3).
     logPassSummary(log, reportWith([failure('LOCAL_CHANGED', { postponed: true, heldOpen: 'not replaced by the remote version: sleep (pid 9) has it open for writing' })]), 'poll');
     expect(lines.at(-1)).toMatchObject({ level: 30, msg: expect.stringMatching(/^pass: nothing done, 1 waiting \(open for writing by another program\);/) });
