@@ -9,8 +9,14 @@
 import type { RawDoc } from '../remote/listing.js';
 import type { PairRuntime } from './pair-runtime.js';
 
-/** How long a version must have been older than the synced one before the listing showing it is doubted. */
-export const OLDER_LISTING_DOUBT_MS = 60_000;
+/**
+ * How long a version must have been older than the synced one before the listing showing it is doubted. Ten
+ * minutes, not one: a service whose direct reads lag too (GET /documents/{id} from a replica behind the commits)
+ * named our own just-committed version's predecessor as the latest for over a minute, and the user's edit was
+ * replaced here by the previous version until the service caught up (black-box round 42b, F4). The spec's
+ * latestVersionId points to the latest version; one moved back is rare, and waits ten minutes to be followed.
+ */
+export const OLDER_LISTING_DOUBT_MS = 10 * 60_000;
 /** How often one document at one version is asked about (the answer was "lagging": the index is slow). */
 export const OLDER_LISTING_RECHECK_MS = 10 * 60_000;
 /** Documents asked about in one pass at most; the rest wait for the next. */

@@ -38,6 +38,12 @@ describe('checkOlderListings', () => {
     expect(asked).toEqual([]);
   });
 
+  it('asks nothing of a read lagging a few minutes: a service whose GET /documents/{id} lags too would confirm the lag (black-box round 42b, F4)', async () => {
+    const { rt, asked } = fakeRt({ a: 'a-old' }, T0);
+    expect(await checkOlderListings(rt, ['a'], raw(['a']), T0 + 5 * 60_000)).toEqual({ confirmed: [], lookAgain: true });
+    expect(asked).toEqual([]);
+  });
+
   it('confirms the documents the service names at the listed version, keeps the lagging ones, retries failed ones', async () => {
     const { rt, asked, superseded } = fakeRt({ a: 'a-old', b: 'b-new', c: new Error('503') }, T0);
     const at = T0 + OLDER_LISTING_DOUBT_MS;
