@@ -53,6 +53,8 @@ export class ByteBudget {
  */
 export class ThrottleStream extends Transform {
   private timer: NodeJS.Timeout | undefined;
+  /** Bytes let through so far (what the rate allowed, as opposed to what was read into the stage). */
+  passed = 0;
 
   constructor(private readonly budget: ByteBudget) {
     super({ highWaterMark: 1 << 20 });
@@ -71,11 +73,13 @@ export class ThrottleStream extends Transform {
         this.timer = setTimeout(() => {
           this.timer = undefined;
           if (this.destroyed) return;
+          this.passed += piece.length;
           this.push(piece);
           this.sendFrom(chunk, offset, cb);
         }, wait);
         return;
       }
+      this.passed += piece.length;
       this.push(piece);
     }
     cb();

@@ -504,7 +504,11 @@ async function streamLink(
   // A body announced at hashBelowBytes or more is only counted: the caller hashes what it wrote, off this thread.
   const meter = new HashTap(onBytes, hashBelowBytes === undefined || expected === undefined || expected < hashBelowBytes);
   res.body.on('data', meter.update);
-  const stall = watchForTrickle(res.body, () => meter.bytes, core.settings.trickleWindowMs);
+  // Under maxDownloadRate the progress is what the throttle lets through: it reads ahead of the rate into its
+  // buffer, and the body then waits on us, for longer than a trickle window at a low rate (every throttled
+  // download was ended and started over: black-box round 42b, F1).
+  const throttle = core.downloadBudget === null ? null : new ThrottleStream(core.downloadBudget);
+  const stall = watchForTrickle(res.body, () => (throttle === null ? meter.bytes : throttle.passed), core.settings.trickleWindowMs);
   // Which side failed first? Registered before pipeline() so these run before pipeline tears the others down.
   let firstFailure: 'body' | 'dest' | undefined;
   let destError: unknown;
@@ -517,8 +521,8 @@ async function streamLink(
     destError = e;
   });
   try {
-    if (core.downloadBudget === null) await pipeline(res.body, dest, { signal });
-    else await pipeline(res.body, new ThrottleStream(core.downloadBudget), dest, { signal });
+    if (throttle === null) await pipeline(res.body, dest, { signal });
+    else await pipeline(res.body, throttle, dest, { signal });
   } catch (err) {
     // From here on `dest` has been written to and destroyed: never retried in this call.
     if (firstFailure === 'dest' && !signal.aborted) {

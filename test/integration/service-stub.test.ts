@@ -873,6 +873,27 @@ describe('transfers', () => {
     expect(written).toBeLessThan(100);
   });
 
+  // Black-box round 42b, F1: under maxDownloadRate the throttle stage buffers ahead of the rate; the body it read
+  // from then paused for longer than the trickle window, and every throttled download was ended and started over.
+  it('download: a body held back by our own maxDownloadRate is not taken for a trickle', async () => {
+    const size = 3 * 1024 * 1024;
+    const s = await stub((r) => {
+      if (r.path.endsWith('/raw')) return { status: 200, body: { url: `http://127.0.0.1:${new URL(s.origin).port}/storage/blob?sig=zzz`, expiresAt: '2999-01-01T00:00:00Z' } };
+      if (r.path === '/storage/blob') return { status: 200, body: Buffer.alloc(size, 7) };
+      return undef;
+    });
+    const c = client(s.origin, { requestTimeoutMs: 1000, trickleWindowMs: 400, maxDownloadBytesPerSecond: 1024 * 1024 });
+    let written = 0;
+    const dest = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        written += chunk.length;
+        cb();
+      },
+    });
+    await c.downloadVersionTo('d1', 'v1', dest);
+    expect(written).toBe(size);
+  });
+
   it('download: a storage GET that stalls is tried again, and that is said at info, without the signature (black-box round 28b, F7)', async () => {
     let gets = 0;
     const s = await stub((r) => {
