@@ -54,7 +54,11 @@ const httpUrl = () =>
 
 /** A refused address as a message may show it: user information masked, long values cut. */
 function shownUrl(s: string): string {
-  const masked = s.replace(/^(\s*[A-Za-z][A-Za-z0-9+.-]*:\/\/)?[^/?#@\s]*@/, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
+  // Everything up to the last '@' is masked: a password may hold an unencoded @ / # ?, and a mask that stopped at
+  // the first of them printed the rest (black-box round 42b, F3). An '@' in a path hides a little more than needed.
+  const at = s.lastIndexOf('@');
+  const scheme = /^\s*[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(s)?.[0] ?? '';
+  const masked = at < 0 ? s : `${scheme}***@${s.slice(at + 1)}`;
   return masked.length > 120 ? `${masked.slice(0, 117)}...` : masked;
 }
 

@@ -44,6 +44,10 @@ const cases: Array<[string, (d: Doc) => void, string[]]> = [
     ['service.baseUrl: must be an http(s) URL (got "ftp://***@files.example.test/x")'],
   ],
   ['baseUrl without a scheme, with a password: echoed masked', (d) => (d.service.baseUrl = 'me:pa55word@files.example.test'), ['service.baseUrl: must be an http(s) URL (got "***@files.example.test")']],
+  // A password holding an unencoded @ / # ? (black-box round 42b, F3: the mask stopped at the first of them).
+  ...(['me:Pw@S3CRET@127.0.0.1:99999/x', 'me:Pw/S3CRET@127.0.0.1:99999/x', 'me:Pw#S3CRET@127.0.0.1/x', 'me:Pw?S3CRET@127.0.0.1:99999/x'].map(
+    (rest): [string, (d: Doc) => void, string[]] => [`baseUrl http://${rest}: never shows the password`, (d) => (d.service.baseUrl = `http://${rest}`), [`service.baseUrl: must be an http(s) URL (got "http://***@${rest.slice(rest.lastIndexOf('@') + 1)}")`]],
+  )),
   ['baseUrl missing', (d) => delete d.service.baseUrl, ['service.baseUrl: is required']],
   [
     'baseUrl with a password in it',
