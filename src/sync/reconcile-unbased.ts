@@ -219,7 +219,9 @@ export function planLocalFile(
   const step = upload(file, { documentId: null, folderId: folder.folderId, fileName }, reason, null);
   // Into a followed folder: the file goes where its document will be listed in the same step, so that the pass
   // does not end "in sync" with the file still in the folder's old place (black-box round 32b, F3).
-  return { actions: [followed === undefined ? step : { ...step, thenMoveTo: followed.to }], issue: null };
+  // Not in an upload-only pair, which moves no local file (its synced neighbours stay too): moved, the file left
+  // them, and a program writing it again at the user's path met a path collision for ever (black-box round 42c, F1).
+  return { actions: [followed === undefined || s.ctx.direction === 'upload' ? step : { ...step, thenMoveTo: followed.to }], issue: null };
 }
 
 /** Is `file` another name of synced document d's own file, still at its row's path (a hard link: one inode, both live)? */

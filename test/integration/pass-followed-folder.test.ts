@@ -172,3 +172,40 @@ it('the move after the upload never overwrites: a file that appeared at the new 
     await p.close();
   }
 });
+
+// Black-box round 42c, F1: an upload-only pair moves no local file. A new file in a folder renamed on the service
+// was uploaded into it and then moved here into a new directory of the folder's new name, away from its
+// neighbours (which stay, as the pair does not follow remote renames); the file written again at the user's
+// path was then a path collision for ever, and never published.
+it('an upload-only pair uploads a new file into its folder renamed on the service and leaves it where the user put it', async () => {
+  const p = await openTestPair(emu, 'followed-upload-only', 'direction: upload');
+  const { rt, binderId, local } = p;
+  const docs = emu.control.createFolder(binderId, { name: 'Docs' });
+  const sub = emu.control.createFolder(binderId, { name: 'Sub', parentId: docs.id });
+  const at = (rel: string) => path.join(local, ...rel.split('/'));
+  fs.mkdirSync(at('Docs/Sub'), { recursive: true });
+  fs.writeFileSync(at('Docs/Sub/a.txt'), 'a');
+  try {
+    expect((await runPass(rt)).converged).toBe(true);
+    emu.control.renameFolder(sub.id, 'Sub renamed');
+    fs.writeFileSync(at('Docs/Sub/export.csv'), 'run 1');
+    rt.cache.foldersAt = 0;
+    const r = await runPass(rt);
+    expect(r.execution?.failures ?? []).toEqual([]);
+    expect(r.plan.groups.flat().map((a) => a.kind)).toEqual(['upload']);
+    expect(filesUnder(local)).toEqual(['Docs/Sub/a.txt', 'Docs/Sub/export.csv']);
+    const exported = emu.control.listDocuments(binderId).find((d) => d.fileName === 'export.csv');
+    expect(exported?.folderId).toBe(sub.id);
+    // The program writes the file again (a new file at the same path): the document's next version.
+    fs.rmSync(at('Docs/Sub/export.csv'));
+    fs.writeFileSync(at('Docs/Sub/export.csv'), 'run 2');
+    const again = await runPass(rt);
+    expect(again.execution?.failures ?? []).toEqual([]);
+    expect(again.issues.filter((i) => i.code !== 'upload-only')).toEqual([]);
+    const versions = emu.control.listVersions(exported!.id).map((v) => emu.control.readContent(exported!.id, v.id).toString('utf8'));
+    expect(versions).toEqual(['run 1', 'run 2']);
+    expect(filesUnder(local)).toEqual(['Docs/Sub/a.txt', 'Docs/Sub/export.csv']);
+  } finally {
+    await p.close();
+  }
+});
