@@ -83,6 +83,20 @@ async function cleanPass(p: TestPair): Promise<void> {
   expect(r.converged).toBe(true);
 }
 
+/** Names a and b of directory `dir` swapped here (`mv a t; mv b a; mv t b`): each file keeps its inode. */
+function swapHere(at: (rel: string) => string, dir: string, a: string, b: string): void {
+  fs.renameSync(at(`${dir}/${a}.txt`), at(`${dir}/t.txt`));
+  fs.renameSync(at(`${dir}/${b}.txt`), at(`${dir}/${a}.txt`));
+  fs.renameSync(at(`${dir}/t.txt`), at(`${dir}/${b}.txt`));
+}
+
+/** The same swap on the service: document `first` (named aName) and `second` (named bName) trade names. */
+function swapOnService(first: string, second: string, aName: string, bName: string): void {
+  emu.control.renameDocument(first, 't.txt');
+  emu.control.renameDocument(second, aName);
+  emu.control.renameDocument(first, bName);
+}
+
 function sedInPlace(file: string): void {
   const before = fs.lstatSync(file).ino;
   execFileSync('sed', ['-i', 's/original/edited with sed/', file]);
@@ -240,12 +254,8 @@ it('names swapped alike on both sides (mv x t; mv z x; mv t z, the same on the s
   try {
     const c = emu.control;
     const z = c.listDocuments(p.binderId).find((d) => d.fileName === 'z.txt')!.id;
-    fs.renameSync(at('Docs/F/x.txt'), at('Docs/F/t.txt'));
-    fs.renameSync(at('Docs/F/z.txt'), at('Docs/F/x.txt'));
-    fs.renameSync(at('Docs/F/t.txt'), at('Docs/F/z.txt'));
-    c.renameDocument(x, 't.txt');
-    c.renameDocument(z, 'x.txt');
-    c.renameDocument(x, 'z.txt');
+    swapHere(at, 'Docs/F', 'x', 'z');
+    swapOnService(x, z, 'x.txt', 'z.txt');
     fs.writeFileSync(at('Docs/F/x.txt'), 'untouched z, with an original line\n');
     sedInPlace(at('Docs/F/x.txt')); // z's file, now at x.txt
     await cleanPass(p);
@@ -390,9 +400,7 @@ it.each([{ edit: false }, { edit: true }])('names swapped on the service (x <-> 
     const z = c.listDocuments(p.binderId).find((d) => d.fileName === 'z.txt')!.id;
     fs.renameSync(at('Docs/F'), at('Docs/G'));
     c.renameFolder(folder, 'G');
-    c.renameDocument(x, 't.txt');
-    c.renameDocument(z, 'x.txt');
-    c.renameDocument(x, 'z.txt');
+    swapOnService(x, z, 'x.txt', 'z.txt');
     if (edit) sedInPlace(at('Docs/G/x.txt'));
     p.rt.cache.foldersAt = 0;
     let r = await runPass(p.rt);
@@ -483,13 +491,9 @@ it.each(['direction: upload', 'localDeletePolicy: forget'])("%s, two files moved
     for (const n of ['x', 'y']) fs.renameSync(at(`Docs/F/${n}.txt`), at(`Docs/G/${n}.txt`));
     expect((await runPass(p.rt)).issues.map((i) => `${i.relPath} ${i.code}`).sort()).toEqual(['Docs/G/x.txt waiting-for-remote-folder', 'Docs/G/y.txt waiting-for-remote-folder']);
     for (const n of ['x', 'y']) sedInPlace(at(`Docs/G/${n}.txt`));
-    fs.renameSync(at('Docs/G/x.txt'), at('Docs/G/t.txt'));
-    fs.renameSync(at('Docs/G/y.txt'), at('Docs/G/x.txt'));
-    fs.renameSync(at('Docs/G/t.txt'), at('Docs/G/y.txt'));
+    swapHere(at, 'Docs/G', 'x', 'y');
     c.renameFolder(folder, 'G');
-    c.renameDocument(x, 't.txt');
-    c.renameDocument(y, 'x.txt');
-    c.renameDocument(x, 'y.txt');
+    swapOnService(x, y, 'x.txt', 'y.txt');
     for (let i = 0; i < 3; i++) {
       p.rt.cache.foldersAt = 0;
       expect((await runPass(p.rt)).execution?.failures ?? []).toEqual([]);
@@ -618,12 +622,8 @@ it.each(UPLOAD_ONE_PASS_CASES)('an upload-only pair, %s: one pass (black-box rou
   try {
     const c = emu.control;
     if (how === 'swap') {
-      fs.renameSync(at('Docs/F/x.txt'), at('Docs/F/t.txt'));
-      fs.renameSync(at('Docs/F/y.txt'), at('Docs/F/x.txt'));
-      fs.renameSync(at('Docs/F/t.txt'), at('Docs/F/y.txt'));
-      c.renameDocument(x, 't.txt');
-      c.renameDocument(y, 'x.txt');
-      c.renameDocument(x, 'y.txt');
+      swapHere(at, 'Docs/F', 'x', 'y');
+      swapOnService(x, y, 'x.txt', 'y.txt');
       sedInPlace(at('Docs/F/x.txt'));
     } else {
       fs.mkdirSync(at('Docs/G'));
@@ -655,13 +655,9 @@ it.each(['direction: both', 'direction: upload'])('%s: names swapped alike insid
   try {
     const c = emu.control;
     fs.renameSync(at('Docs/F'), at('Docs/G'));
-    fs.renameSync(at('Docs/G/x.txt'), at('Docs/G/t.txt'));
-    fs.renameSync(at('Docs/G/y.txt'), at('Docs/G/x.txt'));
-    fs.renameSync(at('Docs/G/t.txt'), at('Docs/G/y.txt'));
+    swapHere(at, 'Docs/G', 'x', 'y');
     c.renameFolder(folder, 'G');
-    c.renameDocument(x, 't.txt');
-    c.renameDocument(y, 'x.txt');
-    c.renameDocument(x, 'y.txt');
+    swapOnService(x, y, 'x.txt', 'y.txt');
     sedInPlace(at('Docs/G/x.txt'));
     await cleanPass(p);
     expect(versions(y)).toEqual(['original y\n', 'edited with sed y\n']);
@@ -739,11 +735,8 @@ const COPY_SWAPS = {
 it.each(['direction: upload', 'direction: both'].flatMap((setting) => (Object.keys(COPY_SWAPS) as Array<keyof typeof COPY_SWAPS>).map((how) => [setting, how] as const)))("%s: names swapped alike by copying %s, no edit: each file is its document's by its bytes, nothing sent", async (setting, how) => {
   const { p, at, ids: [x, y] } = await syncedUp(`swap-by-copy-${setting.slice(11)}-${how.replace(/ /g, '-')}`, setting, ['x', 'y']);
   try {
-    const c = emu.control;
     COPY_SWAPS[how](at);
-    c.renameDocument(x, 't.txt');
-    c.renameDocument(y, 'x.txt');
-    c.renameDocument(x, 'y.txt');
+    swapOnService(x, y, 'x.txt', 'y.txt');
     await cleanPass(p);
     expect(versions(x)).toEqual(['original x\n']);
     expect(versions(y)).toEqual(['original y\n']);
@@ -770,9 +763,7 @@ it.each(['', 'EMPTY'])('direction: both: identical files %s, names swapped on th
     c.addDocument(p.binderId, folder, 'z.txt', 'untouched z\n');
     expect((await runPass(p.rt)).converged).toBe(true);
     const at = (rel: string) => path.join(p.local, ...rel.split('/'));
-    c.renameDocument(a, 't.txt');
-    c.renameDocument(b, 'a.txt');
-    c.renameDocument(a, 'b.txt');
+    swapOnService(a, b, 'a.txt', 'b.txt');
     // sed -i: a new file renamed over a.txt (a new inode)
     fs.writeFileSync(at('Docs/F/.a.new'), 'a edit\n');
     fs.renameSync(at('Docs/F/.a.new'), at('Docs/F/a.txt'));
@@ -817,12 +808,9 @@ it('localDeletePolicy: forget, mv F G then sed -i on a file before a pass, then 
 it('direction: both: names swapped alike by copying onto the files, then one edited in place: the edit is its own document\'s, the swap stays (black-box round 41b, B1)', async () => {
   const { p, at, ids: [x, y] } = await syncedUp('swap-by-copy-onto-edit', 'direction: both', ['x', 'y']);
   try {
-    const c = emu.control;
     COPY_SWAPS['onto the files'](at);
     fs.appendFileSync(at('Docs/F/x.txt'), 'appended\n'); // in place: x.txt keeps its inode
-    c.renameDocument(x, 't.txt');
-    c.renameDocument(y, 'x.txt');
-    c.renameDocument(x, 'y.txt');
+    swapOnService(x, y, 'x.txt', 'y.txt');
     await cleanPass(p);
     expect(versions(x)).toEqual(['original x\n']);
     expect(versions(y)).toEqual(['original y\n', 'original y\nappended\n']);
