@@ -192,8 +192,8 @@ export function planLocalFile(
     // here; the untouched file at the old name is then a new file of the next pass. Each name holds what the local
     // one holds, nothing is lost (the old bytes stay the document's earlier version). It was a path collision on
     // every pass, exit 1 (black-box round 41b, B4).
-    const followed = s.ctx.direction === 'upload' && atKey.length === 1 ? followedByNewFile(s, atKey[0]!, file) : undefined;
-    if (followed !== undefined) return { actions: [conflict(file, atKey[0]!, followed, s.ctx, s.out.conflictPathFor(file.relPath))], issue: null };
+    const renamedRow = s.ctx.direction === 'upload' && atKey.length === 1 ? followedByNewFile(s, atKey[0]!, file) : undefined;
+    if (renamedRow !== undefined) return { actions: [conflict(file, atKey[0]!, renamedRow, s.ctx, s.out.conflictPathFor(file.relPath))], issue: null };
     return none('path-collision', 'a synced remote document already uses this path');
   }
   // A folder was replaced by a file of its name (rm -r d; echo > d): uploaded, the document would sit beside
@@ -231,11 +231,14 @@ function hardLinkOfOwnFile(s: PassState, d: RemoteDoc, file: LocalFile): boolean
   return row !== undefined && own !== undefined && own.key !== file.key && sameFile(row, own) && own.inode === file.inode && sameFile(row, file);
 }
 
-/** Synced document d's row, when its own file is untouched at the row's path and `file` is another, new file (another inode). */
+/**
+ * Synced document d's row, when its own file is untouched at the row's path (its inode and its synced bytes: an edit
+ * made there is that document's, and stays a collision to resolve) and `file` is another, new file (another inode).
+ */
 function followedByNewFile(s: PassState, d: RemoteDoc, file: LocalFile): BaseEntry | undefined {
   const row = s.view.base.get(d.documentId);
   const own = row === undefined || s.view.isUnknown(row.key) ? undefined : s.view.local.files.get(row.key);
-  if (row === undefined || own === undefined || own.key === file.key || !sameFile(row, own) || own.inode === file.inode) return undefined;
+  if (row === undefined || own === undefined || own.key === file.key || !sameFile(row, own) || own.sha256 !== row.sha256 || own.inode === file.inode) return undefined;
   return s.out.isClaimed(row.key) ? undefined : row;
 }
 
