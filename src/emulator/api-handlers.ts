@@ -5,7 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import { authorize, type Caller } from './auth.js';
 import { HttpProblem, json, readJson, type FieldErrors, type Reply } from './http-util.js';
 import { fieldErrors, referenceCommitSchema, searchBodySchema, walkthroughCommitSchema } from './schemas.js';
-import { isEnumerated, matchingSorted, pageOf, parsePageQuery } from './search.js';
+import { isEnumerated, matchingSorted, pageOf, parsePageQuery, shuffle } from './search.js';
 import type { Signer } from './signing.js';
 import { GLOBAL_BINDER, GLOBAL_TAB, type Store } from './store.js';
 import type { BinderRecord, DocumentRecord, DocumentView, MetadataElement, MetadataValue } from './types.js';
@@ -83,10 +83,13 @@ export function createApiHandlers(store: Store, signer: Signer, view: ViewContex
       // store is unchanged (same generation, tenant, body and term), so a page costs a slice, not a sort.
       const key = JSON.stringify([caller.tenantId, parsed.data, page.searchTerm]);
       if (store.searchLagMs > 0) searchMemo = null; // the index of then changes with the clock, not the store
+      const shuffled = store.searchShuffled && (parsed.data.SortBy ?? []).length === 0;
+      if (shuffled) searchMemo = null; // every request its own order
       if (searchMemo?.generation !== store.generation || searchMemo.key !== key) {
         const inBinders = [...store.documents.values()].filter((d) => ids.has(d.binderId));
         const docs = store.searchLagMs > 0 ? indexedLagging(inBinders, store, Date.now() - store.searchLagMs) : inBinders.map(documentView);
-        searchMemo = { generation: store.generation, key, matching: matchingSorted(docs, elements, parsed.data, page.searchTerm), pages: new Map() };
+        const matching = matchingSorted(docs, elements, parsed.data, page.searchTerm);
+        searchMemo = { generation: store.generation, key, matching: shuffled ? shuffle(matching) : matching, pages: new Map() };
       }
       // Each page's body is kept serialized too: a client that polls a 100k-document binder asks for the same
       // 100 pages (~40 MB of JSON) again and again, and serializing them made the emulator the slowest part of

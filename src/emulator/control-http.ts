@@ -47,6 +47,7 @@ const schemas = {
     probability: z.number().min(0).max(1).optional(),
   }),
   searchLag: z.strictObject({ ms: z.number().min(0) }),
+  searchShuffled: z.strictObject({ on: z.boolean() }),
   /** documentIds absent: every document's links; null: none any more. */
   expiredLinks: z.strictObject({ documentIds: z.array(z.string()).nullable().optional() }),
   /** slots absent: every presigned upload URL from now on; a number: that many; null: none any more. */
@@ -128,6 +129,7 @@ export function createControlHttp(control: EmulatorControl, credentials: () => E
     ['POST /ratelimit', async (req) => ok(control.setRateLimit(await body(req, schemas.rateLimit)))],
     ['DELETE /ratelimit', async () => ok(control.setRateLimit(null))],
     ['POST /search-lag', async (req) => ok(control.setSearchLag((await body(req, schemas.searchLag)).ms))],
+    ['POST /search-shuffled', async (req) => ok(control.setSearchShuffled((await body(req, schemas.searchShuffled)).on))],
     ['POST /expire-tokens', async () => ok(control.expireTokens())],
     ['POST /expired-download-links', async (req) => ok(control.expireDownloadLinks((await body(req, schemas.expiredLinks)).documentIds))],
     ['POST /expired-upload-urls', async (req) => ok(control.expireUploadUrls((await body(req, schemas.expiredUploadUrls)).slots))],

@@ -105,6 +105,9 @@ export function createControl(store: Store, view: ViewContext, faults: FaultInje
       if (!Number.isFinite(ms) || ms < 0) throw new HttpProblem(400, 'search lag must be a number of ms, at least 0');
       store.searchLagMs = ms;
     },
+    setSearchShuffled(on) {
+      store.searchShuffled = on;
+    },
     expireTokens() {
       store.tokenGeneration++;
       store.changed();

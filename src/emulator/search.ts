@@ -107,3 +107,13 @@ function compare(a: string | undefined, b: string | undefined): number {
   if (b === undefined) return 1;
   return a < b ? -1 : 1;
 }
+
+/** A copy in random order (Fisher-Yates): a search answered without a stable order (Store.searchShuffled). */
+export function shuffle<T>(items: readonly T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}

@@ -56,6 +56,12 @@ export class Store {
    * was that long ago, at its version of then, or not at all when it is newer. A test sets it (control.setSearchLag).
    */
   searchLagMs = 0;
+  /**
+   * Whether search answers a request without SortBy in a new order each time. The spec states no order then: a
+   * server whose index is sharded or reordered by concurrent writes may answer so, and a paged walk of it
+   * overlaps and skips documents. A test sets it (control.setSearchShuffled).
+   */
+  searchShuffled = false;
   private seq = 0;
   private batchDepth = 0;
   private readonly statePath: string | undefined;

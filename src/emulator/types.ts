@@ -281,6 +281,8 @@ export interface EmulatorControl {
   setRateLimit(limit: RateLimit | null): void;
   /** Makes search (POST /documents) lag behind commits by `ms` (0: none): see Store.searchLagMs. */
   setSearchLag(ms: number): void;
+  /** Makes search answer each request without SortBy in a new order (Store.searchShuffled). */
+  setSearchShuffled(on: boolean): void;
   expireTokens(): void;
   /**
    * Download links of these documents (every document when none are given) are issued already expired, so

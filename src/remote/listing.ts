@@ -64,6 +64,11 @@ export interface RawListing {
   docsUnchanged: boolean;
   /** False when the folder tree was reused from `previous` instead of walked. */
   walkedTree: boolean;
+  /**
+   * Search was asked and answered inconsistent pages twice (its order changes between requests, or the binder
+   * changed during both walks), so the documents were listed per folder (see FetchRemoteOptions.skipSearch).
+   */
+  searchInconsistent: boolean;
   /** The search pages this listing was made of (null when it was listed per folder). */
   pages: SearchPageMemo[] | null;
 }
@@ -96,6 +101,13 @@ export interface FetchRemoteOptions extends Pick<ListRemoteOptions, 'binderId' |
    * documents are exactly as then and all sit in known folders; any document change walks again.
    */
   reuseFolders?: boolean;
+  /**
+   * List the documents per folder straight away, without asking search first: search answered inconsistent
+   * pages lately. A service whose search order is not stable (the spec states none without SortBy, and
+   * GLOBAL_Category, its only named sort key, is no total order) answers every walk so: each poll then paid two
+   * whole searches before the per-folder listing it ended in anyway (black-box round 42c, O1).
+   */
+  skipSearch?: boolean;
 }
 
 /** Lists the whole binder. Throws (retryable) when the listing cannot be made complete. */
@@ -115,16 +127,20 @@ export async function fetchRemote(client: ListingClient, opts: FetchRemoteOption
   // share the request rate, but the search pages are bound by the server's time per page (a page of 1000
   // documents) and the walk by the rate (one small request per folder): side by side they take about as long
   // as the longer one (100k documents in 1,109 folders: ~1.1 s instead of ~2.0 s one after the other).
-  if (opts.reuseFolders !== true || previous === null) walk().catch(() => undefined); // awaited (and thrown) below
+  if (opts.reuseFolders !== true || previous === null || opts.skipSearch === true) walk().catch(() => undefined); // awaited (and thrown) below
   let method: RemoteListing['method'] = 'search';
   let docs: Map<string, RawDoc>;
-  let searched: Awaited<ReturnType<typeof listDocumentsBySearch>>;
+  let searched: Awaited<ReturnType<typeof listDocumentsBySearch>> = null;
+  let searchInconsistent = false;
   try {
-    searched = await listDocumentsBySearch(client, opts, counter, previous);
-    if (searched === null) {
-      // The paged walk was inconsistent (totalCount changed, or pages overlapped and skipped items because
-      // the server's order is not stable). Try once more, then fall back to the unpaged per-folder endpoint.
+    if (opts.skipSearch !== true) {
       searched = await listDocumentsBySearch(client, opts, counter, previous);
+      if (searched === null) {
+        // The paged walk was inconsistent (totalCount changed, or pages overlapped and skipped items because
+        // the server's order is not stable). Try once more, then fall back to the unpaged per-folder endpoint.
+        searched = await listDocumentsBySearch(client, opts, counter, previous);
+      }
+      searchInconsistent = searched === null;
     }
     if (searched === null) {
       method = 'per-folder';
@@ -148,7 +164,7 @@ export async function fetchRemote(client: ListingClient, opts: FetchRemoteOption
   const reusable = walking === null && opts.reuseFolders === true && previous !== null && docsUnchanged && allInKnownFolders(docs, previous.folders);
   const tree = reusable && previous ? previous.folders : await walk();
   const unchanged = docsUnchanged && previous !== null && (tree === previous.folders || sameFolders(tree, previous.folders));
-  return { folders: tree, docs, method, requests: counter.requests, unchanged, docsUnchanged, walkedTree: !reusable, pages: searched?.pages ?? null };
+  return { folders: tree, docs, method, requests: counter.requests, unchanged, docsUnchanged, walkedTree: !reusable, searchInconsistent, pages: searched?.pages ?? null };
 }
 
 /** The folder list each document map was last found to fit (a quiet poll keeps both: no 100k-doc check). */

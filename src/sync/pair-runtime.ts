@@ -101,6 +101,8 @@ export interface PairRuntime {
     raw: RawListing | null;
     /** When its folder tree was walked (see folderTreeMaxAgeMs). */
     foldersAt: number;
+    /** Until when listings skip search (it answered inconsistent pages: see SEARCH_SKIPPED_FOR_MS); 0 while it did not. */
+    searchSkippedUntil: number;
     /**
      * The last pass went by a folder tree walked earlier and found a local file waiting for a folder that tree
      * does not have: the next pass lists and walks afresh (once), whatever reuse its options allow.

@@ -286,6 +286,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
         pageSize: rt.pair.pageSize,
         previous: rt.cache.raw,
         reuseFolders: treeFresh,
+        skipSearch: Date.now() < rt.cache.searchSkippedUntil,
         signal: opts.signal ? AbortSignal.any([opts.signal, listingAbort.signal]) : listingAbort.signal,
       });
   listing$.catch(() => undefined); // awaited below; a failed scan must not leave an unhandled rejection behind
@@ -306,6 +307,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   // Nothing rescanned: the previous observation stands as it is (merging would copy 100k entries per poll).
   let local = subtrees && previousLocal ? (noLocalWork ? previousLocal : mergeScan(previousLocal, scanned, subtrees)) : scanned;
   const raw = await listing$;
+  if (raw?.searchInconsistent) noteInconsistentSearch(rt);
   if (raw?.walkedTree) {
     rt.cache.foldersAt = Date.now();
     // The walk asked for is done, whatever this pass does next: a quiet pass returns before walkSoon is set again
@@ -771,7 +773,7 @@ function resumeSavedListing(rt: PairRuntime, base: ReadonlyMap<string, BaseEntry
   const issues = rt.store.listIssues();
   const docs = new Map<string, RawDoc>();
   for (const b of base.values()) docs.set(b.documentId, { documentId: b.documentId, fileName: b.fileName, folderId: b.folderId, versionId: b.versionId });
-  rt.cache.raw = { folders, docs, method: 'search', requests: 0, unchanged: false, docsUnchanged: false, walkedTree: true, pages: null };
+  rt.cache.raw = { folders, docs, method: 'search', requests: 0, unchanged: false, docsUnchanged: false, walkedTree: true, searchInconsistent: false, pages: null };
   rt.cache.issues = issues;
   const trusted = trustsSavedTree(rt, trustTree, tree) && !issues.some((i) => i.code === 'waiting-for-remote-folder');
   // 0: as old as can be, so the first listing walks the tree (see treeFresh in runPass).
@@ -876,6 +878,20 @@ function fastQuietPass(rt: PairRuntime, check: FastCheck, now: () => Date, start
   rt.cache.issues = rt.store.listIssues();
   rt.log.debug({ requests: check.requests, walkedTree: check.walkedTree }, 'both sides are as the in-sync mark says');
   return nothingToDo(rt, { now, started, requests: check.requests, method: 'search', scanned: check.scanned, treeWalkedAt: check.walkedTree ? now() : null });
+}
+
+/** How long the documents are listed per folder once search answered inconsistent pages (then it is asked again). */
+export const SEARCH_SKIPPED_FOR_MS = 10 * 60_000;
+
+/** Search answered inconsistent pages twice in a listing: the next listings go per folder for a while (FetchRemoteOptions.skipSearch). */
+function noteInconsistentSearch(rt: PairRuntime): void {
+  if (rt.cache.searchSkippedUntil === 0) {
+    rt.log.info(
+      { minutes: SEARCH_SKIPPED_FOR_MS / 60_000 },
+      "the service's search answered pages that do not add up (its order changes between requests, or the binder changed while it was read): documents are listed folder by folder, search is tried again later",
+    );
+  }
+  rt.cache.searchSkippedUntil = Date.now() + SEARCH_SKIPPED_FOR_MS;
 }
 
 /**

@@ -82,6 +82,25 @@ describe('listRemote', () => {
     expect(r.observation.docs.size).toBe(25);
   });
 
+  it('says when search was inconsistent, and skips it when asked (round 42c, O1)', async () => {
+    const unstable = fakeClient(docs(25), { dupes: true });
+    const raw = await fetchRemote(unstable.client, opts());
+    expect(raw.searchInconsistent).toBe(true);
+    expect(unstable.calls.search).toBeGreaterThan(0);
+    // The binder changing during the walk says so too; an empty first listing asked per folder does not.
+    expect((await fetchRemote(fakeClient(docs(25), { totalDrift: 1 }).client, opts())).searchInconsistent).toBe(true);
+    const empty = await fetchRemote(fakeClient([]).client, opts());
+    expect([empty.method, empty.searchInconsistent]).toEqual(['per-folder', false]);
+    expect((await fetchRemote(fakeClient(docs(25)).client, opts())).searchInconsistent).toBe(false);
+
+    const skipped = fakeClient(docs(25), { dupes: true });
+    const again = await fetchRemote(skipped.client, { ...opts(), previous: raw, reuseFolders: true, skipSearch: true });
+    expect(skipped.calls.search).toBe(0);
+    expect(skipped.calls.folderDocs).toBe(2);
+    expect([again.method, again.searchInconsistent, again.walkedTree, again.unchanged]).toEqual(['per-folder', false, true, true]);
+    expect(again.docs.size).toBe(25);
+  });
+
   it('a synced document missing from the listing is gone only when GET confirms it', async () => {
     const all = docs(5);
     const base = new Map<string, BaseEntry>();
