@@ -18,6 +18,9 @@ import { collectRepeated, exitCodeFor, loadConfigOrExplain, printError, selectPa
 import { fmtBytes } from '../format-bytes.js';
 import { ExitCode } from './exit-codes.js';
 import { runningConfigElsewhere, runningConfigLines, runningConfigOfInvalidFile, type RunningConfig, type StatusPair } from './status-running-config.js';
+import { loadConfig } from '../config/load.js';
+import { settingsIdentityOf } from '../service/index.js';
+import { LAST_ERROR, LAST_ERROR_WITH } from '../state/pair-meta.js';
 
 interface StatusOptions {
   config: string;
@@ -101,6 +104,12 @@ export interface PairStatus {
    */
   inDaemon: boolean | null;
   lastError: string | null;
+  /**
+   * The last error recorded, when it was met with other service settings than the config's now (an address or
+   * client id fixed since): not this config's, so not `lastError`; a pass with these settings will tell. Null
+   * otherwise, and when the config's service settings cannot be resolved here (their ${VAR}s unset in this shell).
+   */
+  lastErrorOfOtherSettings: { message: string; settings: string } | null;
   /** Base entries: files known to be the same on both sides (those an ignore rule now hides are not counted). */
   filesInSync: number;
   /** Synced files that an ignore rule added since hides: left as they are on both sides, so not "in sync". */
@@ -167,7 +176,10 @@ async function statusCommand(opts: StatusOptions): Promise<number> {
     printError(unreadable);
     return exitCodeFor(unreadable);
   }
-  const doc: StatusDocument = { ...collectStatus(config, pairs, path.resolve(opts.config)), ...(running !== null ? { runningConfig: running } : {}) };
+  // Compared with the settings each pair's last error was met with: only the file's own, fully resolved (the
+  // running daemon's, shown instead, are not known here).
+  const settingsNow = running === null ? serviceSettingsOf(opts.config) : null;
+  const doc: StatusDocument = { ...collectStatus(config, pairs, path.resolve(opts.config), new Date(), settingsNow), ...(running !== null ? { runningConfig: running } : {}) };
   process.stdout.write(opts.json ? `${JSON.stringify(doc, null, 2)}\n` : `${running !== null ? runningConfigLines(running) : ''}${formatStatus(doc, new Date())}`);
   if (failed !== null) return failed;
   // A state DB that cannot be read is a local failure, as for `sync` (exit-codes.ts): not a bad command line.
@@ -175,13 +187,33 @@ async function statusCommand(opts: StatusOptions): Promise<number> {
 }
 
 /** Reads everything status shows. Never writes: the DBs are opened read-only, the lock is only read. */
-export function collectStatus(config: { stateDir: string; pairs: readonly { name: string }[] }, pairs: readonly StatusPair[], configFile: string, now = new Date()): StatusDocument {
+/** `settingsNow`: the config's service settings (settingsIdentityOf), null when not known (see PairStatus.lastErrorOfOtherSettings). */
+/**
+ * The config file's service settings (settingsIdentityOf), or null when they do not resolve here: status reads
+ * the file for local state only, and a ${VAR} unset in this shell or a secret file this user cannot read must not
+ * make it fail, nor make an error look like another config's.
+ */
+function serviceSettingsOf(configFile: string): string | null {
+  try {
+    return settingsIdentityOf(loadConfig(configFile).config.service);
+  } catch {
+    return null;
+  }
+}
+
+export function collectStatus(
+  config: { stateDir: string; pairs: readonly { name: string }[] },
+  pairs: readonly StatusPair[],
+  configFile: string,
+  now = new Date(),
+  settingsNow: string | null = null,
+): StatusDocument {
   const pid = liveLockOwner(config.stateDir);
   // The status file is trusted only when the live lock owner wrote it (a crashed daemon leaves a stale one).
   const daemonFile = pid === null ? null : readDaemonStatus(config.stateDir);
   const daemon = daemonFile !== null && daemonFile.pid === pid ? daemonFile : null;
   const free = freeBytes(config.stateDir);
-  const shown = withStateDirFull(pairs.map((p) => pairStatus(config.stateDir, p, pid !== null, daemon)), free, pid !== null);
+  const shown = withStateDirFull(pairs.map((p) => pairStatus(config.stateDir, p, pid !== null, daemon, settingsNow)), free, pid !== null);
   return {
     version: 1,
     generatedAt: now.toISOString(),
@@ -212,7 +244,7 @@ export function withStateDirFull(pairs: PairStatus[], freeBytes: number | null, 
 
 const STATE_DIR_FULL = "the stateDir's disk is full: every pass fails at its first write and cannot record it (what else is shown may be out of date); free some space, and the daemon resumes by itself";
 
-function pairStatus(stateDir: string, pair: StatusPair, running: boolean, daemon: DaemonStatus | null): PairStatus {
+function pairStatus(stateDir: string, pair: StatusPair, running: boolean, daemon: DaemonStatus | null, settingsNow: string | null): PairStatus {
   const stateDb = path.join(stateDir, pair.name, 'state.db');
   const activity = daemon?.pairs[pair.name];
   const out: PairStatus = {
@@ -234,6 +266,7 @@ function pairStatus(stateDir: string, pair: StatusPair, running: boolean, daemon
     inDaemon: daemon === null ? null : activity !== undefined,
     // The daemon's word for a pair it could not open: one refused before its state DB was made has none to read.
     lastError: activity?.openError ?? null,
+    lastErrorOfOtherSettings: null,
     filesInSync: 0,
     filesHiddenByIgnore: 0,
     pendingUploads: [],
@@ -264,7 +297,12 @@ function pairStatus(stateDir: string, pair: StatusPair, running: boolean, daemon
       out.lastPassAt = meta('lastPassAt');
       out.lastPollAt = meta('lastPollAt');
       out.lastScanAt = meta('lastScanAt');
-      out.lastError = meta('lastError') ?? out.lastError;
+      out.lastError = meta(LAST_ERROR) ?? out.lastError;
+      const errorWith = meta(LAST_ERROR_WITH);
+      if (out.lastError !== null && settingsNow !== null && errorWith !== null && errorWith !== settingsNow) {
+        out.lastErrorOfOtherSettings = { message: out.lastError, settings: errorWith };
+        out.lastError = null;
+      }
       const count = (k: string) => {
         const v = meta(k);
         return v !== null && /^\d+$/.test(v) ? Number(v) : null;
@@ -375,7 +413,9 @@ export function formatStatus(doc: StatusDocument, now: Date): string {
       lines.push(row('  progress', `${p.passDone} of the ${p.passSteps} steps this pass planned are done (pending counts what it planned at its start)`));
     }
     if (p.state === 'syncing' && p.passBytes !== null && p.passBytes > 0) lines.push(row('  transferred', transferredText(p.passBytes, p.activitySince, now)));
-    lines.push(row('  last error', p.lastError ? oneLine(p.lastError) : '-'));
+    const other = p.lastErrorOfOtherSettings;
+    const otherText = other === null ? '' : `   (the last one was met with other service settings, ${other.settings}: ${oneLine(other.message)}; a pass with these will tell)`;
+    lines.push(row('  last error', p.lastError ? oneLine(p.lastError) : `-${otherText}`));
     if (p.conflicts.length > 0) {
       lines.push(row('  conflicts', `${p.conflicts.length}${p.moreConflicts ? '+' : ''}, newest first`));
       const shown = p.conflicts.slice(0, HUMAN_LIST_LIMIT);

@@ -6,7 +6,7 @@ import { createLogger, logLevelFromEnv, type LogLevel } from '../log.js';
 import { isRetryable, oneLineMessage } from '../errors.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
 import { acquireStateLock } from '../state/lock.js';
-import { writePairMeta } from '../state/pair-meta.js';
+import { lastErrorMeta, writePairMeta } from '../state/pair-meta.js';
 import { pendingOf } from '../sync/pending.js';
 import { runPass, settleInSyncMark, type PassReport } from '../sync/pass.js';
 import { openPair } from '../sync/open-pair.js';
@@ -15,6 +15,7 @@ import type { PairRuntime } from '../sync/pair-runtime.js';
 import { describePlan, summarizeReport } from './report-format.js';
 import { passHooks, ProgressDisplay, wantProgress } from './progress.js';
 import { serviceClientFor } from '../service/from-config.js';
+import { settingsIdentityOf } from '../service/index.js';
 import { collectRepeated, exitCodeFor, loadConfigOrExplain, logLevelOption, otherUsersStateDir, printError, selectPairs } from './common.js';
 import { ExitCode, isLocalFailure } from './exit-codes.js';
 import { BinderSyncError } from '../errors.js';
@@ -149,7 +150,7 @@ async function syncCommand(opts: SyncOptions): Promise<number> {
         entries.push(jsonFailure(pair.name, stateDbWriteError(err)));
         // Left where `status` reads it, as the daemon does (a failed cron `sync` must not look like the last good
         // pass). A state DB that does not exist yet is not created for it.
-        if (!opts.dryRun) writePairMeta(rt?.store, path.join(config.stateDir, pair.name, 'state.db'), { lastError: oneLineMessage(stateDbWriteError(err)) }, { create: false });
+        if (!opts.dryRun) writePairMeta(rt?.store, path.join(config.stateDir, pair.name, 'state.db'), lastErrorMeta(oneLineMessage(stateDbWriteError(err)), settingsIdentityOf(config.service)), { create: false });
       } finally {
         rt?.store.close();
       }

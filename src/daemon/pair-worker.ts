@@ -6,7 +6,7 @@ import { BinderSyncError } from '../errors.js';
 import { createWatcher, rootIdentity, type LocalWatcher, type WatchHints, type WatcherBackend } from '../local/watcher.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/index.js';
-import { writePairMeta } from '../state/pair-meta.js';
+import { lastErrorMeta, writePairMeta } from '../state/pair-meta.js';
 import { stateDbWriteError } from '../state/state-dir-error.js';
 import type { Action, Issue } from '../sync/model.js';
 import { parentOf } from '../sync/path-key.js';
@@ -122,7 +122,7 @@ export class PairWorker {
       onFailure: (f) => {
         d.metrics?.errors.inc({ pair: this.name });
         // runPass records lastError for what it finishes; a pass that threw (or an open that failed) ends here.
-        this.writeMeta({ lastError: f.reason });
+        this.writeMeta(lastErrorMeta(f.reason, d.client.settingsIdentity));
         // A pair refused before its state DB was made has no DB to hold that: the status file says it.
         if (this.rt === null) {
           this.activity = { ...this.activity, openError: f.reason };

@@ -62,6 +62,15 @@ export function serviceIdentityOf(baseUrl: string, tenantId: string): string {
   return `${baseUrl} (tenant ${tenantId})`;
 }
 
+/**
+ * The service settings an error was met with, as `status` compares them with the config's: the addresses, tenant
+ * and client id (never the secret, nor anything derived from it; the addresses carry no password: config/schema.ts).
+ */
+export function settingsIdentityOf(s: { baseUrl: string; authUrl: string; tenantId: string; clientId: string }): string {
+  const bare = (url: string) => url.replace(/\/+$/, '');
+  return `${serviceIdentityOf(bare(s.baseUrl), s.tenantId)}, client ${s.clientId} of ${bare(s.authUrl)}`;
+}
+
 /** What the client was told or found about the server: hints from an earlier process, and who to tell. */
 export interface CapabilityMemory {
   /** Spellings an earlier process found (capabilities-file.ts): tried first, but still verified. */
@@ -87,6 +96,11 @@ export class ServiceClient {
   /** Which service this client speaks to: its API address and tenant (what a pair's state was synced with). */
   get serviceIdentity(): string {
     return serviceIdentityOf(this.core.settings.baseUrl, this.core.settings.tenantId);
+  }
+
+  /** See settingsIdentityOf. */
+  get settingsIdentity(): string {
+    return settingsIdentityOf(this.core.settings);
   }
 
   /** New bandwidth caps (bytes/s, null: none) for the transfers from now on, and those in flight that had one. */

@@ -31,3 +31,22 @@ export function writePairMeta(open: StateStore | undefined, dbFile: string, valu
     if (open === undefined) store?.close();
   }
 }
+
+/** Meta key: the pair's last error ('' or absent: none), what `status` shows. */
+export const LAST_ERROR = 'lastError';
+/**
+ * Meta key: the service settings that error was met with (settingsIdentityOf). `status` under a config naming
+ * others (the typo'd address just fixed) says the error was another setting's instead of showing it as the pair's
+ * (black-box round 42c, P1-e). Absent in a state DB of an older build: the error is then shown as it is.
+ */
+export const LAST_ERROR_WITH = 'lastErrorWith';
+
+/** The meta values that record `message` as the last error met with `settings` ('' clears both). */
+export function lastErrorMeta(message: string, settings: string): Record<string, string> {
+  return { [LAST_ERROR]: message, [LAST_ERROR_WITH]: message === '' ? '' : settings };
+}
+
+/** Records (in an open state DB) the pair's last error, met with `settings`; '' clears it. */
+export function setLastError(store: Pick<StateStore, 'setMeta'>, message: string, settings: string): void {
+  for (const [k, v] of Object.entries(lastErrorMeta(message, settings))) store.setMeta(k, v);
+}

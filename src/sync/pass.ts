@@ -9,6 +9,7 @@ import { freeBytes } from '../local/fs-probe.js';
 import { maxRelPathBytes } from '../local/name-limits.js';
 import { coveringSubtrees, LAZY_HASH_FROM_BYTES, mergeScan, scanLocal, type ScanOptions } from '../local/scanner.js';
 import { digestLocalTree } from '../local/tree-digest.js';
+import { setLastError } from '../state/pair-meta.js';
 import { fetchRemote, folderTreeUnchanged, observeRemote, searchDigestsOf, searchPagesUnchanged, type ListRemoteOptions, type RawDoc, type RawFolder, type RawListing, type RemoteListing } from '../remote/listing.js';
 import { emptyExecution, executePlan, mergeExecutions, type ActionFailure, type ExecutionReport } from './executor.js';
 import { LAST_PASS_STOPPED, stoppedByShutdown } from './stopped-steps.js';
@@ -457,7 +458,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     rt.serviceChangedFrom = null;
   }
   if (plan.blocked) {
-    rt.store.setMeta('lastError', plan.blocked.message);
+    setLastError(rt.store, plan.blocked.message, rt.client.settingsIdentity);
     if (report.blockedAgain) rt.log.debug({ gate: plan.blocked.code }, plan.blocked.message);
     else rt.log.error({ gate: plan.blocked.code }, plan.blocked.message);
   } else {
@@ -552,7 +553,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     // The error may name the file already (a 401 at the commit does): not twice (black-box round 34a, F7).
     const held = firstHeld === undefined ? '' : `${heldUploads.length} upload(s) left unfinished could not be committed; first: ${heldSaid.startsWith(`${firstHeld.relPath}: `) ? '' : `${firstHeld.relPath}: `}${heldSaid}`;
     const lastError = errors.length > 0 ? `${errors.length} action(s) failed; first: ${errors[0]?.message ?? ''}` : held !== '' ? held : (rt.metadata.blockedBecause ?? '');
-    if (!plan.blocked) rt.store.setMeta('lastError', lastError);
+    if (!plan.blocked) setLastError(rt.store, lastError, rt.client.settingsIdentity);
     rt.store.setMeta(LAST_PASS_STOPPED, stopped > 0 ? String(stopped) : '');
   });
   report.durationMs = Date.now() - started;
@@ -939,7 +940,7 @@ function nothingToDo(
     if (o.scanned) {
       rt.store.setMeta('lastPassAt', at);
       rt.store.setMeta('lastScanAt', at);
-      rt.store.setMeta('lastError', '');
+      setLastError(rt.store, '', rt.client.settingsIdentity);
     }
   });
   rt.serviceChangedFrom = null;

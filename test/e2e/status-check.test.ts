@@ -319,6 +319,33 @@ describe('binder-sync status', () => {
     expect(fs.existsSync(db)).toBe(true);
   });
 
+  it("an error met with other service settings (an address fixed since) is said as theirs, not as the pair's (black-box round 42c, P1-e)", async () => {
+    const ws = await workspace();
+    expect((await sync(ws)).code).toBe(0);
+    const good = readServiceSection(ws);
+    const typo = 'http://127.0.0.1:9/api/v1';
+    ws.writeConfig({}, { service: { ...good, baseUrl: typo } });
+    expect((await sync(ws, [], { env: { BINDER_SYNC_RETRY_BASE_MS: '5' } })).code).toBe(3);
+    // Under the settings it was met with, it is the pair's error.
+    const under = await status(ws);
+    expect(field(under.stdout, 'state')).toBe('error');
+    expect(field(under.stdout, 'last error')).toMatch(/could not be reached|ECONNREFUSED/);
+
+    // The address fixed: the error is said as the typo's, the pair is not in error; a pass with these will tell.
+    ws.writeConfig({}, { service: good });
+    const fixed = await status(ws);
+    expect(field(fixed.stdout, 'state')).not.toBe('error');
+    const said = field(fixed.stdout, 'last error');
+    expect(said.startsWith('-   (the last one was met with other service settings, http://127.0.0.1:9/api/v1 (tenant ')).toBe(true);
+    expect(said).toMatch(/could not be reached|ECONNREFUSED/);
+    expect(said).not.toContain(secretOf(ws));
+    const pair = statusJson(await status(ws, '--json')).pairs[0]!;
+    expect(pair.lastError).toBeNull();
+    expect(pair.lastErrorOfOtherSettings?.settings).toContain(typo);
+    expect((await sync(ws)).code).toBe(0);
+    expect(field((await status(ws)).stdout, 'last error')).toBe('-');
+  });
+
   it("reads local state only: a shell without the service's variables (or its secret file) still gets the status", async () => {
     const ws = await workspace();
     ws.emulator.control.addDocument(ws.binderId, ws.emulator.control.createFolder(ws.binderId, { name: 'Docs' }).id, 'a.txt', 'remote a');

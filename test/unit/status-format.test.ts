@@ -77,7 +77,7 @@ describe('formatStatus "not synced"', () => {
     const issues = Array.from({ length: 12 }, (_, i) => waiting(`dir ${String(i).padStart(2, '0')}`, 5)).flat();
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
+      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, lastErrorOfOtherSettings: null, filesInSync: 0, filesHiddenByIgnore: 0,
       pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues,
     };
     const doc: StatusDocument = {
@@ -94,7 +94,7 @@ describe('formatStatus "not synced"', () => {
 describe('formatStatus "watcher"', () => {
   const pair = (watcher: string | null): PairStatus => ({
     name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
-    lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
+    lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher, changesWaitingSince: null, inDaemon: null, lastError: null, lastErrorOfOtherSettings: null, filesInSync: 0, filesHiddenByIgnore: 0,
     pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
   });
   const doc = (running: boolean, watcher: string | null): StatusDocument => ({
@@ -142,7 +142,7 @@ describe('names with control characters', () => {
     ];
     const pair: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'idle', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', filesInSync: 0, filesHiddenByIgnore: 0,
+      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: 'LOCAL_IO: N/e\tsc\u001b[31m.txt', lastErrorOfOtherSettings: null, filesInSync: 0, filesHiddenByIgnore: 0,
       pendingUploads: [{ relPath: 'N/up\tload.txt', stage: 'slot', since: new Date(0).toISOString() }], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null,
       conflicts: [{ relPath: 'N/con\nflict.txt', conflictPath: 'N/con\nflict (conflict).txt', policy: 'keep-both', detail: 'x', at: new Date(0).toISOString() }],
       moreConflicts: false, trash: emptyTrash, issues,
@@ -180,7 +180,7 @@ describe('formatStatus "pending" during a long pass', () => {
     daemon: { running: true, pid: 42, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'syncing', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, changesWaitingSince, inDaemon: null, lastError: null, filesInSync: 700, filesHiddenByIgnore: 0,
+      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince, watcher: null, changesWaitingSince, inDaemon: null, lastError: null, lastErrorOfOtherSettings: null, filesInSync: 700, filesHiddenByIgnore: 0,
       pendingUploads, pendingUploadCount, pendingDownloads, passBytes, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [],
     }],
   });
@@ -232,7 +232,7 @@ describe('formatStatus: the disk holding stateDir', () => {
   it("under a running daemon, says each pair is in error for it: the daemon cannot record its failing passes (round 33b, F2)", () => {
     const syncing: PairStatus = {
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'syncing', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: new Date(0).toISOString(), watcher: null, changesWaitingSince: null, inDaemon: true, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
+      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: new Date(0).toISOString(), watcher: null, changesWaitingSince: null, inDaemon: true, lastError: null, lastErrorOfOtherSettings: null, filesInSync: 0, filesHiddenByIgnore: 0,
       pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, issues: [],
       trash: { files: 0, bytes: 0, days: [], capped: false, retentionDays: 30 } as unknown as PairStatus['trash'],
     };
@@ -252,7 +252,7 @@ describe('formatStatus "trash"', () => {
     daemon: { running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 0, filesHiddenByIgnore: 0,
+      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, lastErrorOfOtherSettings: null, filesInSync: 0, filesHiddenByIgnore: 0,
       pendingUploads: [], pendingUploadCount: null, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash, issues: [],
     }],
   });
@@ -274,7 +274,7 @@ describe('formatStatus "pending" while passes fail', () => {
     daemon: { running: false, pid: null, startedAt: null, metricsPort: null, reloadRejected: null, pairsNotInConfig: [] },
     pairs: [{
       name: 'main', localPath: '/data', binderId: 'B', direction: 'both', state: 'not-running', stateDb: '/s/main/state.db', stateError: null,
-      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, filesInSync: 19, filesHiddenByIgnore: 0,
+      lastPassAt: null, lastPassStopped: null, lastPollAt: null, lastScanAt: null, nextPassAt: null, activitySince: null, watcher: null, changesWaitingSince: null, inDaemon: null, lastError: null, lastErrorOfOtherSettings: null, filesInSync: 19, filesHiddenByIgnore: 0,
       pendingUploads: [], pendingUploadCount: 0, pendingDownloads: 0, passBytes: null, passDone: null, passSteps: null, conflicts: [], moreConflicts: false, trash: emptyTrash, issues: [], ...p,
     }],
   });
