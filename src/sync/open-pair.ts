@@ -148,7 +148,7 @@ export async function openPair(
       olderListingSaid: false,
       olderListingChecks: new Map(),
       unbasedHashes: new Map(),
-      cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, searchSkippedUntil: 0, walkSoon: false, quiet: false, localParked: false, issues: [] },
+      cache: { local: null, touchedDirs: new Set(), remote: null, remoteAt: 0, remoteFresh: false, raw: null, foldersAt: 0, searchSkippedUntil: 0, searchInconsistentRuns: 0, walkSoon: false, quiet: false, localParked: false, issues: [] },
     };
   } catch (err) {
     store.close();

@@ -103,6 +103,8 @@ export interface PairRuntime {
     foldersAt: number;
     /** Until when listings skip search (it answered inconsistent pages: see SEARCH_SKIPPED_FOR_MS); 0 while it did not. */
     searchSkippedUntil: number;
+    /** Listings in a row whose search answered inconsistent pages (see SEARCH_SKIPPED_AFTER). */
+    searchInconsistentRuns: number;
     /**
      * The last pass went by a folder tree walked earlier and found a local file waiting for a folder that tree
      * does not have: the next pass lists and walks afresh (once), whatever reuse its options allow.

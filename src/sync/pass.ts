@@ -308,7 +308,7 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
   // Nothing rescanned: the previous observation stands as it is (merging would copy 100k entries per poll).
   let local = subtrees && previousLocal ? (noLocalWork ? previousLocal : mergeScan(previousLocal, scanned, subtrees)) : scanned;
   const raw = await listing$;
-  if (raw?.searchInconsistent) noteInconsistentSearch(rt);
+  if (raw) noteSearch(rt, raw);
   if (raw?.walkedTree) {
     rt.cache.foldersAt = Date.now();
     // The walk asked for is done, whatever this pass does next: a quiet pass returns before walkSoon is set again
@@ -883,13 +883,23 @@ function fastQuietPass(rt: PairRuntime, check: FastCheck, now: () => Date, start
 
 /** How long the documents are listed per folder once search answered inconsistent pages (then it is asked again). */
 export const SEARCH_SKIPPED_FOR_MS = 10 * 60_000;
+/**
+ * Listings in a row whose search was inconsistent (twice each) before search is skipped. Not at the first: a
+ * binder that changed during both walks of one listing (colleagues busy) says so too, and listing a big binder per
+ * folder costs two requests a folder (2,218 at 100k documents in 1,109 folders against 100 search pages).
+ */
+export const SEARCH_SKIPPED_AFTER = 2;
 
-/** Search answered inconsistent pages twice in a listing: the next listings go per folder for a while (FetchRemoteOptions.skipSearch). */
-function noteInconsistentSearch(rt: PairRuntime): void {
+/** What this listing said of search (FetchRemoteOptions.skipSearch). */
+function noteSearch(rt: PairRuntime, raw: RawListing): void {
+  if (raw.method === 'search') rt.cache.searchInconsistentRuns = 0;
+  if (!raw.searchInconsistent) return;
+  rt.cache.searchInconsistentRuns++;
+  if (rt.cache.searchInconsistentRuns < SEARCH_SKIPPED_AFTER) return;
   if (rt.cache.searchSkippedUntil === 0) {
     rt.log.info(
       { minutes: SEARCH_SKIPPED_FOR_MS / 60_000 },
-      "the service's search answered pages that do not add up (its order changes between requests, or the binder changed while it was read): documents are listed folder by folder, search is tried again later",
+      "the service's search answered pages that do not add up, listing after listing (its order changes between requests, or the binder keeps changing while it is read): documents are listed folder by folder, search is tried again later",
     );
   }
   rt.cache.searchSkippedUntil = Date.now() + SEARCH_SKIPPED_FOR_MS;
