@@ -247,6 +247,8 @@ export interface WaitingPlace {
   inode: number;
   bornMs: number | null;
   sha256: string | null;
+  /** The inode of the directory it waits in; 0: not known. */
+  dirInode: number;
 }
 
 /** How a waiting-for-remote-folder detail begins; the folder named after it is what issue-groups.ts groups by. */

@@ -50,6 +50,8 @@ export class ReconcileView {
   private movedWithFolderByKey: Map<PathKey, BaseEntry> | null = null;
   /** Local files no row holds, by inode (built on first use). */
   private unbasedByInode: Map<number, LocalFile[]> | null = null;
+  /** The local directories by inode (see waitedKey). */
+  private dirsByInode: Map<number, Array<[PathKey, number]>> | null = null;
   /** movedDirPlace's answers, by directory key (built on use). */
   private movedDirPlaces: Map<PathKey, PathKey | null> | null = null;
   /** movedAwayKeys (built on first use). */
@@ -237,7 +239,25 @@ export class ReconcileView {
   /** The file at b's name in its folder's new place, where an earlier pass found b's file waiting (waitingMoves). */
   private waitedPlaceOf(b: BaseEntry): LocalFile | undefined {
     const there = this.fileAtFolderPlace(b);
-    return there !== undefined && this.waitingMoves?.get(b.documentId)?.key === there.key && there.sha256 !== null && !this.isRowsFile(there, b) ? there : undefined;
+    return there !== undefined && this.waitedKey(b) === there.key && there.sha256 !== null && !this.isRowsFile(there, b) ? there : undefined;
+  }
+
+  /**
+   * Where an earlier pass found b's file waiting (waitingMoves), followed with its directory: the directory gone from
+   * that path and one directory of its inode elsewhere (renamed since), the same name in it. A `sed -i` of every file
+   * there and the folder's next rename, seen by one pass (a script), left neither the files' inodes nor the path, and
+   * the rows were forgotten: adopted by path after the service's renames, one document got another's edit (black-box
+   * round 43a, F1). Undefined when no file of b's waited.
+   */
+  private waitedKey(b: BaseEntry): PathKey | undefined {
+    const was = this.waitingMoves?.get(b.documentId);
+    if (was === undefined) return undefined;
+    const dir = parentOf(was.key);
+    const inodes = this.local.dirInodes;
+    if (was.dirInode === 0 || dir === '' || inodes === undefined || inodes.get(dir) === was.dirInode || this.local.dirs.has(dir)) return was.key;
+    this.dirsByInode ??= groupBy(inodes, ([, inode]) => (inode === 0 ? undefined : inode));
+    const now = this.dirsByInode.get(was.dirInode) ?? [];
+    return now.length === 1 ? `${now[0]![0]}/${baseNameOf(was.key)}` : was.key;
   }
 
   /**
@@ -404,7 +424,7 @@ export class ReconcileView {
     if (was === undefined || this.local.files.has(b.key)) return undefined;
     const moved = this.waitedFileByInode(b);
     if (moved !== undefined) return moved;
-    const key = was.key;
+    const key = this.waitedKey(b) ?? was.key;
     if (key === b.key || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);
     if (there === undefined || there.sha256 === null || this.isRowsFile(there, b)) return undefined;

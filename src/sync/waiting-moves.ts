@@ -4,17 +4,25 @@
 // (black-box round 41b, B3). What each pass found is kept in the state DB, so the next one still knows where each
 // document's file waits (ReconcileContext.waitingMoves): its path, and the file there then (inode, birth time,
 // content), by which it is found again where the user moved it on (the folder renamed a second time during the
-// wait, after every file was saved by `sed -i`: black-box round 42b, F1). Rewritten after each pass: an entry
-// lasts while its file waits.
+// wait, after every file was saved by `sed -i`: black-box round 42b, F1), and the directory it waits in (its inode),
+// which the place follows when no pass saw the files between a `sed -i` of all and the folder's next rename (black-box
+// round 43a, F1). Rewritten after each pass: an entry lasts while its file waits.
 import { z } from 'zod';
 import { readMetaRecord, writeMetaRecord } from '../state/meta-record.js';
 import type { StateStore } from '../state/store.js';
 import type { Issue, LocalObservation, WaitingPlace } from './model.js';
-import { pathKey } from './path-key.js';
+import { parentOf, pathKey } from './path-key.js';
 
 /** Meta key holding the record (JSON: documentId -> where its file waits). */
 const WAITING_MOVES = 'waitingMoves';
-const FileSchema = z.object({ path: z.string(), inode: z.number().int().nonnegative(), bornMs: z.number().nullable(), sha256: z.string().nullable() });
+// dirInode: the directory it waits in (absent in a record of an earlier build).
+const FileSchema = z.object({
+  path: z.string(),
+  inode: z.number().int().nonnegative(),
+  bornMs: z.number().nullable(),
+  sha256: z.string().nullable(),
+  dirInode: z.number().int().nonnegative().optional(),
+});
 // A path alone: the record of a build that kept no more.
 const SavedSchema = z.record(z.string(), z.union([z.string(), FileSchema]));
 
@@ -24,7 +32,7 @@ export function loadWaitingMoves(store: StateStore, caseInsensitive: boolean): M
   return new Map(
     Object.entries(saved).map(([id, at]) => {
       const file = typeof at === 'string' ? { path: at, inode: 0, bornMs: null, sha256: null } : at;
-      return [id, { key: pathKey(file.path, caseInsensitive), inode: file.inode, bornMs: file.bornMs, sha256: file.sha256 }];
+      return [id, { key: pathKey(file.path, caseInsensitive), inode: file.inode, bornMs: file.bornMs, sha256: file.sha256, dirInode: file.dirInode ?? 0 }];
     }),
   );
 }
@@ -34,8 +42,10 @@ export function rememberWaitingMoves(store: StateStore, issues: readonly Issue[]
   const next: Record<string, z.infer<typeof FileSchema>> = {};
   for (const i of issues) {
     if (i.code !== 'waiting-for-remote-folder' || i.documentId === undefined) continue;
-    const file = local.files.get(pathKey(i.relPath, caseInsensitive));
-    next[i.documentId] = { path: i.relPath, inode: file?.inode ?? 0, bornMs: file?.bornMs || null, sha256: file?.sha256 ?? null };
+    const key = pathKey(i.relPath, caseInsensitive);
+    const file = local.files.get(key);
+    const dirInode = local.dirInodes?.get(parentOf(key)) ?? 0;
+    next[i.documentId] = { path: i.relPath, inode: file?.inode ?? 0, bornMs: file?.bornMs || null, sha256: file?.sha256 ?? null, dirInode };
   }
   writeMetaRecord(store, WAITING_MOVES, next);
 }
