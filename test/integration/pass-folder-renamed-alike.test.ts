@@ -483,14 +483,15 @@ it.each(MOVED_FIRST_CASES)("%s, the folder renamed here first (a pass sees it), 
   }
 });
 
-it.each(['direction: upload', 'localDeletePolicy: forget'])("%s, two files moved into a new local folder G (a pass sees them wait), both saved by sed -i and then swapped here, then the service renames F to G and swaps the two names too: no document gets the other's edit (black-box round 42a, FAIL 1: the places remembered from the wait, taken for the files' own, gave each document the other's edit)", async (setting) => {
-  const { p, folder, at, ids: [x, y] } = await syncedUp(`waited-swap-${setting.replace(/\W/g, '')}`, setting, ['x', 'y', 'z']);
+it.each(['direction: upload', 'localDeletePolicy: forget'].flatMap((setting) => [[setting, 'no pass'], [setting, 'a pass']]))("%s, two files moved into a new local folder G (a pass sees them wait), both saved by sed -i (%s between) and then swapped here, then the service renames F to G and swaps the two names too: no document gets the other's edit (black-box round 42a, FAIL 1: the places remembered from the wait, taken for the files' own, gave each document the other's edit; 43a, F2: with the new files seen waiting, each edit is its document's)", async (setting, between) => {
+  const { p, folder, at, ids: [x, y] } = await syncedUp(`waited-swap-${setting.replace(/\W/g, '')}-${between.replace(' ', '')}`, setting, ['x', 'y', 'z']);
   try {
     const c = emu.control;
     fs.mkdirSync(at('Docs/G'));
     for (const n of ['x', 'y']) fs.renameSync(at(`Docs/F/${n}.txt`), at(`Docs/G/${n}.txt`));
     expect((await runPass(p.rt)).issues.map((i) => `${i.relPath} ${i.code}`).sort()).toEqual(['Docs/G/x.txt waiting-for-remote-folder', 'Docs/G/y.txt waiting-for-remote-folder']);
     for (const n of ['x', 'y']) sedInPlace(at(`Docs/G/${n}.txt`));
+    if (between === 'a pass') expect((await runPass(p.rt)).plan.groups.flat().filter((a) => a.kind !== 'mkdir-local')).toEqual([]);
     swapHere(at, 'Docs/G', 'x', 'y');
     c.renameFolder(folder, 'G');
     swapOnService(x, y, 'x.txt', 'y.txt');
@@ -504,6 +505,12 @@ it.each(['direction: upload', 'localDeletePolicy: forget'])("%s, two files moved
     const everything = [...c.listDocuments(p.binderId).flatMap((d) => versions(d.id)), ...filesUnder(at('Docs')).map((f) => `${f.slice(f.indexOf(': ') + 2)}\n`)];
     expect(everything).toContain('edited with sed x\n');
     expect(everything).toContain('edited with sed y\n');
+    if (between === 'a pass') {
+      // The files a pass saw waiting are known by their inodes: exact, each edit in its own document, no copy.
+      expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+      expect(versions(y)).toEqual(['original y\n', 'edited with sed y\n']);
+      expect(c.listDocuments(p.binderId)).toHaveLength(3);
+    }
   } finally {
     await p.close();
   }
