@@ -239,6 +239,10 @@ function followedByNewFile(s: PassState, d: RemoteDoc, file: LocalFile): BaseEnt
   const row = s.view.base.get(d.documentId);
   const own = row === undefined || s.view.isUnknown(row.key) ? undefined : s.view.local.files.get(row.key);
   if (row === undefined || own === undefined || own.key === file.key || !sameFile(row, own) || own.sha256 !== row.sha256 || own.inode === file.inode) return undefined;
+  // Not along a chain of renames on the service (y -> v, x -> y): the old name is then another synced document's new
+  // one, and the file left there, d's own, was taken by the next pass as that document's next version: each got the
+  // other's bytes (black-box round 43a, F3). It stays a path collision to resolve.
+  if ((s.view.docsByKey.get(row.key) ?? []).some((other) => other.documentId !== d.documentId && s.view.base.has(other.documentId))) return undefined;
   return s.out.isClaimed(row.key) ? undefined : row;
 }
 

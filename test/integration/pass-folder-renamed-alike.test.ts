@@ -607,6 +607,28 @@ it("an upload-only pair, a hard link made at the name the service then gives the
   }
 });
 
+it("an upload-only pair, a chain of renames on the service (y -> v, then x -> y) and a copy of x made at v: no document gets another's file; the copy stays a path collision (black-box round 43a, F3: Y got x's bytes, X got y's untouched file, x a third document)", async () => {
+  const { p, at, ids: [x, y] } = await syncedUp('chain-copy-upload', 'direction: upload', ['x', 'y']);
+  try {
+    const c = emu.control;
+    c.renameDocument(y, 'v.txt');
+    c.renameDocument(x, 'y.txt');
+    await runPass(p.rt);
+    fs.copyFileSync(at('Docs/F/x.txt'), at('Docs/F/v.txt'));
+    for (let i = 0; i < 3; i++) {
+      const r = await runPass(p.rt);
+      expect(r.execution?.failures ?? []).toEqual([]);
+      expect(r.issues.filter((i) => i.code !== 'upload-only').map((i) => `${i.relPath} ${i.code}`)).toEqual(['Docs/F/v.txt path-collision']);
+    }
+    expect(versions(x)).toEqual(['original x\n']);
+    expect(versions(y)).toEqual(['original y\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/F/v.txt', 'Docs/F/y.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['F/v.txt: original x', 'F/x.txt: original x', 'F/y.txt: original y']);
+  } finally {
+    await p.close();
+  }
+});
+
 /** `ln x.txt w.txt` here and the service's x -> w: two passes with nothing to do but the rename's upload-only note. */
 async function linkedAtServiceName(p: TestPair, at: (rel: string) => string, x: string): Promise<void> {
   fs.linkSync(at('Docs/F/x.txt'), at('Docs/F/w.txt'));
