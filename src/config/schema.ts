@@ -161,7 +161,7 @@ const serviceSchema = z
     maxConcurrentTransfers: z.number().int().min(1).max(32).default(4).describe('Uploads/downloads of content at once.'),
     maxUploadRate: byteRate().optional().describe("Upper bound on the bytes per second sent to storage, all uploads together (e.g. '2MiB/s'; unlimited when unset)."),
     maxDownloadRate: byteRate().optional().describe("Upper bound on the bytes per second read from storage, all downloads together (e.g. '10MiB/s'; unlimited when unset)."),
-    requestTimeout: duration(1000, 3_600_000).prefault('60s').describe('Timeout of one API request, its whole answer included; for a storage transfer, of a pause in it.'),
+    requestTimeout: duration(1000, 3_600_000).prefault('60s').describe('Timeout of one API request: for its headers, and for each 1 KiB of its answer (the whole answer gets at most ten times it); for a storage transfer, of a pause in it.'),
   })
   .describe('How to reach and authenticate with the Document and Binder Service.');
 

@@ -356,9 +356,13 @@ export class HttpCore {
     // cut, and the pass waited on it for as long as it came (black-box round 41c, F1). Once the headers are in
     // (headersTimeout), the body must move at least ANSWER_MIN_BYTES in every requestTimeout; a big listing page
     // on a slow link that keeps moving is read whole however long it takes (cut at requestTimeout for the whole
-    // exchange, it was retried until the sync failed: black-box round 42b, F3).
+    // exchange, it was retried until the sync failed: black-box round 42b, F3). Not for ever: an answer that never
+    // ends (a proxy dripping just over the trickle mark) is cut after ANSWER_MAX_TIMEOUTS requestTimeouts (black-box
+    // round 43a, F4: a one-shot sync waited on it silently, without end).
     const deadline = new AbortController();
+    const cut: { because: 'trickles' | 'endless' } = { because: 'trickles' };
     let trickle: NodeJS.Timeout | undefined;
+    let endless: NodeJS.Timeout | undefined;
     try {
       const res = await undiciRequest(o.url, {
         dispatcher: this.agent,
@@ -376,6 +380,11 @@ export class HttpCore {
         moved.atLastLook = moved.bytes;
       }, this.settings.requestTimeoutMs);
       trickle.unref();
+      endless = setTimeout(() => {
+        cut.because = 'endless';
+        deadline.abort();
+      }, this.settings.requestTimeoutMs * ANSWER_MAX_TIMEOUTS);
+      endless.unref();
       const body = await readBodyCapped(res.body, MAX_JSON_BODY_BYTES, o.request, res.headers['content-encoding'], ok, (n) => (moved.bytes += n));
       this.log.debug({ method: o.method, path: o.template, status: res.statusCode, ms: Math.round(performance.now() - started), attempt: o.attempt }, 'service request');
       return rawResponse(res.statusCode, res.headers, body);
@@ -383,7 +392,11 @@ export class HttpCore {
       if (err instanceof ServiceError) throw err; // already classified (e.g. an oversized body)
       const ms = Math.round(performance.now() - started);
       if (deadline.signal.aborted && !o.signal.aborted) {
-        const late = Object.assign(new Error(`the answer trickles: fewer than ${ANSWER_MIN_BYTES} bytes in service.requestTimeout (${formatDuration(this.settings.requestTimeoutMs)})`), { code: 'ETIMEDOUT' });
+        const timeout = formatDuration(this.settings.requestTimeoutMs);
+        const why = cut.because === 'endless'
+          ? `the answer did not end within ${ANSWER_MAX_TIMEOUTS} x service.requestTimeout (${formatDuration(this.settings.requestTimeoutMs * ANSWER_MAX_TIMEOUTS)})`
+          : `the answer trickles: fewer than ${ANSWER_MIN_BYTES} bytes in service.requestTimeout (${timeout})`;
+        const late = Object.assign(new Error(why), { code: 'ETIMEDOUT' });
         this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: 'ETIMEDOUT' }, 'service request');
         const setting = o.request === TOKEN_REQUEST ? 'service.authUrl' : 'service.baseUrl';
         const hint = `the answer from ${setting} came too slowly (a congested link or proxy?); on a link that slow, raise service.requestTimeout${o.request === TOKEN_REQUEST ? '' : ", or lower the pair's pageSize"}`;
@@ -398,6 +411,7 @@ export class HttpCore {
       throw e;
     } finally {
       clearInterval(trickle);
+      clearTimeout(endless);
     }
   }
 
@@ -572,13 +586,19 @@ function tooLarge(request: string, max: number): ServiceError {
   });
 }
 
+/** Bytes an API answer's body must move in each requestTimeout to go on (see exchange). */
+const ANSWER_MIN_BYTES = 1024;
+/**
+ * requestTimeouts an API answer may take as a whole, however it moves (see exchange): 10 minutes at the default
+ * minute, for a page of 1000 documents (~400 KB) a link of under 1 KB/s.
+ */
+export const ANSWER_MAX_TIMEOUTS = 10;
+
 /**
  * Reads a response body and hashes it on the way (no second pass, no joined copy until the text is wanted),
  * failing (without buffering the rest) once it passes `max` bytes. A compressed body is decoded first (see
  * decodeBody), so the digest is that of the JSON, whatever coding carried it.
  */
-/** Bytes an API answer's body must move in each requestTimeout to go on (see exchange). */
-const ANSWER_MIN_BYTES = 1024;
 
 async function readBodyCapped(
   body: Dispatcher.ResponseData['body'],

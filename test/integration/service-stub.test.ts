@@ -310,6 +310,33 @@ describe('retries', () => {
     expect(n).toBe(2);
   });
 
+  // Black-box round 43a, F4: a body moving just over the trickle mark that never ends kept a one-shot sync waiting
+  // without end; it is cut after ANSWER_MAX_TIMEOUTS requestTimeouts.
+  it('an answer that keeps moving but never ends is cut after ten requestTimeouts, said as such', async () => {
+    let writes = 0;
+    const s = await stub((r) => {
+      if (r.path !== '/api/v1/binders') return undef;
+      return async (res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        while (!res.destroyed && res.writable && writes < 2000) {
+          res.write(' '.repeat(2048));
+          writes++;
+          await new Promise((r2) => setTimeout(r2, 50));
+        }
+        res.end('[]');
+      };
+    });
+    const t0 = performance.now();
+    const c = client(s.origin, { requestTimeoutMs: 300, retry: { maxAttempts: 1, baseDelayMs: 5, maxDelayMs: 10 } });
+    const err = (await c.listBinders().catch((e: unknown) => e)) as ServiceError;
+    const ms = performance.now() - t0;
+    expect(err).toBeInstanceOf(ServiceError);
+    expect(err).toMatchObject({ code: 'SERVICE_NETWORK', retryable: true, request: 'GET /binders' });
+    expect(err.message).toBe('GET /binders failed: ETIMEDOUT: the answer did not end within 10 x service.requestTimeout (3s)');
+    expect(ms).toBeGreaterThanOrEqual(2900);
+    expect(writes).toBeLessThan(2000); // cut, not ended by the stub
+  });
+
   it('an API redirect is not followed (the token stays here), and the hint says where it pointed (black-box round 41c, F4)', async () => {
     let n = 0;
     const s = await stub((r) => {
