@@ -186,12 +186,12 @@ export function planLocalFile(
     // (the row stays with the name it has; the rename is an upload-only note). A collision, it was said on every pass
     // with exit 1 (black-box round 39c, N-E).
     if (s.ctx.direction === 'upload' && atKey.every((d) => hardLinkOfOwnFile(s, d, file))) return { actions: [], issue: null };
-    // An upload-only pair, a new file at the name the service gave a synced document whose own file is untouched at
-    // the row's name (the link above saved by `sed -i`, or a copy made to follow the service's rename): the local
-    // tree is the truth, so the file at that name is the document's next version (compared first) and its row moves
-    // here; the untouched file at the old name is then a new file of the next pass. Each name holds what the local
-    // one holds, nothing is lost (the old bytes stay the document's earlier version). It was a path collision on
-    // every pass, exit 1 (black-box round 41b, B4).
+    // An upload-only pair, a copy made to follow the service's rename (`cp x w`: a new file of the document's synced
+    // bytes at its new name) while its own file is untouched at the row's name: the document's file under its new
+    // name, its row moves here; the untouched file at the old name is then a new file of the next pass. A file there
+    // with other bytes stays a path collision: the link above saved by `sed -i` could be the document's next version,
+    // but so reads an unrelated file that only got that name, and taken as one it replaced the document's content
+    // (black-box round 43b, F1; 41b, B4 wanted the link's edit taken).
     const renamedRow = s.ctx.direction === 'upload' && atKey.length === 1 ? followedByNewFile(s, atKey[0]!, file) : undefined;
     if (renamedRow !== undefined) return { actions: [conflict(file, atKey[0]!, renamedRow, s.ctx, s.out.conflictPathFor(file.relPath))], issue: null };
     return none('path-collision', 'a synced remote document already uses this path');
@@ -233,12 +233,14 @@ function hardLinkOfOwnFile(s: PassState, d: RemoteDoc, file: LocalFile): boolean
 
 /**
  * Synced document d's row, when its own file is untouched at the row's path (its inode and its synced bytes: an edit
- * made there is that document's, and stays a collision to resolve) and `file` is another, new file (another inode).
+ * made there is that document's, and stays a collision to resolve) and `file` is another file (another inode) of the
+ * same synced bytes: a copy.
  */
 function followedByNewFile(s: PassState, d: RemoteDoc, file: LocalFile): BaseEntry | undefined {
   const row = s.view.base.get(d.documentId);
   const own = row === undefined || s.view.isUnknown(row.key) ? undefined : s.view.local.files.get(row.key);
   if (row === undefined || own === undefined || own.key === file.key || !sameFile(row, own) || own.sha256 !== row.sha256 || own.inode === file.inode) return undefined;
+  if (file.sha256 === null || file.sha256 !== row.sha256) return undefined;
   // Not along a chain of renames on the service (y -> v, x -> y): the old name is then another synced document's new
   // one, and the file left there, d's own, was taken by the next pass as that document's next version: each got the
   // other's bytes (black-box round 43a, F3). It stays a path collision to resolve.

@@ -584,24 +584,40 @@ it("an upload-only pair, a hard link made at the name the service then gives the
   }
 });
 
-it("an upload-only pair, a hard link made at the name the service then gives the document, then the link saved by sed -i (a new file at the document's name, the old name untouched): the edit is the document's next version and the old name a new document, as the local tree has it (black-box round 41b, B4; a path collision on every pass, exit 1)", async () => {
-  const { p, at, ids: [x] } = await syncedUp('hard-link-sed-upload', 'direction: upload', ['x']);
+// [case, what is made at the name the service gave x (x -> w)]: an upload-only pair, x.txt untouched.
+const NEW_FILE_AT_SERVICE_NAME = [
+  ["a copy made to follow the rename (the same bytes): the document's file under its new name, the old name a new document (black-box round 41b, B4)", 'copy'],
+  ["the link saved by sed -i (other bytes): a path collision, nothing sent (black-box round 43b, F1: taken as the next version, as an unrelated file was)", 'link-sed'],
+  ["an unrelated file that only has that name: a path collision, the document's content stays (black-box round 43b, F1: it became the document's next version)", 'unrelated'],
+] as const;
+
+it.each(NEW_FILE_AT_SERVICE_NAME)('an upload-only pair, the service renames x to w, and at w: %s', async (_, made) => {
+  const { p, at, ids: [x] } = await syncedUp(`new-at-service-name-${made}`, 'direction: upload', ['x']);
   try {
-    await linkedAtServiceName(p, at, x);
-    sedInPlace(at('Docs/F/w.txt'));
-    const r = await runPass(p.rt);
-    expect(r.execution?.failures).toEqual([]);
-    expect(r.issues.filter((i) => i.code !== 'upload-only')).toEqual([]);
-    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
-    expect(p.rt.store.getBase(x)?.relPath).toBe('Docs/F/w.txt');
-    const r2 = await runPass(p.rt);
-    expect(r2.execution?.failures).toEqual([]);
-    expect(r2.issues).toEqual([]);
-    expect(remoteNames(p.binderId)).toEqual(['Docs/F/w.txt', 'Docs/F/x.txt']);
-    const old = emu.control.listDocuments(p.binderId).find((d) => d.fileName === 'x.txt')!.id;
-    expect(versions(old)).toEqual(['original x\n']);
-    expect(filesUnder(at('Docs'))).toEqual(['F/w.txt: edited with sed x', 'F/x.txt: original x']);
-    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+    if (made === 'link-sed') {
+      await linkedAtServiceName(p, at, x);
+      sedInPlace(at('Docs/F/w.txt'));
+    } else {
+      emu.control.renameDocument(x, 'w.txt');
+      if (made === 'copy') fs.copyFileSync(at('Docs/F/x.txt'), at('Docs/F/w.txt'));
+      else fs.writeFileSync(at('Docs/F/w.txt'), 'an unrelated file\n');
+    }
+    for (let i = 0; i < 3; i++) {
+      const r = await runPass(p.rt);
+      expect(r.execution?.failures ?? []).toEqual([]);
+      const open = r.issues.filter((i) => i.code !== 'upload-only').map((i) => `${i.relPath} ${i.code}`);
+      expect(open).toEqual(made === 'copy' ? [] : ['Docs/F/w.txt path-collision']);
+    }
+    // The document's content is never replaced by another file's.
+    expect(versions(x)).toEqual(['original x\n']);
+    if (made === 'copy') {
+      expect(p.rt.store.getBase(x)?.relPath).toBe('Docs/F/w.txt');
+      expect(remoteNames(p.binderId)).toEqual(['Docs/F/w.txt', 'Docs/F/x.txt']);
+      const old = emu.control.listDocuments(p.binderId).find((d) => d.fileName === 'x.txt')!.id;
+      expect(versions(old)).toEqual(['original x\n']);
+    } else {
+      expect(remoteNames(p.binderId)).toEqual(['Docs/F/w.txt']);
+    }
   } finally {
     await p.close();
   }
