@@ -94,6 +94,10 @@ export class HttpCore {
   readonly signal: AbortSignal;
   private readonly closing = new AbortController();
   private closed = false;
+  /** Since when every answer of the service was a 429 with Retry-After (null: the last was something else). See withRetry. */
+  private rateLimitedSince: number | null = null;
+  /** When the rate limit was last said in the log (once a minute at most). */
+  private rateLimitSaidAt = 0;
 
   constructor(settings: ServiceSettings, log: Logger, signal?: AbortSignal) {
     this.settings = resolveSettings(settings);
@@ -156,16 +160,25 @@ export class HttpCore {
     // A 429 with Retry-After is the service pacing us, not failing: it spends a budget of its own, four times the
     // attempts. Under a steady rate limit a one-shot sync gave up on some items after six 429s each (black-box round
     // 41c, F8). One without says no pace to keep: the usual budget (four times it, a service answering 429 to every
-    // call kept a one-shot sync waiting silently for over ten minutes: black-box round 42b, F2).
+    // call kept a one-shot sync waiting silently for over ten minutes: black-box round 42b, F2). Nor for ever: once
+    // the service has answered nothing but such 429s, to any call, for rateLimitedGiveUpMs, a call gives up at its
+    // next one, and the wait is said in the log (every call of a one-shot sync waited out its own budget in turn:
+    // six minutes without a line at Retry-After 5: black-box round 43a, F5).
     let throttled = 0;
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) throw abortedError(request);
       try {
-        return await attemptFn(attempt);
+        const result = await attemptFn(attempt);
+        this.rateLimitedSince = null;
+        return result;
       } catch (err) {
         const paced = err instanceof ServiceError && err.status === 429 && err.retryAfterMs !== undefined;
         if (paced) throttled++;
-        const spent = paced ? throttled >= policy.maxAttempts * 4 : attempt - throttled >= policy.maxAttempts;
+        const now = Date.now();
+        if (!paced) this.rateLimitedSince = null;
+        else this.rateLimitedSince ??= now;
+        const starved = paced && now - (this.rateLimitedSince ?? now) >= (policy.rateLimitedGiveUpMs ?? Number.POSITIVE_INFINITY);
+        const spent = paced ? throttled >= policy.maxAttempts * 4 || starved : attempt - throttled >= policy.maxAttempts;
         const final =
           !(err instanceof ServiceError) ||
           !err.retryable ||
@@ -174,6 +187,13 @@ export class HttpCore {
           finalErrors.has(err);
         if (final) throw markFinal(signal.aborted && !(err instanceof ServiceError && err.code === 'ABORTED') ? abortedError(request) : err);
         const wait = backoffDelay(attempt, policy, err.retryAfterMs);
+        if (paced && now - this.rateLimitSaidAt >= 60_000) {
+          this.rateLimitSaidAt = now;
+          this.log.warn(
+            { request, retryAfterMs: err.retryAfterMs },
+            `the service is rate limiting (HTTP 429, Retry-After ${formatDuration(err.retryAfterMs ?? 0)}): calls wait as it asks, and give up once it has answered nothing else for ${formatDuration(policy.rateLimitedGiveUpMs ?? 0)}`,
+          );
+        }
         // A transfer tried again is worth a line at info: a storage request that stalls holds its pair for the
         // whole request timeout, which an operator otherwise sees only as a pass that takes long (round 28b, F7).
         if (request.endsWith(' storage')) {

@@ -7,9 +7,14 @@ export interface RetryPolicy {
   maxAttempts: number;
   baseDelayMs: number;
   maxDelayMs: number;
+  /**
+   * How long the service may answer nothing but 429s with Retry-After (to every call of the client) before a call
+   * gives up, whatever its budget says (HttpCore.withRetry). Default two minutes.
+   */
+  rateLimitedGiveUpMs?: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 6, baseDelayMs: 250, maxDelayMs: 30_000 };
+export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 6, baseDelayMs: 250, maxDelayMs: 30_000, rateLimitedGiveUpMs: 120_000 };
 
 /**
  * Delay before attempt `attempt + 1` after `attempt` failed (attempt is 1-based).

@@ -25,11 +25,11 @@ export interface ServiceSettings {
   requestsPerSecond?: number;
   /** Storage GET/PUT in flight; default 4. */
   maxConcurrentTransfers?: number;
-  /** Defaults 6 attempts, 250 ms base, 30 s cap. */
-  retry?: { maxAttempts?: number; baseDelayMs?: number; maxDelayMs?: number };
+  /** Defaults 6 attempts, 250 ms base, 30 s cap, 2 min of nothing but 429s with Retry-After (see RetryPolicy). */
+  retry?: { maxAttempts?: number; baseDelayMs?: number; maxDelayMs?: number; rateLimitedGiveUpMs?: number };
   /**
-   * An API request's whole exchange (headers and body); for storage transfers the idle timeout for headers and
-   * for gaps in a body (not the total transfer time); default 60 s.
+   * An API request's headers, and each 1 KiB of its answer (the whole answer: ten times it); for storage transfers
+   * the idle timeout for headers and for gaps in a body (not the total transfer time); default 60 s.
    */
   requestTimeoutMs?: number;
   /** A download moving fewer than 1 KiB in this long trickles and is ended; default max(30 s, requestTimeoutMs). */
@@ -61,6 +61,7 @@ export function resolveSettings(s: ServiceSettings): ResolvedSettings {
       maxAttempts: Math.max(1, s.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts),
       baseDelayMs: s.retry?.baseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
       maxDelayMs: s.retry?.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
+      rateLimitedGiveUpMs: s.retry?.rateLimitedGiveUpMs ?? DEFAULT_RETRY.rateLimitedGiveUpMs,
     },
     requestTimeoutMs: s.requestTimeoutMs ?? 60_000,
     trickleWindowMs: s.trickleWindowMs ?? Math.max(30_000, s.requestTimeoutMs ?? 60_000),
