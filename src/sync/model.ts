@@ -251,6 +251,9 @@ export interface WaitingPlace {
   dirInode: number;
 }
 
+/** How the detail of a file kept in doubt begins (reconcile keptInDoubt): its place is remembered as a waiting one. */
+export const IN_DOUBT_PREFIX = 'it waited here as the file of ';
+
 /** How a waiting-for-remote-folder detail begins; the folder named after it is what issue-groups.ts groups by. */
 export const WAITING_PREFIX = 'no remote folder for ';
 

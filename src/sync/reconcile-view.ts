@@ -222,6 +222,19 @@ export class ReconcileView {
     return waited !== undefined && !this.placeHeldByOthers(b, waited.key, new Set([b.documentId])) ? waited : undefined;
   }
 
+  /**
+   * The file at b's waited place (waitedKey) that ownFileMovedWithFolder refuses because a document listed there now
+   * owns that place (a cycle of such places: names swapped on the service, the waiting files saved by `sed -i`):
+   * b's, or the other's if the user swapped them here too, nothing tells. Undefined when there is none.
+   */
+  waitedPlaceInDoubt(b: BaseEntry): LocalFile | undefined {
+    const key = this.waitedKey(b);
+    if (key === undefined || key === b.key || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
+    const there = this.local.files.get(key);
+    if (there === undefined || there.sha256 === null || this.isRowsFile(there, b)) return undefined;
+    return this.placeHeldByOthers(b, key, new Set([b.documentId])) ? there : undefined;
+  }
+
   /** The local files at paths no row holds, by inode. */
   private groupUnbasedByInode(): Map<number, LocalFile[]> {
     return groupBy(this.localFiles, (f) => (f.inode === 0 || this.baseByKey.has(f.key) ? undefined : f.inode));

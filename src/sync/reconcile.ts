@@ -14,7 +14,7 @@ import type {
   RemoteDoc,
   RemoteObservation,
 } from './model.js';
-import { movedSameFile, notUploadingBecause, putBackWithOldTime, sameFile, statOf } from './model.js';
+import { IN_DOUBT_PREFIX, movedSameFile, notUploadingBecause, putBackWithOldTime, sameFile, statOf } from './model.js';
 import { parentOf } from './path-key.js';
 import { PlanBuilder } from './reconcile-builder.js';
 import { foldDirMoves } from './reconcile-dir-moves.js';
@@ -866,9 +866,32 @@ function pathTakenByFolder(s: PassState, b: BaseEntry, doc: RemoteDoc): boolean 
 
 /** The service has no delete endpoint: the base row is dropped and the operator is told. */
 function localDeleteNotPropagated(s: PassState, b: BaseEntry): void {
-  if (movedToWaitingFolder(s, b)) return;
+  if (movedToWaitingFolder(s, b) || keptInDoubt(s, b)) return;
   issue(s, b.relPath, 'local-delete-not-propagated', 'the service cannot delete documents; the remote document is kept and no longer synced', b.documentId);
   if (commitBase(s, b, [forget(b, 'local-deleted-forget')], true)) s.forgetting.add(b.documentId);
+}
+
+/**
+ * An upload-only pair, b's file found at the place it waited, which the service has since given another document
+ * (names swapped or rotated there, the files saved by `sed -i`): whether the user swapped them here too nothing tells.
+ * Forgotten, the rows let the next pass adopt each file into the document listed at its path: each got another's
+ * edit (black-box round 43a, F6). Kept instead, with the file, which is not uploaded, until the user settles it
+ * (a two-way pair keeps both ways: ownFileMovedWithFolder).
+ */
+function keptInDoubt(s: PassState, b: BaseEntry): boolean {
+  if (s.ctx.direction !== 'upload') return false;
+  const file = s.view.waitedPlaceInDoubt(b);
+  if (file === undefined || s.consumedLocal.has(file.key)) return false;
+  s.consumedLocal.add(file.key);
+  const listed = (s.view.docsByKey.get(file.key) ?? []).map((d) => d.relPath)[0] ?? file.relPath;
+  issue(
+    s,
+    file.relPath,
+    'unknown-state',
+    `${IN_DOUBT_PREFIX}"${b.relPath}" before it was saved anew, and the service has since put another document at "${listed}": whose this file is nothing tells (were the names swapped here too?); nothing is uploaded until it is moved or renamed (then a new document) or its content is made one of theirs`,
+    b.documentId,
+  );
+  return true;
 }
 
 /**

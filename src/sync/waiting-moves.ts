@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { readMetaRecord, writeMetaRecord } from '../state/meta-record.js';
 import type { StateStore } from '../state/store.js';
-import type { Issue, LocalObservation, WaitingPlace } from './model.js';
+import { IN_DOUBT_PREFIX, type Issue, type LocalObservation, type WaitingPlace } from './model.js';
 import { parentOf, pathKey } from './path-key.js';
 
 /** Meta key holding the record (JSON: documentId -> where its file waits). */
@@ -41,9 +41,11 @@ export function loadWaitingMoves(store: StateStore, caseInsensitive: boolean): M
 export function rememberWaitingMoves(store: StateStore, issues: readonly Issue[], local: LocalObservation, caseInsensitive: boolean): void {
   const next: Record<string, z.infer<typeof FileSchema>> = {};
   for (const i of issues) {
-    if (i.code !== 'waiting-for-remote-folder' || i.documentId === undefined) continue;
+    // A file kept in doubt (reconcile keptInDoubt) keeps its place, not its identity: whose it is is the doubt.
+    const inDoubt = i.code === 'unknown-state' && i.detail.startsWith(IN_DOUBT_PREFIX);
+    if ((i.code !== 'waiting-for-remote-folder' && !inDoubt) || i.documentId === undefined) continue;
     const key = pathKey(i.relPath, caseInsensitive);
-    const file = local.files.get(key);
+    const file = inDoubt ? undefined : local.files.get(key);
     const dirInode = local.dirInodes?.get(parentOf(key)) ?? 0;
     next[i.documentId] = { path: i.relPath, inode: file?.inode ?? 0, bornMs: file?.bornMs || null, sha256: file?.sha256 ?? null, dirInode };
   }

@@ -516,6 +516,40 @@ it.each(['direction: upload', 'localDeletePolicy: forget'].flatMap((setting) => 
   }
 });
 
+it.each(['swap', 'rotation'] as const)("an upload-only pair, the folder renamed here (a pass sees the files wait), every file saved by sed -i, then the service renames the folder alike with a %s of the names inside (none here): no document gets another's edit; the files are kept in doubt, not uploaded (black-box round 43a, F6)", async (svc) => {
+  const { p, folder, at, ids: [x, y, z] } = await syncedUp(`waited-doubt-${svc}`, 'direction: upload', ['x', 'y', 'z']);
+  try {
+    const c = emu.control;
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    expect((await runPass(p.rt)).issues.map((i) => i.code)).toEqual(['waiting-for-remote-folder', 'waiting-for-remote-folder', 'waiting-for-remote-folder']);
+    for (const n of ['x', 'y', 'z']) sedInPlace(at(`Docs/G/${n}.txt`));
+    c.renameFolder(folder, 'G');
+    if (svc === 'swap') swapOnService(x, y, 'x.txt', 'y.txt');
+    else {
+      c.renameDocument(x, 't.txt');
+      c.renameDocument(z, 'x.txt');
+      c.renameDocument(y, 'z.txt');
+      c.renameDocument(x, 'y.txt');
+    }
+    const moved = svc === 'swap' ? ['x', 'y'] : ['x', 'y', 'z'];
+    for (let i = 0; i < 3; i++) {
+      p.rt.cache.foldersAt = 0;
+      const r = await runPass(p.rt);
+      expect(r.execution?.failures ?? []).toEqual([]);
+      expect(r.issues.filter((i) => i.code !== 'upload-only').map((i) => `${i.relPath} ${i.code}`).sort()).toEqual(moved.map((n) => `Docs/G/${n}.txt unknown-state`));
+      expect(r.converged).toBe(false);
+    }
+    // No document holds another file's edit, and no row was forgotten; every edit is still here.
+    for (const [id, n] of [[x, 'x'], [y, 'y'], [z, 'z']] as const) {
+      expect(versions(id).every((v) => v === `original ${n}\n` || v === `untouched ${n}\n` || v === `edited with sed ${n}\n`)).toBe(true);
+      expect(p.rt.store.getBase(id)).toBeDefined();
+    }
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/y.txt: edited with sed y', 'G/z.txt: untouched z']);
+  } finally {
+    await p.close();
+  }
+});
+
 it.each(['direction: upload', 'localDeletePolicy: forget'].flatMap((setting) => [[setting, 'a pass'], [setting, 'no pass']]))("%s, the folder renamed here (a pass sees the files wait), every file saved by sed -i (%s between), the folder renamed here again (a pass), then the service renames the folder to that name with a chain of renames inside: each document gets only its own file's edit (black-box rounds 42b, F1 and 43a, F1: the rows were forgotten, one document got another's edit)", async (setting, between) => {
   const upload = setting === 'direction: upload';
   const { p, folder, at, ids: [x, y, z] } = await syncedUp(`waited-twice-${upload ? 'upload' : 'forget'}-${between.replace(' ', '')}`, setting, ['x', 'y', 'z']);
