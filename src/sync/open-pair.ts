@@ -102,9 +102,10 @@ export async function openPair(
         return [];
       }
       if (opts.unreadableElements !== 'hold-uploads') throw said;
-      // The service not reached at all (its token endpoint included): nothing goes on, and the pass says so itself.
-      const unreached = said.code === 'SERVICE_NETWORK' || (said instanceof ServiceError && said.request === 'POST /connect/token');
-      log.warn({ pair: pair.name, code: said.code }, `pair ${pair.name}: could not read the binder's metadata elements (${said.message}); ${unreached ? '' : 'downloads go on, '}uploads wait until they can be read (tried again every pass)`);
+      // Whether downloads go on is not said: a 500 of this endpoint alone lets them, the service failing or not
+      // reached at all (the same 503s, 429s or refused connections everywhere) does not, and the pass then says
+      // so itself (black-box rounds 42c, P1-b and 43a, F7: "downloads go on" was said before a pass that did none).
+      log.warn({ pair: pair.name, code: said.code }, `pair ${pair.name}: could not read the binder's metadata elements (${said.message}); uploads wait until they can be read (asked again at the next pass)`);
       elementsUnread = said;
       return [];
     });

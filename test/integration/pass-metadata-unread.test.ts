@@ -62,3 +62,32 @@ pairs: [{ name: p, localPath: ./local, binderId: ${binderId}, metadata: [{ match
     await client.close();
   }
 });
+
+// Black-box rounds 42c (P1-b) and 43a (F7): "downloads go on" was said when the service answered every call 503
+// (or 429, or was not reached): nothing went on. Whether they do is not known then: not said.
+it.each([503, 429])('the warning for elements answered %s does not promise downloads', async (status) => {
+  const c = emu.control;
+  const binderId = c.createBinder({ name: `meta-${status}` }).id;
+  const cr = emu.credentials;
+  const config = parseConfigText(
+    `service: { baseUrl: ${emu.baseUrl}, authUrl: ${emu.authUrl}, tenantId: ${cr.tenantId}, clientId: ${cr.clientId}, clientSecret: ${cr.clientSecret} }
+stateDir: ./state-${status}
+pairs: [{ name: p, localPath: ./local-${status}, binderId: ${binderId} }]`,
+    { baseDir: dir, env: {} },
+  ).config;
+  c.injectFault({ route: 'metadataelements', status });
+  const lines: Array<{ level: number; msg: string }> = [];
+  const log = pino({ level: 'warn' }, { write: (l: string) => void lines.push(JSON.parse(l) as { level: number; msg: string }) });
+  const client = new ServiceClient({ ...config.service, retry: { maxAttempts: 1 } });
+  const rt = await openPair(config.pairs[0]!, config.stateDir, client, log, { badRules: 'hold-uploads', unreadableElements: 'hold-uploads' });
+  try {
+    const said = lines.filter((l) => l.msg.includes("could not read the binder's metadata elements"));
+    expect(said).toHaveLength(1);
+    expect(said[0]!.msg).not.toContain('downloads go on');
+    expect(said[0]!.msg).toMatch(/uploads wait until they can be read \(asked again at the next pass\)$/);
+  } finally {
+    c.clearFaults();
+    rt.store.close();
+    await client.close();
+  }
+});
