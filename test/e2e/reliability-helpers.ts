@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { expect } from 'vitest';
 import { mulberry32 } from '../../src/emulator/ids.js';
 import type { RequestRecord } from '../../src/emulator/index.js';
+import { LAST_ERROR, LAST_ERROR_WITH } from '../../src/state/pair-meta.js';
 import { createWorkspace, secretOf, sha256, type Workspace } from './harness.js';
 import { startDaemonProcess, writeRunConfig, type DaemonProcess, type LogLine } from './run-helpers.js';
 import { everyContentHash, expectConvergedPass, explain, syncJson, type SyncRun } from './scenario-helpers.js';
@@ -156,8 +157,9 @@ export function stateDbPath(w: Workspace, pair = 'main'): string {
 }
 
 /**
- * A digest of everything the pair's state DB holds (every table, row by row) except the `lastError` note, which
- * a failed pass writes for `status`: equal means the pass changed no sync state. 'missing' when there is no DB.
+ * A digest of everything the pair's state DB holds (every table, row by row) except the `lastError` note (and the
+ * service settings it was met with), which a failed pass writes for `status`: equal means the pass changed no sync
+ * state. 'missing' when there is no DB.
  */
 export function stateDigest(w: Workspace, pair = 'main'): string {
   const file = stateDbPath(w, pair);
@@ -167,7 +169,7 @@ export function stateDigest(w: Workspace, pair = 'main'): string {
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{ name: string }>).map((t) => t.name);
     const dump = tables.map((t) => {
       const rows = db.prepare(`SELECT * FROM "${t}" ORDER BY rowid`).all() as Array<Record<string, unknown>>;
-      return [t, t === 'meta' ? rows.filter((r) => r.key !== 'lastError') : rows];
+      return [t, t === 'meta' ? rows.filter((r) => r.key !== LAST_ERROR && r.key !== LAST_ERROR_WITH) : rows];
     });
     return createHash('sha256').update(JSON.stringify(dump)).digest('hex');
   } finally {
