@@ -56,9 +56,16 @@ const httpUrl = () =>
 function shownUrl(s: string): string {
   // Everything up to the last '@' is masked: a password may hold an unencoded @ / # ?, and a mask that stopped at
   // the first of them printed the rest (black-box round 42b, F3). An '@' in a path hides a little more than needed.
-  const at = s.lastIndexOf('@');
+  // So is one typed as a fullwidth '＠' or percent-encoded ('%40', '%2540'): no user info to a URL parser, but a
+  // password in front of it all the same (black-box round 43a, notes).
+  let at = -1;
+  let after = 0;
+  for (const m of s.matchAll(/@|\uFF20|%(?:25)*40/gi)) {
+    at = m.index;
+    after = m.index + m[0].length;
+  }
   const scheme = /^\s*[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(s)?.[0] ?? '';
-  const masked = at < 0 ? s : `${scheme}***@${s.slice(at + 1)}`;
+  const masked = at < 0 ? s : `${scheme}***@${s.slice(after)}`;
   return masked.length > 120 ? `${masked.slice(0, 117)}...` : masked;
 }
 

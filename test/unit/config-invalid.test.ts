@@ -48,6 +48,11 @@ const cases: Array<[string, (d: Doc) => void, string[]]> = [
   ...(['me:Pw@S3CRET@127.0.0.1:99999/x', 'me:Pw/S3CRET@127.0.0.1:99999/x', 'me:Pw#S3CRET@127.0.0.1/x', 'me:Pw?S3CRET@127.0.0.1:99999/x'].map(
     (rest): [string, (d: Doc) => void, string[]] => [`baseUrl http://${rest}: never shows the password`, (d) => (d.service.baseUrl = `http://${rest}`), [`service.baseUrl: must be an http(s) URL (got "http://***@${rest.slice(rest.lastIndexOf('@') + 1)}")`]],
   )),
+  // The separator typed as a fullwidth ＠ or percent-encoded: no user info to a URL parser, a password all the same
+  // (black-box round 43a, notes: printed whole).
+  ...([['me:S3CRET＠127.0.0.1:99999/x', '127.0.0.1:99999/x'], ['me:S3CRET%40127.0.0.1:99999/x', '127.0.0.1:99999/x'], ['me:S3CRET%2540127.0.0.1:99999/x', '127.0.0.1:99999/x']].map(
+    ([rest, shown]): [string, (d: Doc) => void, string[]] => [`baseUrl http://${rest}: never shows the password`, (d) => (d.service.baseUrl = `http://${rest}`), [`service.baseUrl: must be an http(s) URL (got "http://***@${shown}")`]],
+  )),
   ['baseUrl missing', (d) => delete d.service.baseUrl, ['service.baseUrl: is required']],
   [
     'baseUrl with a password in it',
