@@ -187,6 +187,34 @@ it.each([false, true])('renamed here first (the old folder restored by a pass), 
   }
 });
 
+it("renamed here first (the old folder restored by a pass), edited, then renamed on the service in two steps, through another name first (the restored copies follow it), to the user's name: the edit is the next version, the restored copies go to the trash (black-box round 43c, F1: each edit a conflict copy, the files set back)", async () => {
+  const { p, folder, x, at } = await synced('alike-restored-two-steps');
+  try {
+    fs.renameSync(at('Docs/F'), at('Docs/G'));
+    await runPass(p.rt);
+    expect(filesUnder(at('Docs'))).toEqual(['F/x.txt: original x', 'F/z.txt: untouched z', 'G/x.txt: original x', 'G/z.txt: untouched z']);
+    emu.control.renameFolder(folder, 'H');
+    p.rt.cache.foldersAt = 0;
+    await runPass(p.rt);
+    // The restored copies followed the service's first rename; the user's files wait in G.
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: original x', 'G/z.txt: untouched z', 'H/x.txt: original x', 'H/z.txt: untouched z']);
+    sedInPlace(at('Docs/G/x.txt'));
+    emu.control.renameFolder(folder, 'G');
+    p.rt.cache.foldersAt = 0;
+    const r = await runPass(p.rt);
+    expect(r.execution?.failures).toEqual([]);
+    expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
+    expect(r.converged).toBe(true);
+    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
+    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
+    expect(listTrashEntries(p.rt.trash.dir).entries.map((e) => e.originalPath).sort()).toEqual(['Docs/H/x.txt', 'Docs/H/z.txt']);
+    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+  } finally {
+    await p.close();
+  }
+});
+
 // [how the file is edited, the document's name on the service after the rename]
 const UPLOAD_CASES: Array<[string, string | null]> = [
   ['sed -i', null],

@@ -1,5 +1,6 @@
 // The record of documents a pass put back at their path (sync/restored-versions.ts) in a real state DB: kept across
-// a reopen, each entry dropped once its row is gone or moved to another version or path, a damaged record read as none.
+// a reopen, each entry dropped once its row is gone or at another version or file (followed where its file moved), a
+// damaged record read as none.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,17 +50,29 @@ it('keeps what a pass restored across a reopen of the state DB', () => {
   expect(loadRestoredVersions(store)).toEqual(new Map([['doc-1', 'ver-1'], ['doc-2', 'ver-2']]));
 });
 
-it('drops an entry once its row is at another version, at another path, or gone; the record goes with the last one', () => {
-  for (const n of [1, 2, 3, 4]) store.putBase(row(n));
-  rememberRestoredVersions(store, restored(1, 2, 3, 4));
+it('drops an entry once its row is at another version, another file, or gone, follows it where a remote rename moved the file; the record goes with the last one', () => {
+  for (const n of [1, 2, 3, 4, 5]) store.putBase(row(n));
+  rememberRestoredVersions(store, restored(1, 2, 3, 4, 5));
   store.putBase(row(1, { versionId: 'ver-1b' })); // a colleague's version came in
-  store.putBase(row(2, { relPath: 'G/file 2.txt', key: 'g/file 2.txt' })); // followed its folder
+  store.putBase(row(2, { relPath: 'G/file 2.txt', key: 'g/file 2.txt', inode: 777 })); // the user's file taken by its place
   store.deleteBase('doc-3');
+  store.putBase(row(5, { relPath: 'H/file 5.txt', key: 'h/file 5.txt' })); // the copy moved with its folder (round 43c, F1)
   rememberRestoredVersions(store, new Map());
-  expect(loadRestoredVersions(store)).toEqual(new Map([['doc-4', 'ver-4']]));
+  expect(loadRestoredVersions(store)).toEqual(new Map([['doc-4', 'ver-4'], ['doc-5', 'ver-5']]));
+  expect((JSON.parse(store.getMeta('restoredVersions')!) as Record<string, { relPath: string }>)['doc-5']!.relPath).toBe('H/file 5.txt');
   store.deleteBase('doc-4');
+  store.deleteBase('doc-5');
   rememberRestoredVersions(store, new Map());
   expect(store.getMeta('restoredVersions')).toBeUndefined();
+});
+
+it('a record of an earlier build (no inode) lasts while the path is the same', () => {
+  store.putBase(row(1));
+  store.putBase(row(2));
+  store.setMeta('restoredVersions', JSON.stringify({ 'doc-1': { versionId: 'ver-1', relPath: 'F/file 1.txt' }, 'doc-2': { versionId: 'ver-2', relPath: 'F/file 2.txt' } }));
+  store.putBase(row(2, { relPath: 'G/file 2.txt', key: 'g/file 2.txt' }));
+  rememberRestoredVersions(store, new Map());
+  expect(loadRestoredVersions(store)).toEqual(new Map([['doc-1', 'ver-1']]));
 });
 
 it('does not record a restore whose row is not at the version restored (the step was not recorded)', () => {
