@@ -540,7 +540,9 @@ export async function runPass(rt: PairRuntime, given: PassOptions = {}): Promise
     }
     rt.store.setMeta('lastPassAt', now().toISOString());
     if (subtrees === undefined) rt.store.setMeta('lastScanAt', now().toISOString()); // a full local scan
-    if (!reuse) rt.store.setMeta('lastPollAt', now().toISOString()); // a fresh remote listing
+    // A fresh remote listing: as of when the pass began (it lists at once), not when it ended. A colleague's change made
+    // during a long pass was shown as polled while it was not yet seen (black-box round 43c, notes).
+    if (!reuse) rt.store.setMeta('lastPollAt', new Date(started).toISOString());
     // A refusal for good is an item not synced (its issue above), not an error of the pair; nor is a step a stop
     // (SIGTERM, a reload) cut short: `status` called a clean shutdown an error (black-box round 31a, F12).
     const errors = failures.filter((f) => !refusedForGood(f) && !stoppedByShutdown(f) && f.heldOpen === undefined);
@@ -946,7 +948,7 @@ function nothingToDo(
     if (rt.serviceChangedFrom !== null) rt.store.setMeta(STATE_SERVICE, rt.client.serviceIdentity); // nothing to do there: the same binder
     if (o.treeWalkedAt !== null) rt.store.setMeta(TREE_WALKED_AT, o.treeWalkedAt.toISOString());
     const at = o.now().toISOString();
-    rt.store.setMeta('lastPollAt', at);
+    rt.store.setMeta('lastPollAt', new Date(o.started).toISOString()); // as of when it listed (see runPass)
     if (o.scanned) {
       rt.store.setMeta('lastPassAt', at);
       rt.store.setMeta('lastScanAt', at);
