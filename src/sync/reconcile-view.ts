@@ -229,10 +229,15 @@ export class ReconcileView {
    */
   waitedPlaceInDoubt(b: BaseEntry): LocalFile | undefined {
     const key = this.waitedKey(b);
-    if (key === undefined || key === b.key || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
+    const there = key === undefined ? undefined : this.waitedFileAt(b, key);
+    return there !== undefined && this.placeHeldByOthers(b, there.key, new Set([b.documentId])) ? there : undefined;
+  }
+
+  /** The file at `key`, a place b's file waited at, where it can be b's: read, at no row's path, no other row's file. */
+  private waitedFileAt(b: BaseEntry, key: PathKey): LocalFile | undefined {
+    if (key === b.key || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
     const there = this.local.files.get(key);
-    if (there === undefined || there.sha256 === null || this.isRowsFile(there, b)) return undefined;
-    return this.placeHeldByOthers(b, key, new Set([b.documentId])) ? there : undefined;
+    return there === undefined || there.sha256 === null || this.isRowsFile(there, b) ? undefined : there;
   }
 
   /** The local files at paths no row holds, by inode. */
@@ -437,11 +442,8 @@ export class ReconcileView {
     if (was === undefined || this.local.files.has(b.key)) return undefined;
     const moved = this.waitedFileByInode(b);
     if (moved !== undefined) return moved;
-    const key = this.waitedKey(b) ?? was.key;
-    if (key === b.key || this.baseByKey.has(key) || this.isUnknown(key)) return undefined;
-    const there = this.local.files.get(key);
-    if (there === undefined || there.sha256 === null || this.isRowsFile(there, b)) return undefined;
-    return this.movedAwayKeys().has(there.key) ? undefined : there;
+    const there = this.waitedFileAt(b, this.waitedKey(b) ?? was.key);
+    return there === undefined || this.movedAwayKeys().has(there.key) ? undefined : there;
   }
 
   /**
