@@ -420,7 +420,10 @@ export class HttpCore {
         this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: 'ETIMEDOUT' }, 'service request');
         const setting = o.request === TOKEN_REQUEST ? 'service.authUrl' : 'service.baseUrl';
         const hint = `the answer from ${setting} came too slowly (a congested link or proxy?); on a link that slow, raise service.requestTimeout${o.request === TOKEN_REQUEST ? '' : ", or lower the pair's pageSize"}`;
-        throw networkError(o.request, late, this.secrets(), o.context, { url: o.url, setting, hint });
+        const cutErr = networkError(o.request, late, this.secrets(), o.context, { url: o.url, setting, hint });
+        // An answer that never ended is not asked for again within this call: each attempt would wait as long again
+        // (six of ten requestTimeouts: an hour at the default). The pass fails (retryable); the next one asks anew.
+        throw cut.because === 'endless' ? markFinal(cutErr) : cutErr;
       }
       if (o.signal.aborted || isAbortError(err)) {
         this.log.debug({ method: o.method, path: o.template, ms, attempt: o.attempt, error: 'aborted' }, 'service request');
