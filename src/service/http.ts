@@ -169,14 +169,16 @@ export class HttpCore {
       if (signal.aborted) throw abortedError(request);
       try {
         const result = await attemptFn(attempt);
-        this.rateLimitedSince = null;
+        // The identity provider's answers say nothing of the API's rate limit (a token renewed every minute kept
+        // a service answering nothing but 429s from ever being given up on).
+        if (request !== TOKEN_REQUEST) this.rateLimitedSince = null;
         return result;
       } catch (err) {
         const paced = err instanceof ServiceError && err.status === 429 && err.retryAfterMs !== undefined;
         if (paced) throttled++;
         const now = Date.now();
-        if (!paced) this.rateLimitedSince = null;
-        else this.rateLimitedSince ??= now;
+        if (paced) this.rateLimitedSince ??= now;
+        else if (request !== TOKEN_REQUEST) this.rateLimitedSince = null;
         const starved = paced && now - (this.rateLimitedSince ?? now) >= (policy.rateLimitedGiveUpMs ?? Number.POSITIVE_INFINITY);
         const spent = paced ? throttled >= policy.maxAttempts * 4 || starved : attempt - throttled >= policy.maxAttempts;
         const final =

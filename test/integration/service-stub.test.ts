@@ -273,19 +273,26 @@ describe('retries', () => {
   // and a one-shot sync was silent for six minutes.
   it('a service answering nothing but 429s with Retry-After is given up on after rateLimitedGiveUpMs, and said once in the log', async () => {
     let n = 0;
-    const s = await stub((r) => (r.path === '/api/v1/binders' ? (n++, { status: 429, headers: { 'retry-after': '0.05' }, body: '' }) : undef));
+    // Tokens of a second, renewed meanwhile: the identity provider's answers must not count as the API answering.
+    const s = await stub((r) =>
+      r.path === '/api/v1/binders'
+        ? (n++, { status: 429, headers: { 'retry-after': '0.05' }, body: '' })
+        : r.path === '/auth/connect/token'
+          ? { status: 200, body: { access_token: `tok-${n}`, expires_in: 1 } }
+          : undef,
+    );
     const lines: Array<{ level: number; msg: string }> = [];
     const log = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l) as { level: number; msg: string }) });
-    const c = client(s.origin, { retry: { maxAttempts: 100, baseDelayMs: 1, maxDelayMs: 1000, rateLimitedGiveUpMs: 400 } }, log);
+    const c = client(s.origin, { retry: { maxAttempts: 100, baseDelayMs: 1, maxDelayMs: 1000, rateLimitedGiveUpMs: 1500 } }, log);
     const t0 = performance.now();
     const err = (await c.listBinders().catch((e: unknown) => e)) as ServiceError;
     const ms = performance.now() - t0;
     expect(err).toMatchObject({ status: 429 });
-    expect(ms).toBeGreaterThanOrEqual(390);
-    expect(ms).toBeLessThan(3000);
+    expect(ms).toBeGreaterThanOrEqual(1490);
+    expect(ms).toBeLessThan(4000);
     expect(n).toBeLessThan(100); // given up long before its budget of 400 attempts
     const said = lines.filter((l) => /the service is rate limiting/.test(l.msg));
-    expect(said.map((l) => [l.level, l.msg])).toEqual([[40, 'the service is rate limiting (HTTP 429, Retry-After 50ms): calls wait as it asks, and give up once it has answered nothing else for 400ms']]);
+    expect(said.map((l) => [l.level, l.msg])).toEqual([[40, 'the service is rate limiting (HTTP 429, Retry-After 50ms): calls wait as it asks, and give up once it has answered nothing else for 1500ms']]);
   });
 
   it('a response idle past requestTimeoutMs is retried', async () => {
