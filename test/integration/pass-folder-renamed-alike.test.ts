@@ -169,17 +169,7 @@ it.each([false, true])('renamed here first (the old folder restored by a pass), 
     if (restart) await p.reopen();
     sedInPlace(at('Docs/G/x.txt'));
     emu.control.renameFolder(folder, 'G');
-    p.rt.cache.foldersAt = 0;
-    const r = await runPass(p.rt);
-    expect(r.execution?.failures).toEqual([]);
-    expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
-    expect(r.converged).toBe(true);
-    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
-    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
-    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
-    const trashed = listTrashEntries(p.rt.trash.dir).entries.map((e) => e.originalPath).sort();
-    expect(trashed).toEqual(['Docs/F/x.txt', 'Docs/F/z.txt']);
-    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+    await expectEditTakenRestoredTrashed(p, x, at, 'F');
     // Both rows moved on (x to its next version, z to the folder's new place): nothing is remembered any more.
     expect(p.rt.store.getMeta('restoredVersions')).toBeUndefined();
   } finally {
@@ -200,20 +190,28 @@ it("renamed here first (the old folder restored by a pass), edited, then renamed
     expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: original x', 'G/z.txt: untouched z', 'H/x.txt: original x', 'H/z.txt: untouched z']);
     sedInPlace(at('Docs/G/x.txt'));
     emu.control.renameFolder(folder, 'G');
-    p.rt.cache.foldersAt = 0;
-    const r = await runPass(p.rt);
-    expect(r.execution?.failures).toEqual([]);
-    expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
-    expect(r.converged).toBe(true);
-    expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
-    expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
-    expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
-    expect(listTrashEntries(p.rt.trash.dir).entries.map((e) => e.originalPath).sort()).toEqual(['Docs/H/x.txt', 'Docs/H/z.txt']);
-    expect((await runPass(p.rt)).plan.groups).toEqual([]);
+    await expectEditTakenRestoredTrashed(p, x, at, 'H');
   } finally {
     await p.close();
   }
 });
+
+/**
+ * The next pass after the service renamed the folder to G, where the user's renamed folder is: x's edit (by sed -i in
+ * G) is its next version, no conflict, and the restored copies (in `copiesIn`) went to the trash.
+ */
+async function expectEditTakenRestoredTrashed(p: TestPair, x: string, at: (rel: string) => string, copiesIn: string): Promise<void> {
+  p.rt.cache.foldersAt = 0;
+  const r = await runPass(p.rt);
+  expect(r.execution?.failures).toEqual([]);
+  expect(r.plan.groups.flat().filter((a) => a.kind === 'conflict')).toEqual([]);
+  expect(r.converged).toBe(true);
+  expect(versions(x)).toEqual(['original x\n', 'edited with sed x\n']);
+  expect(remoteNames(p.binderId)).toEqual(['Docs/G/x.txt', 'Docs/G/z.txt']);
+  expect(filesUnder(at('Docs'))).toEqual(['G/x.txt: edited with sed x', 'G/z.txt: untouched z']);
+  expect(listTrashEntries(p.rt.trash.dir).entries.map((e) => e.originalPath).sort()).toEqual([`Docs/${copiesIn}/x.txt`, `Docs/${copiesIn}/z.txt`]);
+  expect((await runPass(p.rt)).plan.groups).toEqual([]);
+}
 
 // [how the file is edited, the document's name on the service after the rename]
 const UPLOAD_CASES: Array<[string, string | null]> = [
