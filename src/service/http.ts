@@ -177,9 +177,8 @@ export class HttpCore {
         const paced = err instanceof ServiceError && err.status === 429 && err.retryAfterMs !== undefined;
         if (paced) throttled++;
         const now = Date.now();
-        if (paced) this.rateLimitedSince ??= now;
-        else if (request !== TOKEN_REQUEST) this.rateLimitedSince = null;
-        const starved = paced && now - (this.rateLimitedSince ?? now) >= (policy.rateLimitedGiveUpMs ?? Number.POSITIVE_INFINITY);
+        if (!paced && request !== TOKEN_REQUEST) this.rateLimitedSince = null;
+        const starved = paced && now - (this.rateLimitedSince ??= now) >= policy.rateLimitedGiveUpMs;
         const spent = paced ? throttled >= policy.maxAttempts * 4 || starved : attempt - throttled >= policy.maxAttempts;
         const final =
           !(err instanceof ServiceError) ||
@@ -193,7 +192,7 @@ export class HttpCore {
           this.rateLimitSaidAt = now;
           this.log.warn(
             { request, retryAfterMs: err.retryAfterMs },
-            `the service is rate limiting (HTTP 429, Retry-After ${formatDuration(err.retryAfterMs ?? 0)}): calls wait as it asks, and give up once it has answered nothing else for ${formatDuration(policy.rateLimitedGiveUpMs ?? 0)}`,
+            `the service is rate limiting (HTTP 429, Retry-After ${formatDuration(err.retryAfterMs ?? 0)}): calls wait as it asks, and give up once it has answered nothing else for ${formatDuration(policy.rateLimitedGiveUpMs)}`,
           );
         }
         // A transfer tried again is worth a line at info: a storage request that stalls holds its pair for the

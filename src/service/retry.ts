@@ -11,7 +11,7 @@ export interface RetryPolicy {
    * How long the service may answer nothing but 429s with Retry-After (to every call of the client) before a call
    * gives up, whatever its budget says (HttpCore.withRetry). Default two minutes.
    */
-  rateLimitedGiveUpMs?: number;
+  rateLimitedGiveUpMs: number;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 6, baseDelayMs: 250, maxDelayMs: 30_000, rateLimitedGiveUpMs: 120_000 };
@@ -20,7 +20,7 @@ export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 6, baseDelayMs: 250, ma
  * Delay before attempt `attempt + 1` after `attempt` failed (attempt is 1-based).
  * A server's Retry-After wins (capped at maxDelayMs); otherwise full jitter: uniform in [0, min(max, base * 2^(attempt-1))].
  */
-export function backoffDelay(attempt: number, policy: RetryPolicy, retryAfterMs?: number, random: () => number = Math.random): number {
+export function backoffDelay(attempt: number, policy: Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs'>, retryAfterMs?: number, random: () => number = Math.random): number {
   if (retryAfterMs !== undefined) return Math.min(Math.max(0, retryAfterMs), policy.maxDelayMs);
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
   return Math.floor(random() * ceiling);
