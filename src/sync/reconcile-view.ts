@@ -257,7 +257,7 @@ export class ReconcileView {
   /** The file at b's name in its folder's new place, where an earlier pass found b's file waiting (waitingMoves). */
   private waitedPlaceOf(b: BaseEntry): LocalFile | undefined {
     const there = this.fileAtFolderPlace(b);
-    return there !== undefined && this.waitedKey(b) === there.key && there.sha256 !== null && !this.isRowsFile(there, b) ? there : undefined;
+    return there !== undefined && this.waitedKey(b) === there.key ? this.waitedFileAt(b, there.key) : undefined;
   }
 
   /**
@@ -272,7 +272,8 @@ export class ReconcileView {
     if (was === undefined) return undefined;
     const dir = parentOf(was.key);
     const inodes = this.local.dirInodes;
-    if (was.dirInode === 0 || dir === '' || inodes === undefined || inodes.get(dir) === was.dirInode || this.local.dirs.has(dir)) return was.key;
+    // Its directory still there (whatever its inode now), or not known: the place as recorded.
+    if (was.dirInode === 0 || dir === '' || inodes === undefined || this.local.dirs.has(dir)) return was.key;
     this.dirsByInode ??= groupBy(inodes, ([, inode]) => (inode === 0 ? undefined : inode));
     const now = this.dirsByInode.get(was.dirInode) ?? [];
     return now.length === 1 ? `${now[0]![0]}/${baseNameOf(was.key)}` : was.key;
