@@ -187,7 +187,6 @@ async function statusCommand(opts: StatusOptions): Promise<number> {
 }
 
 /** Reads everything status shows. Never writes: the DBs are opened read-only, the lock is only read. */
-/** `settingsNow`: the config's service settings (settingsIdentityOf), null when not known (see PairStatus.lastErrorOfOtherSettings). */
 /**
  * The config file's service settings (settingsIdentityOf), or null when they do not resolve here: status reads
  * the file for local state only, and a ${VAR} unset in this shell or a secret file this user cannot read must not
@@ -201,6 +200,7 @@ function serviceSettingsOf(configFile: string): string | null {
   }
 }
 
+/** `settingsNow`: the config's service settings (settingsIdentityOf), null when not known (see PairStatus.lastErrorOfOtherSettings). */
 export function collectStatus(
   config: { stateDir: string; pairs: readonly { name: string }[] },
   pairs: readonly StatusPair[],
