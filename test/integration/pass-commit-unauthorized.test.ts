@@ -45,6 +45,8 @@ it('every commit answered 401: kept and tried again, the pair\'s lastError, said
       commits.push(c.counters().commit);
       expect(again.converged).toBe(false);
       expect(p.rt.store.getMeta('lastError')).toMatch(/^1 upload\(s\) left unfinished could not be committed; first: Docs\/new\.txt: the service did not accept .*HTTP 401/);
+      // With the service settings it was met with, for `status` under a config naming others (round 42c, P1-e).
+      expect(p.rt.store.getMeta('lastErrorWith')).toBe(p.rt.client.settingsIdentity);
       clock += 5_000;
     }
     expect(commits[0]! - before).toBeGreaterThan(0); // the look at the next pass
@@ -64,6 +66,7 @@ it('every commit answered 401: kept and tried again, the pair\'s lastError, said
     clock += 200_000;
     expect((await runPass(p.rt, { now: at })).converged).toBe(true);
     expect(p.rt.store.getMeta('lastError')).toBe('');
+    expect(p.rt.store.getMeta('lastErrorWith')).toBe('');
     const [doc] = c.listDocuments(p.binderId);
     expect(doc?.fileName).toBe('new.txt');
     expect(c.listVersions(doc!.id)).toHaveLength(1);
