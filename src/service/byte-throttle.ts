@@ -73,16 +73,19 @@ export class ThrottleStream extends Transform {
         this.timer = setTimeout(() => {
           this.timer = undefined;
           if (this.destroyed) return;
-          this.passed += piece.length;
-          this.push(piece);
+          this.pass(piece);
           this.sendFrom(chunk, offset, cb);
         }, wait);
         return;
       }
-      this.passed += piece.length;
-      this.push(piece);
+      this.pass(piece);
     }
     cb();
+  }
+
+  private pass(piece: Buffer): void {
+    this.passed += piece.length;
+    this.push(piece);
   }
 
   override _destroy(err: Error | null, cb: (error: Error | null) => void): void {
